@@ -1,0 +1,34 @@
+# Thin wrapper over the CMake presets. The two commands that matter:
+#   make run    build, then run the CPU ladder's embedded default
+#   make test   build, then run every test (GPU tests skip without a device)
+PRESET ?= default
+BUILD  := build/$(PRESET)
+JOBS   ?= $(shell nproc)
+OUT    ?= out/local
+
+.PHONY: all bootstrap configure build run test reproduce clean
+
+all: build
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+$(BUILD)/build.ninja: | bootstrap
+	cmake --preset $(PRESET)
+
+configure: $(BUILD)/build.ninja
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/src/rigel ladder --backend cpu --out $(OUT)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+reproduce:
+	python3 reproduce/reproduce.py
+
+clean:
+	rm -rf build

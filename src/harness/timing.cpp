@@ -1,0 +1,67 @@
+// Timing statistics: median of many repetitions, with their spread.
+#include "harness/timing.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+namespace rigel {
+namespace {
+
+double quantile(const std::vector<double>& sorted, double q) {
+    if (sorted.empty()) return 0.0;
+    const double pos = q * static_cast<double>(sorted.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(pos));
+    const auto hi = std::min(sorted.size() - 1, lo + 1);
+    const double frac = pos - static_cast<double>(lo);
+    return sorted[lo] * (1.0 - frac) + sorted[hi] * frac;
+}
+
+}  // namespace
+
+TimingStats summarize(std::vector<double> samples) {
+    TimingStats s;
+    if (samples.empty()) return s;
+    std::sort(samples.begin(), samples.end());
+    s.reps = static_cast<int>(samples.size());
+    s.min_s = samples.front();
+    s.median_s = quantile(samples, 0.5);
+    s.p10_s = quantile(samples, 0.1);
+    s.p90_s = quantile(samples, 0.9);
+    s.mean_s = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(s.reps);
+    double var = 0;
+    for (double x : samples) var += (x - s.mean_s) * (x - s.mean_s);
+    var /= std::max(1, s.reps - 1);
+    s.noise_rel = s.mean_s > 0 ? std::sqrt(var) / s.mean_s : 0.0;
+    return s;
+}
+
+TimingStats measure(const std::function<double()>& sample, const TimingConfig& cfg) {
+    using clock = std::chrono::steady_clock;
+    const auto since = [](clock::time_point t0) {
+        return std::chrono::duration<double>(clock::now() - t0).count();
+    };
+    const auto warm_start = clock::now();
+    do {
+        sample();
+    } while (since(warm_start) < cfg.warmup_s);
+
+    std::vector<double> samples;
+    double total = 0;
+    const auto start = clock::now();
+    while (static_cast<int>(samples.size()) < cfg.max_reps) {
+        const double t = sample();
+        samples.push_back(t);
+        total += t;
+        const bool enough = total >= cfg.min_time_s && static_cast<int>(samples.size()) >= cfg.min_reps;
+        if (enough || since(start) > cfg.max_time_s) break;
+    }
+    return summarize(std::move(samples));
+}
+
+double gflops(double m, double n, double k, double seconds) {
+    return seconds > 0 ? 2.0 * m * n * k / seconds * 1e-9 : 0.0;
+}
+
+}  // namespace rigel

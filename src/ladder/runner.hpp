@@ -1,0 +1,92 @@
+// The ladder runner: for every shape and type, quantize the inputs once, compute
+// the float64 reference once, then walk the registry: check what each rung can
+// take, poison the output, run, verify, and only then time.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/recipe.hpp"
+#include "core/reference.hpp"
+#include "harness/executor.hpp"
+#include "harness/timing.hpp"
+#include "ladder/rung.hpp"
+
+namespace rigel {
+
+struct Shape {
+    std::int64_t m = 0, n = 0, k = 0;
+    std::string str() const;
+};
+
+// "1024" is a cube; "4096x11008x4096" is M x N x K. Throws std::invalid_argument
+// with a message naming the bad text (non-numbers, <= 0, M*N*K overflow).
+Shape parse_shape(const std::string& text);
+
+inline constexpr std::string_view kNaiveRungId = "k01_cpu_naive";
+
+struct LadderOptions {
+    std::vector<Backend> backends{Backend::cpu};
+    std::vector<Shape> shapes;
+    std::vector<DType> dtypes;          // empty: each backend's default types
+    std::vector<std::string> rungs;     // rung ids or group names; empty: all
+    Recipe recipe = Recipe::uniform;
+    std::uint64_t seed = 1;
+    int threads = 0;                    // 0: all hardware threads
+    TimingConfig cpu_timing;
+    TimingConfig gpu_timing;
+    bool force = false;                 // run rungs past their default size limit
+    bool verify_only = false;           // verify every rung, time none
+};
+
+struct ResultRow {
+    std::string rung, backend, group, dtype;
+    Shape shape;
+    int threads = 1;
+    std::string status;  // PASS, FAIL, SKIP
+    std::string reason;
+    bool vendor = false;
+    bool parallel = false;
+    TimingStats timing;
+    double gflops = 0;
+    double x_over_naive = std::numeric_limits<double>::quiet_NaN();
+    double pct_of_vendor = std::numeric_limits<double>::quiet_NaN();
+    Verdict verdict;
+    std::uint64_t input_hash = 0;
+    std::int64_t checked_rows = 0;
+    DeviceSample device;
+};
+
+struct PlannedRun {
+    const Rung* rung;
+    Executor* executor;
+};
+
+// Everything the runner needs from the outside world.
+struct LadderContext {
+    Executor* cpu = nullptr;
+    Executor* cuda = nullptr;
+    std::function<void(const std::string&)> progress;  // one line per step, to stderr
+};
+
+// Validates the request (unknown rungs, types no rung of a backend takes,
+// memory) and throws std::invalid_argument before anything runs.
+void validate_request(const LadderOptions& opts, const LadderContext& ctx);
+
+std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext& ctx);
+
+// The types a backend runs when none are asked for.
+std::vector<DType> default_dtypes(Backend b);
+
+// Every registered rung, CPU first.
+std::vector<const Rung*> all_rungs();
+
+// CSV columns and cells of a result row (one row per rung, shape, type).
+std::vector<std::string> result_header();
+std::vector<std::string> result_cells(const ResultRow& r, const std::string& run_id, Recipe recipe,
+                                      std::uint64_t seed);
+
+}  // namespace rigel
