@@ -246,6 +246,8 @@ int run(int argc, char** argv) {
     ladder->add_flag("--verify-only", la.verify_only, "verify every rung; time none");
     ladder->add_flag("--list", la.list, "list the rungs and what each adds");
 
+    const auto hooks = add_probe_commands(app);
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -257,6 +259,8 @@ int run(int argc, char** argv) {
     }
     if (env->parsed()) return run_env_command();
     if (ladder->parsed()) return run_ladder_command(la);
+    for (const auto& h : hooks)
+        if (h.app->parsed()) return h.run();
     return 2;
 }
 

@@ -1,6 +1,10 @@
 // The subcommands: env, ladder (and, as they land, probe, findings, report).
 #pragma once
+#include <functional>
 #include <stdexcept>
+#include <vector>
+
+namespace CLI { class App; }
 
 namespace rigel::cli {
 
@@ -12,5 +16,14 @@ struct DeviceUnavailable : std::runtime_error {
 };
 
 int run(int argc, char** argv);
+
+// A subcommand defined in another file: its CLI11 node and what runs it.
+struct SubcommandHook {
+    CLI::App* app;
+    std::function<int()> run;
+};
+
+// `probe` and `findings` (src/cli/probe_commands.cpp).
+std::vector<SubcommandHook> add_probe_commands(CLI::App& app);
 
 }  // namespace rigel::cli

@@ -1,0 +1,8 @@
+// The hopper rungs' registry table (filled as the rungs land).
+#include "cuda/registry_parts.hpp"
+
+namespace rigel::cuda {
+
+std::span<const Rung> hopper_rungs() { return {}; }
+
+}  // namespace rigel::cuda
