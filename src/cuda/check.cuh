@@ -1,0 +1,69 @@
+// The one header of error-check macros for CUDA code. Each names the
+// expression, the error's name and text, and the file and line, and throws:
+// only main turns an exception into an exit code.
+#pragma once
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace rigel::cuda {
+
+[[noreturn]] inline void throw_cuda_error(const char* what, const std::string& name, const char* text, const char* file,
+                                          int line) {
+    throw std::runtime_error(std::string(what) + " failed: " + name + " (" + text + ") at " + file + ":" +
+                             std::to_string(line));
+}
+
+inline const char* cublas_status_text(cublasStatus_t s) {
+    switch (s) {
+        case CUBLAS_STATUS_SUCCESS: return "success";
+        case CUBLAS_STATUS_NOT_INITIALIZED: return "not initialized";
+        case CUBLAS_STATUS_ALLOC_FAILED: return "allocation failed";
+        case CUBLAS_STATUS_INVALID_VALUE: return "invalid value";
+        case CUBLAS_STATUS_ARCH_MISMATCH: return "architecture mismatch";
+        case CUBLAS_STATUS_MAPPING_ERROR: return "mapping error";
+        case CUBLAS_STATUS_EXECUTION_FAILED: return "execution failed";
+        case CUBLAS_STATUS_INTERNAL_ERROR: return "internal error";
+        case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported";
+        case CUBLAS_STATUS_LICENSE_ERROR: return "license error";
+        default: return "unknown status";
+    }
+}
+
+}  // namespace rigel::cuda
+
+#define RIGEL_CUDA_CHECK(expr)                                                                         \
+    do {                                                                                               \
+        const cudaError_t rigel_err_ = (expr);                                                         \
+        if (rigel_err_ != cudaSuccess)                                                                 \
+            ::rigel::cuda::throw_cuda_error(#expr, cudaGetErrorName(rigel_err_),                       \
+                                            cudaGetErrorString(rigel_err_), __FILE__, __LINE__);       \
+    } while (0)
+
+// After a kernel launch: launch-configuration errors surface here.
+#define RIGEL_CUDA_CHECK_LAUNCH() RIGEL_CUDA_CHECK(cudaGetLastError())
+
+#define RIGEL_CU_CHECK(expr)                                                                           \
+    do {                                                                                               \
+        const CUresult rigel_res_ = (expr);                                                            \
+        if (rigel_res_ != CUDA_SUCCESS) {                                                              \
+            const char* rigel_name_ = "CUDA_ERROR_?";                                                  \
+            const char* rigel_text_ = "unknown";                                                       \
+            cuGetErrorName(rigel_res_, &rigel_name_);                                                  \
+            cuGetErrorString(rigel_res_, &rigel_text_);                                                \
+            ::rigel::cuda::throw_cuda_error(#expr, rigel_name_, rigel_text_, __FILE__, __LINE__);      \
+        }                                                                                              \
+    } while (0)
+
+#define RIGEL_CUBLAS_CHECK(expr)                                                                       \
+    do {                                                                                               \
+        const cublasStatus_t rigel_st_ = (expr);                                                       \
+        if (rigel_st_ != CUBLAS_STATUS_SUCCESS)                                                        \
+            ::rigel::cuda::throw_cuda_error(#expr, "cublasStatus " + std::to_string(int(rigel_st_)),   \
+                                            ::rigel::cuda::cublas_status_text(rigel_st_), __FILE__,    \
+                                            __LINE__);                                                 \
+    } while (0)
