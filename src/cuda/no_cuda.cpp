@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "harness/executor.hpp"
+#include "probes/probe.hpp"
 
 namespace rigel {
 namespace {
@@ -30,5 +31,6 @@ public:
 
 std::unique_ptr<Executor> make_cuda_executor() { return std::make_unique<NoCudaExecutor>(); }
 std::span<const Rung> cuda_rungs() { return {}; }
+std::span<const Probe> cuda_probes() { return {}; }
 
 }  // namespace rigel

@@ -1,0 +1,56 @@
+// The characterization (RIGEL) probes: each asks the device one question the
+// documentation leaves open, checks the device's raw output against a float64
+// expectation computed from the same bytes, and returns findings: rows that
+// set what was measured beside the documentation statement it confirms, fills
+// in or contradicts.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rigel {
+
+// How a finding relates to the documentation (the discovery bar).
+enum class DocRelation : std::uint8_t {
+    confirms,       // the documentation says so, and the device agrees
+    fills_in,       // the documentation is silent; this is the measured fact
+    contradicts,    // the documentation says otherwise
+    not_available,  // the instruction or path does not exist on this device
+};
+std::string_view name(DocRelation r);
+
+struct Finding {
+    std::string probe;          // probe name, e.g. "cvt_saturation"
+    std::string path;           // instruction or path: "cvt.rn.satfinite.e4m3x2.f32", "mma.sync.m16n8k16", "ffma"
+    std::string dtype;          // operand type, or "" where none applies
+    std::string quantity;       // what was measured, in words: "fp32 1000.0 -> e4m3"
+    std::string measured;       // the device's answer, as text
+    std::string expected;       // the float64 / host-codec expectation on the same bytes ("" if none)
+    std::string unit;           // "", "Tflop/s", "bits", "MHz", ...
+    bool verified = false;      // the device's raw output was checked against the expectation
+    DocRelation relation = DocRelation::fills_in;
+    std::string doc_statement;  // what the documentation says (or "silent")
+    std::string doc_source;     // where: "PTX ISA 9.0, section 9.7.9.21 (cvt)"
+    std::string detail;         // anything a reader needs to interpret the row
+};
+
+struct ProbeContext {
+    int compute_capability = 0;  // x10
+    std::uint64_t seed = 1;
+    bool quick = false;          // shorter timing, for tests
+    std::function<void(const std::string&)> progress;
+};
+
+struct Probe {
+    std::string_view name;
+    std::string_view question;  // one line: what it asks of the hardware
+    std::vector<Finding> (*run)(const ProbeContext&);
+};
+
+// Every probe; empty when rigel is built without CUDA.
+std::span<const Probe> cuda_probes();
+
+}  // namespace rigel
