@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# One visit to the H200 machine: configure and build (ninja, all cores) into
+# build/h200, run the GPU tests, then whatever is asked for, and copy the CSV
+# and JSON results and the logs into $OUT. The last thing printed is a short
+# table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
+# (default: tests ladder probes sass). Reads nothing outside the checkout; needs
+# .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out/h200}
+mkdir -p "$OUT"
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(tests ladder probes sass)
+has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+log() { echo "== $*" >&2; }
+RIGEL=build/h200/src/rigel
+summary=()
+
+log "device"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
+  --format=csv 2>&1 | tee "$OUT/nvidia_smi.txt"
+
+log "configure and build"
+start=$(date +%s)
+if ! { cmake --preset h200 -DRIGEL_DEPS_DIR="$PWD/.deps" > "$OUT/build.log" 2>&1 &&
+       cmake --build build/h200 -j "$(nproc)" >> "$OUT/build.log" 2>&1; }; then
+  grep -E "error|Error" "$OUT/build.log" | head -40
+  echo "BUILD FAILED (see build.log)"
+  exit 1
+fi
+summary+=("build: ok in $(( $(date +%s) - start )) s")
+
+if has tests; then
+  log "GPU tests"
+  ctest --test-dir build/h200 --output-on-failure -j 4 > "$OUT/tests.log" 2>&1
+  rc=$?
+  summary+=("tests: $(grep -E 'tests passed|tests failed' "$OUT/tests.log" | tail -1) (rc $rc)")
+  grep -E "FAIL|Failed|\*\*\*" "$OUT/tests.log" | head -20
+fi
+
+if has ladder; then
+  log "ladder"
+  $RIGEL ladder --backend cuda --dtype all --sizes 4096 --out "$OUT" > "$OUT/ladder.txt" 2> "$OUT/ladder.err"
+  summary+=("ladder: rc $?")
+fi
+
+if has bench; then
+  log "bench"
+  $RIGEL ladder --backend cuda --rungs hopper vendor --dtype bf16 e4m3 --warmup 1 --min-time 1 \
+    --sizes 512 1024 2048 4096 8192 16384 4096x11008x4096 8192x8192x1024 16x4096x4096 128x7168x16384 \
+    --out "$OUT" > "$OUT/bench.txt" 2> "$OUT/bench.err"
+  summary+=("bench: rc $?")
+fi
+
+if has probes; then
+  log "probes"
+  $RIGEL probe all --out "$OUT" > "$OUT/probes.txt" 2> "$OUT/probes.err"
+  summary+=("probes: rc $?")
+fi
+
+if has sass; then
+  log "sass"
+  # Matrix opcodes per compiled rung file: which unit each path reaches.
+  {
+    echo "object,hgmma,qgmma,hmma,imma,dmma,ffma"
+    for o in $(find build/h200/src/CMakeFiles/rigel_cuda.dir -name "*.o" | sort); do
+      s=$(cuobjdump --dump-sass "$o" 2>/dev/null)
+      printf "%s,%d,%d,%d,%d,%d,%d\n" "$(basename "$o" .cu.o)" \
+        "$(grep -c HGMMA <<<"$s")" "$(grep -c QGMMA <<<"$s")" "$(grep -c HMMA <<<"$s")" \
+        "$(grep -c IMMA <<<"$s")" "$(grep -c DMMA <<<"$s")" "$(grep -c FFMA <<<"$s")"
+    done
+  } > "$OUT/sass_opcodes.csv"
+fi
+
+for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
+[ -f "$OUT/ladder.txt" ] && cat "$OUT/ladder.txt" | tail -60
+[ -f "$OUT/bench.txt" ] && tail -40 "$OUT/bench.txt"
+[ -f "$OUT/probes.txt" ] && tail -40 "$OUT/probes.txt"
+printf '%s\n' "${summary[@]}"
