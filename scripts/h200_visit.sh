@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # One visit to the H200 machine: configure and build (ninja, all cores) into
 # build/h200, run the GPU tests, then whatever is asked for, and copy the CSV
-# and JSON results and the logs into $OUT. The last thing printed is a short
+# and JSON results and the logs into $OUT/visit.tar.gz. The last thing printed is a short
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/out/h200}
-mkdir -p "$OUT"
+# Everything goes to a staging folder and comes back as one archive (the
+# device tool returns at most 8 files).
+FINAL=${OUT:-$PWD/out/h200}
+OUT=$(mktemp -d /tmp/rigel_visit.XXXXXX)
+mkdir -p "$FINAL"
+pack() { tar czf "$FINAL/visit.tar.gz" -C "$OUT" . ; }
+trap pack EXIT
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests ladder probes sass)
 has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
