@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Regenerate every table and figure rigel publishes from the committed CSVs alone.
+
+Reads results/<machine>/*.csv (checked first against results/MANIFEST.sha256),
+writes docs/ladder.md, the tables between the generated-table markers in
+README.md, and docs/figures/*.png when matplotlib is installed. Needs no GPU.
+
+    python3 reproduce/reproduce.py                  # check the manifest, regenerate
+    python3 reproduce/reproduce.py --update-manifest  # after committing new results
+"""
+import argparse
+import csv
+import hashlib
+import json
+import math
+import re
+import sys
+from collections import OrderedDict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
+MANIFEST = RESULTS / "MANIFEST.sha256"
+NAIVE = "k01_cpu_naive"
+
+
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def result_files():
+    return sorted(p for p in RESULTS.glob("*/*") if p.suffix in (".csv", ".json"))
+
+
+def update_manifest():
+    lines = [f"{sha256(p)}  {p.relative_to(RESULTS)}" for p in result_files()]
+    MANIFEST.write_text("\n".join(lines) + ("\n" if lines else ""))
+    print(f"reproduce: manifest lists {len(lines)} files")
+
+
+def check_manifest():
+    if not MANIFEST.exists():
+        sys.exit("reproduce: results/MANIFEST.sha256 is missing (run with --update-manifest)")
+    listed = {}
+    for line in MANIFEST.read_text().splitlines():
+        if line.strip():
+            digest, name = line.split(None, 1)
+            listed[name.strip()] = digest
+    problems = []
+    for name, digest in listed.items():
+        p = RESULTS / name
+        if not p.exists():
+            problems.append(f"missing: {name}")
+        elif sha256(p) != digest:
+            problems.append(f"changed since the manifest: {name}")
+    for p in result_files():
+        if str(p.relative_to(RESULTS)) not in listed:
+            problems.append(f"not in the manifest: {p.relative_to(RESULTS)}")
+    if problems:
+        sys.exit("reproduce: " + "; ".join(problems))
+
+
+def read_rows(kind):
+    """All rows of every *_<kind>.csv, each with its machine and sidecar."""
+    rows = []
+    for p in sorted(RESULTS.glob(f"*/*_{kind}*.csv")):
+        side = p.with_suffix(".json")
+        meta = json.loads(side.read_text()) if side.exists() else {}
+        with p.open(newline="") as f:
+            for r in csv.DictReader(f):
+                r["_machine"] = p.parent.name
+                r["_file"] = p.name
+                r["_commit"] = meta.get("git_commit", "")[:7]
+                r["_gpu"] = meta.get("environment", {}).get("gpu_name", "")
+                rows.append(r)
+    return rows
+
+
+def fnum(s):
+    try:
+        return float(s)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def rate(gflops):
+    if math.isnan(gflops):
+        return "-"
+    return f"{gflops / 1000:.1f} Tflop/s" if gflops >= 1000 else f"{gflops:.2f} Gflop/s"
+
+
+def shape_of(r):
+    return f"{r['m']}x{r['n']}x{r['k']}"
+
+
+def latest_per_key(rows, key):
+    """Keep the last row (files are sorted by date) for each key."""
+    out = OrderedDict()
+    for r in rows:
+        out[key(r)] = r
+    return list(out.values())
+
+
+def ladder_table(rows, size):
+    """The ladder at one cube size: every verified rung, naive CPU to the top."""
+    shape = f"{size}x{size}x{size}"
+    sel = [r for r in rows if shape_of(r) == shape and r["status"] == "PASS" and fnum(r["gflops"]) > 0]
+    sel = latest_per_key(sel, lambda r: (r["_machine"], r["rung"], r["dtype"], r["threads"]))
+    naive = [r for r in sel if r["rung"] == NAIVE and r["dtype"] == "f32"]
+    base = fnum(naive[-1]["gflops"]) if naive else math.nan
+    out = [f"| rung | backend | type | threads | rate | x naive CPU f32 | % of vendor | max scaled error | source |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in sel:
+        g = fnum(r["gflops"])
+        pct = fnum(r["pct_of_vendor"])
+        out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            r["rung"], r["backend"], r["dtype"], r["threads"], rate(g),
+            "-" if math.isnan(base) else f"{g / base:,.0f}x" if g / base >= 10 else f"{g / base:.1f}x",
+            "-" if math.isnan(pct) else f"{pct:.1f}%", f"{fnum(r['err_max_scaled']):.1e}",
+            f"{r['_machine']}/{r['_file']}"))
+    return "\n".join(out), len(sel)
+
+
+def vendor_sweep_table(rows, rungs_prefix=("k3", "vendor_cublas")):
+    """Own rungs against the vendor library across shapes (the bench runs)."""
+    sel = [r for r in rows if r["backend"] == "cuda" and r["status"] == "PASS" and fnum(r["gflops"]) > 0
+           and not math.isnan(fnum(r["pct_of_vendor"])) and r["rung"].startswith(rungs_prefix[0])]
+    sel = latest_per_key(sel, lambda r: (r["rung"], r["dtype"], shape_of(r)))
+    out = ["| rung | type | shape (MxNxK) | rate | % of cuBLAS | throttled | source |", "|---|---|---|---|---|---|---|"]
+    for r in sel:
+        out.append(f"| {r['rung']} | {r['dtype']} | {shape_of(r)} | {rate(fnum(r['gflops']))} | "
+                   f"{fnum(r['pct_of_vendor']):.1f}% | {r.get('throttled', '')} | {r['_machine']}/{r['_file']} |")
+    return "\n".join(out), len(sel)
+
+
+def replace_block(text, name, body):
+    pat = re.compile(rf"(<!-- generated:{name}:begin -->\n).*?(<!-- generated:{name}:end -->)", re.S)
+    if not pat.search(text):
+        return text
+    return pat.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
+
+
+def figures(rows):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("reproduce: matplotlib not installed; figures skipped")
+        return
+    figdir = ROOT / "docs" / "figures"
+    figdir.mkdir(parents=True, exist_ok=True)
+    for size in (2048, 4096):
+        shape = f"{size}x{size}x{size}"
+        sel = [r for r in rows if shape_of(r) == shape and r["status"] == "PASS" and fnum(r["gflops"]) > 0]
+        sel = latest_per_key(sel, lambda r: (r["_machine"], r["rung"], r["dtype"], r["threads"]))
+        if not sel:
+            continue
+        labels = [f"{r['rung']} {r['dtype']}" + (f" x{r['threads']}" if r["threads"] != "1" else "") for r in sel]
+        vals = [fnum(r["gflops"]) for r in sel]
+        colors = ["#888" if r["backend"] == "cpu" else ("#c44" if r["vendor"] == "1" else "#46a") for r in sel]
+        fig, ax = plt.subplots(figsize=(9, 0.28 * len(sel) + 1.2))
+        ax.barh(range(len(sel)), vals, color=colors)
+        ax.set_yticks(range(len(sel)), labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel("Gflop/s (log scale), 2*M*N*K / median time")
+        ax.set_title(f"rigel ladder at {shape} (grey: CPU, blue: own GPU rungs, red: vendor)")
+        fig.tight_layout()
+        fig.savefig(figdir / f"ladder_{size}.png", dpi=110)
+        plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--update-manifest", action="store_true")
+    args = ap.parse_args()
+    if args.update_manifest:
+        update_manifest()
+    check_manifest()
+    rows = read_rows("ladder")
+    docs = ROOT / "docs"
+    docs.mkdir(exist_ok=True)
+    parts = ["# The ladder, measured\n",
+             "Generated by `make reproduce` from the committed CSVs under results/; do not edit by hand.\n"]
+    readme = (ROOT / "README.md").read_text()
+    for size in (2048, 4096):
+        table, n = ladder_table(rows, size)
+        if n:
+            parts += [f"\n## {size}x{size}x{size}\n", table + "\n"]
+            readme = replace_block(readme, f"ladder-{size}", table)
+    table, n = vendor_sweep_table(rows)
+    if n:
+        parts += ["\n## Hopper rungs against cuBLAS across shapes\n", table + "\n"]
+        readme = replace_block(readme, "hopper-sweep", table)
+    (docs / "ladder.md").write_text("".join(parts))
+    (ROOT / "README.md").write_text(readme)
+    figures(rows)
+    print(f"reproduce: {len(rows)} ladder rows -> docs/ladder.md, README.md tables")
+
+
+if __name__ == "__main__":
+    main()
