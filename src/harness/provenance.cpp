@@ -104,8 +104,11 @@ Environment collect_environment(const std::vector<std::pair<std::string, std::st
         {"cpu_cores", std::to_string(std::thread::hardware_concurrency())},
     };
     for (const auto& f : device_facts) e.facts.push_back(f);
+    // The hash identifies the setting, not the moment: readings such as the
+    // current clock (keys containing "_now") are recorded but not hashed.
     std::string all;
-    for (const auto& [k, v] : e.facts) all += k + "=" + v + "\n";
+    for (const auto& [k, v] : e.facts)
+        if (k.find("_now") == std::string::npos) all += k + "=" + v + "\n";
     char buf[17];
     std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash64(all.data(), all.size())));
     e.hash = buf;

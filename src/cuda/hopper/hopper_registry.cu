@@ -1,8 +1,54 @@
-// The hopper rungs' registry table (filled as the rungs land).
+// The hopper rungs' registry table, in climbing order. Every row needs sm_90a
+// (min_sm 90: the runner skips them on older GPUs), takes B as N x K (both
+// operands K-major, which fp8 wgmma requires and TMA's 128B swizzle suits) and
+// refuses K whose rows TMA cannot address (hopper_tma_check).
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/registry_parts.hpp"
 
 namespace rigel::cuda {
 
-std::span<const Rung> hopper_rungs() { return {}; }
+std::string hopper_tma_check(const GemmProblem& p) {
+    const bool fp8 = p.type == DType::e4m3 || p.type == DType::e5m2;
+    if (fp8 && p.k % 16 != 0) return "K must be a multiple of 16: TMA needs 16-byte row strides (K x 1 byte)";
+    if (!fp8 && p.k % 8 != 0) return "K must be a multiple of 8: TMA needs 16-byte row strides (K x 2 bytes)";
+    // The smallest tile is 128 x 128; the tile index is a 32-bit int.
+    const std::int64_t tiles = ((p.m - 1) / 128 + 1) * ((p.n - 1) / 128 + 1);
+    if (tiles > INT32_MAX) return "ceil(M/128) * ceil(N/128) output tiles exceed 2^31 - 1";
+    return {};
+}
+
+namespace {
+
+constexpr std::uint32_t kHalf = dtype_mask(DType::bf16, DType::f16);
+constexpr std::uint32_t kFp8 = dtype_mask(DType::e4m3, DType::e5m2);
+constexpr int kSm90 = 90;
+
+const std::array kHopperRungs{
+    Rung{"k30_wgmma_tma", Backend::cuda, "hopper", kHalf, BLayout::n_by_k, kSm90, false, VendorRank::none, 0,
+         "wgmma reads A and B from shared memory that TMA filled in its 128B swizzle: no thread moves operands",
+         k30_wgmma_tma, hopper_tma_check},
+    Rung{"k31_wgmma_ws", Backend::cuda, "hopper", kHalf, BLayout::n_by_k, kSm90, false, VendorRank::none, 0,
+         "warp specialization: a TMA producer fills a 4-stage mbarrier ring, two 232-register consumers only "
+         "issue wgmma",
+         k31_wgmma_ws, hopper_tma_check},
+    Rung{"k32_wgmma_persistent", Backend::cuda, "hopper", kHalf, BLayout::n_by_k, kSm90, false, VendorRank::none, 0,
+         "persistent CTAs, one per SM, walk tiles in M-grouped order: loads overlap the epilogue and L2 is reused",
+         k32_wgmma_persistent, hopper_tma_check},
+    Rung{"k33_wgmma_fp8", Backend::cuda, "hopper", kFp8, BLayout::n_by_k, kSm90, false, VendorRank::none, 0,
+         "fp8 wgmma (k32 per instruction) in k32's pipeline: twice the flops per instruction, sums kept in the "
+         "tensor core",
+         k33_wgmma_fp8, hopper_tma_check},
+    Rung{"k34_wgmma_fp8_promoted", Backend::cuda, "hopper", kFp8, BLayout::n_by_k, kSm90, false, VendorRank::none,
+         0, "fp8 with the tensor core's partial sums promoted into fp32 every 128 of K (DeepSeek-V3, block scales 1)",
+         k34_wgmma_fp8_promoted, hopper_tma_check},
+};
+
+}  // namespace
+
+std::span<const Rung> hopper_rungs() { return kHopperRungs; }
 
 }  // namespace rigel::cuda

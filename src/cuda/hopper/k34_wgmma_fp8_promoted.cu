@@ -1,0 +1,44 @@
+// k34_wgmma_fp8_promoted: k33 with the accumulator promoted to fp32 every 128
+// of K, as DeepSeek-V3 trains in fp8.
+//
+// Adds over k33: each k-tile (128 of K: 4 wgmma k32 steps) is accumulated by
+// the tensor core into a fresh register set (scale_d = 0 on its first step);
+// the consumer waits for it and adds it into a separate fp32 accumulator with
+// ordinary FADDs (warp_specialized.cuh, Accumulation::promoted). The tensor
+// core's reduced-precision sum then spans only 128 products, and the long sum
+// over K is plain fp32. DeepSeek-V3 multiplies each partial by per-block
+// scales of A and B at this point (an FFMA instead of the FADD, the same
+// cost); rigel's fp8 inputs are unscaled, so the block scales are 1.0 and the
+// multiply is left out.
+// The price: two accumulator sets per thread, so each consumer computes 64 x
+// 128 instead of 64 x 256 (a 128 x 128 CTA tile, 6 stages of 32 KB), which
+// doubles shared-memory and L2 traffic per flop; and the consumer waits for
+// every k-tile's wgmma before its FADDs, so only the other consumer's wgmma
+// keeps the tensor cores busy meanwhile.
+// Bottleneck: the wait per k-tile and the narrower tile (shared-memory reads
+// per flop), not the FADDs themselves (64 per thread per 128 of K).
+// Prediction: 750-1000 Tflop/s at 8192^3 (70-85 % of k33), with a smaller
+// error than k33 at large K (err_rel_fro in the CSV).
+// Measured on the H200: see results/h200 (README ladder table)
+#include "cuda/hopper/hopper_rungs.cuh"
+#include "cuda/hopper/warp_specialized.cuh"
+
+namespace rigel::cuda {
+namespace {
+
+template <DType T>
+using K34 = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped, sm90::Accumulation::promoted>;
+
+}  // namespace
+
+void k34_wgmma_fp8_promoted(const GemmProblem& p) {
+    switch (p.type) {
+        case DType::e4m3: return sm90::launch_warp_specialized<K34<DType::e4m3>>(p, "k34_wgmma_fp8_promoted");
+        case DType::e5m2: return sm90::launch_warp_specialized<K34<DType::e5m2>>(p, "k34_wgmma_fp8_promoted");
+        default:
+            throw std::invalid_argument("k34_wgmma_fp8_promoted takes e4m3 and e5m2, not " +
+                                        std::string(name(p.type)));
+    }
+}
+
+}  // namespace rigel::cuda

@@ -1,0 +1,251 @@
+// The warp-specialized wgmma GEMM that k31-k34 instantiate: one producer
+// warpgroup that only issues TMA, two consumer warpgroups that only issue
+// wgmma, a ring of shared-memory stages between them, and full/empty mbarriers
+// instead of CTA-wide barriers.
+//
+//   warpgroup 0 (producer, 40 registers): thread 0 loops over the k-tiles of its
+//       output tiles; for each it waits until the stage is empty, announces the
+//       stage's bytes on its full barrier (expect_tx) and starts two TMA copies
+//       (a 128-row tile of A and a BN-row tile of B, 128 bytes of K per row).
+//   warpgroups 1, 2 (consumers, 232 registers): consumer c computes rows
+//       64c..64c+63 of the 128 x BN tile with m64nBN wgmma. For each k-tile:
+//       wait until the stage is full, issue 4 wgmma k-steps (32 bytes of K
+//       each), commit, and once the stage's wgmma have finished reading it,
+//       arrive on its empty barrier (one arrival per consumer warp, 8 in all).
+//
+// Phases: stage s is used in rounds r = 0, 1, 2, ... (the r-th time the ring
+// comes round). The consumers wait on full[s] with parity r & 1; the producer
+// waits on empty[s] with parity (r & 1) ^ 1, which passes at once in round 0
+// (a fresh barrier's "previous phase" counts as complete) and later passes when
+// the consumers have released round r - 1. Both sides walk the same sequence
+// of (tile, k-tile), so a running (stage, phase) pair on each side stays in
+// step.
+//
+// Schedules: one_tile_per_cta (k31: grid = number of tiles, tile = blockIdx.x,
+// M fastest) or persistent_grouped (k32-k34: grid = number of SMs; CTA b takes
+// tiles b, b + grid, ...; tiles are numbered in groups of kGroupM tile rows so
+// that the ~132 tiles in flight share a few rows of A and columns of B in L2).
+//
+// Accumulation: tensor_core keeps one accumulator set and one wgmma group in
+// flight. promoted (fp8 only) accumulates each k-tile (128 of K = 4 wgmma
+// k-steps) into a fresh register set inside the tensor core, waits, and adds
+// it into a separate fp32 accumulator with ordinary FADDs: DeepSeek-V3's
+// remedy (report, section 3.3.2) for Hopper's fp8 accumulator, which keeps
+// only about 14 fraction bits. DeepSeek multiplies each partial by the block
+// scales of A and B there (an FFMA, the same cost); rigel's fp8 inputs are
+// unscaled, so those scales are 1.0 and the multiply is left out.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "cuda/hopper/sm90.cuh"
+#include "cuda/hopper/wgmma.cuh"
+
+namespace rigel::cuda::sm90 {
+
+enum class Schedule : std::uint8_t { one_tile_per_cta, persistent_grouped };
+enum class Accumulation : std::uint8_t { tensor_core, promoted };
+
+template <DType T, int BN, int Stages, Schedule S, Accumulation A>
+struct WarpSpecialized {
+    static constexpr DType kType = T;
+    static constexpr int kBN = BN;
+    static constexpr int kStages = Stages;
+    static constexpr Schedule kSchedule = S;
+    static constexpr Accumulation kAccumulation = A;
+
+    static constexpr int kBM = 2 * kWgmmaM;                  // two consumers, 64 rows each
+    static constexpr int kBK = kRowBytes / elem_bytes(T);    // K elements per stage: 64 or 128
+    static constexpr int kABytes = kBM * kRowBytes;
+    static constexpr int kBBytes = BN * kRowBytes;
+    static constexpr int kStageBytes = kABytes + kBBytes;
+    static constexpr int kSmemBytes = Stages * kStageBytes + kSwizzleAtom;  // + alignment slack
+    static constexpr int kThreads = 3 * kWarpgroup;
+    static constexpr int kConsumerWarps = 2 * kWarpgroup / 32;  // arrivals that free a stage
+    static constexpr int kAcc = BN / 2;                         // fp32 accumulators per thread
+    static constexpr int kGroupM = 8;                           // tile rows per raster group
+    // 128 x 40 + 256 x 232 = 64512 <= 65536 registers of the SM (one CTA per SM).
+    static constexpr int kProducerRegs = 40;
+    static constexpr int kConsumerRegs = 232;
+
+    static_assert(BN % 64 == 0 && BN <= 256, "wgmma N <= 256, and B tiles must stay 1024-byte aligned");
+    static_assert(kABytes % kSwizzleAtom == 0 && kBBytes % kSwizzleAtom == 0,
+                  "every tile must start on a 1024-byte swizzle atom");
+    static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
+    static_assert(A == Accumulation::tensor_core || elem_bytes(T) == 1, "promotion is the fp8 remedy");
+    static_assert(A == Accumulation::tensor_core || 2 * kAcc <= 160,
+                  "promotion needs two accumulator sets within the consumers' registers");
+    static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
+};
+
+// Output tile (row, column) of linear tile index `tile`.
+template <Schedule S>
+__device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int group_m, int& tm, int& tn) {
+    if constexpr (S == Schedule::one_tile_per_cta) {
+        tm = tile % tiles_m;
+        tn = tile / tiles_m;
+    } else {
+        // Groups of group_m tile rows, each walked column by column: tiles that
+        // run at the same time cover a group_m x (in flight / group_m) block.
+        const int per_group = group_m * tiles_n;
+        const int first_m = tile / per_group * group_m;
+        const int rows = min(tiles_m - first_m, group_m);
+        const int local = tile % per_group;
+        tm = first_m + local % rows;
+        tn = local / rows;
+    }
+}
+
+template <class G>
+__global__ void __launch_bounds__(G::kThreads, 1)
+    warp_specialized_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                            float* __restrict__ c, int m, int n, int k, int tiles_m, int tiles_n) {
+#if RIGEL_SM90A_DEVICE
+    constexpr int kStages = G::kStages;
+    extern __shared__ unsigned char smem_raw[];
+    __shared__ std::uint64_t full[kStages];
+    __shared__ std::uint64_t empty[kStages];
+    unsigned char* const smem = align_to_atom(smem_raw);
+    auto a_tile = [&](int s) { return smem + s * G::kStageBytes; };
+    auto b_tile = [&](int s) { return smem + s * G::kStageBytes + G::kABytes; };
+
+    const int k_tiles = ceil_div(k, G::kBK);
+    const int num_tiles = tiles_m * tiles_n;
+    const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < kStages; ++s) {
+            mbar_init(&full[s], 1);                    // the producer's expect_tx
+            mbar_init(&empty[s], G::kConsumerWarps);  // every consumer warp, after its wait
+        }
+        fence_mbarrier_init();
+    }
+    __syncthreads();  // the last CTA-wide barrier: from here on only mbarriers
+
+    if (warpgroup == 0) {
+        setmaxnreg_dec<G::kProducerRegs>();
+        if (threadIdx.x == 0) {
+            prefetch_tensor_map(&map_a);
+            prefetch_tensor_map(&map_b);
+            int stage = 0;
+            std::uint32_t phase = 0;
+            for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
+                int tm = 0, tn = 0;
+                tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
+                for (int kt = 0; kt < k_tiles; ++kt) {
+                    mbar_wait(&empty[stage], phase ^ 1);
+                    mbar_arrive_expect_tx(&full[stage], G::kStageBytes);
+                    tma_load_2d(a_tile(stage), &map_a, &full[stage], kt * G::kBK, tm * G::kBM);
+                    tma_load_2d(b_tile(stage), &map_b, &full[stage], kt * G::kBK, tn * G::kBN);
+                    if (++stage == kStages) {
+                        stage = 0;
+                        phase ^= 1;
+                    }
+                }
+            }
+        }
+    } else {
+        setmaxnreg_inc<G::kConsumerRegs>();
+        const int consumer = warpgroup - 1;
+        const bool arriving_lane = (threadIdx.x % 32) == 0;
+        // Rows 64c..64c+63 of the A tile start 64 rows x 128 B = 8 KB in.
+        const std::uint32_t a_offset = static_cast<std::uint32_t>(consumer * kWgmmaM * kRowBytes);
+
+        float acc[G::kAcc];
+#pragma unroll
+        for (int i = 0; i < G::kAcc; ++i) acc[i] = 0.0f;
+        // The promoted mode's per-k-tile partial sums (unused, and removed by
+        // the compiler, in tensor_core mode).
+        float part[G::kAcc];
+#pragma unroll
+        for (int i = 0; i < G::kAcc; ++i) part[i] = 0.0f;
+
+        int stage = 0;
+        std::uint32_t phase = 0;
+        for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
+            int tm = 0, tn = 0;
+            tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
+            int prev_stage = 0;
+            for (int kt = 0; kt < k_tiles; ++kt) {
+                mbar_wait(&full[stage], phase);
+                const std::uint64_t da = sw128_kmajor_desc(a_tile(stage) + a_offset);
+                const std::uint64_t db = sw128_kmajor_desc(b_tile(stage));
+                if constexpr (G::kAccumulation == Accumulation::tensor_core) {
+                    fence_registers(acc);
+                    wgmma_fence();
+#pragma unroll
+                    for (int j = 0; j < kKStepsPerTile; ++j)  // scale_d 0 on a tile's first step: acc = A*B
+                        Wgmma<G::kType, G::kBN>::mma(acc, desc_k_step(da, j), desc_k_step(db, j),
+                                                     (kt > 0 || j > 0) ? 1u : 0u);
+                    wgmma_commit();
+                    // This k-tile's group stays in flight; the previous one has
+                    // finished reading its stage, which goes back to the producer.
+                    wgmma_wait<1>();
+                    fence_registers(acc);
+                    if (kt > 0 && arriving_lane) mbar_arrive(&empty[prev_stage]);
+                } else {
+                    fence_registers(part);
+                    wgmma_fence();
+#pragma unroll
+                    for (int j = 0; j < kKStepsPerTile; ++j)  // a fresh partial sum per 128 of K
+                        Wgmma<G::kType, G::kBN>::mma(part, desc_k_step(da, j), desc_k_step(db, j), j > 0 ? 1u : 0u);
+                    wgmma_commit();
+                    wgmma_wait<0>();
+                    fence_registers(part);
+                    if (arriving_lane) mbar_arrive(&empty[stage]);
+#pragma unroll
+                    for (int i = 0; i < G::kAcc; ++i) acc[i] += part[i];  // the promotion: fp32 FADDs
+                }
+                prev_stage = stage;
+                if (++stage == kStages) {
+                    stage = 0;
+                    phase ^= 1;
+                }
+            }
+            if constexpr (G::kAccumulation == Accumulation::tensor_core) {
+                wgmma_wait<0>();
+                fence_registers(acc);
+                if (arriving_lane) mbar_arrive(&empty[prev_stage]);
+            }
+            // The producer is already filling the ring for the next tile while
+            // this warpgroup stores (persistent schedule).
+            store_accumulators<G::kBN>(acc, c, m, n, tm * G::kBM + consumer * kWgmmaM, tn * G::kBN);
+            if constexpr (G::kAccumulation == Accumulation::promoted) {
+#pragma unroll
+                for (int i = 0; i < G::kAcc; ++i) acc[i] = 0.0f;
+            }
+        }
+    }
+#else
+    (void)map_a, (void)map_b, (void)c, (void)m, (void)n, (void)k, (void)tiles_m, (void)tiles_n;
+    trap_without_sm90a("warp_specialized_kernel (k31-k34)");
+#endif
+}
+
+// Launches G on problem p; `rung` names it in errors. Operand types are
+// checked by the caller.
+template <class G>
+void launch_warp_specialized(const GemmProblem& p, const char* rung) {
+    static TensorMapCache maps_a, maps_b;
+    static const bool configured = [] {
+        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(warp_specialized_kernel<G>,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
+        return true;
+    }();
+    static const int sms = sm_count();
+    (void)configured;
+    require_alignment(p, rung);
+    const CUtensorMap& ma = maps_a.get(p.a, G::kType, p.m, p.k, G::kBM);
+    const CUtensorMap& mb = maps_b.get(p.b, G::kType, p.n, p.k, G::kBN);
+    const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
+    const int tiles_m = ceil_div(m, G::kBM);
+    const int tiles_n = ceil_div(n, G::kBN);
+    const std::int64_t tiles = static_cast<std::int64_t>(tiles_m) * tiles_n;
+    if (tiles > INT32_MAX) throw std::invalid_argument(std::string(rung) + ": more than 2^31 - 1 output tiles");
+    const std::int64_t grid = G::kSchedule == Schedule::one_tile_per_cta ? tiles : std::min<std::int64_t>(tiles, sms);
+    warp_specialized_kernel<G><<<static_cast<unsigned>(grid), G::kThreads, G::kSmemBytes, stream_of(p)>>>(
+        ma, mb, static_cast<float*>(p.c), m, n, k, tiles_m, tiles_n);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace rigel::cuda::sm90
