@@ -7,6 +7,14 @@
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# COMMITTED_ONLY=1 builds the committed HEAD in a clean worktree, leaving
+# uncommitted files of the checkout out of the build.
+if [ "${COMMITTED_ONLY:-0}" = 1 ]; then
+  deps=$PWD/.deps
+  git worktree remove --force /tmp/rigel_wt >/dev/null 2>&1
+  git worktree add --detach /tmp/rigel_wt HEAD >/dev/null 2>&1 || { echo "cannot make a worktree"; exit 1; }
+  cd /tmp/rigel_wt && ln -s "$deps" .deps
+fi
 # Everything goes to a staging folder and comes back as one archive (the
 # device tool returns at most 8 files).
 FINAL=${OUT:-$PWD/out/h200}
