@@ -3,7 +3,7 @@
 # build/h200, run the GPU tests, then whatever is asked for, and copy the CSV
 # and JSON results and the logs into $OUT/visit.tar.gz. The last thing printed is a short
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
-# (default: tests ladder probes sass). Reads nothing outside the checkout; needs
+# [cpu] (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +51,14 @@ if has tests; then
   grep -E "FAIL|Failed|\*\*\*" "$OUT/tests.log" | head -20
 fi
 
+if has cpu; then
+  log "cpu ladder"
+  $RIGEL ladder --backend cpu --dtype f32 --sizes 2048 --out "$OUT" > "$OUT/cpu.txt" 2> "$OUT/cpu.err"
+  summary+=("cpu ladder f32: rc $?")
+  $RIGEL ladder --backend cpu --dtype f64 --sizes 1024 --out "$OUT" >> "$OUT/cpu.txt" 2>> "$OUT/cpu.err"
+  summary+=("cpu ladder f64: rc $?")
+fi
+
 if has ladder; then
   log "ladder"
   $RIGEL ladder --backend cuda --dtype all --sizes 4096 --out "$OUT" > "$OUT/ladder.txt" 2> "$OUT/ladder.err"
@@ -86,7 +94,8 @@ if has sass; then
 fi
 
 for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
-[ -f "$OUT/ladder.txt" ] && cat "$OUT/ladder.txt" | tail -60
+[ -f "$OUT/cpu.txt" ] && tail -30 "$OUT/cpu.txt"
+[ -f "$OUT/ladder.txt" ] && tail -60 "$OUT/ladder.txt"
 [ -f "$OUT/bench.txt" ] && tail -40 "$OUT/bench.txt"
 [ -f "$OUT/probes.txt" ] && tail -40 "$OUT/probes.txt"
 printf '%s\n' "${summary[@]}"
