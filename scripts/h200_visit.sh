@@ -7,28 +7,13 @@
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-# COMMITTED_ONLY=1 builds the committed HEAD in a clean worktree, leaving
-# uncommitted files of the checkout out of the build.
-if [ "${COMMITTED_ONLY:-0}" = 1 ]; then
-  deps=$PWD/.deps
-  git worktree remove --force /tmp/rigel_wt >/dev/null 2>&1
-  git worktree add --detach /tmp/rigel_wt HEAD >/dev/null 2>&1 || { echo "cannot make a worktree"; exit 1; }
-  cd /tmp/rigel_wt && ln -s "$deps" .deps
+# The device machine's copy of .git holds no history, so the commit comes with
+# the tree: scripts/stage_visit.sh exports the committed HEAD into .visit/ (with
+# its commit id in .visit/COMMIT); this script builds that export when present.
+if [ -f .visit/COMMIT ]; then
+  cd .visit
+  export RIGEL_GIT_COMMIT=$(cat COMMIT) RIGEL_GIT_DIRTY=0
 fi
-# Everything goes to a staging folder and comes back as one archive (the
-# device tool returns at most 8 files).
-FINAL=${OUT:-$PWD/out/h200}
-OUT=$(mktemp -d /tmp/rigel_visit.XXXXXX)
-mkdir -p "$FINAL"
-pack() { tar czf "$FINAL/visit.tar.gz" -C "$OUT" . ; }
-trap pack EXIT
-steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(tests ladder probes sass)
-has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
-log() { echo "== $*" >&2; }
-RIGEL=build/h200/src/rigel
-summary=()
-
 log "device"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
   --format=csv 2>&1 | tee "$OUT/nvidia_smi.txt"

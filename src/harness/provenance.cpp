@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <random>
@@ -81,6 +82,14 @@ std::string tool_version() { return RIGEL_VERSION; }
 
 GitState git_state() {
     GitState g;
+    // A build exported from a commit (scripts/stage_visit.sh) carries its id in
+    // the environment, since the exported tree has no git history.
+    if (const char* c = std::getenv("RIGEL_GIT_COMMIT"); c && *c) {
+        g.commit = c;
+        const char* d = std::getenv("RIGEL_GIT_DIRTY");
+        g.dirty = d && std::string(d) != "0";
+        return g;
+    }
     const std::string dir = RIGEL_SOURCE_DIR;
     g.commit = run_command("git -C '" + dir + "' rev-parse HEAD 2>/dev/null");
     if (g.commit.empty()) {
