@@ -14,6 +14,20 @@ if [ -f .visit/COMMIT ]; then
   cd .visit
   export RIGEL_GIT_COMMIT=$(cat COMMIT) RIGEL_GIT_DIRTY=0
 fi
+# Everything goes to a staging folder and comes back as one archive (the
+# device tool returns at most 8 files).
+FINAL=${OUT:-$PWD/out/h200}
+OUT=$(mktemp -d /tmp/rigel_visit.XXXXXX)
+mkdir -p "$FINAL"
+pack() { tar czf "$FINAL/visit.tar.gz" -C "$OUT" . ; }
+trap pack EXIT
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(tests ladder probes sass)
+has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+log() { echo "== $*" >&2; }
+RIGEL=build/h200/src/rigel
+summary=()
+
 log "device"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
   --format=csv 2>&1 | tee "$OUT/nvidia_smi.txt"
