@@ -5,6 +5,8 @@ PRESET ?= default
 BUILD  := build/$(PRESET)
 JOBS   ?= $(shell nproc)
 OUT    ?= out/local
+# Debian's python3 carries matplotlib (scripts/bootstrap.sh installs it).
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
 .PHONY: all bootstrap configure build run test reproduce clean
 
@@ -28,7 +30,7 @@ test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 reproduce:
-	python3 reproduce/reproduce.py
+	$(PYTHON) reproduce/reproduce.py
 
 clean:
 	rm -rf build
