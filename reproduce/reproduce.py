@@ -83,10 +83,12 @@ def fnum(s):
         return math.nan
 
 
-def rate(gflops):
+def rate(gflops, dtype="f32"):
+    """Auto-scaled rate; int8 products count operations, not flops."""
     if math.isnan(gflops):
         return "-"
-    return f"{gflops / 1000:.1f} Tflop/s" if gflops >= 1000 else f"{gflops:.2f} Gflop/s"
+    big, small = ("Tops", "Gops") if dtype == "i8" else ("Tflop/s", "Gflop/s")
+    return f"{gflops / 1000:.1f} {big}" if gflops >= 1000 else f"{gflops:.2f} {small}"
 
 
 def shape_of(r):
@@ -101,6 +103,18 @@ def latest_per_key(rows, key):
     return list(out.values())
 
 
+def sass_opcodes():
+    """Matrix opcodes in each rung's machine code: {(machine, rung): "HGMMA"...}."""
+    out = {}
+    for p in sorted(RESULTS.glob("*/*_sass.csv")):
+        with p.open(newline="") as f:
+            for r in csv.DictReader(f):
+                found = [op.upper() for op in ("qgmma", "hgmma", "hmma", "imma", "dmma", "ffma")
+                         if int(r.get(op, "0") or 0) > 0]
+                out[(p.parent.name, r["object"])] = "+".join(found[:2]) if found else "-"
+    return out
+
+
 def ladder_table(rows, size):
     """The ladder at one cube size: every verified rung, naive CPU to the top."""
     shape = f"{size}x{size}x{size}"
@@ -108,15 +122,17 @@ def ladder_table(rows, size):
     sel = latest_per_key(sel, lambda r: (r["_machine"], r["rung"], r["dtype"], r["threads"]))
     naive = [r for r in sel if r["rung"] == NAIVE and r["dtype"] == "f32"]
     base = fnum(naive[-1]["gflops"]) if naive else math.nan
-    out = [f"| rung | backend | type | threads | rate | x naive CPU f32 | % of vendor | max scaled error | source |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    sass = sass_opcodes()
+    out = [f"| rung | backend | type | threads | rate | x naive CPU f32 | % of vendor | max scaled error | SASS | source |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in sel:
         g = fnum(r["gflops"])
         pct = fnum(r["pct_of_vendor"])
-        out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-            r["rung"], r["backend"], r["dtype"], r["threads"], rate(g),
+        out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            r["rung"], r["backend"], r["dtype"], r["threads"], rate(g, r["dtype"]),
             "-" if math.isnan(base) else f"{g / base:,.0f}x" if g / base >= 10 else f"{g / base:.1f}x",
             "-" if math.isnan(pct) else f"{pct:.1f}%", f"{fnum(r['err_max_scaled']):.1e}",
+            sass.get((r["_machine"], r["rung"]), "-" if r["backend"] == "cpu" else "library"),
             f"{r['_machine']}/{r['_file']}"))
     return "\n".join(out), len(sel)
 
@@ -128,7 +144,7 @@ def vendor_sweep_table(rows, rungs_prefix=("k3", "vendor_cublas")):
     sel = latest_per_key(sel, lambda r: (r["rung"], r["dtype"], shape_of(r)))
     out = ["| rung | type | shape (MxNxK) | rate | % of cuBLAS | throttled | source |", "|---|---|---|---|---|---|---|"]
     for r in sel:
-        out.append(f"| {r['rung']} | {r['dtype']} | {shape_of(r)} | {rate(fnum(r['gflops']))} | "
+        out.append(f"| {r['rung']} | {r['dtype']} | {shape_of(r)} | {rate(fnum(r['gflops']), r['dtype'])} | "
                    f"{fnum(r['pct_of_vendor']):.1f}% | {r.get('throttled', '')} | {r['_machine']}/{r['_file']} |")
     return "\n".join(out), len(sel)
 
