@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -21,6 +22,8 @@ enum class DocRelation : std::uint8_t {
     not_available,  // the instruction or path does not exist on this device
 };
 std::string_view name(DocRelation r);
+// The inverse of name(); nullopt for any other text.
+std::optional<DocRelation> parse_doc_relation(std::string_view s);
 
 struct Finding {
     std::string probe;          // probe name, e.g. "cvt_saturation"

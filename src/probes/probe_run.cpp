@@ -1,0 +1,161 @@
+// Probe selection, isolated execution, CSV rows and the summary table.
+#include "probes/probe_run.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+namespace rigel {
+namespace {
+
+std::string clip(const std::string& s, std::size_t width) {
+    std::string flat;
+    for (char c : s) flat += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+    if (flat.size() <= width) return flat;
+    return flat.substr(0, width - 3) + "...";
+}
+
+std::string pad(const std::string& s, std::size_t width) {
+    return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+}  // namespace
+
+std::vector<const Probe*> select_probes(std::span<const Probe> registry, const std::string& selector) {
+    std::vector<const Probe*> out;
+    if (selector == "all") {
+        for (const Probe& p : registry) out.push_back(&p);
+        return out;
+    }
+    for (const Probe& p : registry)
+        if (p.name == selector) return {&p};
+    std::string known;
+    for (const Probe& p : registry) known += (known.empty() ? "" : ", ") + std::string(p.name);
+    throw std::invalid_argument("unknown probe '" + selector + "' (known: " + (known.empty() ? "none" : known) +
+                                ", or all)");
+}
+
+std::vector<ProbeRun> run_probes(const std::vector<const Probe*>& probes, const ProbeContext& ctx) {
+    std::vector<ProbeRun> runs;
+    for (const Probe* p : probes) {
+        ProbeRun r;
+        r.probe = std::string(p->name);
+        if (ctx.progress) ctx.progress("probe " + r.probe + ": " + std::string(p->question));
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+            r.findings = p->run(ctx);
+            if (r.findings.empty()) r.error = "the probe returned no findings";
+        } catch (const std::exception& e) {
+            r.findings.clear();
+            r.error = e.what();
+        } catch (...) {
+            r.findings.clear();
+            r.error = "unknown exception";
+        }
+        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        for (Finding& f : r.findings)
+            if (f.probe.empty()) f.probe = r.probe;
+        if (ctx.progress && !r.error.empty()) ctx.progress("probe " + r.probe + " FAILED: " + r.error);
+        runs.push_back(std::move(r));
+    }
+    return runs;
+}
+
+int count_errors(const std::vector<ProbeRun>& runs) {
+    int n = 0;
+    for (const auto& r : runs) n += !r.error.empty();
+    return n;
+}
+
+std::vector<std::string> probe_csv_header() {
+    return {"run_id", "probe",    "path",     "dtype",         "quantity",   "measured", "expected",
+            "unit",   "verified", "relation", "doc_statement", "doc_source", "detail"};
+}
+
+std::vector<std::vector<std::string>> probe_csv_rows(const std::vector<ProbeRun>& runs, const std::string& run_id) {
+    std::vector<std::vector<std::string>> rows;
+    for (const ProbeRun& r : runs) {
+        if (!r.error.empty()) {
+            rows.push_back({run_id, r.probe, "", "", "probe failed", "", "", "", "0", std::string(kErrorRelation), "",
+                            "", r.error});
+            continue;
+        }
+        for (const Finding& f : r.findings)
+            rows.push_back({run_id, f.probe, f.path, f.dtype, f.quantity, f.measured, f.expected, f.unit,
+                            f.verified ? "1" : "0", std::string(name(f.relation)), f.doc_statement, f.doc_source,
+                            f.detail});
+    }
+    return rows;
+}
+
+std::string probe_summary_table(const std::vector<ProbeRun>& runs) {
+    constexpr std::size_t w_probe = 18, w_quantity = 58, w_measured = 30;
+    std::string out = pad("probe", w_probe) + " " + pad("quantity", w_quantity) + " " + pad("measured", w_measured) +
+                      " relation\n";
+    for (const ProbeRun& r : runs) {
+        if (!r.error.empty()) {
+            out += pad(clip(r.probe, w_probe), w_probe) + " " + pad("probe failed", w_quantity) + " " +
+                   pad(clip(r.error, w_measured), w_measured) + " " + std::string(kErrorRelation) + "\n";
+            continue;
+        }
+        // Confirmations are counted, not listed: the table is for what the
+        // documentation does not already say; the CSV holds every row.
+        const auto confirmed = std::count_if(r.findings.begin(), r.findings.end(),
+                                             [](const Finding& f) { return f.relation == DocRelation::confirms; });
+        if (confirmed)
+            out += pad(clip(r.probe, w_probe), w_probe) + " (" + std::to_string(confirmed) +
+                   " findings confirm the documentation; see the CSV)\n";
+        for (const Finding& f : r.findings) {
+            if (f.relation == DocRelation::confirms) continue;
+            out += pad(clip(r.probe, w_probe), w_probe) + " " + pad(clip(f.quantity, w_quantity), w_quantity) + " " +
+                   pad(clip(f.measured + (f.unit.empty() ? "" : " " + f.unit), w_measured), w_measured) + " " +
+                   std::string(name(f.relation)) + "\n";
+        }
+    }
+    return out;
+}
+
+void write_file_new(const std::filesystem::path& path, const std::string& content) {
+    if (std::filesystem::exists(path)) throw std::runtime_error(path.string() + " exists; rigel never overwrites a result");
+    const std::string tmp = path.string() + ".tmp." + std::to_string(::getpid());
+    {
+        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+        if (!f) throw std::runtime_error("cannot write " + tmp);
+        f << content;
+        f.flush();
+        if (!f) {
+            std::filesystem::remove(tmp);
+            throw std::runtime_error("write failed: " + tmp);
+        }
+    }
+    if (::link(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        std::filesystem::remove(tmp);
+        throw std::runtime_error("cannot create " + path.string() + ": " + std::strerror(err) +
+                                 (err == EEXIST ? " (rigel never overwrites a result)" : ""));
+    }
+    std::filesystem::remove(tmp);
+}
+
+std::string free_stem(const std::filesystem::path& dir, const std::string& stem, const std::string& suffix,
+                      const std::vector<std::string>& exts) {
+    auto taken = [&](const std::string& s) {
+        for (const auto& e : exts)
+            if (std::filesystem::exists(dir / (s + e))) return true;
+        return false;
+    };
+    if (!taken(stem)) return stem;
+    const std::string base = stem + "_" + suffix;
+    if (!taken(base)) return base;
+    for (int i = 2;; ++i) {
+        const std::string s = base + "_" + std::to_string(i);
+        if (!taken(s)) return s;
+    }
+}
+
+}  // namespace rigel
