@@ -1,8 +1,20 @@
-// The throughput probes' table (filled as the probes land).
+// The throughput probes' table.
 #include "cuda/probes/probe_parts.hpp"
+
+namespace rigel::probes {
+std::vector<Finding> run_throughput(const ProbeContext& ctx);  // throughput_ceilings.cu
+}
 
 namespace rigel::cuda {
 
-std::span<const Probe> throughput_probes() { return {}; }
+std::span<const Probe> throughput_probes() {
+    static const Probe table[] = {
+        {"throughput",
+         "What sustained throughput does each arithmetic path reach (scalar FMA, mma.sync per type, wgmma per type "
+         "and N), at what clock and power?",
+         &probes::run_throughput},
+    };
+    return table;
+}
 
 }  // namespace rigel::cuda

@@ -1,0 +1,43 @@
+// The throughput probe's host arithmetic (plain C++): the exact checksums its
+// kernels must return and the work they do, so that a ceiling is only
+// reported for a kernel that provably did all of it.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace rigel::probes {
+
+// Scalar FMA kernel: accumulator j of thread t starts at (t + j) & 7 and each
+// iteration applies (x*1 + ce) then (x*1 + co), `unroll` times. Verifying run:
+// ce = co = 1, so every step adds 1; timed run: ce = 1, co = -1, so the pairs
+// cancel. `lanes` values per accumulator (2 for f16x2 / bf16x2).
+inline double fma_checksum(long long threads, int chains, int lanes, int unroll, long long iters, bool verify) {
+    double total = 0;
+    const double step = verify ? 2.0 * unroll * double(iters) : 0.0;
+    for (long long t = 0; t < threads; ++t)
+        for (int j = 0; j < chains; ++j) total += lanes * (double((t + j) & 7) + step);
+    return total;
+}
+
+// The sum of all elements of A * B for A (rows_a x k, row-major) and B given
+// as n rows of k (K-major, B(k, n) = b[n * k + kk]): sum_k colsum_A(k) * colsum_B(k).
+inline double product_sum(const std::vector<double>& a, int rows_a, const std::vector<double>& b_nk, int n, int k) {
+    double total = 0;
+    for (int kk = 0; kk < k; ++kk) {
+        double ca = 0, cb = 0;
+        for (int r = 0; r < rows_a; ++r) ca += a[std::size_t(r) * k + kk];
+        for (int c = 0; c < n; ++c) cb += b_nk[std::size_t(c) * k + kk];
+        total += ca * cb;
+    }
+    return total;
+}
+
+// Matrix kernels: per accumulator, `pairs` x (B, -B) per iteration and one
+// final B: the verifying run (B- = B) accumulates (2 pairs iters + 1) A*B,
+// the timed run exactly A*B.
+inline double matrix_checksum(double accumulators, double ab_sum, int pairs, long long iters, bool verify) {
+    const double factor = verify ? 2.0 * pairs * double(iters) + 1.0 : 1.0;
+    return accumulators * factor * ab_sum;
+}
+
+}  // namespace rigel::probes

@@ -1,0 +1,669 @@
+// Probe throughput: the sustained ceiling of each arithmetic path, measured
+// with kernels that do nothing but that instruction. Scalar FMA (fp32, f16x2,
+// bf16x2, fp64), mma.sync per type (f16, bf16, tf32, e4m3, s8, f64), and
+// wgmma per type and N (bf16 and e4m3 at N = 8..256; f16, tf32, s8 at 256)
+// with both operands in shared memory (sm_90a).
+//
+// Every kernel keeps many independent accumulator chains so that latency is
+// hidden, and stores a checksum of all of them so the work cannot be dropped.
+// The inputs are small integers, so the checksum is exact: a short run whose
+// every step adds (multiplier 1, addends +1 +1, or B then B again) is compared
+// with its float64 expectation, and so is every timed run, whose steps
+// cancel (addends +1 -1, or B then -B). Each ceiling is the median of several
+// launches of about 0.1 s after a warm-up of 0.5 s, with the SM clock, power
+// and clock-event reasons NVML saw during the timed launches.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cuda/probes/layouts_fragment_maps.hpp"
+#include "cuda/probes/layouts_mma_ptx.cuh"
+#include "cuda/probes/layouts_probe_util.cuh"
+#include "cuda/probes/layouts_wgmma_ptx.cuh"
+#include "cuda/probes/numerics_model.hpp"
+#include "cuda/probes/throughput_arith.hpp"
+#include "harness/nvml_sampler.hpp"
+#include "harness/timing.hpp"
+#include "probes/verdicts.hpp"
+
+namespace rigel::probes {
+namespace {
+
+constexpr const char* probe_name = "throughput";
+
+// ---- scalar FMA ---------------------------------------------------------------------------
+
+constexpr int fma_chains = 8;  // independent accumulators per thread
+constexpr int fma_unroll = 4;  // (+ce, +co) pairs per chain per loop iteration
+constexpr int fma_block = 256;
+
+template <typename T>
+struct Scalar;
+template <>
+struct Scalar<float> {
+    static constexpr int lanes = 1;
+    __device__ static float fma(float a, float m, float c) { return __fmaf_rn(a, m, c); }
+    __device__ static float make(float v) { return v; }
+    __device__ static double sum(float v) { return v; }
+};
+template <>
+struct Scalar<double> {
+    static constexpr int lanes = 1;
+    __device__ static double fma(double a, double m, double c) { return __fma_rn(a, m, c); }
+    __device__ static double make(float v) { return v; }
+    __device__ static double sum(double v) { return v; }
+};
+template <>
+struct Scalar<__half2> {
+    static constexpr int lanes = 2;
+    __device__ static __half2 fma(__half2 a, __half2 m, __half2 c) { return __hfma2(a, m, c); }
+    __device__ static __half2 make(float v) { return __float2half2_rn(v); }
+    __device__ static double sum(__half2 v) { return double(__low2float(v)) + double(__high2float(v)); }
+};
+template <>
+struct Scalar<__nv_bfloat162> {
+    static constexpr int lanes = 2;
+    __device__ static __nv_bfloat162 fma(__nv_bfloat162 a, __nv_bfloat162 m, __nv_bfloat162 c) {
+        return __hfma2(a, m, c);
+    }
+    __device__ static __nv_bfloat162 make(float v) { return __float2bfloat162_rn(v); }
+    __device__ static double sum(__nv_bfloat162 v) { return double(__low2float(v)) + double(__high2float(v)); }
+};
+
+// acc_j starts at (thread + j) & 7; every iteration applies acc = acc*m + ce
+// and acc = acc*m + co, fma_unroll times, to each chain.
+template <typename T>
+__global__ void __launch_bounds__(fma_block) fma_kernel(float m, float ce, float co, long long iters, double* sums) {
+    using S = Scalar<T>;
+    const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+    const T mv = S::make(m), cev = S::make(ce), cov = S::make(co);
+    T acc[fma_chains];
+#pragma unroll
+    for (int j = 0; j < fma_chains; ++j) acc[j] = S::make(float((tid + j) & 7));
+    for (long long it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int u = 0; u < fma_unroll; ++u) {
+#pragma unroll
+            for (int j = 0; j < fma_chains; ++j) acc[j] = S::fma(acc[j], mv, cev);
+#pragma unroll
+            for (int j = 0; j < fma_chains; ++j) acc[j] = S::fma(acc[j], mv, cov);
+        }
+    }
+    double s = 0;
+#pragma unroll
+    for (int j = 0; j < fma_chains; ++j) s += S::sum(acc[j]);
+    sums[tid] = s;
+}
+
+// ---- mma.sync -------------------------------------------------------------------------------
+
+constexpr int mma_chains = 4;
+constexpr int mma_block = 128;
+
+// Fragments of A, B and B- ([lane][word]) in registers; every iteration does
+// d = A*B + d then d = A*B- + d on each chain; one last A*B at the end.
+template <MmaKind K>
+__global__ void __launch_bounds__(mma_block)
+    mma_tput_kernel(const std::uint32_t* a, const std::uint32_t* bp, const std::uint32_t* bm, long long iters,
+                    double* sums, int* built) {
+    constexpr MmaShape s = shape_of(K);
+    if (blockIdx.x == 0 && threadIdx.x == 0) *built = mma_compiled(K) ? 1 : 0;
+    if constexpr (mma_compiled(K)) {
+        const int lane = threadIdx.x & 31;
+        std::uint32_t ar[a_words(K)], bpr[b_words(K)], bmr[b_words(K)];
+#pragma unroll
+        for (int i = 0; i < a_words(K); ++i) ar[i] = a[lane * a_words(K) + i];
+#pragma unroll
+        for (int i = 0; i < b_words(K); ++i) {
+            bpr[i] = bp[lane * b_words(K) + i];
+            bmr[i] = bm[lane * b_words(K) + i];
+        }
+        mma_acc_t<K> acc[mma_chains][s.d_elems] = {};
+        for (long long it = 0; it < iters; ++it) {
+#pragma unroll
+            for (int c = 0; c < mma_chains; ++c) mma<K>(acc[c], ar, bpr);
+#pragma unroll
+            for (int c = 0; c < mma_chains; ++c) mma<K>(acc[c], ar, bmr);
+        }
+        double sum = 0;
+#pragma unroll
+        for (int c = 0; c < mma_chains; ++c) {
+            mma<K>(acc[c], ar, bpr);
+#pragma unroll
+            for (int i = 0; i < s.d_elems; ++i) sum += double(acc[c][i]);
+        }
+        sums[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+    }
+}
+
+// ---- wgmma ------------------------------------------------------------------------------------
+
+constexpr int wg_pairs = 4;  // (B, B-) pairs per commit group
+
+// One warpgroup per CTA; A (64 x K), B and B- (N x K) as raw rows of 32 bytes
+// (one instruction's K), staged into shared memory in the no-swizzle K-major
+// layout. Every iteration issues wg_pairs x (B, B-) on one accumulator, then
+// waits for them; other CTAs on the SM keep the tensor cores fed meanwhile.
+template <WgType T, int N>
+__global__ void __launch_bounds__(128)
+    wgmma_tput_kernel(const std::uint8_t* a, const std::uint8_t* bp, const std::uint8_t* bm, long long iters,
+                      double* sums, int* built) {
+    using Acc = typename WgTraits<T>::acc;
+    constexpr int eb = WgTraits<T>::elem_bytes;
+    constexpr int row_bytes = WgTraits<T>::k * eb;  // 32 for every type
+    static_assert(row_bytes == 32, "one instruction's K is two 16-byte chunks");
+    __shared__ alignas(128) std::uint8_t sa[64 * row_bytes];
+    __shared__ alignas(128) std::uint8_t sbp[N * row_bytes];
+    __shared__ alignas(128) std::uint8_t sbm[N * row_bytes];
+    if (blockIdx.x == 0 && threadIdx.x == 0) *built = wgmma_compiled() ? 1 : 0;
+    if constexpr (wgmma_compiled()) {
+        const int tid = threadIdx.x;
+        for (int i = tid; i < 64 * 2; i += 128) {
+            const int r = i / 2, q = i % 2;
+            *reinterpret_cast<uint4*>(sa + kmajor_offset(r, q * (16 / eb), 64, eb)) =
+                *reinterpret_cast<const uint4*>(a + r * row_bytes + q * 16);
+        }
+        for (int i = tid; i < N * 2; i += 128) {
+            const int r = i / 2, q = i % 2;
+            const unsigned off = kmajor_offset(r, q * (16 / eb), N, eb);
+            *reinterpret_cast<uint4*>(sbp + off) = *reinterpret_cast<const uint4*>(bp + r * row_bytes + q * 16);
+            *reinterpret_cast<uint4*>(sbm + off) = *reinterpret_cast<const uint4*>(bm + r * row_bytes + q * 16);
+        }
+        fence_proxy_async_smem();
+        __syncthreads();
+        const std::uint64_t da = smem_desc(sa, 64 * 16, 128);
+        const std::uint64_t dbp = smem_desc(sbp, N * 16, 128);
+        const std::uint64_t dbm = smem_desc(sbm, N * 16, 128);
+        Acc acc[N / 2];
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) acc[i] = 0;
+        for (long long it = 0; it < iters; ++it) {
+            wgmma_fence();
+#pragma unroll
+            for (int p = 0; p < wg_pairs; ++p) {
+                wgmma<T, N>(acc, da, dbp, 1u);
+                wgmma<T, N>(acc, da, dbm, 1u);
+            }
+            wgmma_commit();
+            wgmma_wait_all();
+        }
+        wgmma_fence();
+        wgmma<T, N>(acc, da, dbp, 1u);
+        wgmma_commit();
+        wgmma_wait_all();
+        double sum = 0;
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) {
+            fence_operand(acc[i]);
+            sum += double(acc[i]);
+        }
+        sums[blockIdx.x * 128 + tid] = sum;
+    }
+}
+
+// ---- measurement ----------------------------------------------------------------------------
+
+struct Settings {
+    double launch_s;  // target duration of one timed launch
+    double warmup_s;
+    int reps;
+};
+
+// One kernel under test, as the measurement loop sees it: launch with a
+// given iteration count in the verifying or the timed mode, read the
+// checksum, and know its expectation and its work.
+struct Workload {
+    std::string path, dtype, unit = "Tflop/s";
+    std::function<void(long long iters, bool verify)> launch;  // asynchronous
+    std::function<double()> checksum;                          // synchronizes
+    std::function<double(long long iters, bool verify)> expected;
+    double ops_per_iter = 0;  // flops (or int ops) of one iteration, whole grid
+    double ops_fixed = 0;     // ... of the work outside the loop
+    long long verify_iters = 16;
+    std::optional<double> datasheet;  // NVIDIA's dense peak for H100/H200 SXM, where it names this path
+    std::string datasheet_name;
+    std::string note;
+};
+
+std::string pci_bus_id() {
+    int dev = 0;
+    RIGEL_CUDA_CHECK(cudaGetDevice(&dev));
+    char buf[64] = {};
+    RIGEL_CUDA_CHECK(cudaDeviceGetPCIBusId(buf, sizeof buf, dev));
+    return buf;
+}
+
+double time_launch(const Workload& w, long long iters) {
+    cudaEvent_t start, stop;
+    RIGEL_CUDA_CHECK(cudaEventCreate(&start));
+    RIGEL_CUDA_CHECK(cudaEventCreate(&stop));
+    RIGEL_CUDA_CHECK(cudaEventRecord(start));
+    w.launch(iters, false);
+    RIGEL_CUDA_CHECK(cudaEventRecord(stop));
+    RIGEL_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    RIGEL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    RIGEL_CUDA_CHECK(cudaEventDestroy(start));
+    RIGEL_CUDA_CHECK(cudaEventDestroy(stop));
+    return ms * 1e-3;
+}
+
+struct Ceiling {
+    double ops_per_s = 0;
+    TimingStats stats;
+    long long iters = 0;
+    DeviceSample sample;
+    bool verified_small = false, verified_timed = false;
+    double small_got = 0, small_want = 0, timed_got = 0, timed_want = 0;
+};
+
+Ceiling measure_ceiling(const Workload& w, const Settings& st, NvmlSampler* sampler) {
+    Ceiling c;
+    // Exact check of a short run whose every step adds.
+    w.launch(w.verify_iters, true);
+    c.small_got = w.checksum();
+    c.small_want = w.expected(w.verify_iters, true);
+    c.verified_small = c.small_got == c.small_want;
+    // Iterations for a launch of about st.launch_s.
+    long long iters = 64;
+    double t = time_launch(w, iters);
+    while (t < 0.005 && iters < (1LL << 40)) {
+        iters *= 16;
+        t = time_launch(w, iters);
+    }
+    c.iters = std::max<long long>(1, static_cast<long long>(double(iters) * st.launch_s / t));
+    // Warm-up by time: clocks and power settle.
+    for (double spent = 0; spent < st.warmup_s;) spent += time_launch(w, c.iters);
+    if (sampler) sampler->start();
+    TimingConfig cfg;
+    cfg.warmup_s = 0;
+    cfg.min_time_s = 0;
+    cfg.min_reps = st.reps;
+    cfg.max_reps = st.reps;
+    c.stats = measure([&] { return time_launch(w, c.iters); }, cfg);
+    if (sampler) c.sample = sampler->stop();
+    c.timed_got = w.checksum();
+    c.timed_want = w.expected(c.iters, false);
+    c.verified_timed = c.timed_got == c.timed_want;
+    c.ops_per_s = (w.ops_per_iter * double(c.iters) + w.ops_fixed) / c.stats.median_s;
+    return c;
+}
+
+// Small integers in {-2, -1, 1, 2}: exact in every type, never zero (so the
+// operands toggle like data, not like a constant).
+double small_int(SplitMix& rng) {
+    const int v = rng.uniform(0, 3);
+    return v == 0 ? -2.0 : v == 1 ? -1.0 : v == 2 ? 1.0 : 2.0;
+}
+
+int blocks_per_sm(const void* kernel, int block, std::size_t smem = 0) {
+    int n = 0;
+    RIGEL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, block, smem));
+    return std::max(n, 1);
+}
+
+// The device buffers a workload keeps alive for its launches.
+struct Buffers {
+    std::vector<std::shared_ptr<void>> keep;
+    template <typename T>
+    T* hold(std::shared_ptr<DeviceArray<T>> p) {
+        keep.push_back(p);
+        return p->get();
+    }
+};
+
+template <typename T>
+Workload scalar_workload(const char* path, const char* dtype, const DeviceFacts& dev, Buffers& buf,
+                         std::optional<double> datasheet, const char* datasheet_name) {
+    const int grid = dev.sms * blocks_per_sm(reinterpret_cast<const void*>(fma_kernel<T>), fma_block);
+    const long long threads = static_cast<long long>(grid) * fma_block;
+    auto sums = std::make_shared<DeviceArray<double>>(std::size_t(threads));
+    double* s = buf.hold(sums);
+    Workload w;
+    w.path = path;
+    w.dtype = dtype;
+    w.launch = [=](long long iters, bool verify) {
+        fma_kernel<T><<<grid, fma_block>>>(1.0f, 1.0f, verify ? 1.0f : -1.0f, iters, s);
+        RIGEL_CUDA_CHECK_LAUNCH();
+    };
+    w.checksum = [=] {
+        double total = 0;
+        for (double x : sums->download()) total += x;
+        return total;
+    };
+    w.expected = [=](long long iters, bool verify) {
+        return fma_checksum(threads, fma_chains, Scalar<T>::lanes, fma_unroll, iters, verify);
+    };
+    w.ops_per_iter = double(threads) * fma_chains * fma_unroll * 2 /* fma */ * 2 /* flop */ * Scalar<T>::lanes;
+    w.verify_iters = 16;  // bf16 holds integers exactly only up to 256
+    w.datasheet = datasheet;
+    w.datasheet_name = datasheet_name;
+    w.note = std::to_string(fma_chains) + " independent chains per thread, " + std::to_string(grid) + " blocks of " +
+             std::to_string(fma_block);
+    return w;
+}
+
+template <MmaKind K>
+std::optional<Workload> mma_workload(const DeviceFacts& dev, Buffers& buf, std::uint64_t seed,
+                                     std::optional<double> datasheet, const char* datasheet_name) {
+    if (dev.cc < min_cc(K) || !kernel_has_image(mma_tput_kernel<K>)) return std::nullopt;
+    constexpr MmaShape s = shape_of(K);
+    SplitMix rng(seed * 0x10000 + static_cast<std::uint64_t>(K) + 99);
+    std::vector<double> am(std::size_t(s.m) * s.k), bnk(std::size_t(s.n) * s.k);  // B kept as N x K
+    for (auto& x : am) x = small_int(rng);
+    for (auto& x : bnk) x = small_int(rng);
+    const auto A = [&](int r, int c) { return am[std::size_t(r) * s.k + c]; };
+    const auto B = [&](int kk, int n) { return bnk[std::size_t(n) * s.k + kk]; };
+    const auto Bneg = [&](int kk, int n) { return -bnk[std::size_t(n) * s.k + kk]; };
+    const double ab_sum = product_sum(am, s.m, bnk, s.n, s.k);
+    auto da = std::make_shared<DeviceArray<std::uint32_t>>(pack_fragments(K, Operand::a, A));
+    auto dbp = std::make_shared<DeviceArray<std::uint32_t>>(pack_fragments(K, Operand::b, B));
+    auto dbm_pos = std::make_shared<DeviceArray<std::uint32_t>>(pack_fragments(K, Operand::b, B));
+    auto dbm_neg = std::make_shared<DeviceArray<std::uint32_t>>(pack_fragments(K, Operand::b, Bneg));
+    const int grid = dev.sms * blocks_per_sm(reinterpret_cast<const void*>(mma_tput_kernel<K>), mma_block);
+    const long long threads = static_cast<long long>(grid) * mma_block;
+    const long long warps = threads / 32;
+    auto sums = std::make_shared<DeviceArray<double>>(std::size_t(threads));
+    auto built = std::make_shared<DeviceArray<int>>(1);
+    const std::uint32_t *pa = buf.hold(da), *pbp = buf.hold(dbp), *ppos = buf.hold(dbm_pos), *pneg = buf.hold(dbm_neg);
+    double* ps = buf.hold(sums);
+    int* pb = buf.hold(built);
+    Workload w;
+    w.path = ptx_name(K);
+    w.dtype = dtype_name(K);
+    w.unit = K == MmaKind::s8_m16n8k32 ? "Tops" : "Tflop/s";
+    w.launch = [=](long long iters, bool verify) {
+        mma_tput_kernel<K><<<grid, mma_block>>>(pa, pbp, verify ? ppos : pneg, iters, ps, pb);
+        RIGEL_CUDA_CHECK_LAUNCH();
+    };
+    w.checksum = [=] {
+        if (built->download()[0] != 1) throw std::runtime_error("throughput: kernel built without the instruction");
+        double total = 0;
+        for (double x : sums->download()) total += x;
+        return total;
+    };
+    w.expected = [=](long long iters, bool verify) {
+        return matrix_checksum(double(warps) * mma_chains, ab_sum, 1, iters, verify);
+    };
+    const double mma_ops = 2.0 * s.m * s.n * s.k;
+    w.ops_per_iter = double(warps) * mma_chains * 2 * mma_ops;
+    w.ops_fixed = double(warps) * mma_chains * mma_ops;
+    w.verify_iters = 8;
+    w.datasheet = datasheet;
+    w.datasheet_name = datasheet_name;
+    w.note = std::to_string(mma_chains) + " independent accumulators per warp, " + std::to_string(grid) +
+             " blocks of " + std::to_string(mma_block);
+    return w;
+}
+
+NumType num_type(WgType t) {
+    switch (t) {
+        case WgType::bf16: return NumType::bf16;
+        case WgType::f16: return NumType::f16;
+        case WgType::tf32: return NumType::tf32;
+        default: return NumType::e4m3;
+    }
+}
+
+const char* wg_ptx_types(WgType t) {
+    switch (t) {
+        case WgType::bf16: return "f32.bf16.bf16";
+        case WgType::f16: return "f32.f16.f16";
+        case WgType::tf32: return "f32.tf32.tf32";
+        case WgType::e4m3: return "f32.e4m3.e4m3";
+        case WgType::s8: return "s32.s8.s8";
+    }
+    return "";
+}
+
+const char* wg_dtype(WgType t) {
+    switch (t) {
+        case WgType::bf16: return "bf16";
+        case WgType::f16: return "f16";
+        case WgType::tf32: return "tf32";
+        case WgType::e4m3: return "e4m3";
+        case WgType::s8: return "i8";
+    }
+    return "";
+}
+
+std::string wg_path(WgType t, int n) {
+    return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k" +
+           std::to_string(t == WgType::tf32                       ? 8
+                          : t == WgType::bf16 || t == WgType::f16 ? 16
+                                                                  : 32) +
+           "." + wg_ptx_types(t);
+}
+
+// Raw bytes of one element of a wgmma operand.
+std::uint32_t wg_bits(WgType t, double v) {
+    if (t == WgType::s8) return static_cast<std::uint8_t>(static_cast<std::int8_t>(v));
+    const auto b = encode(num_type(t), v);
+    if (!b) throw std::logic_error("throughput: operand not exact");
+    return *b;
+}
+
+template <WgType T, int N>
+std::optional<Workload> wgmma_workload(const DeviceFacts& dev, Buffers& buf, std::uint64_t seed,
+                                       std::optional<double> datasheet, const char* datasheet_name) {
+    if (dev.cc != 90 || !kernel_has_image(wgmma_tput_kernel<T, N>)) return std::nullopt;
+    constexpr int eb = WgTraits<T>::elem_bytes;
+    constexpr int k = WgTraits<T>::k;
+    SplitMix rng(seed * 0x20000 + static_cast<std::uint64_t>(T) * 1000 + N);
+    std::vector<double> am(64 * k), bm(std::size_t(N) * k);  // A: 64 x K; B stored N x K (K-major)
+    for (auto& x : am) x = small_int(rng);
+    for (auto& x : bm) x = small_int(rng);
+    const double ab_sum = product_sum(am, 64, bm, N, k);
+    const auto bytes = [&](const std::vector<double>& v, double sign) {
+        std::vector<std::uint8_t> out(v.size() * eb);
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            const std::uint32_t bits = wg_bits(T, sign * v[i]);
+            for (int j = 0; j < eb; ++j) out[i * eb + j] = static_cast<std::uint8_t>(bits >> (8 * j));
+        }
+        return out;
+    };
+    auto da = std::make_shared<DeviceArray<std::uint8_t>>(bytes(am, 1.0));
+    auto dbp = std::make_shared<DeviceArray<std::uint8_t>>(bytes(bm, 1.0));
+    auto dbneg = std::make_shared<DeviceArray<std::uint8_t>>(bytes(bm, -1.0));
+    const int grid = dev.sms * blocks_per_sm(reinterpret_cast<const void*>(wgmma_tput_kernel<T, N>), 128);
+    auto sums = std::make_shared<DeviceArray<double>>(std::size_t(grid) * 128);
+    auto built = std::make_shared<DeviceArray<int>>(1);
+    const std::uint8_t *pa = buf.hold(da), *pbp = buf.hold(dbp), *pneg = buf.hold(dbneg);
+    double* ps = buf.hold(sums);
+    int* pb = buf.hold(built);
+    Workload w;
+    w.path = wg_path(T, N);
+    w.dtype = wg_dtype(T);
+    w.unit = T == WgType::s8 ? "Tops" : "Tflop/s";
+    w.launch = [=](long long iters, bool verify) {
+        wgmma_tput_kernel<T, N><<<grid, 128>>>(pa, pbp, verify ? pbp : pneg, iters, ps, pb);
+        RIGEL_CUDA_CHECK_LAUNCH();
+    };
+    w.checksum = [=] {
+        if (built->download()[0] != 1) throw std::runtime_error("throughput: kernel built without sm_90a");
+        double total = 0;
+        for (double x : sums->download()) total += x;
+        return total;
+    };
+    w.expected = [=](long long iters, bool verify) {
+        return matrix_checksum(double(grid), ab_sum, wg_pairs, iters, verify);
+    };
+    const double op = 2.0 * 64 * N * k;
+    w.ops_per_iter = double(grid) * 2 * wg_pairs * op;
+    w.ops_fixed = double(grid) * op;
+    w.verify_iters = 2;
+    w.datasheet = datasheet;
+    w.datasheet_name = datasheet_name;
+    w.note = "operands in shared memory (no swizzle), " + std::to_string(2 * wg_pairs) +
+             " instructions per commit group on one accumulator, " + std::to_string(grid / dev.sms) +
+             " CTAs (warpgroups) per SM";
+    return w;
+}
+
+std::string fmt_sig(double v, int digits) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.*g", digits, v);
+    return b;
+}
+
+Finding ceiling_finding(const Workload& w, const Ceiling& c, const DeviceFacts& dev, const std::string& nvml_why) {
+    Finding f = make_finding(probe_name, w.path, w.dtype, "sustained throughput ceiling");
+    const double t = c.ops_per_s * 1e-12;
+    f.measured = fmt_fixed(t, t < 10 ? 2 : 1);
+    f.unit = w.unit;
+    f.verified = c.verified_small && c.verified_timed;
+    f.relation = DocRelation::fills_in;
+    if (w.datasheet) {
+        f.expected = fmt_sig(*w.datasheet, 4) + " (datasheet peak, " + w.datasheet_name + ")";
+        f.doc_statement = "dense peak " + fmt_sig(*w.datasheet, 4) + " " + w.unit + " (" + w.datasheet_name +
+                          "), a chip-level figure at boost clock, not a per-instruction ceiling";
+        f.doc_source = "NVIDIA H100/H200 SXM datasheet";
+    } else {
+        f.doc_statement = "no per-instruction throughput is documented";
+    }
+    std::string d = "median of " + std::to_string(c.stats.reps) + " launches of " +
+                    fmt_fixed(c.stats.median_s * 1e3, 1) + " ms (" + std::to_string(c.iters) + " iterations), noise " +
+                    fmt_fixed(c.stats.noise_rel * 100, 1) + "%; " + w.note + ". ";
+    if (c.sample.valid && std::isfinite(c.sample.sm_clock_mhz) && c.sample.sm_clock_mhz > 0) {
+        const auto num = [](double v, const char* unit) {
+            return std::isfinite(v) ? fmt_fixed(v, 0) + " " + unit : std::string("n/a");
+        };
+        d += "SM clock " + num(c.sample.sm_clock_mhz, "MHz") + " (median), power " + num(c.sample.power_w, "W") +
+             " mean / " + num(c.sample.power_max_w, "W") + " max, " + num(c.sample.temp_c, "C") +
+             ", clock events: " + describe_clock_event_mask(c.sample.clock_event_mask) + "; that is " +
+             fmt_sig(c.ops_per_s / (double(dev.sms) * c.sample.sm_clock_mhz * 1e6), 4) + " ops per clock per SM. ";
+    } else {
+        d += "clocks and power not sampled (" + (nvml_why.empty() ? std::string("no valid NVML sample") : nvml_why) +
+             "). ";
+    }
+    d += "Checksums: short run " + fmt_f64(c.small_got) + " vs exact " + fmt_f64(c.small_want) + ", timed run " +
+         fmt_f64(c.timed_got) + " vs exact " + fmt_f64(c.timed_want) + ".";
+    f.detail = d;
+    return f;
+}
+
+// NVIDIA's dense peaks for H100/H200 SXM (datasheet): only quoted for those
+// products, and only for the paths they name.
+bool datasheet_applies(const DeviceFacts& dev) {
+    return dev.cc == 90 && (dev.name.find("H100") != std::string::npos || dev.name.find("H200") != std::string::npos);
+}
+
+}  // namespace
+
+std::vector<Finding> run_throughput(const ProbeContext& ctx) {
+    const DeviceFacts dev = device_facts();
+    const Settings st = ctx.quick ? Settings{0.008, 0.02, 3} : Settings{0.1, 0.5, 5};
+    std::unique_ptr<NvmlSampler> sampler = std::make_unique<NvmlSampler>(pci_bus_id());
+    const std::string nvml_why = sampler->unavailable_reason();
+    if (!nvml_why.empty()) sampler.reset();
+    const bool ds = datasheet_applies(dev);
+    const auto sheet = [&](double v) { return ds ? std::optional<double>(v) : std::nullopt; };
+
+    std::vector<Finding> out;
+    std::vector<std::pair<std::string, double>> ceilings;  // path key -> ops/s, for the ratios
+    Buffers buf;
+    const auto run = [&](std::optional<Workload> w, const std::string& key, const std::string& path_if_missing,
+                         const std::string& dtype_if_missing, const std::string& why) {
+        if (!w) {
+            out.push_back(
+                not_available(probe_name, path_if_missing, dtype_if_missing, "sustained throughput ceiling", why));
+            return;
+        }
+        report(ctx, "throughput: " + w->path);
+        const Ceiling c = measure_ceiling(*w, st, sampler.get());
+        out.push_back(ceiling_finding(*w, c, dev, nvml_why));
+        if (c.verified_small && c.verified_timed) ceilings.emplace_back(key, c.ops_per_s);
+    };
+
+    run(scalar_workload<float>("ffma (fp32 FMA)", "f32", dev, buf, sheet(67), "FP32"), "ffma", "", "", "");
+    run(scalar_workload<__half2>("hfma2 (f16x2 FMA)", "f16", dev, buf, std::nullopt, ""), "hfma2", "", "", "");
+    run(scalar_workload<__nv_bfloat162>("hfma2.bf16 (bf16x2 FMA)", "bf16", dev, buf, std::nullopt, ""), "hfma2_bf16",
+        "", "", "");
+    run(scalar_workload<double>("dfma (fp64 FMA)", "f64", dev, buf, sheet(34), "FP64"), "dfma", "", "", "");
+
+    const auto mma_missing = [&](MmaKind k) {
+        return dev.cc < min_cc(k)
+                   ? "needs compute capability " + std::to_string(min_cc(k)) + ", device has " + std::to_string(dev.cc)
+                   : std::string("this binary has no code for the instruction on this device");
+    };
+    const std::uint64_t seed = ctx.seed;
+    run(mma_workload<MmaKind::f16_m16n8k16>(dev, buf, seed, sheet(989), "FP16 Tensor Core"), "mma_f16",
+        ptx_name(MmaKind::f16_m16n8k16), "f16", mma_missing(MmaKind::f16_m16n8k16));
+    run(mma_workload<MmaKind::bf16_m16n8k16>(dev, buf, seed, sheet(989), "BF16 Tensor Core"), "mma_bf16",
+        ptx_name(MmaKind::bf16_m16n8k16), "bf16", mma_missing(MmaKind::bf16_m16n8k16));
+    run(mma_workload<MmaKind::tf32_m16n8k8>(dev, buf, seed, sheet(495), "TF32 Tensor Core"), "mma_tf32",
+        ptx_name(MmaKind::tf32_m16n8k8), "tf32", mma_missing(MmaKind::tf32_m16n8k8));
+    run(mma_workload<MmaKind::e4m3_m16n8k32>(dev, buf, seed, sheet(1979), "FP8 Tensor Core"), "mma_e4m3",
+        ptx_name(MmaKind::e4m3_m16n8k32), "e4m3", mma_missing(MmaKind::e4m3_m16n8k32));
+    run(mma_workload<MmaKind::s8_m16n8k32>(dev, buf, seed, sheet(1979), "INT8 Tensor Core"), "mma_s8",
+        ptx_name(MmaKind::s8_m16n8k32), "i8", mma_missing(MmaKind::s8_m16n8k32));
+    run(mma_workload<MmaKind::f64_m8n8k4>(dev, buf, seed, sheet(67), "FP64 Tensor Core"), "mma_f64",
+        ptx_name(MmaKind::f64_m8n8k4), "f64", mma_missing(MmaKind::f64_m8n8k4));
+
+    const std::string wg_why =
+        dev.cc != 90 ? "wgmma exists on compute capability 9.0 (sm_90a) only; device has " + std::to_string(dev.cc)
+                     : "this binary has no sm_90a code";
+    const auto wg = [&](auto workload, WgType t, int n, double peak, const char* peak_name) {
+        run(workload(dev, buf, seed, sheet(peak), peak_name),
+            "wgmma_" + std::string(wg_dtype(t)) + "_n" + std::to_string(n), wg_path(t, n), wg_dtype(t), wg_why);
+    };
+    wg(wgmma_workload<WgType::bf16, 8>, WgType::bf16, 8, 989, "BF16 Tensor Core");
+    wg(wgmma_workload<WgType::bf16, 16>, WgType::bf16, 16, 989, "BF16 Tensor Core");
+    wg(wgmma_workload<WgType::bf16, 32>, WgType::bf16, 32, 989, "BF16 Tensor Core");
+    wg(wgmma_workload<WgType::bf16, 64>, WgType::bf16, 64, 989, "BF16 Tensor Core");
+    wg(wgmma_workload<WgType::bf16, 128>, WgType::bf16, 128, 989, "BF16 Tensor Core");
+    wg(wgmma_workload<WgType::bf16, 256>, WgType::bf16, 256, 989, "BF16 Tensor Core");
+    wg(wgmma_workload<WgType::e4m3, 8>, WgType::e4m3, 8, 1979, "FP8 Tensor Core");
+    wg(wgmma_workload<WgType::e4m3, 16>, WgType::e4m3, 16, 1979, "FP8 Tensor Core");
+    wg(wgmma_workload<WgType::e4m3, 32>, WgType::e4m3, 32, 1979, "FP8 Tensor Core");
+    wg(wgmma_workload<WgType::e4m3, 64>, WgType::e4m3, 64, 1979, "FP8 Tensor Core");
+    wg(wgmma_workload<WgType::e4m3, 128>, WgType::e4m3, 128, 1979, "FP8 Tensor Core");
+    wg(wgmma_workload<WgType::e4m3, 256>, WgType::e4m3, 256, 1979, "FP8 Tensor Core");
+    wg(wgmma_workload<WgType::f16, 256>, WgType::f16, 256, 989, "FP16 Tensor Core");
+    wg(wgmma_workload<WgType::tf32, 256>, WgType::tf32, 256, 495, "TF32 Tensor Core");
+    wg(wgmma_workload<WgType::s8, 256>, WgType::s8, 256, 1979, "INT8 Tensor Core");
+
+    // Ratios between verified ceilings; low-precision types against f16 get
+    // RIGEL's accelerated rule (probes/verdicts.hpp).
+    const auto find = [&](const std::string& key) -> std::optional<double> {
+        for (const auto& [k, v] : ceilings)
+            if (k == key) return v;
+        return std::nullopt;
+    };
+    const struct {
+        const char* num;
+        const char* den;
+        const char* path;
+        const char* dtype;
+        bool accelerated_rule;  // a low-precision type against f16
+    } ratios[] = {{"mma_e4m3", "mma_f16", "mma.sync m16n8k32 e4m3 vs m16n8k16 f16", "e4m3", true},
+                  {"mma_s8", "mma_f16", "mma.sync m16n8k32 s8 vs m16n8k16 f16", "i8", true},
+                  {"wgmma_e4m3_n256", "wgmma_f16_n256", "wgmma m64n256 e4m3 vs f16", "e4m3", true},
+                  {"wgmma_i8_n256", "wgmma_f16_n256", "wgmma m64n256 s8 vs f16", "i8", true},
+                  {"wgmma_bf16_n256", "mma_bf16", "wgmma m64n256 bf16 vs mma.sync m16n8k16 bf16", "bf16", false}};
+    for (const auto& r : ratios) {
+        const auto a = find(r.num), b = find(r.den);
+        if (!a || !b) continue;
+        Finding f = make_finding(probe_name, r.path, r.dtype, "ceiling ratio");
+        f.measured = fmt_fixed(*a / *b, 2);
+        f.unit = "x";
+        f.verified = true;
+        f.relation = DocRelation::fills_in;
+        f.doc_statement = "no per-instruction throughput is documented";
+        f.detail = "both ceilings verified above.";
+        if (r.accelerated_rule) {
+            const AcceleratedVerdict v = accelerated_rule(*a, *b);
+            f.measured += " (" + v.label + ")";
+            f.detail += " " + v.reasoning;
+        }
+        out.push_back(f);
+    }
+    return out;
+}
+
+}  // namespace rigel::probes
