@@ -29,8 +29,10 @@ run: build
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-reproduce:
+# Tables, figures and FINDINGS.md from the committed CSVs alone (no GPU).
+reproduce: build
 	$(PYTHON) reproduce/reproduce.py
+	$(BUILD)/src/rigel findings --results results/h200 --out FINDINGS.md
 
 clean:
 	rm -rf build
