@@ -257,17 +257,23 @@ std::vector<std::int64_t> emulate_kernel(Kind kind, int m, int n, int k, bool ve
             model.write(stage, kt, vec);
             for (int tid = 0; tid < Cfg::kThreads; ++tid) {
                 const int chunk = Cfg::load_chunk(tid, 0);
+                const int row0 = Cfg::load_row(tid, 0);
+                const int dst0 = Cfg::smem_offset(row0, chunk);
                 const std::int64_t kb = static_cast<std::int64_t>(kt) * Cfg::kRowBytes + chunk * kChunkBytes;
                 for (int operand = 0; operand < 2; ++operand) {
                     const int count = operand == 0 ? Cfg::kAChunksPerThread : Cfg::kBChunksPerThread;
                     const int limit = operand == 0 ? m : n;
                     const int origin = operand == 0 ? m0 : n0;
+                    const int rows_left = limit - origin - row0;
                     const auto& src = operand == 0 ? a : b;
                     const int base = stage * Cfg::kStageBytes + (operand == 0 ? 0 : Cfg::kATileBytes);
                     for (int i = 0; i < count; ++i) {
+                        // The kernel's arithmetic: copy i is kLoadRowStep * i rows below copy 0.
+                        const int r = row0 + i * Cfg::kLoadRowStep;
+                        EXPECT_EQ(r, Cfg::load_row(tid, i));
                         EXPECT_EQ(Cfg::load_chunk(tid, i), chunk);
-                        const int r = Cfg::load_row(tid, i);
-                        const bool row_in = origin + r < limit;
+                        const bool row_in = i * Cfg::kLoadRowStep < rows_left;
+                        EXPECT_EQ(row_in, origin + r < limit);
                         std::uint8_t bytes[kChunkBytes] = {};
                         const std::int64_t row_start = static_cast<std::int64_t>(origin + r) * k_bytes;
                         if (vec) {
@@ -279,7 +285,7 @@ std::vector<std::int64_t> emulate_kernel(Kind kind, int m, int n, int k, bool ve
                             for (int x = 0; x < kChunkBytes / e; ++x)
                                 if (kb + x * e < k_bytes) std::memcpy(bytes + x * e, &src[row_start + kb + x * e], e);
                         }
-                        std::memcpy(&smem[base + Cfg::smem_offset(r, chunk)], bytes, kChunkBytes);
+                        std::memcpy(&smem[base + dst0 + i * Cfg::kLoadRowStep * Cfg::kRowBytes], bytes, kChunkBytes);
                     }
                 }
             }
@@ -294,17 +300,23 @@ std::vector<std::int64_t> emulate_kernel(Kind kind, int m, int n, int k, bool ve
                 for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
                     std::array<std::uint32_t, kWarpSize> addr{};
                     for (int l = 0; l < kWarpSize; ++l)
-                        addr[l] = static_cast<std::uint32_t>(
-                            stage_base + Cfg::warp_m0(w) * Cfg::kRowBytes +
-                            Cfg::smem_offset(a_ldsm_row(l), a_ldsm_chunk(l, ks)) + mi * kMmaM * Cfg::kRowBytes);
+                        addr[l] = stage_base +
+                                  Cfg::kstep_offset(static_cast<std::uint32_t>(
+                                                        Cfg::warp_m0(w) * Cfg::kRowBytes +
+                                                        Cfg::smem_offset(a_ldsm_row(l), a_ldsm_chunk(l, 0))),
+                                                    ks) +
+                                  mi * kMmaM * Cfg::kRowBytes;
                     af[w][buf][mi] = ldmatrix_x4(smem, addr);
                 }
                 for (int p = 0; p < Cfg::kNTiles / 2; ++p) {
                     std::array<std::uint32_t, kWarpSize> addr{};
                     for (int l = 0; l < kWarpSize; ++l)
-                        addr[l] = static_cast<std::uint32_t>(
-                            stage_base + Cfg::kATileBytes + Cfg::warp_n0(w) * Cfg::kRowBytes +
-                            Cfg::smem_offset(b_ldsm_row(l), b_ldsm_chunk(l, ks)) + p * 2 * kMmaN * Cfg::kRowBytes);
+                        addr[l] = stage_base + Cfg::kATileBytes +
+                                  Cfg::kstep_offset(static_cast<std::uint32_t>(
+                                                        Cfg::warp_n0(w) * Cfg::kRowBytes +
+                                                        Cfg::smem_offset(b_ldsm_row(l), b_ldsm_chunk(l, 0))),
+                                                    ks) +
+                                  p * 2 * kMmaN * Cfg::kRowBytes;
                     const auto r = ldmatrix_x4(smem, addr);
                     for (int l = 0; l < kWarpSize; ++l)
                         for (int j = 0; j < 4; ++j) bf[w][buf][2 * p + b_x4_tile(j)][l][b_x4_half(j)] = r[l][j];
@@ -485,7 +497,7 @@ void check_banks() {
 TEST(MmaLayout, SwizzleIsConflictFree) {
     check_banks<MmaSyncTileConfig>();
     check_banks<MmaSyncE4m3TileConfig>();
-    check_banks<TileConfig<128, 128, 128, 2, 2, 3>>();  // the 128-byte-row swizzle
+    check_banks<TileConfig<128, 128, 128, 2, 2, 3>>();  // 128-byte rows, 2 x 2 warps
 }
 
 // The swizzle is a permutation of the chunks of each row, and the warp-tile
@@ -501,19 +513,57 @@ TEST(MmaLayout, SwizzleIsAPermutationInvariantUnderEightRowShifts) {
     }
 }
 
+// The kernel's shortcuts for two index maps: copy i of a thread lands
+// kLoadRowStep * i rows below its copy 0 (same chunk column, same swizzle),
+// and the ldmatrix offset of k-step ks is that of step 0 XOR ks * 32, also
+// after a warp origin (a multiple of 8 rows) is added.
+template <class Cfg>
+void check_index_shortcuts() {
+    for (int tid = 0; tid < Cfg::kThreads; ++tid)
+        for (int i = 0; i < Cfg::kBChunksPerThread; ++i) {
+            const int row0 = Cfg::load_row(tid, 0);
+            const int chunk = Cfg::load_chunk(tid, 0);
+            EXPECT_EQ(Cfg::load_row(tid, i), row0 + i * Cfg::kLoadRowStep);
+            EXPECT_EQ(Cfg::load_chunk(tid, i), chunk);
+            EXPECT_EQ(Cfg::smem_offset(Cfg::load_row(tid, i), chunk),
+                      Cfg::smem_offset(row0, chunk) + i * Cfg::kLoadRowStep * Cfg::kRowBytes);
+        }
+    for (int origin = 0; origin < Cfg::kBN; origin += 8)
+        for (int l = 0; l < kWarpSize; ++l)
+            for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
+                const auto a0 = static_cast<std::uint32_t>(origin * Cfg::kRowBytes +
+                                                           Cfg::smem_offset(a_ldsm_row(l), a_ldsm_chunk(l, 0)));
+                const auto b0 = static_cast<std::uint32_t>(origin * Cfg::kRowBytes +
+                                                           Cfg::smem_offset(b_ldsm_row(l), b_ldsm_chunk(l, 0)));
+                EXPECT_EQ(Cfg::kstep_offset(a0, ks),
+                          static_cast<std::uint32_t>(Cfg::smem_offset(origin + a_ldsm_row(l), a_ldsm_chunk(l, ks))));
+                EXPECT_EQ(Cfg::kstep_offset(b0, ks),
+                          static_cast<std::uint32_t>(Cfg::smem_offset(origin + b_ldsm_row(l), b_ldsm_chunk(l, ks))));
+            }
+}
+
+TEST(MmaLayout, IndexShortcutsMatchTheMaps) {
+    check_index_shortcuts<MmaSyncTileConfig>();
+    check_index_shortcuts<MmaSyncE4m3TileConfig>();
+    check_index_shortcuts<TileConfig<128, 128, 64, 2, 2, 3>>();  // the 64-byte-row swizzle on the 16-bit path
+}
+
 TEST(MmaLayout, KernelReproducesTheProductF16) {
     using Cfg = MmaSyncTileConfig;
     // K * 2 % 16 == 0 runs cp.async (vec); the others the element-wise path.
+    // K = 520 and 301 are 9 and 5 K tiles: the stage ring wraps.
     for (const Case& cs : {Case{1, 1, 8, true}, Case{1, 1, 1, false}, Case{17, 33, 19, false},
                            Case{130, 260, 72, true}, Case{129, 257, 100, false}, Case{200, 9, 136, true},
-                           Case{40, 300, 7, false}, Case{128, 256, 64, true}})
+                           Case{40, 300, 7, false}, Case{128, 256, 64, true}, Case{40, 270, 520, true},
+                           Case{33, 20, 301, false}})
         check_product<Cfg>(Kind::f16, cs, 11u + static_cast<std::uint32_t>(cs.k));
 }
 
 TEST(MmaLayout, KernelReproducesTheProductTf32) {
     using Cfg = MmaSyncTileConfig;
     for (const Case& cs : {Case{1, 1, 4, true}, Case{1, 1, 3, false}, Case{17, 33, 19, false},
-                           Case{130, 260, 72, true}, Case{129, 257, 50, false}, Case{200, 9, 68, true}})
+                           Case{130, 260, 72, true}, Case{129, 257, 50, false}, Case{200, 9, 68, true},
+                           Case{20, 40, 260, true}})
         check_product<Cfg>(Kind::tf32, cs, 23u + static_cast<std::uint32_t>(cs.k));
 }
 

@@ -45,6 +45,15 @@ const std::array kHopperRungs{
     Rung{"k34_wgmma_fp8_promoted", Backend::cuda, "hopper", kFp8, BLayout::n_by_k, kSm90, false, VendorRank::none,
          0, "fp8 with the tensor core's partial sums promoted into fp32 every 128 of K (DeepSeek-V3, block scales 1)",
          k34_wgmma_fp8_promoted, hopper_tma_check},
+    Rung{"k35_wgmma_cluster_multicast", Backend::cuda, "hopper", kHalf | kFp8, BLayout::n_by_k, kSm90, false,
+         VendorRank::none, 0,
+         "clusters of two CTAs share B through TMA multicast (a third less L2 traffic); the output leaves by "
+         "TMA store",
+         k35_wgmma_cluster_multicast, hopper_tma_check},
+    Rung{"k36_wgmma_fp8_promoted_cluster", Backend::cuda, "hopper", kFp8, BLayout::n_by_k, kSm90, false,
+         VendorRank::none, 0,
+         "fp8 promoted into fp32 every 128 of K in two half-width partials, so k35's 128 x 256 cluster tile fits",
+         k36_wgmma_fp8_promoted_cluster, hopper_tma_check},
 };
 
 }  // namespace

@@ -3,19 +3,22 @@
 // hierarchy: block tile -> warp tile -> thread tile).
 //
 // Adds over k15:
-// - Warp tiling. The 128 x 128 block tile is split into 8 warp tiles of 32 x 64;
-//   inside a warp the 32 lanes form a 4 x 8 grid, and each lane's 8 x 8 outputs
-//   are 2 x 2 sub-tiles of 4 x 4 placed 16 rows and 32 columns apart. For each
-//   k a lane still reads 2 LDS.128 of A and 2 of B (as in k15), but across the
-//   warp the A reads are 4 distinct 16-byte words and the B reads 8 distinct,
-//   contiguous ones: every LDS.128 is a single conflict-free shared-memory
-//   wavefront (k15's B reads needed four).
+// - Warp tiling. The 128 x 256 block tile is split into 8 warp tiles of
+//   32 x 128; inside a warp the 32 lanes form a 4 x 8 grid, and each lane's
+//   8 x 16 outputs are 2 x 4 sub-tiles of 4 x 4 placed 16 rows and 32 columns
+//   apart. For each k a lane reads 2 LDS.128 of A and 4 of B for 128 FMA (k15:
+//   4 for 64); across the warp the A reads are 4 distinct 16-byte words and
+//   the B reads 8 distinct, contiguous ones: every LDS.128 is a single
+//   conflict-free shared-memory wavefront (k15's B reads needed four).
 // - Pipelining. Tiles arrive by cp.async (Ampere's asynchronous copy, kept on
 //   Hopper) into kStages shared-memory stages: while the warps multiply one
 //   stage, the copies of the next kStages - 1 tiles are in flight, so global
 //   latency is hidden instead of being paid at every barrier as in k12-k15.
 //   cp.async writes shared memory without passing through registers, and its
 //   ignore-src predicate zero-fills copies that fall outside the matrix.
+// - Fragments double-buffered in registers (k21's order): step k + 1's are
+//   read while step k's 128 FMA run, and the next tile's first right after the
+//   barrier that publishes it, before the current tile's last step.
 // - A is transposed on the way in with 4-byte copies laid out so that a warp's
 //   32 stores hit 32 different banks (a_tile rows padded to 132 words) and its
 //   global reads are 4 rows x 32 bytes, whole sectors. B uses 16-byte copies
@@ -24,15 +27,33 @@
 //   any M, N, K runs. A needs no alignment beyond its 4-byte elements.
 // - Tile order: blocks walk the output in groups of kGroupM tile rows, so the
 //   blocks resident at one time share rows of A and columns of B in L2.
-// - The k-slice is 16 deep (k15: 8): half the barriers per FMA.
-// Bottleneck: instruction issue on the FMA pipe. ptxas (CUDA 13.0): 128
-// registers, no spills, two blocks of 8 warps per SM; the main loop is 1024
-// FFMA among about 1150 instructions per k-slice (64 LDS.128, 10 LDGSTS, the
-// rest addresses, predicates and the barrier), so issue caps it near 89 % of
-// the fp32 peak; register-bank conflicts among FFMA operands take some more.
-// Prediction: 0.90-0.95x cuBLAS's fp32 SGEMM (true fp32, no TF32) at 4096^3,
-// about 75-85 % of the 67 Tflop/s fp32 peak.
-// Measured on the H200: see results/h200 (README ladder table)
+// - The k-slice is 8 deep (k15's): the unrolled main loop stays near 1100
+//   instructions (18 KB of code, as in the first version); 16 deep would halve
+//   the barriers but double the loop the instruction caches must stream.
+// Why 8 x 16 per thread: the first version (128 x 128 tile, 8 x 8 per thread,
+// 128 registers, two blocks per SM) reached 66 % of the peak with a main loop
+// 87 % FFMA. Its 4 LDS.128 per 64 FMA bring 2 KB into a warp's registers; at
+// the full FMA rate of all four sub-partitions that is 128 bytes per clock,
+// the SM's whole shared-memory data path if broadcasts save bank reads but
+// not delivery (a suspicion, not measured). Here 6 LDS.128 feed 128 FMA, a
+// quarter less data per FMA, and the loop is 91 % FFMA, paid for with one
+// block of 8 warps per SM (128 accumulators need about 230 registers): the
+// fragment double buffer and 4 stages keep those warps fed, and each has 128
+// independent FMA per k.
+// Bottleneck: instruction issue on the FMA pipe. ptxas (CUDA 13.0): 229
+// registers (211 on the scalar path), no spills, 48.5 KB of shared memory, one
+// block of 8 warps per SM; the main loop is 1024 FFMA among 1126 instructions
+// per 8-deep tile (48 LDS.128, 6 LDGSTS, the rest addresses, predicates and
+// the barrier), so issue caps it near 91 % of the fp32 peak; the barrier (one
+// block per SM: nothing else issues while it waits) and register-bank
+// conflicts among FFMA operands take some more.
+// Measured on the H200 at 4096^3 (the first version): 44.2 Tflop/s, 0.862 of
+// cuBLAS fp32 (51.3, true fp32), both at 1980 MHz
+// (results/h200/2026-11-29_559c2af_ladder.csv): 66 % of the 67 Tflop/s peak,
+// below the 0.90-0.95 predicted.
+// Prediction for this version: 0.90-0.97 of cuBLAS fp32 at 4096^3, about
+// 46-50 Tflop/s (69-75 % of the fp32 peak).
+// Later runs: results/h200 (README ladder table).
 #include "cuda/check.cuh"
 #include "cuda/ladder/simt_rungs.cuh"
 
@@ -40,21 +61,21 @@ namespace rigel::cuda {
 namespace {
 
 constexpr int kTileM = 128;
-constexpr int kTileN = 128;
-constexpr int kTileK = 16;
-constexpr int kStages = 3;
+constexpr int kTileN = 256;
+constexpr int kTileK = 8;
+constexpr int kStages = 4;
 constexpr int kWarpsM = 4;
 constexpr int kWarpsN = 2;
 constexpr int kThreads = kWarpsM * kWarpsN * 32;
 constexpr int kWarpTileM = kTileM / kWarpsM;  // 32
-constexpr int kWarpTileN = kTileN / kWarpsN;  // 64
+constexpr int kWarpTileN = kTileN / kWarpsN;  // 128
 constexpr int kLanesM = 4;                    // a warp's lanes as a 4 x 8 grid, n fastest
 constexpr int kLanesN = 8;
 constexpr int kFrag = 4;                                        // a 4 x 4 sub-tile: one LDS.128 per operand
 constexpr int kRepM = kWarpTileM / (kLanesM * kFrag);           // 2 sub-tiles down
-constexpr int kRepN = kWarpTileN / (kLanesN * kFrag);           // 2 sub-tiles across
-// Tile rows per group of the block order: at N = 4096 a group is 8 x 32 = 256
-// tiles, about one wave of the 264 blocks (2 per SM) resident at once.
+constexpr int kRepN = kWarpTileN / (kLanesN * kFrag);           // 4 sub-tiles across
+// Tile rows per group of the block order: at N = 4096 a group is 8 x 16 = 128
+// tiles, about one wave of the 132 blocks (1 per SM) resident at once.
 constexpr int kGroupM = 8;
 // a_tile is [k][m] with rows of kTileM + 4 words: 132 = 4 (mod 32 banks), so the
 // stores of lanes (k, m) = (lane % 8, lane / 8) land in bank 4 k + m: all 32
@@ -64,13 +85,13 @@ constexpr int kAStage = kTileK * kALd;    // floats
 constexpr int kBStage = kTileK * kTileN;  // floats
 constexpr std::size_t kSmemBytes = sizeof(float) * kStages * (kAStage + kBStage);
 // A copies: a warp copies 4 rows x 8 consecutive k per instruction.
-constexpr int kACopies = kTileM * kTileK / kThreads;           // 8 per thread per tile
-constexpr int kARowStep = kThreads / 32 / (kTileK / 8) * 4;    // rows between a thread's copies: 16
-// B copies: 16-byte chunks, a warp copies one 512-byte row of the tile per instruction.
+constexpr int kACopies = kTileM * kTileK / kThreads;           // 4 per thread per tile
+constexpr int kARowStep = kThreads / 32 / (kTileK / 8) * 4;    // rows between a thread's copies: 32
+// B copies: 16-byte chunks, a warp copies half of a 1 KB row of the tile per instruction.
 constexpr int kBVecCopies = kTileK * kTileN / 4 / kThreads;     // 2
-constexpr int kBVecRowStep = kThreads / (kTileN / 4);           // 8
+constexpr int kBVecRowStep = kThreads / (kTileN / 4);           // 4
 constexpr int kBScalarCopies = kTileK * kTileN / kThreads;      // 8 on the scalar path
-constexpr int kBScalarRowStep = kThreads / kTileN;              // 2
+constexpr int kBScalarRowStep = kThreads / kTileN;              // 1
 
 static_assert(kThreads == 256);
 static_assert(kWarpTileM == kRepM * kLanesM * kFrag && kWarpTileN == kRepN * kLanesN * kFrag);
@@ -82,8 +103,8 @@ static_assert(kBVecCopies * kBVecRowStep == kTileK && kBScalarCopies * kBScalarR
 static_assert(kALd % 32 == 4 && kALd % 4 == 0);
 static_assert((sizeof(float) * kAStage) % 16 == 0 && (sizeof(float) * kBStage) % 16 == 0,
               "every stage must start on 16 bytes for the 16-byte copies and LDS.128");
-static_assert(kStages >= 2);
-static_assert(kSmemBytes * 2 <= 227 * 1024, "two blocks per SM must fit in shared memory");
+static_assert(kStages >= 2 && kTileK >= 2, "the fragment double buffer crosses the barrier inside a tile");
+static_assert(kSmemBytes <= 227 * 1024, "the stages must fit in one SM's shared memory");
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -118,7 +139,7 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 template <bool kVector>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, 1)
     k16_kernel(int m, int n, int k, const float* __restrict__ a, const float* __restrict__ b,
                float* __restrict__ c, int tiles_m, int tiles_n) {
     extern __shared__ __align__(16) float smem[];
@@ -187,11 +208,26 @@ __global__ void __launch_bounds__(kThreads, 2)
         copy_k_left -= kTileK;
     };
 
-    // This lane's fragments: rows frag_m + {0, 16} and columns frag_n + {0, 32} of the block tile.
+    // This lane's fragments: rows frag_m + {0, 16} and columns frag_n + {0, 32, 64, 96} of the block tile.
     const int lane_m = lane / kLanesN;
     const int lane_n = lane % kLanesN;
     const int frag_m = warp / kWarpsN * kWarpTileM + lane_m * kFrag;
     const int frag_n = warp % kWarpsN * kWarpTileN + lane_n * kFrag;
+
+    // Fragments are double-buffered: those of step kk + 1 are read while step
+    // kk's 128 FFMA run, so shared-memory latency hides behind arithmetic, and
+    // the next tile's first ones are read right after the barrier that makes
+    // it visible, before the current tile's last step.
+    float4 a_frag[2][kRepM];
+    float4 b_frag[2][kRepN];
+    auto load_frags = [&](int buf, int stage, int kk) {
+        const float* const a_src = a_tiles + stage * kAStage + kk * kALd + frag_m;
+        const float* const b_src = b_tiles + stage * kBStage + kk * kTileN + frag_n;
+#pragma unroll
+        for (int r = 0; r < kRepM; ++r) a_frag[buf][r] = *reinterpret_cast<const float4*>(a_src + r * kLanesM * kFrag);
+#pragma unroll
+        for (int r = 0; r < kRepN; ++r) b_frag[buf][r] = *reinterpret_cast<const float4*>(b_src + r * kLanesN * kFrag);
+    };
 
     float acc[kRepM][kRepN][kFrag][kFrag] = {};
 
@@ -199,38 +235,45 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
         if (s < k_tiles) copy_tile(s);
-        cp_async_commit();  // empty groups keep the count uniform for the wait below
+        cp_async_commit();  // empty groups keep the count uniform for the waits below
     }
+    cp_async_wait<kStages - 2>();  // tile 0 has landed
+    __syncthreads();
+    load_frags(0, 0, 0);
 
+    // Stage of tile kt, and of tile kt + kStages - 1 (the stage tile kt - 1 used).
     int read_stage = 0;
     int write_stage = kStages - 1;
     for (int kt = 0; kt < k_tiles; ++kt) {
-        // Tile kt has landed (at most kStages - 2 younger groups are in flight),
-        // and after the barrier every thread has finished tile kt - 1, whose
-        // stage the copy below overwrites.
-        cp_async_wait<kStages - 2>();
-        __syncthreads();
-        if (kt + kStages - 1 < k_tiles) copy_tile(write_stage);
-        cp_async_commit();
-
-        const float* const a_stage = a_tiles + read_stage * kAStage + frag_m;
-        const float* const b_stage = b_tiles + read_stage * kBStage + frag_n;
+        const int next_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
 #pragma unroll
         for (int kk = 0; kk < kTileK; ++kk) {
-            float4 a_frag[kRepM];
-            float4 b_frag[kRepN];
-#pragma unroll
-            for (int r = 0; r < kRepM; ++r)
-                a_frag[r] = *reinterpret_cast<const float4*>(a_stage + kk * kALd + r * kLanesM * kFrag);
-#pragma unroll
-            for (int r = 0; r < kRepN; ++r)
-                b_frag[r] = *reinterpret_cast<const float4*>(b_stage + kk * kTileN + r * kLanesN * kFrag);
+            if (kk == kTileK - 1) {
+                // kStages - 1 + kt + 1 groups are committed; allowing kStages - 2
+                // in flight means tile kt + 1 has landed. After the barrier it is
+                // visible to all, and every thread has read its last fragments
+                // of tile kt (at kk = kTileK - 2) and of tile kt - 1.
+                cp_async_wait<kStages - 2>();
+                __syncthreads();
+            }
+            // Past the last tile this reads a stale stage, never used.
+            if (kk + 1 < kTileK)
+                load_frags((kk + 1) % 2, read_stage, kk + 1);
+            else
+                load_frags((kk + 1) % 2, next_stage, 0);
+            if (kk == 0) {
+                // Into the stage of tile kt - 1, last read before the barrier of iteration kt - 1.
+                if (kt + kStages - 1 < k_tiles) copy_tile(write_stage);
+                cp_async_commit();
+            }
+            const float4* const af = a_frag[kk % 2];
+            const float4* const bf = b_frag[kk % 2];
 #pragma unroll
             for (int rm = 0; rm < kRepM; ++rm) {
-                const float av[kFrag] = {a_frag[rm].x, a_frag[rm].y, a_frag[rm].z, a_frag[rm].w};
+                const float av[kFrag] = {af[rm].x, af[rm].y, af[rm].z, af[rm].w};
 #pragma unroll
                 for (int rn = 0; rn < kRepN; ++rn) {
-                    const float bv[kFrag] = {b_frag[rn].x, b_frag[rn].y, b_frag[rn].z, b_frag[rn].w};
+                    const float bv[kFrag] = {bf[rn].x, bf[rn].y, bf[rn].z, bf[rn].w};
 #pragma unroll
                     for (int i = 0; i < kFrag; ++i)
 #pragma unroll
@@ -238,7 +281,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                 }
             }
         }
-        read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
+        read_stage = next_stage;
         write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
     }
     cp_async_wait<0>();  // only empty groups remain; leave nothing in flight at exit

@@ -6,10 +6,12 @@
 // memory (no padding, no bank conflicts), fed by a 4-stage cp.async pipeline
 // (16-byte cp.async.cg, L1 bypassed, tiles arriving while three others are
 // being multiplied), a 128 x 256 block tile of 8 warps each owning 64 x 64 of
-// C (128 fp32 accumulators per thread), fragments double-buffered across the
-// two k16 steps of a stage, and tiles rastered in groups of 8 tile rows for L2
-// reuse. Per k16 step a warp issues 8 ldmatrix.x4 for 32 mma (k20's 64 x 32
-// warp tile: 6 for 16 on f16, and 32-bit generic loads on bf16).
+// C (128 fp32 accumulators per thread), 128 bytes of K (K64) per stage, so
+// four k16 steps per barrier, fragments double-buffered across the k16 steps
+// (step s + 1's ldmatrix issued before step s's mma, the next tile's first
+// right after the barrier), and tiles rastered in groups of 8 tile rows for
+// L2 reuse. Per k16 step a warp issues 8 ldmatrix.x4 for 32 mma (k20's
+// 64 x 32 warp tile: 6 for 16 on f16, and 32-bit generic loads on bf16).
 // Why faster: wmma hides the fragment layout and loads each 16x16 fragment
 // separately, with no control over the shared-memory layout or the overlap of
 // copies and math; here global latency is covered by the stages and
@@ -18,13 +20,24 @@
 // src-size 0; stores are guarded). K * 2 % 16 == 0 runs on cp.async; other K
 // (127, 4097, ...) or unaligned bases load element by element into the same
 // shared layout (slower, same math).
-// Bottleneck: the mma.sync issue rate of the tensor cores, then shared-memory
-// bandwidth (ldmatrix plus cp.async writes) and, at 1 block of 8 warps per SM,
-// the latency the warps cannot hide between barriers. On Hopper this path
-// cannot reach the wgmma peak: cuBLAS uses wgmma with TMA.
-// Prediction: 55-65 % of cuBLAS bf16 at 4096^3 (about 400-480 Tflop/s at the
-// power-settled clock); f16 the same as bf16.
-// Measured on the H200: see results/h200 (README ladder table)
+// Bottleneck: the mma.sync rate of the tensor cores (on Hopper about 2/3 of
+// wgmma's, as the FlashAttention-3 paper reports), then shared-memory
+// bandwidth: per k16 step and SM, 32 KB of ldmatrix and 12 KB of cp.async
+// writes take 344 clocks at 128 bytes per clock, against 384 for the 256 mma
+// at that 2/3 rate; and, at 1 block of 8 warps per SM, the barriers.
+// This path cannot reach the wgmma peak: cuBLAS uses wgmma with TMA, and the
+// card holds both at its 700 W limit, so the ratio also carries the clocks.
+// Measured on the H200 at 4096^3 (the previous version: 64 bytes of K per
+// stage, 96 KB): f16 395 Tflop/s, 0.614 of cuBLAS f16; bf16 404 Tflop/s, 0.595
+// of cuBLAS bf16, at 1755 and 1815 MHz against cuBLAS's 1545 and 1635
+// (results/h200/2026-11-29_559c2af_ladder.csv): 41 % of the wgmma peak per
+// clock, inside the 55-65 % predicted.
+// Now: K64 stages (192 KB) halve the barriers per mma and double the bytes in
+// flight; the loader keeps one address per operand instead of one per row
+// (ptxas: 248 registers, no spills, was 238). Prediction: 3-8 % more per
+// clock, partly given back to the power limit: 0.61-0.65 of cuBLAS in bf16
+// and f16 (about 415-440 Tflop/s).
+// Later runs: results/h200 (README ladder table).
 #include <cuda_runtime.h>
 
 #include "cuda/ladder/tensor_rungs.cuh"

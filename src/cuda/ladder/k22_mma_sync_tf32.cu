@@ -2,7 +2,7 @@
 // tf32; fp32 accumulation, fp32 C). B is N x K (BLayout::n_by_k).
 //
 // Adds over k21: nothing but the instruction, mma.sync.m16n8k8.tf32: the same
-// 128 x 256 block tile, the same 64 bytes of K per stage (16 tf32 values, two
+// 128 x 256 block tile, the same 128 bytes of K per stage (32 tf32 values, four
 // k8 steps), the same swizzle, cp.async stages and ldmatrix.x4. ldmatrix moves
 // 16-bit pairs, but read as 32-bit words its 8x8 b16 matrix is an 8 x 4 tf32
 // matrix in which lane l holds word (l & 3) of row (l >> 2): exactly the tf32
@@ -19,7 +19,12 @@
 // cores; each flop also needs twice the bytes of bf16, so L2 and shared-memory
 // bandwidth weigh twice as much.
 // Prediction: about half of k21's bf16 Tflop/s, 55-65 % of cuBLAS tf32.
-// Measured on the H200: see results/h200 (README ladder table)
+// Measured on the H200 at 4096^3 (with k21's previous 64-byte stages):
+// 220 Tflop/s, 0.598 of cuBLAS tf32 (368.3), 0.54x k21's bf16
+// (results/h200/2026-11-29_559c2af_ladder.csv): as predicted.
+// Now with k21's 128-byte stages (ptxas: 248 registers, no spills): a few
+// percent more, 0.60-0.64 of cuBLAS tf32. Later runs: results/h200 (README
+// ladder table).
 #include <cuda_runtime.h>
 
 #include "cuda/ladder/tensor_rungs.cuh"

@@ -1,9 +1,9 @@
 // k23_mma_sync_e4m3: k21's pipeline on fp8 e4m3 (fp32 accumulation, fp32 C),
 // mma.sync.m16n8k32.e4m3 (sm_89 and later). B is N x K (BLayout::n_by_k).
 //
-// Adds over k21: the fp8 instruction. A stage holds 64 bytes of K, now 64
-// e4m3 values (two k32 steps), so each byte moved feeds twice the flops of
-// bf16. ldmatrix's 8x8 b16 matrix read as bytes is 8 rows of 16 e4m3, lane l
+// Adds over k21: the fp8 instruction. A stage holds 64 bytes of K (k21: 128),
+// here 64 e4m3 values (two k32 steps); each byte moved feeds twice the flops
+// of bf16. ldmatrix's 8x8 b16 matrix read as bytes is 8 rows of 16 e4m3, lane l
 // receiving bytes 4(l & 3) .. 4(l & 3) + 3 of row l >> 2: the e4m3 fragments
 // of PTX ISA 9.7.14.5.10 (A: row g (+8 for a4..7, a12..15), columns 4q + 0..3
 // (+16 for a8..15); B: rows 4q + 0..3 (+16 for b4..7), column g), the same
@@ -22,7 +22,11 @@
 // of k21 relieve L2 and shared memory.
 // Prediction: 0.7-1.0x k21's f16 Tflop/s: fp8 is "footprint only" on this
 // path (the accelerated rule asks >= 1.5x fp16).
-// Measured on the H200: see results/h200 (README ladder table)
+// Measured on the H200 at 4096^3: 327 Tflop/s, 0.287 of cuBLASLt e4m3 (1139, on
+// wgmma), 0.83x k21's f16 (results/h200/2026-11-29_559c2af_ladder.csv):
+// footprint only, as predicted. Measured before k21's stages grew to 128 bytes
+// of K and its loader changed (this rung keeps 64-byte stages; the loader is
+// shared). Later runs: results/h200 (README ladder table).
 #include <cuda_runtime.h>
 
 #include "cuda/ladder/tensor_rungs.cuh"

@@ -128,12 +128,26 @@ struct TileConfig {
         return row * RowBytes + ((chunk ^ swizzle(row)) * kChunkBytes);
     }
 
+    // ldmatrix offsets of k-step ks from those of step 0: the lane's chunk is
+    // 2 ks + c (c = 0 or 1), which is (2 ks) ^ c, and XOR commutes with the
+    // swizzle's XOR, so the offset changes by XOR with ks * 32 bytes. That is
+    // below kRowBytes, so the row part (and any multiple of kRowBytes added
+    // to it, such as a warp origin) is left alone. Host-tested.
+    RIGEL_HOST_DEVICE static constexpr std::uint32_t kstep_offset(std::uint32_t offset0, int ks) {
+        return offset0 ^ static_cast<std::uint32_t>(ks * kMmaKBytes);
+    }
+
     // The loader: the i-th chunk a thread copies, of A (i < kAChunksPerThread)
-    // or of B. Consecutive threads take consecutive chunks of a row, so a warp
-    // reads 512 contiguous bytes when the rows are 128 bytes (two 256-byte runs
-    // when they are 64 bytes).
+    // or of B. Consecutive threads take consecutive chunks of a row, so one
+    // copy instruction of a warp reads 4 whole 128-byte row segments (8 of 64
+    // bytes when the rows are 64 bytes).
     RIGEL_HOST_DEVICE static constexpr int load_row(int tid, int i) { return (tid + i * kThreads) / kChunks; }
     RIGEL_HOST_DEVICE static constexpr int load_chunk(int tid, int i) { return (tid + i * kThreads) % kChunks; }
+    // A thread keeps one chunk column, and its i-th row is kLoadRowStep * i
+    // rows below its first: a whole number of swizzle periods, so the kernel
+    // places copy i at smem_offset(first row, chunk) + i * kLoadRowStep rows.
+    static constexpr int kLoadRowStep = kThreads / kChunks;
+    static_assert(kThreads % kChunks == 0 && kLoadRowStep % 8 == 0, "copies step whole swizzle periods");
 
     // Warp tile origin inside the block tile: warps laid out WarpsM x WarpsN,
     // M fastest.
@@ -146,9 +160,10 @@ struct TileConfig {
     }
 };
 
-// k21 and k22: 128 x 256 block tile, 64 bytes of K per stage (K32 for 16-bit
-// types, K16 for tf32), 8 warps of 64 x 64, 4 stages (96 KB of shared memory).
-using MmaSyncTileConfig = TileConfig<128, 256, 64, 2, 4, 4>;
+// k21 and k22: 128 x 256 block tile, 128 bytes of K per stage (K64 for 16-bit
+// types, K32 for tf32: four mma k-steps per barrier), 8 warps of 64 x 64, 4
+// stages (192 KB of shared memory, one block per SM as the registers allow).
+using MmaSyncTileConfig = TileConfig<128, 256, 128, 2, 4, 4>;
 // k23: on sm_90 the e4m3 mma.sync is unpacked to f16 in registers, which costs
 // the 64 x 64 warp tile its last registers (it spills): 64 x 32 warp tiles.
 using MmaSyncE4m3TileConfig = TileConfig<128, 128, 64, 2, 4, 4>;

@@ -37,7 +37,7 @@ const std::array kSimtRungs{
          "float4 global loads and stores, A transposed in shared memory: conflict-free A reads", k15_vectorized,
          k15_vectorized_check},
     Rung{"k16_warptiled", Backend::cuda, "simt", kF32, BLayout::k_by_n, 80, false, VendorRank::none, 0,
-         "warp tiles with conflict-free LDS.128 fragments, a 3-stage cp.async pipeline", k16_warptiled,
+         "128x256 block, 8x16 outputs per thread from double-buffered LDS.128 fragments, 4-stage cp.async", k16_warptiled,
          k16_warptiled_check},
     Rung{"k17_tiled_half", Backend::cuda, "simt", kF16, BLayout::k_by_n, 0, false, VendorRank::none, 0,
          "the tutorial's tiled fp16 step: k12 with half operands, fp32 accumulation", k17_tiled_half,

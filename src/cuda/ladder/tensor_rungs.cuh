@@ -136,68 +136,61 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const int k_tiles = static_cast<int>((k_bytes - 1) / Cfg::kRowBytes + 1);
     const std::uint32_t smem0 = smem_addr(smem);
 
-    // This thread's chunks: the start of its global row (null past M) and its
-    // place in a stage. The chunk column is the same for all of them.
+    // This thread's chunks: rows row0 + i * kLoadRowStep of the A and B tiles,
+    // all in one chunk column. Row starts are kept as integer addresses: a row
+    // past M or N is never read (its copy reads nothing and stores zeros), and
+    // no pointer past the matrix is formed. kLoadRowStep is a whole number of
+    // swizzle periods, so copy i lands i * kLoadRowStep rows below copy 0.
+    const int row0 = Cfg::load_row(tid, 0);
     const int chunk = Cfg::load_chunk(tid, 0);
-    static_assert(Cfg::kThreads % Cfg::kChunks == 0, "a thread keeps one chunk column");
-    const std::uint8_t* a_row[Cfg::kAChunksPerThread];
-    const std::uint8_t* b_row[Cfg::kBChunksPerThread];
-    std::uint32_t a_dst[Cfg::kAChunksPerThread];
-    std::uint32_t b_dst[Cfg::kBChunksPerThread];
-#pragma unroll
-    for (int i = 0; i < Cfg::kAChunksPerThread; ++i) {
-        const int r = Cfg::load_row(tid, i);
-        a_row[i] = m0 + r < m ? a + (m0 + r) * k_bytes : nullptr;
-        a_dst[i] = static_cast<std::uint32_t>(Cfg::smem_offset(r, chunk));
-    }
-#pragma unroll
-    for (int i = 0; i < Cfg::kBChunksPerThread; ++i) {
-        const int r = Cfg::load_row(tid, i);
-        b_row[i] = n0 + r < n ? b + (n0 + r) * k_bytes : nullptr;
-        b_dst[i] = static_cast<std::uint32_t>(Cfg::kATileBytes + Cfg::smem_offset(r, chunk));
-    }
+    const std::uintptr_t a_row0 = reinterpret_cast<std::uintptr_t>(a) + (m0 + row0) * k_bytes;
+    const std::uintptr_t b_row0 = reinterpret_cast<std::uintptr_t>(b) + (n0 + row0) * k_bytes;
+    const std::int64_t row_step = Cfg::kLoadRowStep * k_bytes;
+    // Copy i is inside M when i * kLoadRowStep < a_rows_left (above -kBM: the tile starts inside M).
+    const int a_rows_left = static_cast<int>(m - m0) - row0;
+    const int b_rows_left = static_cast<int>(n - n0) - row0;
+    const std::uint32_t dst0 = static_cast<std::uint32_t>(Cfg::smem_offset(row0, chunk));
 
-    // Copy K tile kt (bytes [kt * kRowBytes, +kRowBytes) of every row) into its stage.
-    auto load_tile = [&](int kt) {
-        const std::uint32_t stage = smem0 + static_cast<std::uint32_t>(Cfg::stage_of(kt) * Cfg::kStageBytes);
-        const std::int64_t kb = static_cast<std::int64_t>(kt) * Cfg::kRowBytes + chunk * mma::kChunkBytes;
-#pragma unroll
-        for (int i = 0; i < Cfg::kAChunksPerThread; ++i) {
-            if constexpr (kVec) {
-                const bool in = a_row[i] != nullptr && kb < k_bytes;
-                cp_async_16(stage + a_dst[i], in ? a_row[i] + kb : a, in ? mma::kChunkBytes : 0);
-            } else {
-                const uint4 v = a_row[i] ? load_chunk_elementwise<E>(a_row[i], kb, k_bytes) : make_uint4(0, 0, 0, 0);
-                *reinterpret_cast<uint4*>(smem + (stage - smem0) + a_dst[i]) = v;
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < Cfg::kBChunksPerThread; ++i) {
-            if constexpr (kVec) {
-                const bool in = b_row[i] != nullptr && kb < k_bytes;
-                cp_async_16(stage + b_dst[i], in ? b_row[i] + kb : b, in ? mma::kChunkBytes : 0);
-            } else {
-                const uint4 v = b_row[i] ? load_chunk_elementwise<E>(b_row[i], kb, k_bytes) : make_uint4(0, 0, 0, 0);
-                *reinterpret_cast<uint4*>(smem + (stage - smem0) + b_dst[i]) = v;
-            }
+    // One 16-byte chunk: bytes [kb, kb + 16) of the row at `row` into shared
+    // address dst; zeros where the row is outside the matrix or past K.
+    auto load_chunk = [&](std::uint32_t dst, std::uintptr_t row, bool row_in, std::int64_t kb,
+                          const std::uint8_t* base) {
+        if constexpr (kVec) {
+            const bool in = row_in && kb < k_bytes;
+            cp_async_16(dst, in ? reinterpret_cast<const std::uint8_t*>(row + kb) : base, in ? mma::kChunkBytes : 0);
+        } else {
+            const uint4 v = row_in ? load_chunk_elementwise<E>(reinterpret_cast<const std::uint8_t*>(row), kb, k_bytes)
+                                   : make_uint4(0, 0, 0, 0);
+            *reinterpret_cast<uint4*>(smem + (dst - smem0)) = v;
         }
     };
 
-    // ldmatrix row addresses: the warp tile origin's rows are multiples of 8,
-    // so the swizzle of row (origin + r) is that of r and the lane's part of
-    // the address is fixed per k-step.
-    const int wm0 = Cfg::warp_m0(warp);
-    const int wn0 = Cfg::warp_n0(warp);
-    std::uint32_t a_lane_off[Cfg::kKSteps];
-    std::uint32_t b_lane_off[Cfg::kKSteps];
-#pragma unroll
-    for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
-        a_lane_off[ks] = static_cast<std::uint32_t>(
-            wm0 * Cfg::kRowBytes + Cfg::smem_offset(mma::a_ldsm_row(lane), mma::a_ldsm_chunk(lane, ks)));
-        b_lane_off[ks] = static_cast<std::uint32_t>(
-            Cfg::kATileBytes + wn0 * Cfg::kRowBytes +
-            Cfg::smem_offset(mma::b_ldsm_row(lane), mma::b_ldsm_chunk(lane, ks)));
-    }
+    // Copy K tile kt (bytes [kt * kRowBytes, +kRowBytes) of every row) into its stage.
+    auto load_tile = [&](int kt) {
+        const std::uint32_t dst = smem0 + static_cast<std::uint32_t>(Cfg::stage_of(kt) * Cfg::kStageBytes) + dst0;
+        const std::int64_t kb = static_cast<std::int64_t>(kt) * Cfg::kRowBytes + chunk * mma::kChunkBytes;
+        constexpr int kStepBytes = Cfg::kLoadRowStep * Cfg::kRowBytes;  // shared bytes between copies
+        // The element-wise path stays rolled: unrolled, its loads of all
+        // chunks at once would need more registers than the accumulators leave.
+        constexpr int kUnroll = kVec ? Cfg::kBChunksPerThread : 1;
+#pragma unroll kUnroll
+        for (int i = 0; i < Cfg::kAChunksPerThread; ++i)
+            load_chunk(dst + i * kStepBytes, a_row0 + static_cast<std::uintptr_t>(i * row_step),
+                       i * Cfg::kLoadRowStep < a_rows_left, kb, a);
+#pragma unroll kUnroll
+        for (int i = 0; i < Cfg::kBChunksPerThread; ++i)
+            load_chunk(dst + Cfg::kATileBytes + i * kStepBytes, b_row0 + static_cast<std::uintptr_t>(i * row_step),
+                       i * Cfg::kLoadRowStep < b_rows_left, kb, b);
+    };
+
+    // ldmatrix row addresses inside a stage: the warp tile origin's rows are
+    // multiples of 8, so the swizzle of row (origin + r) is that of r; the
+    // lane's offset for k-step ks is its step-0 offset XOR ks * 32 bytes
+    // (TileConfig::kstep_offset), one register per operand for all steps.
+    const std::uint32_t a_lane_off = static_cast<std::uint32_t>(
+        Cfg::warp_m0(warp) * Cfg::kRowBytes + Cfg::smem_offset(mma::a_ldsm_row(lane), mma::a_ldsm_chunk(lane, 0)));
+    const std::uint32_t b_lane_off = static_cast<std::uint32_t>(
+        Cfg::warp_n0(warp) * Cfg::kRowBytes + Cfg::smem_offset(mma::b_ldsm_row(lane), mma::b_ldsm_chunk(lane, 0)));
 
     std::uint32_t af[2][Cfg::kMTiles][4];
     std::uint32_t bf[2][Cfg::kNTiles][2];
@@ -205,11 +198,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const std::uint32_t stage = smem0 + static_cast<std::uint32_t>(Cfg::stage_of(kt) * Cfg::kStageBytes);
 #pragma unroll
         for (int mi = 0; mi < Cfg::kMTiles; ++mi)
-            ldmatrix_x4(af[buf][mi], stage + a_lane_off[ks] + mi * mma::kMmaM * Cfg::kRowBytes);
+            ldmatrix_x4(af[buf][mi], stage + Cfg::kstep_offset(a_lane_off, ks) + mi * mma::kMmaM * Cfg::kRowBytes);
 #pragma unroll
         for (int p = 0; p < Cfg::kNTiles / 2; ++p) {
             std::uint32_t r[4];
-            ldmatrix_x4(r, stage + b_lane_off[ks] + p * 2 * mma::kMmaN * Cfg::kRowBytes);
+            ldmatrix_x4(r, stage + Cfg::kATileBytes + Cfg::kstep_offset(b_lane_off, ks) +
+                               p * 2 * mma::kMmaN * Cfg::kRowBytes);
 #pragma unroll
             for (int j = 0; j < 4; ++j) bf[buf][2 * p + mma::b_x4_tile(j)][mma::b_x4_half(j)] = r[j];
         }
@@ -275,8 +269,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         for (int nj = 0; nj < Cfg::kNTiles; ++nj)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-                const std::int64_t row = m0 + wm0 + mi * mma::kMmaM + mma::acc_row(lane, 2 * h);
-                const std::int64_t col = n0 + wn0 + nj * mma::kMmaN + mma::acc_col(lane, 2 * h);
+                const std::int64_t row = m0 + Cfg::warp_m0(warp) + mi * mma::kMmaM + mma::acc_row(lane, 2 * h);
+                const std::int64_t col = n0 + Cfg::warp_n0(warp) + nj * mma::kMmaN + mma::acc_col(lane, 2 * h);
                 if (row >= m) continue;
                 float* out = c + row * n + col;
                 const float v0 = acc[mi][nj][2 * h];
