@@ -144,7 +144,7 @@ int run_ladder_command(const LadderArgs& a) {
 
     auto cpu = make_host_executor();
     auto cuda = make_cuda_executor();
-    LadderContext ctx{cpu.get(), cuda.get(), [](const std::string& s) { std::fprintf(stderr, "rigel: %s\n", s.c_str()); }};
+    LadderContext ctx{cpu.get(), cuda.get(), [](const std::string& s) { std::fprintf(stderr, "rigel: %s\n", s.c_str()); }, {}};
     if (a.backend == "cuda" && !cuda->unavailable_reason().empty())
         throw DeviceUnavailable("skipped: " + cuda->unavailable_reason());
 
@@ -153,25 +153,32 @@ int run_ladder_command(const LadderArgs& a) {
     if (!a.out.empty()) ensure_writable_dir(a.out);
 
     const std::string run_id = make_run_id();
-    const auto rows = run_ladder(opts, ctx);
-    print_table(rows);
 
-    int failed = 0;
-    for (const auto& r : rows) failed += r.status == "FAIL";
-
+    // The CSV and its sidecar are rewritten (atomically) after every shape and
+    // type, so a run that is interrupted keeps what it finished; the sidecar's
+    // "complete" says whether the run reached its end.
+    std::filesystem::path csv_path, json_path;
+    std::vector<std::pair<std::string, std::string>> device_facts;
+    Environment env;
+    GitState git;
     if (!a.out.empty()) {
-        std::vector<std::pair<std::string, std::string>> device_facts;
         if (std::find(opts.backends.begin(), opts.backends.end(), Backend::cuda) != opts.backends.end())
             device_facts = cuda->describe();
         for (const auto& f : cpu->describe()) device_facts.push_back(f);
-        const Environment env = collect_environment(device_facts);
-        const GitState git = git_state();
-        std::vector<std::vector<std::string>> cells;
-        for (const auto& r : rows) cells.push_back(result_cells(r, run_id, opts.recipe, opts.seed));
+        env = collect_environment(device_facts);
+        git = git_state();
         const std::string stem = utc_date() + "_" + git.commit.substr(0, 7) + "_ladder";
-        const auto csv_path = unique_path(a.out, stem, ".csv", run_id);
-        const auto json_path = csv_path.parent_path() / (csv_path.stem().string() + ".json");
-
+        csv_path = unique_path(a.out, stem, ".csv", run_id);
+        json_path = csv_path.parent_path() / (csv_path.stem().string() + ".json");
+    }
+    auto write_results = [&](const std::vector<ResultRow>& rows, bool complete) {
+        if (a.out.empty()) return;
+        std::vector<std::vector<std::string>> cells;
+        int failed_rows = 0;
+        for (const auto& r : rows) {
+            cells.push_back(result_cells(r, run_id, opts.recipe, opts.seed));
+            failed_rows += r.status == "FAIL";
+        }
         JsonObject env_json;
         for (const auto& [k, v] : env.facts) env_json.str(k, v);
         std::vector<std::string> shapes, types;
@@ -191,12 +198,22 @@ int run_ladder_command(const LadderArgs& a) {
             .array_of_str("shapes", shapes)
             .array_of_str("dtypes", types)
             .str("backend", a.backend)
+            .boolean("complete", complete)
             .integer("rows", static_cast<long long>(rows.size()))
-            .integer("failed", failed)
+            .integer("failed", failed_rows)
             .str("environment_hash", env.hash)
             .object("environment", env_json);
         write_file_atomic(csv_path, to_csv(result_header(), cells));
         write_file_atomic(json_path, side.dump() + "\n");
+    };
+    ctx.checkpoint = [&](const std::vector<ResultRow>& rows) { write_results(rows, false); };
+
+    const auto rows = run_ladder(opts, ctx);
+    print_table(rows);
+    int failed = 0;
+    for (const auto& r : rows) failed += r.status == "FAIL";
+    if (!a.out.empty()) {
+        write_results(rows, true);
         std::fprintf(stderr, "rigel: wrote %s and %s\n", csv_path.c_str(), json_path.filename().c_str());
     }
     if (failed) {

@@ -298,12 +298,22 @@ std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext
                     (row.reason.empty() ? "" : " (" + row.reason + ")"));
                 rows.push_back(row);
             }
+            if (ctx.checkpoint) {
+                std::vector<ResultRow> so_far = rows;
+                fill_ratios(so_far);
+                ctx.checkpoint(so_far);
+            }
         }
     }
 
-    // Ratios, within one shape and type: over the naive CPU rung, and as a
-    // share of the vendor library's default path on the same backend (and, on
-    // the CPU, with the same threading).
+    fill_ratios(rows);
+    return rows;
+}
+
+void fill_ratios(std::vector<ResultRow>& rows) {
+    // Over the naive CPU rung, and as a share of the vendor library's default
+    // path on the same backend (and, on the CPU, with the same threading).
+    const auto rungs = all_rungs();
     for (ResultRow& row : rows) {
         if (row.status != "PASS" || row.gflops <= 0) continue;
         for (const ResultRow& o : rows) {
@@ -319,7 +329,6 @@ std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext
                 row.pct_of_vendor = 100.0 * row.gflops / o.gflops;
         }
     }
-    return rows;
 }
 
 std::vector<std::string> result_header() {

@@ -70,6 +70,9 @@ struct LadderContext {
     Executor* cpu = nullptr;
     Executor* cuda = nullptr;
     std::function<void(const std::string&)> progress;  // one line per step, to stderr
+    // Called after every (shape, type) with all rows so far, ratios filled, so
+    // that an interrupted run keeps what it finished.
+    std::function<void(const std::vector<ResultRow>&)> checkpoint;
 };
 
 // Validates the request (unknown rungs, types no rung of a backend takes,
@@ -77,6 +80,9 @@ struct LadderContext {
 void validate_request(const LadderOptions& opts, const LadderContext& ctx);
 
 std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext& ctx);
+
+// Fills x_over_naive and pct_of_vendor from the rows of the same shape and type.
+void fill_ratios(std::vector<ResultRow>& rows);
 
 // The types a backend runs when none are asked for.
 std::vector<DType> default_dtypes(Backend b);
