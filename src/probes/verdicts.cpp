@@ -26,6 +26,13 @@ constexpr double kAboveRoofline = 1.10;
 constexpr double kPowerBoundFraction = 0.90;
 constexpr double kClockPulledFraction = 0.90;
 constexpr double kClockAtMaxFraction = 0.95;
+// Energy per flop against the scalar-FMA path of the same precision (both
+// under their own sustained load): the tensor cores spend a fraction of the
+// CUDA cores' energy on a multiply-add (H200: about 0.6 pJ per f16 flop on
+// wgmma against 4-5 pJ on HFMA2/FFMA), so at most half is a matrix unit; at
+// least 0.8 is the CUDA cores' cost or worse (a GEMM adds memory traffic).
+constexpr double kEnergyTensorFraction = 0.5;
+constexpr double kEnergyScalarFraction = 0.8;
 
 bool measured(double v) { return std::isfinite(v) && v > 0; }
 
@@ -138,7 +145,19 @@ DispatchVerdict triangulate_dispatch(const DispatchSignals& s) {
     // 3. Power and clock under sustained load.
     int power_says = 0;  // +1 tensor-like load, -1 light (CUDA-core-like) load, 0 inconclusive or absent
     std::string power_text;
-    if (measured(s.sm_clock_mhz) && measured(s.max_sm_clock_mhz)) {
+    const bool have_energy = have_ceiling && measured(s.sustained_power_w) && measured(s.scalar_power_w);
+    if (have_energy) {
+        const double pj = s.sustained_power_w / s.measured_tflops;  // W per Tflop/s = pJ per flop
+        const double scalar_pj = s.scalar_power_w / s.scalar_fma_roofline_tflops;
+        const double e = pj / scalar_pj;
+        power_says = e <= kEnergyTensorFraction ? 1 : (e >= kEnergyScalarFraction ? -1 : 0);
+        power_text = fmt("power %.0f W", s.sustained_power_w) +
+                     (measured(s.sm_clock_mhz) ? fmt(" at %.0f MHz", s.sm_clock_mhz) : std::string()) +
+                     fmt(": %.3g pJ per flop,", pj) + fmt(" %.2gx the scalar-FMA path's", e) + fmt(" (%.3g pJ)", scalar_pj) +
+                     (power_says > 0   ? ", far below what the CUDA cores spend on a multiply-add"
+                      : power_says < 0 ? ", the CUDA cores' cost or more"
+                                       : ": inconclusive");
+    } else if (measured(s.sm_clock_mhz) && measured(s.max_sm_clock_mhz)) {
         const double clock_frac = s.sm_clock_mhz / s.max_sm_clock_mhz;
         const bool power_known = measured(s.sustained_power_w) && measured(s.power_limit_w);
         const double power_frac = power_known ? s.sustained_power_w / s.power_limit_w : 0;
@@ -148,7 +167,7 @@ DispatchVerdict triangulate_dispatch(const DispatchSignals& s) {
                          fmt(" with the SM clock at %.0f MHz", s.sm_clock_mhz) +
                          fmt(" (%.0f %% of its light-load value): power-bound, as dense tensor-core work holds the card",
                              100 * clock_frac);
-        } else if (clock_frac >= kClockAtMaxFraction) {
+        } else if (clock_frac >= kClockAtMaxFraction && !(power_known && power_frac >= kPowerBoundFraction)) {
             power_says = -1;
             power_text = fmt("SM clock %.0f MHz", s.sm_clock_mhz) +
                          fmt(" (%.0f %% of its light-load value): not power-bound, unlike dense tensor-core work",
@@ -162,10 +181,20 @@ DispatchVerdict triangulate_dispatch(const DispatchSignals& s) {
 
     // The unit: the machine code names it when it can; without SASS, a ceiling
     // above the roofline still proves a matrix unit, though not which instruction.
+    // An expected matrix opcode missing from the machine code, with a ceiling
+    // the CUDA cores can deliver, rules the tensor core out.
+    std::string absent_list;
+    bool absent_tensor = false;
+    for (const auto& op : s.sass_opcodes_absent) {
+        absent_list += (absent_list.empty() ? "" : ", ") + op;
+        if (const OpcodeUnit* u = lookup(op)) absent_tensor |= is_tensor(std::string(u->unit));
+    }
     if (sass)
         v.unit = std::string(sass->unit);
     else if (above_roofline)
         v.unit = "tensor core (instruction not identified)";
+    else if (absent_tensor && have_ceiling)
+        v.unit = "not a tensor core (no " + absent_list + " in the SASS)";
     else
         v.unit = "undetermined";
     const bool tensor = is_tensor(v.unit);
@@ -174,8 +203,15 @@ DispatchVerdict triangulate_dispatch(const DispatchSignals& s) {
         ++v.signals_available;
         ++v.signals_agreeing;
         why += "SASS: " + std::string(sass->mnemonic) + " is the strongest matrix/FMA opcode of the kernel";
+    } else if (!absent_list.empty()) {
+        ++v.signals_available;
+        v.signals_agreeing += !tensor && v.unit != "undetermined";
+        why += "SASS: the kernel's machine code has no " + absent_list +
+               ", the opcode this instruction assembles to";
+    } else if (!s.sass_opcodes.empty()) {
+        why += "SASS: no matrix or FMA opcode among those given";
     } else {
-        why += s.sass_opcodes.empty() ? "SASS: not available" : "SASS: no matrix or FMA opcode among those given";
+        why += "SASS: " + (s.sass_note.empty() ? std::string("not available") : s.sass_note);
     }
     if (have_ceiling) {
         ++v.signals_available;

@@ -52,6 +52,20 @@ struct DispatchSignals {
     double sm_clock_mhz = std::numeric_limits<double>::quiet_NaN();      // under the sustained load
     double power_limit_w = std::numeric_limits<double>::quiet_NaN();     // the enforced limit, if known
     double max_sm_clock_mhz = std::numeric_limits<double>::quiet_NaN();  // the clock on light work, if known
+    // Optional, added later (leaving them empty keeps the verdicts above):
+    // power drawn by the scalar-FMA path of the roofline under its own
+    // sustained load; with both powers and both rates the power signal becomes
+    // energy per flop against the CUDA cores', which tells the units apart
+    // where the clock does not (a tensor-core path below the power limit runs
+    // at the full clock, as the CUDA cores do).
+    double scalar_power_w = std::numeric_limits<double>::quiet_NaN();
+    // Opcodes the path's instruction assembles to that the kernel's SASS was
+    // checked for and lacks (a matrix instruction that did not reach the
+    // machine code: emulated, or compiled away).
+    std::vector<std::string> sass_opcodes_absent;
+    // Why there is no SASS signal, in words ("no SASS record", "HFMA2 is not
+    // counted by the SASS record"); replaces "not available" in the reasoning.
+    std::string sass_note;
 };
 
 struct DispatchVerdict {

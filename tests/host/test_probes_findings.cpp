@@ -195,3 +195,126 @@ TEST(Findings, LoadsFoldersWithSidecarsAndRefusesWhatIsNotThere) {
     std::filesystem::remove_all(dir);
     std::filesystem::remove_all(empty);
 }
+
+namespace {
+
+// A throughput probe's ceilings: scalar FFMA and HFMA2 (the rooflines), an
+// mma.sync and two wgmma paths, with clock and power in the probe's prose.
+std::string throughput_csv() {
+    auto row = [](const std::string& path, const std::string& dtype, const std::string& tflops,
+                  const std::string& clock, const std::string& power) {
+        return std::vector<std::string>{"throughput", path, dtype, "sustained throughput ceiling", tflops, "",
+                                        "Tflop/s", "1", "fills_in", "", "",
+                                        "median of 5 launches. SM clock " + clock + " MHz (median), power " + power +
+                                            " W mean / " + power + " W max, 44 C"};
+    };
+    return probes_csv("RUN-T", {row("ffma (fp32 FMA)", "f32", "64.0", "1980", "320"),
+                                row("hfma2 (f16x2 FMA)", "f16", "66.0", "1980", "264"),
+                                row("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "f16", "660.0", "1980", "430"),
+                                row("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", "f16", "900.0", "1800", "520"),
+                                row("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", "e4m3", "1800.0", "1770",
+                                    "600")});
+}
+
+std::string throughput_sidecar() {
+    JsonObject env;
+    env.str("gpu_name", "NVIDIA H200").str("gpu_power_limit_w", "700.0").str("gpu_sm_clock_max_mhz", "1980");
+    JsonObject s;
+    s.str("run_id", "RUN-T").str("git_commit", "ccccccc3333333333333333333333333333333333").boolean("git_dirty", false)
+        .object("environment", env);
+    return s.dump() + "\n";
+}
+
+// HGMMA missing from throughput_ceilings: the wgmma f16 path must say so.
+std::string sass_csv(const std::string& hgmma) {
+    return "object,hgmma,qgmma,hmma,imma,dmma,ffma\n"
+           "throughput_ceilings," + hgmma + ",12,20,0,0,64\n"
+           "k30_wgmma,16,0,0,0,0,0\n";
+}
+
+// The line of the dispatch section that starts with `start` (the probe's own
+// table lists the same paths above it).
+std::string line_with(const std::string& md, const std::string& start) {
+    const auto section = md.find("## Which unit executes each path");
+    if (section == std::string::npos) return "";
+    const auto at = md.find("\n" + start, section);
+    if (at == std::string::npos) return "";
+    return md.substr(at + 1, md.find('\n', at + 1) - at - 1);
+}
+
+}  // namespace
+
+TEST(FindingsDispatch, TriangulatesEveryThroughputPathFromTheCsvs) {
+    FindingsInput in;
+    in.probes.push_back(make_result_file("2026-12-01_ccccccc_probes.csv", throughput_csv(), throughput_sidecar()));
+    in.sass.push_back(make_result_file("2026-12-01_ccccccc_sass.csv", sass_csv("8"), ""));
+    const std::string md = render_findings(in);
+    ASSERT_NE(md.find("## Which unit executes each path"), std::string::npos) << md;
+    const std::string ffma = line_with(md, "| ffma (fp32 FMA) | f32 |");
+    EXPECT_NE(ffma.find("| 1.00x FFMA | FFMA (64 in throughput_ceilings) | 1980 MHz / 320 W | **CUDA cores (FFMA)** "
+                        "(3 of 3 signals agree) |"),
+              std::string::npos)
+        << ffma;
+    const std::string mma = line_with(md, "| mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 | f16 |");
+    // 660 / 66 = 10x the HFMA2 roofline; 430/660 pJ against 264/66: 0.16x the energy per flop.
+    EXPECT_NE(mma.find("| 10.00x HFMA2 | HMMA (20 in throughput_ceilings) | 1980 MHz / 430 W | "
+                       "**tensor core (HMMA, legacy warp path)** (3 of 3 signals agree) |"),
+              std::string::npos)
+        << mma;
+    const std::string fp8 = line_with(md, "| wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 | e4m3 |");
+    EXPECT_NE(fp8.find("QGMMA (12 in throughput_ceilings)"), std::string::npos) << fp8;
+    EXPECT_NE(fp8.find("**tensor core (QGMMA)**"), std::string::npos) << fp8;
+    const std::string hfma2 = line_with(md, "| hfma2 (f16x2 FMA) | f16 |");
+    EXPECT_NE(hfma2.find("HFMA2: not counted"), std::string::npos) << hfma2;
+    // The low-precision section, from the throughput ceilings: 1800 / 900 = 2x.
+    EXPECT_NE(md.find("| wgmma m64n256 | e4m3 | wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 1800.0 Tflop/s | "
+                      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 900.0 Tflop/s | 2.00x | accelerated |"),
+              std::string::npos)
+        << md;
+    EXPECT_EQ(md, render_findings(in));
+}
+
+TEST(FindingsDispatch, SaysWhenTheSassLacksTheMatrixOpcode) {
+    FindingsInput in;
+    in.probes.push_back(make_result_file("2026-12-01_ccccccc_probes.csv", throughput_csv(), throughput_sidecar()));
+    in.sass.push_back(make_result_file("2026-12-01_ccccccc_sass.csv", sass_csv("0"), ""));
+    const std::string md = render_findings(in);
+    const std::string wg = line_with(md, "| wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 | f16 |");
+    EXPECT_NE(wg.find("**no HGMMA** in throughput_ceilings"), std::string::npos) << wg;
+    EXPECT_NE(wg.find("the kernel's machine code has no HGMMA"), std::string::npos) << wg;
+    // 900 Tflop/s is far above the HFMA2 roofline: the throughput says a matrix
+    // unit, the SASS denies the expected one, so the signals disagree.
+    EXPECT_NE(wg.find("tensor core (instruction not identified)"), std::string::npos) << wg;
+    EXPECT_NE(wg.find("signals disagree"), std::string::npos) << wg;
+}
+
+TEST(FindingsDispatch, NoSassFileRendersNoSassRecord) {
+    FindingsInput in;
+    in.probes.push_back(make_result_file("2026-12-01_ccccccc_probes.csv", throughput_csv(), throughput_sidecar()));
+    in.ladder.push_back(make_result_file("2026-12-01_ccccccc_ladder_run1.csv", ladder_csv(), ""));
+    std::string md;
+    ASSERT_NO_THROW(md = render_findings(in));
+    const std::string ffma = line_with(md, "| ffma (fp32 FMA) | f32 |");
+    EXPECT_NE(ffma.find("| no SASS record |"), std::string::npos) << ffma;
+    EXPECT_NE(ffma.find("SASS: no SASS record"), std::string::npos) << ffma;
+    // Ladder rungs appear too, SASS-less; the CPU rung does not.
+    EXPECT_NE(md.find("| k30_wgmma | e4m3 | 4096 | 900.0 Tflop/s |"), std::string::npos) << md;
+    EXPECT_EQ(line_with(md, "| k01_cpu_naive |"), "");
+}
+
+TEST(FindingsDispatch, LoadsSassAndSuffixedLadderFiles) {
+    const auto dir = fresh_dir("dispatch_load");
+    std::ofstream(dir / "2026-12-01_ccccccc_probes.csv") << throughput_csv();
+    std::ofstream(dir / "2026-12-01_ccccccc_probes.json") << throughput_sidecar();
+    std::ofstream(dir / "2026-12-01_ccccccc_sass.csv") << sass_csv("8");
+    std::ofstream(dir / "2026-12-01_ccccccc_ladder_bench8192.csv") << ladder_csv();
+    const FindingsInput in = load_results({dir});
+    ASSERT_EQ(in.sass.size(), 1u);
+    ASSERT_EQ(in.ladder.size(), 1u);
+    const std::string md = render_findings(in);
+    // k30_wgmma's opcodes come from the object named after the rung.
+    const std::string k30 = line_with(md, "| k30_wgmma | f16 |");
+    EXPECT_NE(k30.find("| HGMMA 16 |"), std::string::npos) << k30;
+    EXPECT_NE(k30.find("**tensor core (HGMMA)**"), std::string::npos) << k30;
+    std::filesystem::remove_all(dir);
+}
