@@ -85,12 +85,14 @@ if has sass; then
   log "sass"
   # Matrix opcodes per compiled rung file: which unit each path reaches.
   {
-    echo "object,hgmma,qgmma,hmma,imma,dmma,ffma"
+    echo "object,hgmma,qgmma,igmma,hmma,imma,dmma,ffma,hfma2,dfma"
     for o in $(find build/h200/src/CMakeFiles/rigel_cuda.dir -name "*.o" | sort); do
       s=$(cuobjdump --dump-sass "$o" 2>/dev/null)
-      printf "%s,%d,%d,%d,%d,%d,%d\n" "$(basename "$o" .cu.o)" \
-        "$(grep -c HGMMA <<<"$s")" "$(grep -c QGMMA <<<"$s")" "$(grep -c HMMA <<<"$s")" \
-        "$(grep -c IMMA <<<"$s")" "$(grep -c DMMA <<<"$s")" "$(grep -c FFMA <<<"$s")"
+      printf "%s" "$(basename "$o" .cu.o)"
+      for op in HGMMA QGMMA IGMMA HMMA IMMA DMMA FFMA HFMA2 DFMA; do
+        printf ",%d" "$(grep -cE "[[:space:]]$op[. ;]" <<<"$s")"
+      done
+      echo
     done
   } > "$OUT/sass_opcodes.csv"
 fi
