@@ -3,14 +3,16 @@
 // Adds over k02: in k02 every row of A streams all of B (K x N) through the
 // caches once more. Here C is computed tile by tile: a kTileK x kTileN tile of
 // B (128 KB in f32) stays in the L2 while it is used by the kTileM rows of a
-// tile of A, and the kTileN-wide strip of a row of C (2 KB in f32) stays in
-// the L1 across the kTileK updates it receives. Memory traffic for B falls by
-// a factor of kTileM; the inner loop is still k02's, vectorized by the
-// compiler (target_clones: AVX-512, AVX2, SSE2).
+// tile of A, and the kTileN-wide strip of a row of C (1 KB in f32) stays in
+// the L1 across the kTileK updates it receives. Traffic for B from beyond the
+// L2 falls by a factor of kTileM; the inner loop is still k02's, vectorized by
+// the compiler (target_clones: AVX-512, AVX2, SSE2).
 // Bottleneck: the inner loop still loads and stores C for every vector FMA
-// (two loads and a store per 16 flops in AVX-512 f32), so it is bound by the
-// L1 load/store ports and the L2 bandwidth for B, not by the FMA units.
-// Prediction: 2-4x k02 at N=2048; a quarter of the peak or less.
+// (two loads and a store per 16 flops in AVX-512 f32) and reads B from the
+// L2, so it is bound by the load/store ports and the L2, not by the FMAs.
+// Prediction: 1.5-2x k02 at N=2048, where B (16 MB) still fits a server's L3
+// and k02 is not yet DRAM-bound; more once B outgrows the L3. A tenth of the
+// FMA peak: register blocking (k04) is the step that reaches the FMA units.
 // Measured on the H200: see results/h200 (README ladder table)
 #include <algorithm>
 #include <cstdint>
@@ -21,7 +23,9 @@ namespace rigel::cpu {
 namespace {
 
 // Sizes in elements. A tile of B (kTileK x kTileN) is 128 KB in f32, 256 KB in
-// f64: within any x86 L2 of the last decade (256 KB - 2 MB).
+// f64: within any x86 L2 of the last decade (256 KB - 2 MB). Other shapes
+// (32 x 256 x 512, 256 x 32 x 256, ...) ran the same within noise on a
+// Sapphire Rapids core.
 constexpr std::int64_t kTileM = 64;
 constexpr std::int64_t kTileK = 128;
 constexpr std::int64_t kTileN = 256;

@@ -16,8 +16,10 @@
 // Prediction: close to threads x k04 at N=2048 and above, within 10 % of
 // OpenBLAS with the same thread count.
 // Measured on the H200: see results/h200 (README ladder table)
+#include <immintrin.h>
+
 #include <algorithm>
-#include <barrier>
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -91,6 +93,39 @@ private:
     bool stop_ = false;
 };
 
+// A barrier that spins: the threads wait only for the slowest one's packing
+// or last tiles (microseconds), less than a sleep and wake-up through the
+// kernel would take (std::barrier parks waiters on a futex after a short
+// spin; with 16 barriers per 2048^3 call that could cost several percent).
+// After a while it yields, so that more threads than cores still progress.
+class SpinBarrier {
+public:
+    explicit SpinBarrier(int count) : count_(count) {}
+    void arrive_and_wait() {
+        const unsigned phase = phase_.load(std::memory_order_relaxed);
+        if (arrived_.fetch_add(1, std::memory_order_acq_rel) == count_ - 1) {
+            arrived_.store(0, std::memory_order_relaxed);
+            phase_.fetch_add(1, std::memory_order_release);
+            return;
+        }
+        int spins = 0;
+        while (phase_.load(std::memory_order_acquire) == phase) {
+            if (spins < kSpinsBeforeYield) {
+                _mm_pause();
+                ++spins;
+            } else {
+                std::this_thread::yield();
+            }
+        }
+    }
+
+private:
+    static constexpr int kSpinsBeforeYield = 4096;  // tens of microseconds of pause
+    const int count_;
+    alignas(64) std::atomic<int> arrived_{0};
+    alignas(64) std::atomic<unsigned> phase_{0};
+};
+
 // Rows of A packed per block: the block is shared, so it can be tall; the cap
 // bounds the buffers (2 x 4096 x KC elements).
 constexpr std::int64_t kMaxSharedRows = 4096;
@@ -125,12 +160,22 @@ std::pair<std::int64_t, std::int64_t> share(std::int64_t total, int i, int count
     return {total * i / count, total * (i + 1) / count};
 }
 
+// One pool and one pair of buffers for both types; one call at a time owns them.
+struct Shared {
+    std::mutex call_lock;
+    WorkerPool pool;
+    packed::PackBuffers buffers[2];
+};
+
+Shared& shared() {
+    static Shared s;
+    return s;
+}
+
 template <typename T>
 void run_threads(const GemmProblem& p) {
-    static std::mutex call_lock;  // one call at a time owns the pool and the buffers
-    static WorkerPool pool;
-    static packed::PackBuffers buffers[2];
-    const std::lock_guard hold(call_lock);
+    Shared& sh = shared();
+    const std::lock_guard hold(sh.call_lock);
 
     const auto* a = static_cast<const T*>(p.a);
     const auto* b = static_cast<const T*>(p.b);
@@ -146,10 +191,10 @@ void run_threads(const GemmProblem& p) {
     T* abuf[2];
     T* bbuf[2];
     for (int i = 0; i < 2; ++i) {
-        abuf[i] = static_cast<T*>(buffers[i].a(sizeof(T) * static_cast<std::size_t>(mc_step * kc_step)));
-        bbuf[i] = static_cast<T*>(buffers[i].b(sizeof(T) * static_cast<std::size_t>(kc_step * nc_step)));
+        abuf[i] = static_cast<T*>(sh.buffers[i].a(sizeof(T) * static_cast<std::size_t>(mc_step * kc_step)));
+        bbuf[i] = static_cast<T*>(sh.buffers[i].b(sizeof(T) * static_cast<std::size_t>(kc_step * nc_step)));
     }
-    std::barrier sync(workers);
+    SpinBarrier sync(workers);
 
     const std::function<void(int)> job = [&](int w) {
         const int ti = w / g.tn, tj = w % g.tn;
@@ -196,7 +241,7 @@ void run_threads(const GemmProblem& p) {
             }
         }
     };
-    pool.run(workers, job);
+    sh.pool.run(workers, job);
 }
 
 }  // namespace

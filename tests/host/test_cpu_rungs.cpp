@@ -24,7 +24,7 @@ struct Case {
 };
 
 // Odd sizes, and sizes that cross the packed rungs' blocks: M past MC (k04:
-// 2016 / 1008 rows; k05: 4096), N past NC (1024 / 512 columns), K past KC
+// 2016 / 1008 rows; k05: 4096), N past NC (1024 / 504 columns), K past KC
 // (256), each with a remainder that is not a whole register tile.
 const std::vector<Case> kShapes = {
     {1, 1, 1},     {17, 17, 17}, {127, 33, 65}, {1000, 7, 129}, {7, 1000, 300},
