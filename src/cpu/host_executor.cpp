@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/reference.hpp"
+#include "cpu/cpu_rungs.hpp"
 #include "harness/executor.hpp"
 
 namespace rigel {
@@ -53,7 +54,13 @@ public:
     }
 
     std::vector<std::pair<std::string, std::string>> describe() const override {
-        return {{"cpu_threads_available", std::to_string(std::thread::hardware_concurrency())}};
+        std::vector<std::pair<std::string, std::string>> facts{
+            {"cpu_threads_available", std::to_string(std::thread::hardware_concurrency())}};
+#if RIGEL_HAVE_OPENBLAS
+        // The kernel OpenBLAS chose: an unknown CPU model falls back to an old one.
+        facts.emplace_back("openblas_core", cpu::openblas_corename());
+#endif
+        return facts;
     }
 };
 

@@ -9,12 +9,16 @@
 // so one barrier per block is enough (the next block is packed into the other
 // buffer while slower threads may still read this one). Every element of C has
 // one owner thread, so the updates need no atomics.
-// The threads are a pool created on first use and kept: waking them costs a
-// few microseconds per call where creating them would cost 10-20 us each.
+// The threads are a pool created on first use and kept asleep between calls:
+// waking them costs tens of microseconds per call, creating them 10-20 us
+// each. Inside a call they wait for each other by spinning, not sleeping.
 // Bottleneck: the FMA ports of every core, the shared L3/DRAM bandwidth for
-// the packed reads, and the all-core AVX-512 clock (lower than one core's).
+// the packed reads, the all-core AVX-512 clock (lower than one core's), and
+// the wait at each barrier for the slowest thread.
 // Prediction: close to threads x k04 at N=2048 and above, within 10 % of
-// OpenBLAS with the same thread count.
+// OpenBLAS with the same thread count. The first version (std::barrier, whose
+// waiters sleep; twice the barriers) measured 0.77x OpenBLAS at 16 threads on
+// the H200 host (results/h200, commit 4e05fe3).
 // Measured on the H200: see results/h200 (README ladder table)
 #include <immintrin.h>
 
@@ -183,10 +187,13 @@ void run_threads(const GemmProblem& p) {
     const std::int64_t m = p.m, n = p.n, k = p.k;
     const packed::Kernel<T> ker = packed::active_kernel<T>();
     const std::int64_t mc_step = packed::even_block(m, kMaxSharedRows, ker.mr);
-    const std::int64_t nc_step = packed::even_block(n, ker.nc, ker.nr);
     const std::int64_t kc_step = packed::even_block(k, ker.kc, 1);
-    const Grid g = choose_grid(ceil_div(mc_step, ker.mr), ceil_div(nc_step, ker.nr), ker.mr, ker.nr,
-                               std::max(1, p.threads));
+    const Grid g =
+        choose_grid(ceil_div(mc_step, ker.mr), ceil_div(n, ker.nr), ker.mr, ker.nr, std::max(1, p.threads));
+    // The shared B block is tn times k04's: each thread's columns of it are
+    // about one k04 block (its L2 share), and there are tn times fewer rounds
+    // of packing and barriers (8 per 2048^3 call on a 4 x 4 grid).
+    const std::int64_t nc_step = packed::even_block(n, ker.nc * g.tn, ker.nr);
     const int workers = g.tm * g.tn;
     T* abuf[2];
     T* bbuf[2];
