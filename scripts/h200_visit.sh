@@ -3,7 +3,7 @@
 # build/h200, run the GPU tests, then whatever is asked for, and copy the CSV
 # and JSON results and the logs into $OUT/visit.tar.gz. The last thing printed is a short
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
-# [cpu] (default: tests ladder probes sass). Reads nothing outside the checkout; needs
+# [cpu] [bench_llm] (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -67,12 +67,21 @@ if has ladder; then
   summary+=("ladder: rc $?")
 fi
 
+# The shape sweep of the Hopper rungs against cuBLAS, in two parts that each fit
+# one device call: square sizes, then 16384^3 and LLM shapes.
 if has bench; then
-  log "bench"
-  $RIGEL ladder --backend cuda --rungs hopper vendor --dtype bf16 e4m3 --warmup 1 --min-time 1 \
-    --sizes 512 1024 2048 4096 8192 16384 4096x11008x4096 8192x8192x1024 16x4096x4096 128x7168x16384 \
-    --out "$OUT" > "$OUT/bench.txt" 2> "$OUT/bench.err"
+  log "bench (square sizes)"
+  $RIGEL ladder --backend cuda --rungs hopper vendor --dtype bf16 e4m3 --warmup 1 --min-time 0.4 \
+    --sizes 512 1024 2048 4096 8192 --out "$OUT" > "$OUT/bench.txt" 2> "$OUT/bench.err"
   summary+=("bench: rc $?")
+fi
+
+if has bench_llm; then
+  log "bench (16384^3 and LLM shapes)"
+  $RIGEL ladder --backend cuda --rungs hopper vendor --dtype bf16 e4m3 --warmup 1 --min-time 0.4 \
+    --sizes 16384 4096x11008x4096 8192x8192x1024 16x4096x4096 128x7168x16384 \
+    --out "$OUT" > "$OUT/bench_llm.txt" 2> "$OUT/bench_llm.err"
+  summary+=("bench_llm: rc $?")
 fi
 
 if has probes; then
@@ -101,5 +110,6 @@ for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/cpu.txt" ] && tail -30 "$OUT/cpu.txt"
 [ -f "$OUT/ladder.txt" ] && tail -60 "$OUT/ladder.txt"
 [ -f "$OUT/bench.txt" ] && tail -40 "$OUT/bench.txt"
+[ -f "$OUT/bench_llm.txt" ] && tail -40 "$OUT/bench_llm.txt"
 [ -f "$OUT/probes.txt" ] && tail -40 "$OUT/probes.txt"
 printf '%s\n' "${summary[@]}"
