@@ -12,19 +12,12 @@
 
 #include "harness/provenance.hpp"
 #include "harness/report_io.hpp"
+#include "harness/timing.hpp"
 #include "ladder/runner.hpp"
 
 namespace rigel::cli {
 namespace {
 
-std::string rate(double gflops) {
-    char buf[32];
-    if (gflops >= 1000)
-        std::snprintf(buf, sizeof buf, "%.1f Tflop/s", gflops / 1000);
-    else
-        std::snprintf(buf, sizeof buf, "%.2f Gflop/s", gflops);
-    return buf;
-}
 
 std::string opt(const char* f, double v) {
     if (!std::isfinite(v)) return "-";
@@ -48,7 +41,7 @@ void print_table(const std::vector<ResultRow>& rows) {
             continue;
         }
         std::printf("%-34s %-5s %4d %14s %9s %9s %-6s %9s%s%s\n", r.rung.c_str(), r.backend.c_str(), r.threads,
-                    r.gflops > 0 ? rate(r.gflops).c_str() : "-", opt("%.1fx", r.x_over_naive).c_str(),
+                    r.gflops > 0 ? format_rate(r.gflops).c_str() : "-", opt("%.1fx", r.x_over_naive).c_str(),
                     opt("%.1f%%", r.pct_of_vendor).c_str(), r.status.c_str(),
                     opt("%.2g", r.verdict.err_max_scaled).c_str(), r.reason.empty() ? "" : "  ",
                     r.reason.c_str());

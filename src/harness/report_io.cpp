@@ -1,7 +1,9 @@
 // CSV and JSON writers.
 #include "harness/report_io.hpp"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -10,18 +12,27 @@
 
 namespace rigel {
 
-void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
+namespace {
+
+// Writes content to a temporary file beside `path`; returns its name.
+std::string write_temp_beside(const std::filesystem::path& path, const std::string& content) {
     const auto tmp = path.string() + ".tmp." + std::to_string(::getpid());
-    {
-        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        if (!f) throw std::runtime_error("cannot write " + tmp);
-        f << content;
-        f.flush();
-        if (!f) {
-            std::filesystem::remove(tmp);
-            throw std::runtime_error("write failed: " + tmp);
-        }
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error("cannot write " + tmp);
+    f << content;
+    f.flush();
+    if (!f) {
+        f.close();
+        std::filesystem::remove(tmp);
+        throw std::runtime_error("write failed: " + tmp);
     }
+    return tmp;
+}
+
+}  // namespace
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
+    const std::string tmp = write_temp_beside(path, content);
     std::error_code ec;
     std::filesystem::rename(tmp, path, ec);
     if (ec) {
@@ -128,6 +139,19 @@ std::string JsonObject::dump(int indent) const {
         o += pad + json_escape(members_[i].first) + ": " + nested + (i + 1 < members_.size() ? ",\n" : "\n");
     }
     return o + std::string(static_cast<std::size_t>(indent), ' ') + "}";
+}
+
+void write_file_new(const std::filesystem::path& path, const std::string& content) {
+    if (std::filesystem::exists(path)) throw std::runtime_error(path.string() + " exists; rigel never overwrites a result");
+    const std::string tmp = write_temp_beside(path, content);
+    // link() fails if the name appeared meanwhile: no window in which a result is replaced.
+    if (::link(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        std::filesystem::remove(tmp);
+        throw std::runtime_error("cannot create " + path.string() + ": " + std::strerror(err) +
+                                 (err == EEXIST ? " (rigel never overwrites a result)" : ""));
+    }
+    std::filesystem::remove(tmp);
 }
 
 void ensure_writable_dir(const std::filesystem::path& dir) {

@@ -11,6 +11,8 @@ namespace rigel {
 
 // Writes `content` to `path` through a temporary file in the same folder.
 void write_file_atomic(const std::filesystem::path& path, const std::string& content);
+// The same, but refuses (throws) when `path` already exists: results are never replaced.
+void write_file_new(const std::filesystem::path& path, const std::string& content);
 
 // RFC 4180 quoting where a cell needs it.
 std::string csv_cell(const std::string& s);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 namespace rigel {
@@ -62,6 +63,15 @@ TimingStats measure(const std::function<double()>& sample, const TimingConfig& c
 
 double gflops(double m, double n, double k, double seconds) {
     return seconds > 0 ? 2.0 * m * n * k / seconds * 1e-9 : 0.0;
+}
+
+std::string format_rate(double gflops) {
+    char buf[32];
+    if (gflops >= 1000)
+        std::snprintf(buf, sizeof buf, "%.1f Tflop/s", gflops / 1000);
+    else
+        std::snprintf(buf, sizeof buf, "%.2f Gflop/s", gflops);
+    return buf;
 }
 
 }  // namespace rigel

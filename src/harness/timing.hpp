@@ -3,6 +3,7 @@
 // turns repetitions into statistics with a warm-up by time.
 #pragma once
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace rigel {
@@ -28,5 +29,8 @@ TimingStats measure(const std::function<double()>& sample, const TimingConfig& c
 TimingStats summarize(std::vector<double> samples);
 
 double gflops(double m, double n, double k, double seconds);
+
+// "612.3 Tflop/s" or "2.41 Gflop/s".
+std::string format_rate(double gflops);
 
 }  // namespace rigel

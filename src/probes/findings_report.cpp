@@ -3,6 +3,8 @@
 // nothing depends on the clock or on where the files lie.
 #include "probes/findings_report.hpp"
 
+#include "harness/timing.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <limits>
@@ -51,14 +53,6 @@ std::string relation_words(const std::string& r) {
     return r;
 }
 
-std::string rate_text(double gflops) {
-    char buf[32];
-    if (gflops >= 1000)
-        std::snprintf(buf, sizeof buf, "%.1f Tflop/s", gflops / 1000);
-    else
-        std::snprintf(buf, sizeof buf, "%.2f Gflop/s", gflops);
-    return buf;
-}
 
 std::string ratio_text(double r) {
     char buf[32];
@@ -417,7 +411,7 @@ void render_dispatch(std::string& md, const FindingsInput& in) {
         ladder_rows += "| " + md_cell(rung) + " | " + md_cell(dtype) + " | " +
                        shape_text(parse_int(t.cell(p.index, "m")), parse_int(t.cell(p.index, "n")),
                                   parse_int(t.cell(p.index, "k"))) +
-                       " | " + rate_text(p.gflops) + " | " + ratio + " | " + md_cell(sass_text) + " | " +
+                       " | " + format_rate(p.gflops) + " | " + ratio + " | " + md_cell(sass_text) + " | " +
                        clock_power_text(s.sm_clock_mhz, s.sustained_power_w) + " | " + md_cell(verdict_cell(dv)) + " | " +
                        md_cell(dv.reasoning) + " | " + md_cell(p.file->name) + " |\n";
     }
@@ -482,7 +476,7 @@ std::string throughput_accel_rows(const std::vector<ResultFile>& probes) {
                 continue;
             const AcceleratedVerdict v = accelerated_rule(lo, hi);
             rows += "| " + md_cell(key.first) + " | " + key.second + " | " + md_cell(t.cell(i, "path")) + " " +
-                    rate_text(lo * 1000) + " | " + md_cell(t.cell(f16->second, "path")) + " " + rate_text(hi * 1000) +
+                    format_rate(lo * 1000) + " | " + md_cell(t.cell(f16->second, "path")) + " " + format_rate(hi * 1000) +
                     " | " + (std::isfinite(v.ratio) ? ratio_text(v.ratio) : "-") + " | " + v.label + " | " +
                     md_cell(f.name) + " |\n";
         }
@@ -520,8 +514,8 @@ void render_ladder(std::string& md, const std::vector<ResultFile>& ladder, const
             const auto f16 = best_by_group.find({key.group, key.m, key.n, key.k, "f16"});
             const AcceleratedVerdict v = accelerated_rule(b.gflops, f16 == best_by_group.end() ? 0 : f16->second.gflops);
             accel += "| " + md_cell(key.group) + " | " + shape_text(key.m, key.n, key.k) + " | " + key.dtype + " | " +
-                     md_cell(b.rung) + " " + rate_text(b.gflops) + " | " +
-                     (f16 == best_by_group.end() ? "-" : md_cell(f16->second.rung) + " " + rate_text(f16->second.gflops)) +
+                     md_cell(b.rung) + " " + format_rate(b.gflops) + " | " +
+                     (f16 == best_by_group.end() ? "-" : md_cell(f16->second.rung) + " " + format_rate(f16->second.gflops)) +
                      " | " + (std::isfinite(v.ratio) ? ratio_text(v.ratio) : "-") + " | " + v.label + " | " + f.name +
                      " |\n";
         }
@@ -532,8 +526,8 @@ void render_ladder(std::string& md, const std::vector<ResultFile>& ladder, const
             if (vb != vendors.end())
                 for (const auto& b : vb->second) strongest = std::max(strongest, b.rate);
             win += "| " + shape_text(key.m, key.n, key.k) + " | " + key.dtype + " | " + md_cell(o.rung) + " " +
-                   rate_text(o.gflops) + " | " +
-                   (v.strongest.empty() ? "-" : md_cell(v.strongest) + " " + rate_text(strongest)) + " | " +
+                   format_rate(o.gflops) + " | " +
+                   (v.strongest.empty() ? "-" : md_cell(v.strongest) + " " + format_rate(strongest)) + " | " +
                    (std::isfinite(v.ratio) ? ratio_text(v.ratio) : "-") + " | " + v.label + " | " + f.name + " |\n";
         }
     }

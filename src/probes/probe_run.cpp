@@ -120,28 +120,6 @@ std::string probe_summary_table(const std::vector<ProbeRun>& runs) {
     return out;
 }
 
-void write_file_new(const std::filesystem::path& path, const std::string& content) {
-    if (std::filesystem::exists(path)) throw std::runtime_error(path.string() + " exists; rigel never overwrites a result");
-    const std::string tmp = path.string() + ".tmp." + std::to_string(::getpid());
-    {
-        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        if (!f) throw std::runtime_error("cannot write " + tmp);
-        f << content;
-        f.flush();
-        if (!f) {
-            std::filesystem::remove(tmp);
-            throw std::runtime_error("write failed: " + tmp);
-        }
-    }
-    if (::link(tmp.c_str(), path.c_str()) != 0) {
-        const int err = errno;
-        std::filesystem::remove(tmp);
-        throw std::runtime_error("cannot create " + path.string() + ": " + std::strerror(err) +
-                                 (err == EEXIST ? " (rigel never overwrites a result)" : ""));
-    }
-    std::filesystem::remove(tmp);
-}
-
 std::string free_stem(const std::filesystem::path& dir, const std::string& stem, const std::string& suffix,
                       const std::vector<std::string>& exts) {
     auto taken = [&](const std::string& s) {

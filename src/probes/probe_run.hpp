@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/report_io.hpp"  // write_file_new
 #include "probes/probe.hpp"
 
 namespace rigel {
@@ -37,11 +38,6 @@ std::vector<std::vector<std::string>> probe_csv_rows(const std::vector<ProbeRun>
 // The short table printed at the end: probe, quantity, measured, relation;
 // confirmations are counted per probe, everything else is listed.
 std::string probe_summary_table(const std::vector<ProbeRun>& runs);
-
-// Writes `content` to `path` only if nothing is there: a temporary file in the
-// same folder is hard-linked to the final name (link fails when the name
-// exists), so a finished result is never replaced, not even by a race.
-void write_file_new(const std::filesystem::path& path, const std::string& content);
 
 // A stem in `dir` such that none of `exts` exists under it yet: `stem`, or
 // `stem`_`suffix` when taken (then _2, _3, ... after that).
