@@ -55,6 +55,7 @@ fi
 
 if has cpu; then
   log "cpu ladder"
+  lscpu > "$OUT/lscpu.txt" 2>&1
   $RIGEL ladder --backend cpu --dtype f32 --sizes 2048 --out "$OUT" > "$OUT/cpu.txt" 2> "$OUT/cpu.err"
   summary+=("cpu ladder f32: rc $?")
   $RIGEL ladder --backend cpu --dtype f64 --sizes 1024 --out "$OUT" >> "$OUT/cpu.txt" 2>> "$OUT/cpu.err"
@@ -104,6 +105,19 @@ if has sass; then
       echo
     done
   } > "$OUT/sass_opcodes.csv"
+  # The same counts per kernel for the probes and the Hopper rungs: a path's
+  # verdict rests on the instructions of the kernel that measured it.
+  {
+    echo "object,kernel,hgmma,qgmma,igmma,hmma,imma,dmma,ffma,hfma2,dfma,f2fp"
+    for o in $(find build/h200/src/CMakeFiles/rigel_cuda.dir \( -path "*probes*" -o -path "*hopper*" \) -name "*.o" | sort); do
+      cuobjdump --dump-sass "$o" 2>/dev/null | awk -v obj="$(basename "$o" .cu.o)" '
+        function flush() { if (fn != "") { printf "%s,%s", obj, fn; for (i = 1; i <= 10; ++i) printf ",%d", n[i]; print "" } }
+        BEGIN { split("HGMMA QGMMA IGMMA HMMA IMMA DMMA FFMA HFMA2 DFMA F2FP", ops, " ") }
+        /Function :/ { flush(); fn = $3; for (i = 1; i <= 10; ++i) n[i] = 0; next }
+        { for (i = 1; i <= 10; ++i) if ($0 ~ ("[[:space:]]" ops[i] "[. ;]")) n[i]++ }
+        END { flush() }'
+    done
+  } > "$OUT/sass_kernels.csv"
 fi
 
 for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done

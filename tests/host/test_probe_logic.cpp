@@ -609,3 +609,13 @@ TEST(ThroughputArith, ProductSumIsTheSumOfTheProductMatrix) {
     EXPECT_EQ(matrix_checksum(4, brute, 4, 3, true), 4 * 25 * brute);
     EXPECT_EQ(matrix_checksum(4, brute, 4, 1000, false), 4 * brute);
 }
+
+TEST(ThroughputArith, ChainStartsAddTheirIndexPerElement) {
+    // 3 threads, 4 chains of 2 elements each: every element of chain c holds c.
+    double brute = 0;
+    for (int t = 0; t < 3; ++t)
+        for (int c = 0; c < 4; ++c)
+            for (int e = 0; e < 2; ++e) brute += c;
+    EXPECT_EQ(chain_start_sum(3, 4, 2), brute);
+    EXPECT_EQ(chain_start_sum(5, 1, 8), 0.0);
+}

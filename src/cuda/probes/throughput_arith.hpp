@@ -40,4 +40,10 @@ inline double matrix_checksum(double accumulators, double ab_sum, int pairs, lon
     return accumulators * factor * ab_sum;
 }
 
+// What the starting values add to an mma.sync checksum: every element of
+// chain c starts at c, `elems` accumulator elements per thread and chain.
+inline double chain_start_sum(long long threads, int chains, int elems) {
+    return double(threads) * elems * (double(chains) * (chains - 1) / 2);
+}
+
 }  // namespace rigel::probes

@@ -107,6 +107,7 @@ constexpr int mma_block = 128;
 
 // Fragments of A, B and B- ([lane][word]) in registers; every iteration does
 // d = A*B + d then d = A*B- + d on each chain; one last A*B at the end.
+// Every element of chain c starts at c.
 template <MmaKind K>
 __global__ void __launch_bounds__(mma_block)
     mma_tput_kernel(const std::uint32_t* a, const std::uint32_t* bp, const std::uint32_t* bm, long long iters,
@@ -123,7 +124,14 @@ __global__ void __launch_bounds__(mma_block)
             bpr[i] = bp[lane * b_words(K) + i];
             bmr[i] = bm[lane * b_words(K) + i];
         }
-        mma_acc_t<K> acc[mma_chains][s.d_elems] = {};
+        // Chain c starts at c everywhere: chains that started equal could be
+        // merged by the compiler (ptxas does so for the emulated e4m3 path),
+        // and the kernel would do a quarter of the work it is credited with.
+        mma_acc_t<K> acc[mma_chains][s.d_elems];
+#pragma unroll
+        for (int c = 0; c < mma_chains; ++c)
+#pragma unroll
+            for (int i = 0; i < s.d_elems; ++i) acc[c][i] = mma_acc_t<K>(c);
         for (long long it = 0; it < iters; ++it) {
 #pragma unroll
             for (int c = 0; c < mma_chains; ++c) mma<K>(acc[c], ar, bpr);
@@ -388,7 +396,8 @@ std::optional<Workload> mma_workload(const DeviceFacts& dev, Buffers& buf, std::
         return total;
     };
     w.expected = [=](long long iters, bool verify) {
-        return matrix_checksum(double(warps) * mma_chains, ab_sum, 1, iters, verify);
+        return matrix_checksum(double(warps) * mma_chains, ab_sum, 1, iters, verify) +
+               chain_start_sum(threads, mma_chains, s.d_elems);
     };
     const double mma_ops = 2.0 * s.m * s.n * s.k;
     w.ops_per_iter = double(warps) * mma_chains * 2 * mma_ops;
