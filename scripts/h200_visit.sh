@@ -45,12 +45,47 @@ if ! { cmake -S . -B build/h200 -G "$gen" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUD
 fi
 summary+=("build: ok in $(( $(date +%s) - start )) s")
 
+if has sass; then
+  log "sass"
+  # Matrix opcodes per compiled rung file: which unit each path reaches.
+  {
+    echo "object,hgmma,qgmma,igmma,hmma,imma,dmma,ffma,hfma2,dfma"
+    for o in $(find build/h200/src/CMakeFiles/rigel_cuda.dir -name "*.o" | sort); do
+      s=$(cuobjdump --dump-sass "$o" 2>/dev/null)
+      printf "%s" "$(basename "$o" .cu.o)"
+      for op in HGMMA QGMMA IGMMA HMMA IMMA DMMA FFMA HFMA2 DFMA; do
+        printf ",%d" "$(grep -cE "[[:space:]]$op[. ;]" <<<"$s")"
+      done
+      echo
+    done
+  } > "$OUT/sass_opcodes.csv"
+  # The same counts per kernel for the probes and the Hopper rungs: a path's
+  # verdict rests on the instructions of the kernel that measured it.
+  {
+    echo "object,kernel,hgmma,qgmma,igmma,hmma,imma,dmma,ffma,hfma2,dfma,f2fp"
+    for o in $(find build/h200/src/CMakeFiles/rigel_cuda.dir \( -path "*probes*" -o -path "*hopper*" \) -name "*.o" | sort); do
+      cuobjdump --dump-sass "$o" 2>/dev/null | awk -v obj="$(basename "$o" .cu.o)" '
+        function flush() { if (fn != "") { printf "%s,%s", obj, fn; for (i = 1; i <= 10; ++i) printf ",%d", n[i]; print "" } }
+        BEGIN { split("HGMMA QGMMA IGMMA HMMA IMMA DMMA FFMA HFMA2 DFMA F2FP", ops, " ") }
+        /Function :/ { flush(); fn = $3; for (i = 1; i <= 10; ++i) n[i] = 0; next }
+        { for (i = 1; i <= 10; ++i) if ($0 ~ ("[[:space:]]" ops[i] "[. ;]")) n[i]++ }
+        END { flush() }'
+    done
+  } > "$OUT/sass_kernels.csv"
+fi
+
 if has tests; then
   log "GPU tests"
   ctest --test-dir build/h200 --output-on-failure -j 4 > "$OUT/tests.log" 2>&1
   rc=$?
   summary+=("tests: $(grep -E 'tests passed|tests failed' "$OUT/tests.log" | tail -1) (rc $rc)")
   grep -E "FAIL|Failed|\*\*\*" "$OUT/tests.log" | head -20
+fi
+
+if has probes; then
+  log "probes"
+  $RIGEL probe all --out "$OUT" > "$OUT/probes.txt" 2> "$OUT/probes.err"
+  summary+=("probes: rc $?")
 fi
 
 if has cpu; then
@@ -83,41 +118,6 @@ if has bench_llm; then
     --sizes 16384 4096x11008x4096 8192x8192x1024 16x4096x4096 128x7168x16384 \
     --out "$OUT" > "$OUT/bench_llm.txt" 2> "$OUT/bench_llm.err"
   summary+=("bench_llm: rc $?")
-fi
-
-if has probes; then
-  log "probes"
-  $RIGEL probe all --out "$OUT" > "$OUT/probes.txt" 2> "$OUT/probes.err"
-  summary+=("probes: rc $?")
-fi
-
-if has sass; then
-  log "sass"
-  # Matrix opcodes per compiled rung file: which unit each path reaches.
-  {
-    echo "object,hgmma,qgmma,igmma,hmma,imma,dmma,ffma,hfma2,dfma"
-    for o in $(find build/h200/src/CMakeFiles/rigel_cuda.dir -name "*.o" | sort); do
-      s=$(cuobjdump --dump-sass "$o" 2>/dev/null)
-      printf "%s" "$(basename "$o" .cu.o)"
-      for op in HGMMA QGMMA IGMMA HMMA IMMA DMMA FFMA HFMA2 DFMA; do
-        printf ",%d" "$(grep -cE "[[:space:]]$op[. ;]" <<<"$s")"
-      done
-      echo
-    done
-  } > "$OUT/sass_opcodes.csv"
-  # The same counts per kernel for the probes and the Hopper rungs: a path's
-  # verdict rests on the instructions of the kernel that measured it.
-  {
-    echo "object,kernel,hgmma,qgmma,igmma,hmma,imma,dmma,ffma,hfma2,dfma,f2fp"
-    for o in $(find build/h200/src/CMakeFiles/rigel_cuda.dir \( -path "*probes*" -o -path "*hopper*" \) -name "*.o" | sort); do
-      cuobjdump --dump-sass "$o" 2>/dev/null | awk -v obj="$(basename "$o" .cu.o)" '
-        function flush() { if (fn != "") { printf "%s,%s", obj, fn; for (i = 1; i <= 10; ++i) printf ",%d", n[i]; print "" } }
-        BEGIN { split("HGMMA QGMMA IGMMA HMMA IMMA DMMA FFMA HFMA2 DFMA F2FP", ops, " ") }
-        /Function :/ { flush(); fn = $3; for (i = 1; i <= 10; ++i) n[i] = 0; next }
-        { for (i = 1; i <= 10; ++i) if ($0 ~ ("[[:space:]]" ops[i] "[. ;]")) n[i]++ }
-        END { flush() }'
-    done
-  } > "$OUT/sass_kernels.csv"
 fi
 
 for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
