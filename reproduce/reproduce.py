@@ -194,16 +194,57 @@ def climb_table(rows):
     return "\n".join(out), n
 
 
-def vendor_sweep_table(rows, rungs_prefix=("k3", "vendor_cublas")):
-    """Own rungs against the vendor library across shapes (the bench runs)."""
-    sel = [r for r in rows if r["backend"] == "cuda" and r["status"] == "PASS" and fnum(r["gflops"]) > 0
-           and not math.isnan(fnum(r["pct_of_vendor"])) and r["rung"].startswith(rungs_prefix[0])]
-    sel = latest_per_key(sel, lambda r: (r["rung"], r["dtype"], shape_of(r)))
-    out = ["| rung | type | shape (MxNxK) | rate | % of cuBLAS | throttled | source |", "|---|---|---|---|---|---|---|"]
-    for r in sel:
-        out.append(f"| {r['rung']} | {r['dtype']} | {shape_of(r)} | {rate(fnum(r['gflops']), r['dtype'])} | "
-                   f"{fnum(r['pct_of_vendor']):.1f}% | {r.get('throttled', '')} | {r['_machine']}/{r['_file']} |")
-    return "\n".join(out), len(sel)
+def baseline_for(rung, vendor_rows):
+    """The vendor row an own rung is judged against: fp8 rungs that accumulate
+    in the tensor core alone face cuBLASLt's fast accumulation, promoted ones
+    (and every other type) the library's default."""
+    primary = next((v for v in vendor_rows if "fastacc" not in v["rung"]), None)
+    fast = next((v for v in vendor_rows if "fastacc" in v["rung"]), None)
+    if fast and "promoted" not in rung:
+        return fast
+    return primary
+
+
+def vendor_sweep_table(rows):
+    """Own Hopper rungs against cuBLAS/cuBLASLt across shapes (the bench runs):
+    one line per (type, shape), each rung as a ratio to its baseline measured
+    in the same run, so that where rigel loses is as visible as where it wins."""
+    ok = [r for r in rows if r["backend"] == "cuda" and r["status"] == "PASS" and fnum(r["gflops"]) > 0
+          and r["group"] in ("hopper", "vendor")]
+    ok = latest_per_key(ok, lambda r: (r["rung"], r["dtype"], shape_of(r)))
+    runs = OrderedDict()
+    for r in ok:
+        runs.setdefault((r["dtype"], r["run_id"], shape_of(r)), []).append(r)
+    # Keep, per (type, shape), the latest run that measured own rungs and the vendor together.
+    latest = OrderedDict()
+    for (dtype, run_id, shape), rs in runs.items():
+        if any(r["vendor"] == "1" for r in rs) and any(r["vendor"] != "1" for r in rs):
+            latest[(dtype, shape)] = rs
+    own_ids = sorted({r["rung"] for rs in latest.values() for r in rs if r["vendor"] != "1"})
+    out = ["| type | shape (MxNxK) | vendor | " + " | ".join(own_ids) + " | best own / vendor | source |",
+           "|---|---|---|" + "---|" * len(own_ids) + "---|---|"]
+    def volume(key):
+        m, n, k = (int(x) for x in key[1].split("x"))
+        return (key[0], m * n * k, key[1])
+    for key in sorted(latest, key=volume):
+        rs = latest[key]
+        vendors = [r for r in rs if r["vendor"] == "1"]
+        cells, best = [], None
+        for rid in own_ids:
+            r = next((x for x in rs if x["rung"] == rid), None)
+            base = baseline_for(rid, vendors) if r else None
+            if not r or not base:
+                cells.append("-")
+                continue
+            ratio = fnum(r["gflops"]) / fnum(base["gflops"])
+            cells.append(f"{ratio:.2f}x")
+            if best is None or ratio > best[0]:
+                best = (ratio, rid, base["rung"])
+        vtext = ", ".join(f"{v['rung'].replace('vendor_', '')} {rate(fnum(v['gflops']), key[0])}" for v in vendors)
+        btext = f"{best[0]:.2f}x ({best[1]} / {best[2].replace('vendor_', '')})" if best else "-"
+        out.append(f"| {key[0]} | {key[1]} | {vtext} | " + " | ".join(cells) + f" | {btext} | "
+                   f"{rs[0]['_machine']}/{rs[0]['_file']} |")
+    return "\n".join(out), len(latest)
 
 
 def replace_block(text, name, body):
