@@ -9,8 +9,8 @@
 // so one barrier per block is enough (the next block is packed into the other
 // buffer while slower threads may still read this one). Every element of C has
 // one owner thread, so the updates need no atomics.
-// The threads are a pool created on first use and kept asleep between calls:
-// waking them costs tens of microseconds per call, creating them 10-20 us
+// The threads are a pool created on first use and kept between calls (they
+// spin briefly after a call, then sleep): creating them would cost 10-20 us
 // each. Inside a call they wait for each other by spinning, not sleeping.
 // Bottleneck: the FMA ports of every core, the shared L3/DRAM bandwidth for
 // the packed reads, the all-core AVX-512 clock (lower than one core's), and
@@ -18,7 +18,11 @@
 // Prediction: close to threads x k04 at N=2048 and above, within 10 % of
 // OpenBLAS with the same thread count. The first version (std::barrier, whose
 // waiters sleep; twice the barriers) measured 0.77x OpenBLAS at 16 threads on
-// the H200 host (results/h200, commit 4e05fe3).
+// the H200 host (results/h200, commit 4e05fe3). With the spinning barrier and
+// one B block per thread (commit 6f99936): f32 2048^3 at 16 threads 953 Gflop/s
+// = 1.10x OpenBLAS; but f64 1024^3 only 0.41x, with a median twice its best
+// time (noise 0.29): calls that waited on woken threads. Hence the short spin
+// of the pool's threads between calls.
 // Measured on the H200: see results/h200 (README ladder table)
 #include <immintrin.h>
 
@@ -36,14 +40,17 @@
 namespace rigel::cpu {
 namespace {
 
-// Threads created once and kept asleep between calls. run() hands them a job
-// and returns when all have finished it; the caller is worker 0.
+// Threads created once and kept between calls. run() hands them a job and
+// returns when all have finished it; the caller is worker 0. Between jobs a
+// worker first spins for a moment (calls that follow each other closely, as
+// in a timing loop, then start without a wake-up through the kernel, which on
+// a virtual machine can cost far more than the spin) and then sleeps.
 class WorkerPool {
 public:
     ~WorkerPool() {
         {
             const std::lock_guard lk(m_);
-            stop_ = true;
+            stop_.store(true, std::memory_order_release);
         }
         wake_.notify_all();
         for (auto& t : threads_) t.join();
@@ -52,49 +59,62 @@ public:
     // job must not throw: an exception would leave the others at a barrier.
     void run(int workers, const std::function<void(int)>& job) {
         {
-            std::unique_lock lk(m_);
+            const std::lock_guard lk(m_);
             while (static_cast<int>(threads_.size()) < workers - 1) {
                 const int index = static_cast<int>(threads_.size()) + 1;
-                threads_.emplace_back([this, index, seen = generation_] { loop(index, seen); });
+                threads_.emplace_back(
+                    [this, index, seen = generation_.load(std::memory_order_relaxed)] { loop(index, seen); });
             }
             job_ = &job;
             active_ = workers;
-            pending_ = workers - 1;
-            ++generation_;
+            pending_.store(workers - 1, std::memory_order_relaxed);
+            generation_.fetch_add(1, std::memory_order_release);
         }
         wake_.notify_all();
         job(0);
-        std::unique_lock lk(m_);
-        done_.wait(lk, [&] { return pending_ == 0; });
-        job_ = nullptr;
+        for (int i = 0; i < kSpins && pending_.load(std::memory_order_acquire) != 0; ++i) _mm_pause();
+        if (pending_.load(std::memory_order_acquire) != 0) {
+            std::unique_lock lk(m_);
+            done_.wait(lk, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+        }
     }
 
 private:
+    static constexpr int kSpins = 8192;  // some hundreds of microseconds of pause
+
     void loop(int index, std::uint64_t seen) {
         for (;;) {
+            for (int i = 0; i < kSpins && generation_.load(std::memory_order_acquire) == seen &&
+                            !stop_.load(std::memory_order_acquire);
+                 ++i)
+                _mm_pause();
             const std::function<void(int)>* job = nullptr;
             {
                 std::unique_lock lk(m_);
-                wake_.wait(lk, [&] { return stop_ || generation_ != seen; });
-                if (stop_) return;
-                seen = generation_;
+                wake_.wait(lk, [&] {
+                    return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_relaxed) != seen;
+                });
+                if (stop_.load(std::memory_order_relaxed)) return;
+                seen = generation_.load(std::memory_order_relaxed);
                 if (index >= active_) continue;
                 job = job_;
             }
             (*job)(index);
-            const std::lock_guard lk(m_);
-            if (--pending_ == 0) done_.notify_one();
+            if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+                const std::lock_guard lk(m_);  // the caller checks pending_ under this lock
+                done_.notify_one();
+            }
         }
     }
 
     std::mutex m_;
     std::condition_variable wake_, done_;
     std::vector<std::thread> threads_;
-    const std::function<void(int)>* job_ = nullptr;
+    const std::function<void(int)>* job_ = nullptr;  // written under m_ before generation_ moves
     int active_ = 0;
-    int pending_ = 0;
-    std::uint64_t generation_ = 0;
-    bool stop_ = false;
+    std::atomic<int> pending_{0};
+    std::atomic<std::uint64_t> generation_{0};
+    std::atomic<bool> stop_{false};
 };
 
 // A barrier that spins: the threads wait only for the slowest one's packing
