@@ -21,7 +21,7 @@
 // 1.6 GHz; k32/k33 move about 7-7.5 TB/s, so L2 looked like their limit. With
 // multicast it is 32 bytes per SM-cycle, and bytes not moved are power left
 // for the clock on this 700 W-limited card.
-// What the H200 said (helper runs, 2026-11-29, same-run ratios; a second run
+// What the H200 said (development runs, 2026-11-29, same-run ratios; a second run
 // on another machine state in brackets): multicast alone bought nothing
 // measurable (k35 with k32's direct stores: bf16 660 / 669 Tflop/s at
 // 4096^3 / 8192^3 against k32's 665 / 671; e4m3 1196 / 1244 against k33's
@@ -41,8 +41,11 @@
 // and two named barriers per slab of the epilogue while the tensor cores idle.
 // A CTA pair moves in lockstep, so one slow SM slows two.
 // Prediction was bf16 700-760 Tflop/s at 8192^3 and fp8 1250-1400: fp8 in
-// range, bf16 below (the power limit, not L2).
-// Measured on the H200: see results/h200 (README ladder table)
+// range, bf16 below (the power limit, not L2). Committed sweep
+// (results/h200/2026-11-30_6f99936_ladder_bench*.csv): bf16 8192^3 677.6 =
+// 1.01x cuBLAS, 4096^3 676.5 = 0.98x; e4m3 8192^3 1268.8 = 0.99x FAST_ACCUM,
+// 4096x11008x4096 1.00x; it loses 2x on skinny shapes (16x4096x4096 0.40x,
+// 128x7168x16384 0.48x), where its 128x256 tiles leave most SMs idle.
 #include "cuda/hopper/cluster_gemm.cuh"
 #include "cuda/hopper/hopper_rungs.cuh"
 

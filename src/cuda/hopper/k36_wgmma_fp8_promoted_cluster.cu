@@ -21,7 +21,7 @@
 // The price against k35: m64n128 reads 6 KB of shared memory per 64 cycles
 // of tensor work (96 B/cycle of the 128 the SM has) against m64n256's 80, and
 // A is read twice per k-tile; plus two waits per k-tile per consumer.
-// Measured on the H200 (helper runs, 2026-11-29, same-run ratios): e4m3
+// Measured on the H200 (development runs, 2026-11-29, same-run ratios): e4m3
 // 4096^3 1037 Tflop/s = 0.903x cuBLASLt's default (promoted) fp8, 8192^3
 // 1041 = 0.867x; without the turns 1032 (0.885x) and 1040 (0.849x), i.e. the
 // turns changed nothing beyond noise. k34 in the same runs: 999 / 996. The
@@ -30,8 +30,9 @@
 // Bottleneck: the wait per half-tile. The SM clock stays at 1.58-1.79 GHz
 // (cuBLASLt's promoted kernel: 1.40-1.62) at about 61 % of that clock's fp8
 // peak against cuBLASLt's 80 %: this kernel is latency-bound, not power- or
-// L2-bound. Predicted 1100-1250 Tflop/s: missed.
-// Measured on the H200: see results/h200 (README ladder table)
+// L2-bound. Predicted 1100-1250 Tflop/s: missed. Committed sweep
+// (results/h200/2026-11-30_6f99936_ladder_bench.csv): 8192^3 1063.9 = 0.87x,
+// 4096^3 1048.2 = 0.90x cuBLASLt's default.
 #include "cuda/hopper/cluster_gemm.cuh"
 #include "cuda/hopper/hopper_rungs.cuh"
 
