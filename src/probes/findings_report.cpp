@@ -26,6 +26,7 @@ constexpr std::string_view kProbesSuffix = "_probes.csv";
 constexpr std::string_view kLadderSuffix = "_ladder.csv";
 constexpr std::string_view kLadderInfix = "_ladder_";
 constexpr std::string_view kSassSuffix = "_sass.csv";
+constexpr std::string_view kSassKernelsSuffix = "_sass_kernels.csv";
 
 bool ends_with(const std::string& s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -131,17 +132,37 @@ const ResultFile* sass_for(const std::vector<ResultFile>& sass, const std::strin
     return nullptr;
 }
 
-// Opcode columns of a SASS CSV in file order: (column, count) for `object`;
-// false when the object has no row.
-bool sass_counts(const ResultFile& f, const std::string& object, std::vector<std::pair<std::string, long long>>& out) {
+const ResultFile* sass_kernels_for(const std::vector<ResultFile>& sass, const std::string& result_name) {
+    const std::string want = result_stem(result_name) + std::string(kSassKernelsSuffix);
+    for (const ResultFile& f : sass)
+        if (f.name == want) return &f;
+    return nullptr;
+}
+
+// Opcode columns of a SASS CSV in file order: (column, count) for the row
+// whose `key` column is `value` (the object, or the kernel's symbol); false
+// when there is no such row.
+bool sass_counts(const ResultFile& f, const std::string& value, std::vector<std::pair<std::string, long long>>& out,
+                 const char* key = "object") {
     out.clear();
     for (std::size_t i = 0; i < f.table.rows.size(); ++i) {
-        if (f.table.cell(i, "object") != object) continue;
+        if (f.table.cell(i, key) != value) continue;
         for (const std::string& col : f.table.header)
-            if (col != "object") out.emplace_back(col, parse_int(f.table.cell(i, col)));
+            if (col != "object" && col != "kernel") out.emplace_back(col, parse_int(f.table.cell(i, col)));
         return true;
     }
     return false;
+}
+
+// The kernel symbol the throughput probe writes into a ceiling's detail
+// ("... Kernel _ZN5rigel.... Checksums: ...").
+std::string kernel_of(const std::string& detail) {
+    const std::string key = "Kernel ";
+    const auto at = detail.find(key);
+    if (at == std::string::npos) return {};
+    const auto from = at + key.size();
+    const auto end = detail.find_first_of(". ", from);
+    return detail.substr(from, end == std::string::npos ? std::string::npos : end - from);
 }
 
 // A rate in Tflop/s (or Tops) from a measured cell and its unit.
@@ -232,18 +253,18 @@ std::string roofline_precision(const std::string& dtype) {
 }
 
 // The opcode a throughput-probe instruction assembles to on sm_90 and the SASS
-// CSV column that counts it ("" when the record has no such column).
+// CSV column that counts it (older records lack some columns: "not counted").
 struct ExpectedOpcode {
     std::string mnemonic, column;
 };
 ExpectedOpcode expected_opcode(const std::string& path, const std::string& dtype) {
     const std::string p = lower(path);
     if (starts_with(p, "ffma")) return {"FFMA", "ffma"};
-    if (starts_with(p, "hfma2")) return {"HFMA2", ""};
-    if (starts_with(p, "dfma")) return {"DFMA", ""};
+    if (starts_with(p, "hfma2")) return {"HFMA2", "hfma2"};
+    if (starts_with(p, "dfma")) return {"DFMA", "dfma"};
     if (starts_with(p, "wgmma")) {
         if (dtype == "e4m3" || dtype == "e5m2") return {"QGMMA", "qgmma"};
-        if (dtype == "i8") return {"IGMMA", ""};
+        if (dtype == "i8") return {"IGMMA", "igmma"};
         return {"HGMMA", "hgmma"};
     }
     if (starts_with(p, "mma")) {
@@ -281,12 +302,23 @@ std::string roofline_cell(double tflops, const std::map<std::string, ScalarRef>&
 
 void render_dispatch(std::string& md, const FindingsInput& in) {
     std::string probe_part;
+    // The latest run that measured ceilings (run ids start with the UTC time).
+    const ResultFile* latest = nullptr;
     for (const ResultFile& f : in.probes) {
+        bool has = false;
+        for (std::size_t i = 0; i < f.table.rows.size() && !has; ++i) has = is_ceiling_row(f.table, i);
+        if (has && (!latest || std::make_pair(f.table.cell(0, "run_id"), f.name) >=
+                                   std::make_pair(latest->table.cell(0, "run_id"), latest->name)))
+            latest = &f;
+    }
+    for (const ResultFile& f : in.probes) {
+        if (&f != latest) continue;
         const CsvTable& t = f.table;
         const auto refs = scalar_refs(t);
         const ResultFile* sass = sass_for(in.sass, f.name);
-        std::vector<std::pair<std::string, long long>> counts;
-        const bool have_object = sass && sass_counts(*sass, "throughput_ceilings", counts);
+        const ResultFile* per_kernel = sass_kernels_for(in.sass_kernels, f.name);
+        std::vector<std::pair<std::string, long long>> object_counts;
+        const bool have_object = sass && sass_counts(*sass, "throughput_ceilings", object_counts);
         double limit = std::numeric_limits<double>::quiet_NaN(), max_clock = limit;
         limits_of(f, limit, max_clock);
         std::string rows;
@@ -306,11 +338,21 @@ void render_dispatch(std::string& md, const FindingsInput& in) {
                 ratio = roofline_cell(tflops, refs, dtype, s);
             }
             const ExpectedOpcode e = expected_opcode(path, dtype);
+            // The opcodes of the kernel that measured this ceiling where the
+            // visit recorded them per kernel, else those of the whole object.
+            std::vector<std::pair<std::string, long long>> counts = object_counts;
+            std::string where = "throughput_ceilings";
+            const std::string kernel = kernel_of(t.cell(i, "detail"));
+            std::vector<std::pair<std::string, long long>> kernel_counts;
+            if (per_kernel && !kernel.empty() && sass_counts(*per_kernel, kernel, kernel_counts, "kernel")) {
+                counts = kernel_counts;
+                where = "its kernel";
+            }
             std::string sass_text;
-            if (!sass) {
+            if (!sass && where == "throughput_ceilings") {
                 sass_text = "no SASS record";
                 s.sass_note = "no SASS record (no " + result_stem(f.name) + std::string(kSassSuffix) + ")";
-            } else if (!have_object) {
+            } else if (!have_object && where == "throughput_ceilings") {
                 sass_text = "no SASS record";
                 s.sass_note = "no SASS record of throughput_ceilings in " + sass->name;
             } else if (e.mnemonic.empty()) {
@@ -325,14 +367,20 @@ void render_dispatch(std::string& md, const FindingsInput& in) {
                     if (lower(col) == e.column) n = c;
                 if (n < 0) {
                     sass_text = e.mnemonic + ": not counted";
-                    s.sass_note = e.mnemonic + " is not counted by the SASS record (" + sass->name + ")";
+                    s.sass_note = e.mnemonic + " is not counted by the SASS record (" +
+                                  (where == "its kernel" ? per_kernel->name : sass->name) + ")";
                 } else if (n == 0) {
-                    sass_text = "**no " + e.mnemonic + "** in throughput_ceilings";
+                    sass_text = "**no " + e.mnemonic + "** in " + where;
                     s.sass_opcodes_absent.push_back(e.mnemonic);
                 } else {
-                    sass_text = e.mnemonic + " (" + std::to_string(n) + " in throughput_ceilings)";
+                    sass_text = e.mnemonic + " (" + std::to_string(n) + " in " + where + ")";
                     s.sass_opcodes.push_back(e.mnemonic);
                 }
+                // What else the kernel holds that changes the reading: the
+                // conversions of an emulated type.
+                if (where == "its kernel")
+                    for (const auto& [col, c] : counts)
+                        if (lower(col) == "f2fp" && c > 0) sass_text += " + F2FP (" + std::to_string(c) + ")";
             }
             const DispatchVerdict v = triangulate_dispatch(s);
             rows += "| " + md_cell(path) + " | " + md_cell(dtype) + " | " + ceiling + " | " + ratio + " | " +
@@ -341,7 +389,9 @@ void render_dispatch(std::string& md, const FindingsInput& in) {
         }
         if (rows.empty()) continue;
         probe_part += "\nThroughput probe, `" + md_cell(f.name) + "`; SASS: " +
-                      (sass ? "`" + md_cell(sass->name) + "`, object `throughput_ceilings`" : std::string("no SASS record")) +
+                      (per_kernel ? "`" + md_cell(per_kernel->name) + "`, per kernel"
+                       : sass     ? "`" + md_cell(sass->name) + "`, object `throughput_ceilings`"
+                                  : std::string("no SASS record")) +
                       ".\n\n| path | type | ceiling | x scalar roofline | SASS | SM clock / power | verdict | reasoning |\n"
                       "|---|---|---|---|---|---|---|---|\n" +
                       rows;
@@ -425,10 +475,12 @@ void render_dispatch(std::string& md, const FindingsInput& in) {
           "with the measurement: energy per flop against the scalar path's, else the clock under load against "
           "the light-load clock and the power limit. A ceiling above 1.10x the roofline cannot come from the "
           "CUDA cores. For the scalar paths themselves (a) and (c) compare a path with itself and only confirm. "
-          "The throughput probe's kernels share one object (`throughput_ceilings`), so its SASS cell names the "
-          "opcode the path's instruction assembles to on sm_90 and whether the object holds it; ptxas turns "
-          "mma.sync e4m3 into F2FP unpacks and f16 HMMA on Hopper. The SASS record counts HGMMA, QGMMA, HMMA, "
-          "IMMA, DMMA and FFMA, not HFMA2, DFMA or IGMMA.\n";
+          "The SASS cell counts the expected opcode in the very kernel that measured the ceiling, where the "
+          "run has a per-kernel SASS record (`*_sass_kernels.csv`, matched by the kernel symbol the probe "
+          "writes into its detail), else in the probe's whole object (`throughput_ceilings`). Per kernel matters: "
+          "a kernel whose loop the compiler emptied still holds the opcode somewhere; ptxas turns mma.sync e4m3 "
+          "into F2FP unpacks and f16 HMMA on Hopper, and with loop-invariant operands it computed the product "
+          "once, before the loop. Older SASS records count HGMMA, QGMMA, HMMA, IMMA, DMMA and FFMA only.\n";
     md += probe_part;
     if (!ladder_rows.empty())
         md += "\nLadder rungs (CUDA backend): the best verified rate of each rung and type, its SASS from the "
@@ -613,6 +665,13 @@ FindingsInput load_results(const std::vector<std::filesystem::path>& dirs) {
             const bool probes = ends_with(fname, kProbesSuffix);
             const bool ladder = ends_with(fname, kLadderSuffix) ||
                                 (ends_with(fname, ".csv") && fname.find(kLadderInfix) != std::string::npos);
+            if (ends_with(fname, kSassKernelsSuffix)) {
+                ResultFile f = make_result_file(fname, read_text_file(entry.path()), "");
+                if (f.table.column("kernel") < 0)
+                    throw std::runtime_error(fname + ": not a per-kernel SASS CSV (no column 'kernel')");
+                in.sass_kernels.push_back(std::move(f));
+                continue;
+            }
             if (ends_with(fname, kSassSuffix)) {
                 ResultFile f = make_result_file(fname, read_text_file(entry.path()), "");
                 if (f.table.column("object") < 0)
@@ -643,6 +702,7 @@ FindingsInput load_results(const std::vector<std::filesystem::path>& dirs) {
     sort_files(in.probes);
     sort_files(in.ladder);
     sort_files(in.sass);
+    sort_files(in.sass_kernels);
     return in;
 }
 
@@ -651,14 +711,15 @@ std::string render_findings(const FindingsInput& in_unsorted) {
     sort_files(in.probes);
     sort_files(in.ladder);
     sort_files(in.sass);
+    sort_files(in.sass_kernels);
 
     std::string md = "# rigel findings\n\n"
                      "Generated by `rigel findings` from the result files listed below; do not edit by hand. "
                      "Each finding sits beside the documentation statement it confirms, fills in or contradicts.\n\n"
                      "## Sources\n\n"
-                     "Each probe below is shown from its latest run; earlier runs of it stay listed here.\n\n"
+                     "A finding measured by several runs is shown from the latest; the earlier runs stay listed here.\n\n"
                      "| file | sha256 | run id | commit | device | rows |\n|---|---|---|---|---|---|\n";
-    for (const auto* list : {&in.probes, &in.ladder, &in.sass})
+    for (const auto* list : {&in.probes, &in.ladder, &in.sass, &in.sass_kernels})
         for (const ResultFile& f : *list)
             md += "| " + md_cell(f.name) + " | `" + f.sha256 + "` | " +
                   md_cell(f.has_sidecar ? f.sidecar.text("run_id") : "") + " | " + md_cell(short_commit(f)) + " | " +
@@ -673,15 +734,19 @@ std::string render_findings(const FindingsInput& in_unsorted) {
     std::map<std::string, std::vector<Row>> groups;
     std::map<std::string, int> relation_count;
     std::vector<Row> contradictions;
-    // Each probe is shown from its latest run only (run ids start with the UTC
-    // time); earlier runs stay listed under Sources.
-    std::map<std::string, const ResultFile*> latest;
+    // A finding measured by several runs is shown from the latest only (run
+    // ids start with the UTC time); earlier runs stay listed under Sources.
+    const auto finding_key = [](const CsvTable& t, std::size_t i) {
+        return t.cell(i, "probe") + '\x1f' + t.cell(i, "path") + '\x1f' + t.cell(i, "dtype") + '\x1f' +
+               t.cell(i, "quantity");
+    };
     const auto age = [](const ResultFile& f) {
         return std::make_pair(f.table.rows.empty() ? std::string() : std::string(f.table.cell(0, "run_id")), f.name);
     };
+    std::map<std::string, const ResultFile*> latest;
     for (const ResultFile& f : in.probes)
         for (std::size_t i = 0; i < f.table.rows.size(); ++i) {
-            const ResultFile*& best = latest[f.table.cell(i, "probe")];
+            const ResultFile*& best = latest[finding_key(f.table, i)];
             if (!best || age(f) >= age(*best)) best = &f;
         }
     for (const ResultFile& f : in.probes) {
@@ -691,7 +756,7 @@ std::string render_findings(const FindingsInput& in_unsorted) {
                     if (q->items[i].kind == JsonValue::Kind::string && !question.count(q->keys[i]))
                         question[q->keys[i]] = q->items[i].string;
         for (std::size_t i = 0; i < f.table.rows.size(); ++i) {
-            if (latest[f.table.cell(i, "probe")] != &f) continue;
+            if (latest[finding_key(f.table, i)] != &f) continue;
             groups[f.table.cell(i, "probe")].push_back({&f, i});
             const std::string& rel = f.table.cell(i, "relation");
             ++relation_count[rel];

@@ -28,6 +28,9 @@ struct FindingsInput {
     // compiled source file), sorted by name. <stem>_sass.csv belongs to the
     // probes and ladder files of the same <stem> (date_commit).
     std::vector<ResultFile> sass;
+    // *_sass_kernels.csv (object,kernel,<opcode counts>: the same counts per
+    // kernel symbol), matched to the probes file of the same <stem>.
+    std::vector<ResultFile> sass_kernels;
 };
 
 // Builds a ResultFile from text (the CSV is parsed, its SHA-256 taken; an

@@ -318,3 +318,55 @@ TEST(FindingsDispatch, LoadsSassAndSuffixedLadderFiles) {
     EXPECT_NE(k30.find("**tensor core (HGMMA)**"), std::string::npos) << k30;
     std::filesystem::remove_all(dir);
 }
+
+TEST(FindingsDispatch, PerKernelSassOverridesTheObjectWhenTheProbeNamesItsKernel) {
+    // The object holds HMMA (other kernels), but the kernel that measured the
+    // mma.sync ceiling holds none: the verdict must rest on that kernel.
+    auto row = [](const std::string& path, const std::string& dtype, const std::string& tflops,
+                  const std::string& kernel) {
+        return std::vector<std::string>{"throughput", path, dtype, "sustained throughput ceiling", tflops, "",
+                                        "Tflop/s", "1", "fills_in", "", "",
+                                        "median of 5 launches. SM clock 1980 MHz (median), power 400 W mean / 400 W "
+                                        "max, 44 C. Kernel " + kernel + ". Checksums: short run 1 vs exact 1."};
+    };
+    const std::string probes =
+        probes_csv("RUN-K", {row("hfma2 (f16x2 FMA)", "f16", "66.0", "_Z3fmav"),
+                             row("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "f16", "660.0", "_Z3f16v"),
+                             row("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", "e4m3", "1300.0", "_Z3e4m3v")});
+    FindingsInput in;
+    in.probes.push_back(make_result_file("2026-12-02_ddddddd_probes.csv", probes, throughput_sidecar()));
+    in.sass.push_back(make_result_file("2026-12-02_ddddddd_sass.csv", sass_csv("8"), ""));
+    in.sass_kernels.push_back(make_result_file(
+        "2026-12-02_ddddddd_sass_kernels.csv",
+        "object,kernel,hgmma,qgmma,igmma,hmma,imma,dmma,ffma,hfma2,dfma,f2fp\n"
+        "throughput_ceilings,_Z3fmav,0,0,0,0,0,0,0,64,0,0\n"
+        "throughput_ceilings,_Z3f16v,0,0,0,44,0,0,0,0,0,0\n"
+        "throughput_ceilings,_Z3e4m3v,0,0,0,0,0,0,0,0,0,44\n",
+        ""));
+    const std::string md = render_findings(in);
+    const std::string f16 = line_with(md, "| mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 | f16 |");
+    EXPECT_NE(f16.find("HMMA (44 in its kernel)"), std::string::npos) << f16;
+    const std::string e4m3 = line_with(md, "| mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 | e4m3 |");
+    EXPECT_NE(e4m3.find("**no HMMA** in its kernel + F2FP (44)"), std::string::npos) << e4m3;
+    EXPECT_NE(e4m3.find("signals disagree"), std::string::npos) << e4m3;
+    const std::string hfma2 = line_with(md, "| hfma2 (f16x2 FMA) | f16 |");
+    EXPECT_NE(hfma2.find("HFMA2 (64 in its kernel)"), std::string::npos) << hfma2;
+}
+
+TEST(Findings, AFindingMeasuredAgainIsShownFromTheLatestRunOnly) {
+    const std::vector<std::string> old_row = {"cvt_saturation", "cvt.rn.f16.f32", "f16", "fp32 65520 -> f16",
+                                              "0x7BFF (65504)", "", "", "1", "fills_in", "", "", "old"};
+    std::vector<std::string> new_row = old_row;
+    new_row[4] = "0x7C00 (inf)";
+    FindingsInput in;
+    in.probes.push_back(make_result_file("2026-11-29_aaaaaaa_probes.csv",
+                                         probes_csv("20261129T100000Z-a", {old_row}),
+                                         sidecar("20261129T100000Z-a", "aaaaaaa1111111111111111111111111111111111", false)));
+    in.probes.push_back(make_result_file("2026-11-30_bbbbbbb_probes.csv",
+                                         probes_csv("20261130T100000Z-b", {new_row}),
+                                         sidecar("20261130T100000Z-b", "bbbbbbb2222222222222222222222222222222222", false)));
+    const std::string md = render_findings(in);
+    EXPECT_NE(md.find("| 0x7C00 (inf) |"), std::string::npos) << md;
+    EXPECT_EQ(md.find("| 0x7BFF (65504) |"), std::string::npos) << md;
+    EXPECT_NE(md.find("2026-11-29_aaaaaaa_probes.csv"), std::string::npos);  // still a source
+}

@@ -249,7 +249,18 @@ struct Workload {
     std::optional<double> datasheet;  // NVIDIA's dense peak for H100/H200 SXM, where it names this path
     std::string datasheet_name;
     std::string note;
+    std::string kernel;  // the kernel's symbol, as cuobjdump names it, so its own SASS can be found
 };
+
+// The mangled symbol of a kernel (empty where the runtime cannot say).
+std::string kernel_symbol(const void* kernel) {
+    const char* name = nullptr;
+    if (cudaFuncGetName(&name, kernel) != cudaSuccess || !name) {
+        (void)cudaGetLastError();
+        return {};
+    }
+    return name;
+}
 
 std::string pci_bus_id() {
     int dev = 0;
@@ -348,6 +359,7 @@ Workload scalar_workload(const char* path, const char* dtype, const DeviceFacts&
     Workload w;
     w.path = path;
     w.dtype = dtype;
+    w.kernel = kernel_symbol(reinterpret_cast<const void*>(fma_kernel<T>));
     w.launch = [=](long long iters, bool verify) {
         fma_kernel<T><<<grid, fma_block>>>(1.0f, 1.0f, verify ? 1.0f : -1.0f, iters, s);
         RIGEL_CUDA_CHECK_LAUNCH();
@@ -398,6 +410,7 @@ std::optional<Workload> mma_workload(const DeviceFacts& dev, Buffers& buf, std::
     w.path = ptx_name(K);
     w.dtype = dtype_name(K);
     w.unit = K == MmaKind::s8_m16n8k32 ? "Tops" : "Tflop/s";
+    w.kernel = kernel_symbol(reinterpret_cast<const void*>(mma_tput_kernel<K>));
     w.launch = [=](long long iters, bool verify) {
         mma_tput_kernel<K><<<grid, mma_block>>>(pa, pbp, verify ? ppos : pneg, iters, 0u, ps, pb);
         RIGEL_CUDA_CHECK_LAUNCH();
@@ -502,6 +515,7 @@ std::optional<Workload> wgmma_workload(const DeviceFacts& dev, Buffers& buf, std
     w.path = wg_path(T, N);
     w.dtype = wg_dtype(T);
     w.unit = T == WgType::s8 ? "Tops" : "Tflop/s";
+    w.kernel = kernel_symbol(reinterpret_cast<const void*>(wgmma_tput_kernel<T, N>));
     w.launch = [=](long long iters, bool verify) {
         wgmma_tput_kernel<T, N><<<grid, 128>>>(pa, pbp, verify ? pbp : pneg, iters, ps, pb);
         RIGEL_CUDA_CHECK_LAUNCH();
@@ -563,6 +577,7 @@ Finding ceiling_finding(const Workload& w, const Ceiling& c, const DeviceFacts& 
         d += "clocks and power not sampled (" + (nvml_why.empty() ? std::string("no valid NVML sample") : nvml_why) +
              "). ";
     }
+    if (!w.kernel.empty()) d += "Kernel " + w.kernel + ". ";
     d += "Checksums: short run " + fmt_f64(c.small_got) + " vs exact " + fmt_f64(c.small_want) + ", timed run " +
          fmt_f64(c.timed_got) + " vs exact " + fmt_f64(c.timed_want) + ".";
     f.detail = d;
