@@ -162,6 +162,79 @@ __global__ void __launch_bounds__(mma_block)
     }
 }
 
+// ---- mma.sync f64 m16n8k16 (sm_90) -----------------------------------------------------------
+
+// The fp64 shape Hopper added beside Ampere's m8n8k4: 8 times the work per
+// instruction. Its fragment layout is not needed here: A is one constant
+// everywhere, so the sum of all of D is 16 * a * (the sum of B), whatever
+// lane holds which element of B (every element is held exactly once).
+constexpr double dmma_a_value = 2.0;
+
+__device__ inline void dmma_m16n8k16(double (&d)[4], const double (&a)[8], const double (&b)[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
+        "{%12,%13,%14,%15}, {%0,%1,%2,%3};\n"
+        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]), "d"(b[0]),
+          "d"(b[1]), "d"(b[2]), "d"(b[3]));
+#else
+    (void)d, (void)a, (void)b;
+#endif
+}
+
+constexpr bool dmma16816_compiled() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    return true;
+#else
+    return false;
+#endif
+}
+
+// The same scheme as mma_tput_kernel: chains start at their index, B and B-
+// alternate, B changes (for the compiler) every iteration.
+__global__ void __launch_bounds__(mma_block)
+    dmma16816_tput_kernel(const double* bp, const double* bm, long long iters, std::uint64_t zero, double* sums,
+                          int* built) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) *built = dmma16816_compiled() ? 1 : 0;
+    if constexpr (dmma16816_compiled()) {
+        const int lane = threadIdx.x & 31;
+        double ar[8], bpr[4], bmr[4];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) ar[i] = dmma_a_value;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            bpr[i] = bp[lane * 4 + i];
+            bmr[i] = bm[lane * 4 + i];
+        }
+        double acc[mma_chains][4];
+#pragma unroll
+        for (int c = 0; c < mma_chains; ++c)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[c][i] = c;
+        for (long long it = 0; it < iters; ++it) {
+            const std::uint64_t flip = static_cast<std::uint64_t>(it) & zero;
+            double bpi[4], bmi[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                bpi[i] = __longlong_as_double(__double_as_longlong(bpr[i]) ^ static_cast<long long>(flip));
+                bmi[i] = __longlong_as_double(__double_as_longlong(bmr[i]) ^ static_cast<long long>(flip));
+            }
+#pragma unroll
+            for (int c = 0; c < mma_chains; ++c) dmma_m16n8k16(acc[c], ar, bpi);
+#pragma unroll
+            for (int c = 0; c < mma_chains; ++c) dmma_m16n8k16(acc[c], ar, bmi);
+        }
+        double sum = 0;
+#pragma unroll
+        for (int c = 0; c < mma_chains; ++c) {
+            dmma_m16n8k16(acc[c], ar, bpr);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) sum += acc[c][i];
+        }
+        sums[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+    }
+}
+
 // ---- wgmma ------------------------------------------------------------------------------------
 
 constexpr int wg_pairs = 4;  // (B, B-) pairs per commit group
@@ -436,6 +509,60 @@ std::optional<Workload> mma_workload(const DeviceFacts& dev, Buffers& buf, std::
     return w;
 }
 
+constexpr const char* dmma16816_path = "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64";
+
+std::optional<Workload> dmma16816_workload(const DeviceFacts& dev, Buffers& buf, std::uint64_t seed,
+                                           std::optional<double> datasheet, const char* datasheet_name) {
+    if (dev.cc < 90 || !kernel_has_image(dmma16816_tput_kernel)) return std::nullopt;
+    SplitMix rng(seed * 0x10000 + 1616);
+    std::vector<double> b(32 * 4), bneg(32 * 4);
+    double b_sum = 0;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+        b[i] = small_int(rng);
+        bneg[i] = -b[i];
+        b_sum += b[i];
+    }
+    const double ab_sum = 16.0 * dmma_a_value * b_sum;  // every element of B meets 16 rows of A
+    auto dbp = std::make_shared<DeviceArray<double>>(b);
+    auto dbpos = std::make_shared<DeviceArray<double>>(b);
+    auto dbneg = std::make_shared<DeviceArray<double>>(bneg);
+    const int grid = dev.sms * blocks_per_sm(reinterpret_cast<const void*>(dmma16816_tput_kernel), mma_block);
+    const long long threads = static_cast<long long>(grid) * mma_block;
+    const long long warps = threads / 32;
+    auto sums = std::make_shared<DeviceArray<double>>(std::size_t(threads));
+    auto built = std::make_shared<DeviceArray<int>>(1);
+    const double *pbp = buf.hold(dbp), *ppos = buf.hold(dbpos), *pneg = buf.hold(dbneg);
+    double* ps = buf.hold(sums);
+    int* pb = buf.hold(built);
+    Workload w;
+    w.path = dmma16816_path;
+    w.dtype = "f64";
+    w.kernel = kernel_symbol(reinterpret_cast<const void*>(dmma16816_tput_kernel));
+    w.launch = [=](long long iters, bool verify) {
+        dmma16816_tput_kernel<<<grid, mma_block>>>(pbp, verify ? ppos : pneg, iters, 0u, ps, pb);
+        RIGEL_CUDA_CHECK_LAUNCH();
+    };
+    w.checksum = [=] {
+        if (built->download()[0] != 1) throw std::runtime_error("throughput: kernel built without the instruction");
+        double total = 0;
+        for (double x : sums->download()) total += x;
+        return total;
+    };
+    w.expected = [=](long long iters, bool verify) {
+        return matrix_checksum(double(warps) * mma_chains, ab_sum, 1, iters, verify) +
+               chain_start_sum(threads, mma_chains, 4);
+    };
+    const double mma_ops = 2.0 * 16 * 8 * 16;
+    w.ops_per_iter = double(warps) * mma_chains * 2 * mma_ops;
+    w.ops_fixed = double(warps) * mma_chains * mma_ops;
+    w.verify_iters = 8;
+    w.datasheet = datasheet;
+    w.datasheet_name = datasheet_name;
+    w.note = std::to_string(mma_chains) + " independent accumulators per warp, A constant (" +
+             fmt_fixed(dmma_a_value, 0) + "), " + std::to_string(grid) + " blocks of " + std::to_string(mma_block);
+    return w;
+}
+
 NumType num_type(WgType t) {
     switch (t) {
         case WgType::bf16: return NumType::bf16;
@@ -641,6 +768,10 @@ std::vector<Finding> run_throughput(const ProbeContext& ctx) {
         ptx_name(MmaKind::s8_m16n8k32), "i8", mma_missing(MmaKind::s8_m16n8k32));
     run(mma_workload<MmaKind::f64_m8n8k4>(dev, buf, seed, sheet(67), "FP64 Tensor Core"), "mma_f64",
         ptx_name(MmaKind::f64_m8n8k4), "f64", mma_missing(MmaKind::f64_m8n8k4));
+    run(dmma16816_workload(dev, buf, seed, sheet(67), "FP64 Tensor Core"), "mma_f64_m16n8k16", dmma16816_path, "f64",
+        dev.cc < 90 ? "needs compute capability 90 (the m16n8k16 fp64 shape is sm_90's), device has " +
+                          std::to_string(dev.cc)
+                    : std::string("this binary has no code for the instruction on this device"));
 
     const std::string wg_why =
         dev.cc != 90 ? "wgmma exists on compute capability 9.0 (sm_90a) only; device has " + std::to_string(dev.cc)
@@ -682,7 +813,9 @@ std::vector<Finding> run_throughput(const ProbeContext& ctx) {
                   {"mma_s8", "mma_f16", "mma.sync m16n8k32 s8 vs m16n8k16 f16", "i8", true},
                   {"wgmma_e4m3_n256", "wgmma_f16_n256", "wgmma m64n256 e4m3 vs f16", "e4m3", true},
                   {"wgmma_i8_n256", "wgmma_f16_n256", "wgmma m64n256 s8 vs f16", "i8", true},
-                  {"wgmma_bf16_n256", "mma_bf16", "wgmma m64n256 bf16 vs mma.sync m16n8k16 bf16", "bf16", false}};
+                  {"wgmma_bf16_n256", "mma_bf16", "wgmma m64n256 bf16 vs mma.sync m16n8k16 bf16", "bf16", false},
+                  {"mma_f64_m16n8k16", "mma_f64", "mma.sync f64 m16n8k16 vs m8n8k4", "f64", false},
+                  {"mma_f64_m16n8k16", "dfma", "mma.sync f64 m16n8k16 vs DFMA", "f64", false}};
     for (const auto& r : ratios) {
         const auto a = find(r.num), b = find(r.den);
         if (!a || !b) continue;
