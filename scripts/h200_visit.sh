@@ -3,7 +3,7 @@
 # build/h200, run the GPU tests, then whatever is asked for, and copy the CSV
 # and JSON results and the logs into $OUT/visit.tar.gz. The last thing printed is a short
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
-# [cpu] [bench_llm] (default: tests ladder probes sass). Reads nothing outside the checkout; needs
+# [cpu] [bench_llm] [fp4] [splitk] (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -97,6 +97,23 @@ if has cpu; then
   summary+=("cpu ladder f64: rc $?")
 fi
 
+# The FP4 emulation against the f16 mma.sync rung it is built on.
+if has fp4; then
+  log "fp4 emulation"
+  $RIGEL ladder --backend cuda --rungs k21_mma_sync k24_mma_sync_fp4 --dtype f16 e2m1 mxfp4 --warmup 1 \
+    --min-time 0.4 --sizes 4096 8192 --out "$OUT" > "$OUT/fp4.txt" 2> "$OUT/fp4.err"
+  summary+=("fp4: rc $?")
+fi
+
+# Split K on the skinny shapes where whole-tile rungs leave SMs idle.
+if has splitk; then
+  log "split-K"
+  $RIGEL ladder --backend cuda --rungs k32_wgmma_persistent k35_wgmma_cluster_multicast k37_wgmma_splitk vendor \
+    --dtype bf16 e4m3 --warmup 1 --min-time 0.4 \
+    --sizes 16x4096x4096 128x7168x16384 64x8192x8192 8192x8192x1024 4096 --out "$OUT" > "$OUT/splitk.txt" 2> "$OUT/splitk.err"
+  summary+=("splitk: rc $?")
+fi
+
 if has ladder; then
   log "ladder"
   $RIGEL ladder --backend cuda --dtype all --sizes 4096 --out "$OUT" > "$OUT/ladder.txt" 2> "$OUT/ladder.err"
@@ -126,4 +143,6 @@ for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/bench.txt" ] && tail -40 "$OUT/bench.txt"
 [ -f "$OUT/bench_llm.txt" ] && tail -40 "$OUT/bench_llm.txt"
 [ -f "$OUT/probes.txt" ] && tail -40 "$OUT/probes.txt"
+[ -f "$OUT/fp4.txt" ] && tail -20 "$OUT/fp4.txt"
+[ -f "$OUT/splitk.txt" ] && tail -45 "$OUT/splitk.txt"
 printf '%s\n' "${summary[@]}"
