@@ -110,7 +110,7 @@ if has splitk; then
   log "split-K"
   $RIGEL ladder --backend cuda --rungs k32_wgmma_persistent k35_wgmma_cluster_multicast k37_wgmma_splitk vendor \
     --dtype bf16 e4m3 --warmup 1 --min-time 0.4 \
-    --sizes 16x4096x4096 128x7168x16384 64x8192x8192 8192x8192x1024 4096 --out "$OUT" > "$OUT/splitk.txt" 2> "$OUT/splitk.err"
+    --sizes 16x4096x4096 128x7168x16384 64x8192x8192 8192x8192x1024 4096 17x33x8192 65x300x2048 --out "$OUT" > "$OUT/splitk.txt" 2> "$OUT/splitk.err"
   summary+=("splitk: rc $?")
 fi
 

@@ -54,6 +54,9 @@ const std::array kHopperRungs{
          VendorRank::none, 0,
          "fp8 promoted into fp32 every 128 of K in two half-width partials, so k35's 128 x 256 cluster tile fits",
          k36_wgmma_fp8_promoted_cluster, hopper_tma_check},
+    Rung{"k37_wgmma_splitk", Backend::cuda, "hopper", kHalf | kFp8, BLayout::n_by_k, kSm90, false, VendorRank::none, 0,
+         "split K across CTAs when the output has too few tiles to fill the GPU", k37_wgmma_splitk,
+         hopper_tma_check},
 };
 
 }  // namespace

@@ -24,7 +24,12 @@
 // Schedules: one_tile_per_cta (k31: grid = number of tiles, tile = blockIdx.x,
 // M fastest) or persistent_grouped (k32-k34: grid = number of SMs; CTA b takes
 // tiles b, b + grid, ...; tiles are numbered in groups of kGroupM tile rows so
-// that the ~132 tiles in flight share a few rows of A and columns of B in L2).
+// that the ~132 tiles in flight share a few rows of A and columns of B in L2)
+// or split_k (k37: grid = tiles x splits, tile = blockIdx.x as in
+// one_tile_per_cta, split = blockIdx.y; the split multiplies only its share of
+// the k-tiles (k_tile_range) and writes its partial tile to the split-th M x N
+// slab of c, which is then k37's workspace (splits x M < 2^31); a consumer
+// whose 64 rows all lie past M issues no wgmma; the launch is k37's own).
 //
 // Accumulation: tensor_core keeps one accumulator set and one wgmma group in
 // flight. promoted (fp8 only) accumulates each k-tile (128 of K = 4 wgmma
@@ -43,7 +48,7 @@
 
 namespace rigel::cuda::sm90 {
 
-enum class Schedule : std::uint8_t { one_tile_per_cta, persistent_grouped };
+enum class Schedule : std::uint8_t { one_tile_per_cta, persistent_grouped, split_k };
 enum class Accumulation : std::uint8_t { tensor_core, promoted };
 
 template <DType T, int BN, int Stages, Schedule S, Accumulation A>
@@ -81,7 +86,7 @@ struct WarpSpecialized {
 // Output tile (row, column) of linear tile index `tile`.
 template <Schedule S>
 __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int group_m, int& tm, int& tn) {
-    if constexpr (S == Schedule::one_tile_per_cta) {
+    if constexpr (S != Schedule::persistent_grouped) {
         tm = tile % tiles_m;
         tn = tile / tiles_m;
     } else {
@@ -93,6 +98,25 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
         const int local = tile % per_group;
         tm = first_m + local % rows;
         tn = local / rows;
+    }
+}
+
+// The k-tiles [begin, end) this CTA multiplies for each of its tiles: all of
+// them, except under split_k, where split blockIdx.y of gridDim.y takes an equal
+// share of whole k-tiles (so its first TMA box starts on a k-tile boundary) and
+// the last split also takes the remainder, including a partial last k-tile.
+// The launcher makes at most k_tiles splits, so no split is empty.
+template <Schedule S>
+__device__ __forceinline__ void k_tile_range(int k_tiles, int& begin, int& end) {
+    if constexpr (S == Schedule::split_k) {
+        const int splits = static_cast<int>(gridDim.y);
+        const int split = static_cast<int>(blockIdx.y);
+        const int per_split = k_tiles / splits;
+        begin = split * per_split;
+        end = split + 1 == splits ? k_tiles : begin + per_split;
+    } else {
+        begin = 0;
+        end = k_tiles;
     }
 }
 
@@ -109,7 +133,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     auto a_tile = [&](int s) { return smem + s * G::kStageBytes; };
     auto b_tile = [&](int s) { return smem + s * G::kStageBytes + G::kABytes; };
 
-    const int k_tiles = ceil_div(k, G::kBK);
+    int kt_begin = 0, kt_end = 0;
+    k_tile_range<G::kSchedule>(ceil_div(k, G::kBK), kt_begin, kt_end);
     const int num_tiles = tiles_m * tiles_n;
     const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
 
@@ -121,6 +146,12 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         fence_mbarrier_init();
     }
     __syncthreads();  // the last CTA-wide barrier: from here on only mbarriers
+    if constexpr (G::kSchedule == Schedule::split_k) {
+        // k37's reduction kernel, launched as a programmatic dependent, may be
+        // scheduled from now on; it waits for this grid to finish (and its
+        // stores to be visible) before it reads anything.
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    }
 
     if (warpgroup == 0) {
         setmaxnreg_dec<G::kProducerRegs>();
@@ -132,7 +163,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
                 int tm = 0, tn = 0;
                 tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
-                for (int kt = 0; kt < k_tiles; ++kt) {
+                for (int kt = kt_begin; kt < kt_end; ++kt) {
                     mbar_wait(&empty[stage], phase ^ 1);
                     mbar_arrive_expect_tx(&full[stage], G::kStageBytes);
                     tma_load_2d(a_tile(stage), &map_a, &full[stage], kt * G::kBK, tm * G::kBM);
@@ -165,24 +196,29 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
             int tm = 0, tn = 0;
             tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
+            // split_k: a consumer with no rows inside M (M <= 64) keeps the
+            // ring in step but computes nothing; its tile part is never stored.
+            const bool has_rows = G::kSchedule != Schedule::split_k || tm * G::kBM + consumer * kWgmmaM < m;
             int prev_stage = 0;
-            for (int kt = 0; kt < k_tiles; ++kt) {
+            for (int kt = kt_begin; kt < kt_end; ++kt) {
                 mbar_wait(&full[stage], phase);
                 const std::uint64_t da = sw128_kmajor_desc(a_tile(stage) + a_offset);
                 const std::uint64_t db = sw128_kmajor_desc(b_tile(stage));
                 if constexpr (G::kAccumulation == Accumulation::tensor_core) {
-                    fence_registers(acc);
-                    wgmma_fence();
+                    if (has_rows) {
+                        fence_registers(acc);
+                        wgmma_fence();
 #pragma unroll
-                    for (int j = 0; j < kKStepsPerTile; ++j)  // scale_d 0 on a tile's first step: acc = A*B
-                        Wgmma<G::kType, G::kBN>::mma(acc, desc_k_step(da, j), desc_k_step(db, j),
-                                                     (kt > 0 || j > 0) ? 1u : 0u);
-                    wgmma_commit();
-                    // This k-tile's group stays in flight; the previous one has
-                    // finished reading its stage, which goes back to the producer.
-                    wgmma_wait<1>();
-                    fence_registers(acc);
-                    if (kt > 0 && arriving_lane) mbar_arrive(&empty[prev_stage]);
+                        for (int j = 0; j < kKStepsPerTile; ++j)  // scale_d 0 on a tile's first step: acc = A*B
+                            Wgmma<G::kType, G::kBN>::mma(acc, desc_k_step(da, j), desc_k_step(db, j),
+                                                         (kt > kt_begin || j > 0) ? 1u : 0u);
+                        wgmma_commit();
+                        // This k-tile's group stays in flight; the previous one has
+                        // finished reading its stage, which goes back to the producer.
+                        wgmma_wait<1>();
+                        fence_registers(acc);
+                    }
+                    if (kt > kt_begin && arriving_lane) mbar_arrive(&empty[prev_stage]);
                 } else {
                     fence_registers(part);
                     wgmma_fence();
@@ -209,7 +245,12 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             }
             // The producer is already filling the ring for the next tile while
             // this warpgroup stores (persistent schedule).
-            store_accumulators<G::kBN>(acc, c, m, n, tm * G::kBM + consumer * kWgmmaM, tn * G::kBN);
+            // split_k: c is splits stacked M x N slabs, and this split's starts
+            // at row blockIdx.y * m. (Passing c itself, not a pointer offset
+            // to the slab, is what keeps this kernel free of register spills.)
+            const int slab_row = G::kSchedule == Schedule::split_k ? static_cast<int>(blockIdx.y) * m : 0;
+            store_accumulators<G::kBN>(acc, c, slab_row + m, n, slab_row + tm * G::kBM + consumer * kWgmmaM,
+                                       tn * G::kBN);
             if constexpr (G::kAccumulation == Accumulation::promoted) {
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] = 0.0f;
@@ -226,6 +267,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
 // checked by the caller.
 template <class G>
 void launch_warp_specialized(const GemmProblem& p, const char* rung) {
+    static_assert(G::kSchedule != Schedule::split_k, "split_k needs a workspace and a reduction: k37 launches it");
     static TensorMapCache maps_a, maps_b;
     static const bool configured = [] {
         RIGEL_CUDA_CHECK(cudaFuncSetAttribute(warp_specialized_kernel<G>,
