@@ -208,7 +208,8 @@ std::string sweep_text(const std::vector<SweptCase>& cases) {
     return out;
 }
 
-Finding judge_rule(const std::string& probe, const RuleSpec& spec, const std::vector<SweptCase>& cases) {
+// The fields every rule's finding takes from its spec.
+Finding rule_finding(const std::string& probe, const RuleSpec& spec) {
     Finding f;
     f.probe = probe;
     f.path = spec.path;
@@ -216,6 +217,11 @@ Finding judge_rule(const std::string& probe, const RuleSpec& spec, const std::ve
     f.quantity = spec.quantity;
     f.doc_statement = spec.doc_statement;
     f.doc_source = spec.doc_source;
+    return f;
+}
+
+Finding judge_rule(const std::string& probe, const RuleSpec& spec, const std::vector<SweptCase>& cases) {
+    Finding f = rule_finding(probe, spec);
     const std::string sweep = "Sweep: " + sweep_text(cases);
     f.detail = spec.note.empty() ? sweep : spec.note + " " + sweep;
 
@@ -592,13 +598,7 @@ LtOutputVerdict judge_lt_output(const LtGemmCase& c, std::span<const std::uint8_
 // rigel's Hopper rungs.
 
 Finding judge_checks(const std::string& probe, const RuleSpec& spec, const std::vector<CheckCase>& cases) {
-    Finding f;
-    f.probe = probe;
-    f.path = spec.path;
-    f.dtype = spec.dtype;
-    f.quantity = spec.quantity;
-    f.doc_statement = spec.doc_statement;
-    f.doc_source = spec.doc_source;
+    Finding f = rule_finding(probe, spec);
     f.expected = spec.documented;
     int refused_named = 0, refused_unnamed = 0, illegal_accepted = 0, legal_accepted = 0, legal_refused = 0;
     std::string sweep, bad;

@@ -300,17 +300,23 @@ std::string roofline_cell(double tflops, const std::map<std::string, ScalarRef>&
     return ratio_text(tflops / ref->second.tflops) + " " + ref->second.mnemonic;
 }
 
-void render_dispatch(std::string& md, const FindingsInput& in) {
-    std::string probe_part;
-    // The latest run that measured ceilings (run ids start with the UTC time).
+// The latest probes file that measured throughput ceilings (run ids start
+// with the UTC time); nullptr when none did.
+const ResultFile* latest_ceiling_run(const std::vector<ResultFile>& probes) {
     const ResultFile* latest = nullptr;
-    for (const ResultFile& f : in.probes) {
+    for (const ResultFile& f : probes) {
         bool has = false;
         for (std::size_t i = 0; i < f.table.rows.size() && !has; ++i) has = is_ceiling_row(f.table, i);
         if (has && (!latest || std::make_pair(f.table.cell(0, "run_id"), f.name) >=
                                    std::make_pair(latest->table.cell(0, "run_id"), latest->name)))
             latest = &f;
     }
+    return latest;
+}
+
+void render_dispatch(std::string& md, const FindingsInput& in) {
+    std::string probe_part;
+    const ResultFile* latest = latest_ceiling_run(in.probes);
     for (const ResultFile& f : in.probes) {
         if (&f != latest) continue;
         const CsvTable& t = f.table;
@@ -511,15 +517,7 @@ std::string path_family(const std::string& path) {
 }
 
 std::string throughput_accel_rows(const std::vector<ResultFile>& probes) {
-    // From the latest run that measured ceilings (run ids start with the UTC time).
-    const ResultFile* latest = nullptr;
-    for (const ResultFile& f : probes) {
-        bool has = false;
-        for (std::size_t i = 0; i < f.table.rows.size() && !has; ++i) has = is_ceiling_row(f.table, i);
-        if (has && (!latest || std::make_pair(f.table.cell(0, "run_id"), f.name) >=
-                                   std::make_pair(latest->table.cell(0, "run_id"), latest->name)))
-            latest = &f;
-    }
+    const ResultFile* latest = latest_ceiling_run(probes);
     std::string rows;
     if (latest) {
         const ResultFile& f = *latest;
