@@ -42,19 +42,22 @@ std::string fmt(const char* f, double v) {
 
 // Host bytes one (shape, type) needs at the peak: operands as bytes and as
 // float64 values, a transposed copy of B, the output, and the reference rows.
+// Operand bytes as stored (elements, and mxfp4's scales).
+double operand_bytes_of(DType t, std::int64_t lines, std::int64_t k) {
+    return static_cast<double>(operand_bytes(t, static_cast<std::size_t>(lines), static_cast<std::size_t>(k)));
+}
+
 double host_bytes_needed(const Shape& s, DType t) {
     const double ma = static_cast<double>(s.m) * static_cast<double>(s.k);
     const double mb = static_cast<double>(s.k) * static_cast<double>(s.n);
     const double mc = static_cast<double>(s.m) * static_cast<double>(s.n);
-    const double bytes_per = info(t).storage_bits / 8.0;
-    return (ma + 2 * mb) * (8 + bytes_per) + 2 * (ma + mb) * 8 + mc * 4 * 2 + mc * 8;
+    return (ma + 2 * mb) * 8 + operand_bytes_of(t, s.m, s.k) + 2 * operand_bytes_of(t, s.n, s.k) +
+           2 * (ma + mb) * 8 + mc * 4 * 2 + mc * 8;
 }
 
 double device_bytes_needed(const Shape& s, DType t) {
-    const double ma = static_cast<double>(s.m) * static_cast<double>(s.k);
-    const double mb = static_cast<double>(s.k) * static_cast<double>(s.n);
     const double mc = static_cast<double>(s.m) * static_cast<double>(s.n);
-    return static_cast<double>(storage_bytes(t, 1)) * (ma + mb) + static_cast<double>(out_bytes(t, 1)) * mc;
+    return operand_bytes_of(t, s.m, s.k) + operand_bytes_of(t, s.n, s.k) + static_cast<double>(out_bytes(t, 1)) * mc;
 }
 
 int resolve_threads(int requested) {
@@ -198,17 +201,19 @@ std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext
             }
             if (plan.empty()) continue;
 
-            const auto mk = static_cast<std::size_t>(shape.m * shape.k);
-            const auto kn = static_cast<std::size_t>(shape.k * shape.n);
-            const auto mn = static_cast<std::size_t>(shape.m * shape.n);
+            const auto m = static_cast<std::size_t>(shape.m);
+            const auto n = static_cast<std::size_t>(shape.n);
+            const auto k = static_cast<std::size_t>(shape.k);
             say("preparing " + shape.str() + " " + std::string(name(type)) + ": inputs and float64 reference");
-            const Operand a = make_operand(type, opts.recipe, opts.seed, 0, mk);
-            const Operand b = make_operand(type, opts.recipe, opts.seed, 1, kn);
+            // A is M x K and B is K x N, K along A's columns and B's rows (where
+            // mxfp4's scale blocks run).
+            const Operand a = make_operand(type, opts.recipe, opts.seed, 0, m, k, KAxis::cols);
+            const Operand b = make_operand(type, opts.recipe, opts.seed, 1, k, n, KAxis::rows);
             std::optional<Operand> b_nk;  // made when a rung wants B as N x K
             const std::uint64_t input_hash =
                 hash64(a.bytes.data(), a.bytes.size()) ^ mix64(hash64(b.bytes.data(), b.bytes.size()));
             std::optional<Reference> ref;
-            std::vector<unsigned char> host_out(out_bytes(type, mn));
+            std::vector<unsigned char> host_out(out_bytes(type, m * n));
 
             for (const PlannedRun& p : plan) {
                 const Rung& r = *p.rung;
@@ -257,7 +262,7 @@ std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext
                 row.checked_rows = static_cast<std::int64_t>(ref->rows.size());
                 const Operand* b_used = &b;
                 if (r.b_layout == BLayout::n_by_k) {
-                    if (!b_nk) b_nk = transposed(b, static_cast<std::size_t>(shape.k), static_cast<std::size_t>(shape.n));
+                    if (!b_nk) b_nk = transposed(b, k, n);
                     b_used = &*b_nk;
                 }
 

@@ -21,13 +21,15 @@ void k20_wmma(const GemmProblem& p);
 void k21_mma_sync(const GemmProblem& p);
 void k22_mma_sync_tf32(const GemmProblem& p);
 void k23_mma_sync_e4m3(const GemmProblem& p);
+void k24_mma_sync_fp4(const GemmProblem& p);
 
-// All four take any M, N, K >= 1; they refuse only a grid larger than CUDA
+// All five take any M, N, K >= 1; they refuse only a grid larger than CUDA
 // allows, which no output that fits in device memory reaches.
 std::string k20_wmma_check(const GemmProblem& p);
 std::string k21_mma_sync_check(const GemmProblem& p);
 std::string k22_mma_sync_tf32_check(const GemmProblem& p);
 std::string k23_mma_sync_e4m3_check(const GemmProblem& p);
+std::string k24_mma_sync_fp4_check(const GemmProblem& p);
 
 namespace tensor {
 
