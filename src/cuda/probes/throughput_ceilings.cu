@@ -105,6 +105,11 @@ __global__ void __launch_bounds__(fma_block) fma_kernel(float m, float ce, float
 constexpr int mma_chains = 4;
 constexpr int mma_block = 128;
 
+// Whether the kernel must make the operands vary per chain and iteration
+// (for the compiler): only where the instruction is emulated by several,
+// which the compiler can then share and hoist (mma.sync e4m3 on sm_90).
+constexpr bool operands_vary(MmaKind k) { return k == MmaKind::e4m3_m16n8k32; }
+
 // Fragments of A, B and B- ([lane][word]) in registers; every iteration does
 // d = A*B + d then d = A*B- + d on each chain; one last A*B at the end.
 // Every element of chain c starts at c.
@@ -112,6 +117,7 @@ template <MmaKind K>
 __global__ void __launch_bounds__(mma_block)
     mma_tput_kernel(const std::uint32_t* a, const std::uint32_t* bp, const std::uint32_t* bm, long long iters,
                     std::uint32_t zero, double* sums, int* built) {
+    (void)zero;  // used where operands_vary(K)
     constexpr MmaShape s = shape_of(K);
     if (blockIdx.x == 0 && threadIdx.x == 0) *built = mma_compiled(K) ? 1 : 0;
     if constexpr (mma_compiled(K)) {
@@ -133,23 +139,38 @@ __global__ void __launch_bounds__(mma_block)
 #pragma unroll
             for (int i = 0; i < s.d_elems; ++i) acc[c][i] = mma_acc_t<K>(c);
         for (long long it = 0; it < iters; ++it) {
-            // B ^ (it & zero) is B (zero is 0 at every launch), but the
-            // compiler cannot know it: B changes every iteration as far as it
-            // can tell, so the product A*B cannot be computed once before the
-            // loop. ptxas does exactly that for mma.sync e4m3 on sm_90, which
-            // it lowers to an f16 HMMA product plus fp32 additions: with a
-            // loop-invariant B the loop held additions only.
-            const std::uint32_t flip = static_cast<std::uint32_t>(it) & zero;
-            std::uint32_t bpi[b_words(K)], bmi[b_words(K)];
+            if constexpr (operands_vary(K)) {
+                // B ^ ((it + c) & zero) is B (zero is 0 at every launch), but
+                // the compiler cannot know it: B differs per chain and per
+                // iteration as far as it can tell. ptxas lowers mma.sync e4m3
+                // on sm_90 to an f16 HMMA product plus fp32 additions into C,
+                // so with shared, loop-invariant operands it computed the
+                // product once and the loop held additions only; with B the
+                // same for every chain, one product served four chains.
 #pragma unroll
-            for (int i = 0; i < b_words(K); ++i) {
-                bpi[i] = bpr[i] ^ flip;
-                bmi[i] = bmr[i] ^ flip;
+                for (int c = 0; c < mma_chains; ++c) {
+                    const std::uint32_t flip = (static_cast<std::uint32_t>(it) + c) & zero;
+                    std::uint32_t bi[b_words(K)];
+#pragma unroll
+                    for (int i = 0; i < b_words(K); ++i) bi[i] = bpr[i] ^ flip;
+                    mma<K>(acc[c], ar, bi);
+                }
+#pragma unroll
+                for (int c = 0; c < mma_chains; ++c) {
+                    const std::uint32_t flip = (static_cast<std::uint32_t>(it) + c) & zero;
+                    std::uint32_t bi[b_words(K)];
+#pragma unroll
+                    for (int i = 0; i < b_words(K); ++i) bi[i] = bmr[i] ^ flip;
+                    mma<K>(acc[c], ar, bi);
+                }
+            } else {
+                // A native instruction cannot be split: d = A*B + d on each
+                // chain, operands in registers.
+#pragma unroll
+                for (int c = 0; c < mma_chains; ++c) mma<K>(acc[c], ar, bpr);
+#pragma unroll
+                for (int c = 0; c < mma_chains; ++c) mma<K>(acc[c], ar, bmr);
             }
-#pragma unroll
-            for (int c = 0; c < mma_chains; ++c) mma<K>(acc[c], ar, bpi);
-#pragma unroll
-            for (int c = 0; c < mma_chains; ++c) mma<K>(acc[c], ar, bmi);
         }
         double sum = 0;
 #pragma unroll
