@@ -207,44 +207,50 @@ def baseline_for(rung, vendor_rows):
 
 def vendor_sweep_table(rows):
     """Own Hopper rungs against cuBLAS/cuBLASLt across shapes (the bench runs):
-    one line per (type, shape), each rung as a ratio to its baseline measured
-    in the same run, so that where rigel loses is as visible as where it wins."""
+    one line per (type, shape), each rung's latest measurement as a ratio to
+    its baseline measured in the same run, so that where rigel loses is as
+    visible as where it wins."""
     ok = [r for r in rows if r["backend"] == "cuda" and r["status"] == "PASS" and fnum(r["gflops"]) > 0
           and r["group"] in ("hopper", "vendor")]
-    ok = latest_per_key(ok, lambda r: (r["rung"], r["dtype"], shape_of(r)))
-    runs = OrderedDict()
+    vendors_of_run = {}
     for r in ok:
-        runs.setdefault((r["dtype"], r["run_id"], shape_of(r)), []).append(r)
-    # Keep, per (type, shape), the latest run that measured own rungs and the vendor together.
-    latest = OrderedDict()
-    for (dtype, run_id, shape), rs in runs.items():
-        if any(r["vendor"] == "1" for r in rs) and any(r["vendor"] != "1" for r in rs):
-            latest[(dtype, shape)] = rs
-    own_ids = sorted({r["rung"] for rs in latest.values() for r in rs if r["vendor"] != "1"})
-    out = ["| type | shape (MxNxK) | vendor | " + " | ".join(own_ids) + " | best own / vendor | source |",
+        if r["vendor"] == "1":
+            vendors_of_run.setdefault((r["run_id"], r["dtype"], shape_of(r)), []).append(r)
+    # Latest own row per (rung, type, shape) among runs that also measured the vendor.
+    own = latest_per_key([r for r in ok if r["vendor"] != "1"
+                          and (r["run_id"], r["dtype"], shape_of(r)) in vendors_of_run],
+                         lambda r: (r["rung"], r["dtype"], shape_of(r)))
+    lines = OrderedDict()
+    for r in own:
+        lines.setdefault((r["dtype"], shape_of(r)), []).append(r)
+    own_ids = sorted({r["rung"] for r in own})
+    out = ["| type | shape (MxNxK) | vendor (latest run) | " + " | ".join(own_ids) + " | best own / vendor | sources |",
            "|---|---|---|" + "---|" * len(own_ids) + "---|---|"]
     def volume(key):
         m, n, k = (int(x) for x in key[1].split("x"))
         return (key[0], m * n * k, key[1])
-    for key in sorted(latest, key=volume):
-        rs = latest[key]
-        vendors = [r for r in rs if r["vendor"] == "1"]
-        cells, best = [], None
+    for key in sorted(lines, key=volume):
+        rs = lines[key]
+        cells, best, files = [], None, []
         for rid in own_ids:
             r = next((x for x in rs if x["rung"] == rid), None)
-            base = baseline_for(rid, vendors) if r else None
+            base = baseline_for(rid, vendors_of_run[(r["run_id"], key[0], key[1])]) if r else None
             if not r or not base:
                 cells.append("-")
                 continue
             ratio = fnum(r["gflops"]) / fnum(base["gflops"])
             cells.append(f"{ratio:.2f}x")
+            if r["_file"] not in files:
+                files.append(r["_file"])
             if best is None or ratio > best[0]:
                 best = (ratio, rid, base["rung"])
+        latest_run = max(rs, key=lambda x: x["run_id"])["run_id"]
+        vendors = vendors_of_run[(latest_run, key[0], key[1])]
         vtext = ", ".join(f"{v['rung'].replace('vendor_', '')} {rate(fnum(v['gflops']), key[0])}" for v in vendors)
         btext = f"{best[0]:.2f}x ({best[1]} / {best[2].replace('vendor_', '')})" if best else "-"
         out.append(f"| {key[0]} | {key[1]} | {vtext} | " + " | ".join(cells) + f" | {btext} | "
-                   f"{rs[0]['_machine']}/{rs[0]['_file']} |")
-    return "\n".join(out), len(latest)
+                   + ", ".join(f"{rs[0]['_machine']}/{f}" for f in files) + " |")
+    return "\n".join(out), len(lines)
 
 
 def replace_block(text, name, body):
