@@ -3,7 +3,7 @@
 # build/h200, run the GPU tests, then whatever is asked for, and copy the CSV
 # and JSON results and the logs into $OUT/visit.tar.gz. The last thing printed is a short
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
-# [cpu] [bench_llm] [fp4] [splitk] (default: tests ladder probes sass). Reads nothing outside the checkout; needs
+# [cpu] [bench_llm] [fp4] [splitk] [alignment] (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -88,6 +88,13 @@ if has probes; then
   summary+=("probes: rc $?")
 fi
 
+# The alignment probe alone (seconds).
+if has alignment; then
+  log "alignment probe"
+  $RIGEL probe alignment --out "$OUT" > "$OUT/alignment.txt" 2> "$OUT/alignment.err"
+  summary+=("alignment: rc $?")
+fi
+
 if has cpu; then
   log "cpu ladder"
   lscpu > "$OUT/lscpu.txt" 2>&1
@@ -143,6 +150,7 @@ for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/bench.txt" ] && tail -40 "$OUT/bench.txt"
 [ -f "$OUT/bench_llm.txt" ] && tail -40 "$OUT/bench_llm.txt"
 [ -f "$OUT/probes.txt" ] && tail -40 "$OUT/probes.txt"
+[ -f "$OUT/alignment.txt" ] && tail -12 "$OUT/alignment.txt"
 [ -f "$OUT/fp4.txt" ] && tail -20 "$OUT/fp4.txt"
 [ -f "$OUT/splitk.txt" ] && tail -45 "$OUT/splitk.txt"
 printf '%s\n' "${summary[@]}"
