@@ -94,7 +94,7 @@ std::string shape_text(long long m, long long n, long long k) {
 
 // Low-precision types the accelerated rule applies to (fewer than 16 bits).
 const std::set<std::string>& low_precision_types() {
-    static const std::set<std::string> t{"e4m3", "e5m2", "e2m1", "i8"};
+    static const std::set<std::string> t{"e4m3", "e5m2", "e2m1", "mxfp4", "i8"};
     return t;
 }
 
