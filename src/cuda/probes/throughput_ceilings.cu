@@ -356,6 +356,17 @@ std::string kernel_symbol(const void* kernel) {
     return name;
 }
 
+// The checksum of a matrix-instruction kernel: the sum of every thread's
+// result, refused when the kernel was built without its instruction.
+std::function<double()> checked_sum(std::shared_ptr<DeviceArray<double>> sums, std::shared_ptr<DeviceArray<int>> built) {
+    return [sums, built] {
+        if (built->download()[0] != 1) throw std::runtime_error("throughput: kernel built without the instruction");
+        double total = 0;
+        for (double x : sums->download()) total += x;
+        return total;
+    };
+}
+
 std::string pci_bus_id() {
     int dev = 0;
     RIGEL_CUDA_CHECK(cudaGetDevice(&dev));
@@ -509,12 +520,7 @@ std::optional<Workload> mma_workload(const DeviceFacts& dev, Buffers& buf, std::
         mma_tput_kernel<K><<<grid, mma_block>>>(pa, pbp, verify ? ppos : pneg, iters, 0u, ps, pb);
         RIGEL_CUDA_CHECK_LAUNCH();
     };
-    w.checksum = [=] {
-        if (built->download()[0] != 1) throw std::runtime_error("throughput: kernel built without the instruction");
-        double total = 0;
-        for (double x : sums->download()) total += x;
-        return total;
-    };
+    w.checksum = checked_sum(sums, built);
     w.expected = [=](long long iters, bool verify) {
         return matrix_checksum(double(warps) * mma_chains, ab_sum, 1, iters, verify) +
                chain_start_sum(threads, mma_chains, s.d_elems);
@@ -563,12 +569,7 @@ std::optional<Workload> dmma16816_workload(const DeviceFacts& dev, Buffers& buf,
         dmma16816_tput_kernel<<<grid, mma_block>>>(pbp, verify ? ppos : pneg, iters, 0u, ps, pb);
         RIGEL_CUDA_CHECK_LAUNCH();
     };
-    w.checksum = [=] {
-        if (built->download()[0] != 1) throw std::runtime_error("throughput: kernel built without the instruction");
-        double total = 0;
-        for (double x : sums->download()) total += x;
-        return total;
-    };
+    w.checksum = checked_sum(sums, built);
     w.expected = [=](long long iters, bool verify) {
         return matrix_checksum(double(warps) * mma_chains, ab_sum, 1, iters, verify) +
                chain_start_sum(threads, mma_chains, 4);
@@ -668,12 +669,7 @@ std::optional<Workload> wgmma_workload(const DeviceFacts& dev, Buffers& buf, std
         wgmma_tput_kernel<T, N><<<grid, 128>>>(pa, pbp, verify ? pbp : pneg, iters, ps, pb);
         RIGEL_CUDA_CHECK_LAUNCH();
     };
-    w.checksum = [=] {
-        if (built->download()[0] != 1) throw std::runtime_error("throughput: kernel built without sm_90a");
-        double total = 0;
-        for (double x : sums->download()) total += x;
-        return total;
-    };
+    w.checksum = checked_sum(sums, built);
     w.expected = [=](long long iters, bool verify) {
         return matrix_checksum(double(grid), ab_sum, wg_pairs, iters, verify);
     };
