@@ -358,7 +358,8 @@ std::string kernel_symbol(const void* kernel) {
 
 // The checksum of a matrix-instruction kernel: the sum of every thread's
 // result, refused when the kernel was built without its instruction.
-std::function<double()> checked_sum(std::shared_ptr<DeviceArray<double>> sums, std::shared_ptr<DeviceArray<int>> built) {
+std::function<double()> checked_sum(std::shared_ptr<DeviceArray<double>> sums,
+                                    std::shared_ptr<DeviceArray<int>> built) {
     return [sums, built] {
         if (built->download()[0] != 1) throw std::runtime_error("throughput: kernel built without the instruction");
         double total = 0;
