@@ -36,6 +36,7 @@
 
 #include "cuda/check.cuh"
 #include "cuda/hopper/sm90.cuh"
+#include "cuda/probes/cublaslt_objects.cuh"
 #include "cuda/probes/layouts_probe_util.cuh"
 #include "cuda/registry_parts.hpp"
 #include "probes/alignment_rules.hpp"
@@ -692,63 +693,10 @@ TmaRun prepare_tma(const ProbeContext& ctx) {
 
 // ---- (b) cuBLASLt fp8 ------------------------------------------------------------------------
 
-class LtLayout {
-public:
-    LtLayout(cudaDataType t, std::int64_t rows, std::int64_t cols, std::int64_t ld)
-        : status_(cublasLtMatrixLayoutCreate(&l_, t, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols),
-                                             ld)) {}
-    ~LtLayout() {
-        if (l_) cublasLtMatrixLayoutDestroy(l_);
-    }
-    LtLayout(const LtLayout&) = delete;
-    LtLayout& operator=(const LtLayout&) = delete;
-    cublasLtMatrixLayout_t get() const { return l_; }
-    cublasStatus_t status() const { return status_; }
-
-private:
-    cublasLtMatrixLayout_t l_ = nullptr;
-    cublasStatus_t status_;
-};
-
-class LtDesc {
-public:
-    LtDesc() { RIGEL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d_, CUBLAS_COMPUTE_32F, CUDA_R_32F)); }
-    ~LtDesc() { cublasLtMatmulDescDestroy(d_); }
-    LtDesc(const LtDesc&) = delete;
-    LtDesc& operator=(const LtDesc&) = delete;
-    cublasLtMatmulDesc_t get() const { return d_; }
-
-private:
-    cublasLtMatmulDesc_t d_ = nullptr;
-};
-
-class LtPreference {
-public:
-    LtPreference() { RIGEL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&p_)); }
-    ~LtPreference() { cublasLtMatmulPreferenceDestroy(p_); }
-    LtPreference(const LtPreference&) = delete;
-    LtPreference& operator=(const LtPreference&) = delete;
-    template <typename T>
-    void set(cublasLtMatmulPreferenceAttributes_t a, T v) {
-        RIGEL_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p_, a, &v, sizeof v));
-    }
-    cublasLtMatmulPreference_t get() const { return p_; }
-
-private:
-    cublasLtMatmulPreference_t p_ = nullptr;
-};
-
-class LtHandle {
-public:
-    LtHandle() { RIGEL_CUBLAS_CHECK(cublasLtCreate(&h_)); }
-    ~LtHandle() { cublasLtDestroy(h_); }
-    LtHandle(const LtHandle&) = delete;
-    LtHandle& operator=(const LtHandle&) = delete;
-    cublasLtHandle_t get() const { return h_; }
-
-private:
-    cublasLtHandle_t h_ = nullptr;
-};
+using cuda::LtDesc;
+using cuda::LtHandle;
+using cuda::LtLayout;
+using cuda::LtPreference;
 
 enum class LtRule : std::uint8_t { ptr_a, ptr_b, ptr_d, lda, ldb, ldd, k, m, n, ops, ptr_default_pref };
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cuda/check.cuh"
+#include "cuda/probes/cublaslt_objects.cuh"
 #include "probes/gemm_overflow.hpp"
 
 namespace rigel::cuda {
@@ -61,71 +62,35 @@ private:
     std::size_t n_;
 };
 
-struct LtHandle {
-    cublasLtHandle_t h = nullptr;
-    LtHandle() { RIGEL_CUBLAS_CHECK(cublasLtCreate(&h)); }
-    ~LtHandle() { cublasLtDestroy(h); }
-    LtHandle(const LtHandle&) = delete;
-    LtHandle& operator=(const LtHandle&) = delete;
-};
-
-struct MatmulDesc {
-    cublasLtMatmulDesc_t d = nullptr;
-    MatmulDesc() { RIGEL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F)); }
-    ~MatmulDesc() { cublasLtMatmulDescDestroy(d); }
-    MatmulDesc(const MatmulDesc&) = delete;
-    MatmulDesc& operator=(const MatmulDesc&) = delete;
-};
-
-struct Layout {
-    cublasLtMatrixLayout_t l = nullptr;
-    Layout(cudaDataType_t t, std::uint64_t rows, std::uint64_t cols, std::int64_t ld) {
-        RIGEL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, rows, cols, ld));
-    }
-    ~Layout() { cublasLtMatrixLayoutDestroy(l); }
-    Layout(const Layout&) = delete;
-    Layout& operator=(const Layout&) = delete;
-};
-
-struct Preference {
-    cublasLtMatmulPreference_t p = nullptr;
-    Preference() {
-        RIGEL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&p));
-        const std::uint64_t ws = kWorkspaceBytes;
-        RIGEL_CUBLAS_CHECK(
-            cublasLtMatmulPreferenceSetAttribute(p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-    }
-    ~Preference() { cublasLtMatmulPreferenceDestroy(p); }
-    Preference(const Preference&) = delete;
-    Preference& operator=(const Preference&) = delete;
-};
-
 // One attempt at the case's GEMM, with or without amax_D. Returns the status
 // of the first refusal (heuristic or matmul), or success with D and amax
 // filled in. Errors that are not refusals throw.
 cublasStatus_t attempt(cublasLtHandle_t lt, const GemmOverflowCase& c, bool with_amax, const DeviceBytes& a,
                        const DeviceBytes& b, const DeviceBytes& cbuf, const DeviceBytes& d, const DeviceBytes& amax,
                        const DeviceBytes& workspace, GemmOverflowDevice& out) {
-    MatmulDesc desc;
+    LtDesc desc;
     // cuBLASLt is column-major; the fp8 kernels want A transposed ("TN"): A is
     // stored K x M (M x K row-major), B K x N (N x K row-major).
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    RIGEL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    RIGEL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    RIGEL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    RIGEL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     if (with_amax) {
         void* p = amax.get();
-        RIGEL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &p, sizeof p));
+        RIGEL_CUBLAS_CHECK(
+            cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &p, sizeof p));
     }
-    Layout la(CUDA_R_8F_E4M3, static_cast<std::uint64_t>(c.k), static_cast<std::uint64_t>(c.m), c.k);
-    Layout lb(c.b_e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3, static_cast<std::uint64_t>(c.k),
-              static_cast<std::uint64_t>(c.n), c.k);
-    Layout lc(cuda_type(c.c_type), static_cast<std::uint64_t>(c.m), static_cast<std::uint64_t>(c.n), c.m);
-    Layout ld(cuda_type(c.d_type), static_cast<std::uint64_t>(c.m), static_cast<std::uint64_t>(c.n), c.m);
-    Preference pref;
+    const LtLayout la(CUDA_R_8F_E4M3, c.k, c.m, c.k);
+    const LtLayout lb(c.b_e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3, c.k, c.n, c.k);
+    const LtLayout lc(cuda_type(c.c_type), c.m, c.n, c.m);
+    const LtLayout ld(cuda_type(c.d_type), c.m, c.n, c.m);
+    for (const LtLayout* l : {&la, &lb, &lc, &ld}) RIGEL_CUBLAS_CHECK(l->status());
+    LtPreference pref;
+    pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<std::uint64_t>(kWorkspaceBytes));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t h =
-        cublasLtMatmulAlgoGetHeuristic(lt, desc.d, la.l, lb.l, lc.l, ld.l, pref.p, 1, &result, &found);
+        cublasLtMatmulAlgoGetHeuristic(lt, desc.get(), la.get(), lb.get(), lc.get(), ld.get(), pref.get(), 1, &result,
+                                       &found);
     if (is_refusal(h)) return h;
     RIGEL_CUBLAS_CHECK(h);
     if (found == 0) return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -135,9 +100,9 @@ cublasStatus_t attempt(cublasLtHandle_t lt, const GemmOverflowCase& c, bool with
     for (unsigned char poison : {kPoisonA, kPoisonB}) {
         RIGEL_CUDA_CHECK(cudaMemset(d.get(), poison, d.size()));
         RIGEL_CUDA_CHECK(cudaMemcpy(amax.get(), &kAmaxPoison, sizeof kAmaxPoison, cudaMemcpyHostToDevice));
-        const cublasStatus_t s = cublasLtMatmul(lt, desc.d, &alpha, a.get(), la.l, b.get(), lb.l, &beta, cbuf.get(),
-                                                lc.l, d.get(), ld.l, &result.algo, workspace.get(), workspace.size(),
-                                                nullptr);
+        const cublasStatus_t s =
+            cublasLtMatmul(lt, desc.get(), &alpha, a.get(), la.get(), b.get(), lb.get(), &beta, cbuf.get(), lc.get(),
+                           d.get(), ld.get(), &result.algo, workspace.get(), workspace.size(), nullptr);
         if (is_refusal(s)) return s;
         RIGEL_CUBLAS_CHECK(s);
         RIGEL_CUDA_CHECK(cudaDeviceSynchronize());
@@ -189,7 +154,7 @@ std::vector<Finding> run_fp8_gemm_overflow(const ProbeContext& ctx) {
     std::vector<GemmOverflowDevice> device;
     for (const GemmOverflowCase& c : cases) {
         if (ctx.progress) ctx.progress("fp8_gemm_overflow: " + c.label);
-        device.push_back(run_case(lt.h, c, workspace));
+        device.push_back(run_case(lt.get(), c, workspace));
     }
     return analyze_gemm_overflow(cases, device);
 }
