@@ -142,13 +142,7 @@ template <DType T>
 void run_split_k(const GemmProblem& p, const char* rung) {
     using G = SplitK<T>;
     static TensorMapCache maps_a, maps_b;
-    static const bool configured = [] {
-        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(warp_specialized_kernel<G>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
-        return true;
-    }();
-    static const int sms = sm_count();
-    (void)configured;
+    const int sms = prepare_warp_specialized<G>();
 
     const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
     const int tiles_m = ceil_div(m, G::kBM);

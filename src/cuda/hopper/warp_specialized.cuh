@@ -263,19 +263,25 @@ __global__ void __launch_bounds__(G::kThreads, 1)
 #endif
 }
 
+// Lets warp_specialized_kernel<G> use its dynamic shared memory (once per
+// configuration) and returns the device's SM count.
+template <class G>
+int prepare_warp_specialized() {
+    static const int sms = [] {
+        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(warp_specialized_kernel<G>,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
+        return sm_count();
+    }();
+    return sms;
+}
+
 // Launches G on problem p; `rung` names it in errors. Operand types are
 // checked by the caller.
 template <class G>
 void launch_warp_specialized(const GemmProblem& p, const char* rung) {
     static_assert(G::kSchedule != Schedule::split_k, "split_k needs a workspace and a reduction: k37 launches it");
     static TensorMapCache maps_a, maps_b;
-    static const bool configured = [] {
-        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(warp_specialized_kernel<G>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
-        return true;
-    }();
-    static const int sms = sm_count();
-    (void)configured;
+    const int sms = prepare_warp_specialized<G>();
     require_alignment(p, rung);
     const CUtensorMap& ma = maps_a.get(p.a, G::kType, p.m, p.k, G::kBM);
     const CUtensorMap& mb = maps_b.get(p.b, G::kType, p.n, p.k, G::kBN);
