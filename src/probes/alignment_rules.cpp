@@ -88,6 +88,17 @@ bool accepted(CaseOutcome o) { return o != CaseOutcome::refused && o != CaseOutc
 bool compared(CaseOutcome o) {
     return o == CaseOutcome::exact || o == CaseOutcome::rearranged || o == CaseOutcome::wrong;
 }
+namespace {
+
+// " (the sweep places the bound between lo and hi)" when the sweep leaves a
+// range, else nothing.
+std::string bound_range_text(std::int64_t lo, std::int64_t hi) {
+    return hi > lo ? " (the sweep places the bound between " + std::to_string(lo) + " and " + std::to_string(hi) + ")"
+                   : "";
+}
+
+}  // namespace
+
 
 DerivedRule derive_rule(RuleForm form, const std::vector<SweptCase>& cases, std::string_view unit) {
     DerivedRule r;
@@ -151,10 +162,7 @@ DerivedRule derive_rule(RuleForm form, const std::vector<SweptCase>& cases, std:
                 r.consistent = true;
                 r.lo = max_acc;
                 r.hi = min_ref - 1;
-                r.text = "at most " + with_unit(r.lo, unit) +
-                         (r.hi > r.lo ? " (the sweep places the bound between " + std::to_string(r.lo) + " and " +
-                                            std::to_string(r.hi) + ")"
-                                      : "");
+                r.text = "at most " + with_unit(r.lo, unit) + bound_range_text(r.lo, r.hi);
             } else {
                 r.text = "no upper bound separates the accepted values from the refused ones";
             }
@@ -172,10 +180,7 @@ DerivedRule derive_rule(RuleForm form, const std::vector<SweptCase>& cases, std:
                 r.consistent = true;
                 r.lo = max_ref + 1;
                 r.hi = min_acc;
-                r.text = "at least " + with_unit(r.hi, unit) +
-                         (r.hi > r.lo ? " (the sweep places the bound between " + std::to_string(r.lo) + " and " +
-                                            std::to_string(r.hi) + ")"
-                                      : "");
+                r.text = "at least " + with_unit(r.hi, unit) + bound_range_text(r.lo, r.hi);
             } else {
                 r.text = "no lower bound separates the accepted values from the refused ones";
             }
