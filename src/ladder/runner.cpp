@@ -40,13 +40,13 @@ std::string fmt(const char* f, double v) {
     return buf;
 }
 
-// Host bytes one (shape, type) needs at the peak: operands as bytes and as
-// float64 values, a transposed copy of B, the output, and the reference rows.
 // Operand bytes as stored (elements, and mxfp4's scales).
 double operand_bytes_of(DType t, std::int64_t lines, std::int64_t k) {
     return static_cast<double>(operand_bytes(t, static_cast<std::size_t>(lines), static_cast<std::size_t>(k)));
 }
 
+// Host bytes one (shape, type) needs at the peak: operands as bytes and as
+// float64 values, a transposed copy of B, the output, and the reference rows.
 double host_bytes_needed(const Shape& s, DType t) {
     const double ma = static_cast<double>(s.m) * static_cast<double>(s.k);
     const double mb = static_cast<double>(s.k) * static_cast<double>(s.n);
