@@ -300,16 +300,19 @@ std::string roofline_cell(double tflops, const std::map<std::string, ScalarRef>&
     return ratio_text(tflops / ref->second.tflops) + " " + ref->second.mnemonic;
 }
 
-// The latest probes file that measured throughput ceilings (run ids start
-// with the UTC time); nullptr when none did.
+// How late a result file is: its run id (which starts with the UTC time),
+// then its name.
+std::pair<std::string, std::string> run_age(const ResultFile& f) {
+    return {f.table.rows.empty() ? std::string() : std::string(f.table.cell(0, "run_id")), f.name};
+}
+
+// The latest probes file that measured throughput ceilings; nullptr when none did.
 const ResultFile* latest_ceiling_run(const std::vector<ResultFile>& probes) {
     const ResultFile* latest = nullptr;
     for (const ResultFile& f : probes) {
         bool has = false;
         for (std::size_t i = 0; i < f.table.rows.size() && !has; ++i) has = is_ceiling_row(f.table, i);
-        if (has && (!latest || std::make_pair(f.table.cell(0, "run_id"), f.name) >=
-                                   std::make_pair(latest->table.cell(0, "run_id"), latest->name)))
-            latest = &f;
+        if (has && (!latest || run_age(f) >= run_age(*latest))) latest = &f;
     }
     return latest;
 }
@@ -738,14 +741,11 @@ std::string render_findings(const FindingsInput& in_unsorted) {
         return t.cell(i, "probe") + '\x1f' + t.cell(i, "path") + '\x1f' + t.cell(i, "dtype") + '\x1f' +
                t.cell(i, "quantity");
     };
-    const auto age = [](const ResultFile& f) {
-        return std::make_pair(f.table.rows.empty() ? std::string() : std::string(f.table.cell(0, "run_id")), f.name);
-    };
     std::map<std::string, const ResultFile*> latest;
     for (const ResultFile& f : in.probes)
         for (std::size_t i = 0; i < f.table.rows.size(); ++i) {
             const ResultFile*& best = latest[finding_key(f.table, i)];
-            if (!best || age(f) >= age(*best)) best = &f;
+            if (!best || run_age(f) >= run_age(*best)) best = &f;
         }
     for (const ResultFile& f : in.probes) {
         if (f.has_sidecar)
