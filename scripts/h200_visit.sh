@@ -3,7 +3,7 @@
 # build/h200, run the GPU tests, then whatever is asked for, and copy the CSV
 # and JSON results and the logs into $OUT/visit.tar.gz. The last thing printed is a short
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
-# [cpu] [bench_llm] [fp4] [splitk] [alignment] (default: tests ladder probes sass). Reads nothing outside the checkout; needs
+# [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -86,6 +86,37 @@ if has probes; then
   log "probes"
   $RIGEL probe all --out "$OUT" > "$OUT/probes.txt" 2> "$OUT/probes.err"
   summary+=("probes: rc $?")
+fi
+
+# compute-sanitizer over every CUDA rung (verify only, on a shape that is a
+# multiple of no tile) and every probe (--quick), one run per tool and target;
+# sanitizer.csv keeps each run's error count, the logs keep the reports.
+if has sanitize; then
+  log "compute-sanitizer"
+  echo "tool,target,command,rc,errors,summary" > "$OUT/sanitizer.csv"
+  for tool in memcheck racecheck synccheck initcheck; do
+    for target in ladder probes; do
+      if [ "$target" = ladder ]; then
+        args=(ladder --backend cuda --verify-only --dtype all --sizes 129x257x264 17x33x520)
+      else
+        args=(probe all --quick --out "$OUT/sanitize_probes_$tool")
+      fi
+      extra=()
+      [ "$tool" = memcheck ] && extra=(--leak-check full)
+      [ "$tool" = racecheck ] && extra=(--racecheck-report hazard)
+      timeout 240 compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 20 "$RIGEL" "${args[@]}" \
+        > "$OUT/sanitize_${tool}_${target}.log" 2>&1
+      rc=$?
+      # memcheck, synccheck, initcheck: "ERROR SUMMARY: N errors"; racecheck:
+      # "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)".
+      line=$(grep -E "(ERROR|RACECHECK) SUMMARY" "$OUT/sanitize_${tool}_${target}.log" | tail -1)
+      errors=$(sed -nE 's/.*ERROR SUMMARY: ([0-9]+) error.*/\1/p; s/.*\(([0-9]+) errors?,.*/\1/p' <<<"$line" | tail -1)
+      [ $rc -eq 124 ] && line="timed out after 240 s"
+      echo "$tool,$target,\"rigel ${args[*]}\",$rc,${errors:-},\"${line//\"/\'}\"" >> "$OUT/sanitizer.csv"
+      rm -rf "$OUT/sanitize_probes_$tool"
+      summary+=("sanitize $tool $target: rc $rc ${line:-no summary line}")
+    done
+  done
 fi
 
 # The alignment probe alone (seconds).
