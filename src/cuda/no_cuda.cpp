@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "harness/executor.hpp"
+#include "ladder/rung.hpp"
 #include "probes/probe.hpp"
 
 namespace rigel {

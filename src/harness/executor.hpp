@@ -7,9 +7,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "ladder/rung.hpp"
+#include "harness/backend.hpp"
 
 namespace rigel {
 

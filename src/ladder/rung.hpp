@@ -9,11 +9,9 @@
 #include <string_view>
 
 #include "core/dtype.hpp"
+#include "harness/backend.hpp"
 
 namespace rigel {
-
-enum class Backend : std::uint8_t { cpu, cuda };
-std::string_view name(Backend b);
 
 // How B is stored. A is always M x K row-major and C always M x N row-major.
 // k_by_n: B is K x N row-major (the textbook layout; "NN" in BLAS terms).

@@ -67,8 +67,6 @@ int resolve_threads(int requested) {
 
 }  // namespace
 
-std::string_view name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
-
 std::string Shape::str() const {
     return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
 }
