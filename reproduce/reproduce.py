@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
-"""Regenerate every table and figure rigel publishes from the committed CSVs alone.
+"""Regenerate every table, figure and finding rigel publishes from the committed CSVs alone.
 
 Reads results/<machine>/*.csv (checked first against results/MANIFEST.sha256),
 writes docs/ladder.md, the tables between the generated-table markers in
-README.md, and docs/figures/*.png when matplotlib is installed. Needs no GPU.
+README.md, FINDINGS.md (findings.py) and docs/figures/*.png (matplotlib).
+Needs no GPU and no build. A file whose content would not change is not
+rewritten, so a second run leaves the tree as it was.
 
     python3 reproduce/reproduce.py                  # check the manifest, regenerate
     python3 reproduce/reproduce.py --update-manifest  # after committing new results
+    python3 reproduce/reproduce.py --no-figures     # tables and findings only
 """
 import argparse
 import csv
 import hashlib
+import io
 import json
 import math
 import re
@@ -18,10 +22,14 @@ import sys
 from collections import OrderedDict
 from pathlib import Path
 
+import findings
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
 MANIFEST = RESULTS / "MANIFEST.sha256"
 NAIVE = "k01_cpu_naive"
+# The results FINDINGS.md is rendered from.
+FINDINGS_RESULTS = [RESULTS / "h200"]
 
 
 def sha256(path):
@@ -76,6 +84,10 @@ def read_rows(kind):
                 r["_file"] = p.name
                 r["_commit"] = meta.get("git_commit", "")[:7]
                 r["_gpu"] = meta.get("environment", {}).get("gpu_name", "")
+                # Older ladder CSVs: `gflops`; newer: `rate` in `rate_unit`
+                # (Gop/s for integer products).
+                r["_rate"] = fnum(r["rate"] if "rate" in r else r.get("gflops"))
+                r["_ops"] = r["rate_unit"] == "Gop/s" if "rate_unit" in r else r["dtype"] == "i8"
                 rows.append(r)
     return rows
 
@@ -87,11 +99,11 @@ def fnum(s):
         return math.nan
 
 
-def rate(gflops, dtype="f32"):
-    """Auto-scaled rate; int8 products count operations, not flops."""
+def rate(gflops, ops=False):
+    """Auto-scaled rate; integer products count operations, not flops."""
     if math.isnan(gflops):
         return "-"
-    big, small = ("Tops", "Gops") if dtype == "i8" else ("Tflop/s", "Gflop/s")
+    big, small = ("Tops", "Gops") if ops else ("Tflop/s", "Gflop/s")
     return f"{gflops / 1000:.1f} {big}" if gflops >= 1000 else f"{gflops:.2f} {small}"
 
 
@@ -122,18 +134,18 @@ def sass_opcodes():
 def ladder_table(rows, size):
     """The ladder at one cube size: every verified rung, naive CPU to the top."""
     shape = f"{size}x{size}x{size}"
-    sel = [r for r in rows if shape_of(r) == shape and r["status"] == "PASS" and fnum(r["gflops"]) > 0]
+    sel = [r for r in rows if shape_of(r) == shape and r["status"] == "PASS" and r["_rate"] > 0]
     sel = latest_per_key(sel, lambda r: (r["_machine"], r["rung"], r["dtype"], r["threads"]))
     naive = [r for r in sel if r["rung"] == NAIVE and r["dtype"] == "f32"]
-    base = fnum(naive[-1]["gflops"]) if naive else math.nan
+    base = naive[-1]["_rate"] if naive else math.nan
     sass = sass_opcodes()
     out = [f"| rung | backend | type | threads | rate | x naive CPU f32 | % of vendor | max scaled error | SASS | source |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in sel:
-        g = fnum(r["gflops"])
+        g = r["_rate"]
         pct = fnum(r["pct_of_vendor"])
         out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-            r["rung"], r["backend"], r["dtype"], r["threads"], rate(g, r["dtype"]),
+            r["rung"], r["backend"], r["dtype"], r["threads"], rate(g, r["_ops"]),
             "-" if math.isnan(base) else f"{g / base:,.0f}x" if g / base >= 10 else f"{g / base:.1f}x",
             "-" if math.isnan(pct) else f"{pct:.1f}%", f"{fnum(r['err_max_scaled']):.1e}",
             sass.get((r["_machine"], r["rung"]), "-" if r["backend"] == "cpu" else "library"),
@@ -165,7 +177,7 @@ CLIMB = [
 
 def climb_table(rows):
     """From the naive CPU loop to the top, with the factor over the naive loop."""
-    ok = [r for r in rows if r["status"] == "PASS" and fnum(r["gflops"]) > 0]
+    ok = [r for r in rows if r["status"] == "PASS" and r["_rate"] > 0]
     latest = {}
     for r in ok:
         latest[(r["rung"], r["dtype"], shape_of(r), r["threads"])] = r
@@ -177,7 +189,7 @@ def climb_table(rows):
     naive = find("k01_cpu_naive", "f32", 2048, "1")
     if not naive:
         return "", 0
-    base = fnum(naive["gflops"])
+    base = naive["_rate"]
     out = ["| step | rung | type | size | threads | rate | x naive | % of vendor (same run) | source |",
            "|---|---|---|---|---|---|---|---|---|"]
     n = 0
@@ -185,9 +197,9 @@ def climb_table(rows):
         r = find(rung, dtype, size, threads)
         if not r:
             continue
-        g = fnum(r["gflops"])
+        g = r["_rate"]
         pct = fnum(r["pct_of_vendor"])
-        out.append(f"| {label} | {rung} | {dtype} | {size}^3 | {r['threads']} | {rate(g, dtype)} | "
+        out.append(f"| {label} | {rung} | {dtype} | {size}^3 | {r['threads']} | {rate(g, r['_ops'])} | "
                    f"{g / base:,.0f}x | {'-' if math.isnan(pct) else f'{pct:.1f}%'} | "
                    f"{r['_machine']}/{r['_file']} |")
         n += 1
@@ -210,7 +222,7 @@ def vendor_sweep_table(rows):
     one line per (type, shape), each rung's latest measurement as a ratio to
     its baseline measured in the same run, so that where rigel loses is as
     visible as where it wins."""
-    ok = [r for r in rows if r["backend"] == "cuda" and r["status"] == "PASS" and fnum(r["gflops"]) > 0
+    ok = [r for r in rows if r["backend"] == "cuda" and r["status"] == "PASS" and r["_rate"] > 0
           and r["group"] in ("hopper", "vendor")]
     vendors_of_run = {}
     for r in ok:
@@ -238,7 +250,7 @@ def vendor_sweep_table(rows):
             if not r or not base:
                 cells.append("-")
                 continue
-            ratio = fnum(r["gflops"]) / fnum(base["gflops"])
+            ratio = r["_rate"] / base["_rate"]
             cells.append(f"{ratio:.2f}x")
             if r["_file"] not in files:
                 files.append(r["_file"])
@@ -246,11 +258,16 @@ def vendor_sweep_table(rows):
                 best = (ratio, rid, base["rung"])
         latest_run = max(rs, key=lambda x: x["run_id"])["run_id"]
         vendors = vendors_of_run[(latest_run, key[0], key[1])]
-        vtext = ", ".join(f"{v['rung'].replace('vendor_', '')} {rate(fnum(v['gflops']), key[0])}" for v in vendors)
+        vtext = ", ".join(f"{v['rung'].replace('vendor_', '')} {rate(v['_rate'], v['_ops'])}" for v in vendors)
         btext = f"{best[0]:.2f}x ({best[1]} / {best[2].replace('vendor_', '')})" if best else "-"
         out.append(f"| {key[0]} | {key[1]} | {vtext} | " + " | ".join(cells) + f" | {btext} | "
                    + ", ".join(f"{rs[0]['_machine']}/{f}" for f in files) + " |")
     return "\n".join(out), len(lines)
+
+
+def write_if_changed(path, data):
+    """Writes text or bytes to `path` only when they differ from what is there."""
+    findings.write_if_changed(path, data)
 
 
 def replace_block(text, name, body):
@@ -260,44 +277,69 @@ def replace_block(text, name, body):
     return pat.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
 
 
-def figures(rows):
+def import_pyplot():
+    """matplotlib's pyplot on the Agg backend, or None when it is not installed."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("reproduce: matplotlib not installed; figures skipped")
-        return
+        return None
+    # Byte-stable output: no version stamp in the PNG, fixed hashing in SVGs.
+    matplotlib.rcParams["svg.hashsalt"] = "rigel"
+    return plt
+
+
+def save_figure(fig, path):
+    """Saves a PNG without a software or date stamp, and rewrites the file only
+    when its bytes change."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
+    write_if_changed(path, buf.getvalue())
+
+
+def figures(rows, plt):
     figdir = ROOT / "docs" / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
     for size in (2048, 4096, 8192):
         shape = f"{size}x{size}x{size}"
-        sel = [r for r in rows if shape_of(r) == shape and r["status"] == "PASS" and fnum(r["gflops"]) > 0]
+        sel = [r for r in rows if shape_of(r) == shape and r["status"] == "PASS" and r["_rate"] > 0]
         sel = latest_per_key(sel, lambda r: (r["_machine"], r["rung"], r["dtype"], r["threads"]))
         if not sel:
             continue
         labels = [f"{r['rung']} {r['dtype']}" + (f" x{r['threads']}" if r["threads"] != "1" else "") for r in sel]
-        vals = [fnum(r["gflops"]) for r in sel]
+        vals = [r["_rate"] for r in sel]
         colors = ["#888" if r["backend"] == "cpu" else ("#c44" if r["vendor"] == "1" else "#46a") for r in sel]
         fig, ax = plt.subplots(figsize=(9, 0.28 * len(sel) + 1.2))
         ax.barh(range(len(sel)), vals, color=colors)
         ax.set_yticks(range(len(sel)), labels, fontsize=7)
         ax.invert_yaxis()
         ax.set_xscale("log")
-        ax.set_xlabel("Gflop/s (log scale), 2*M*N*K / median time")
+        ax.set_xlabel("Gflop/s (Gop/s for integer types; log scale), 2*M*N*K / median time")
         ax.set_title(f"rigel ladder at {shape} (grey: CPU, blue: own GPU rungs, red: vendor)")
         fig.tight_layout()
-        fig.savefig(figdir / f"ladder_{size}.png", dpi=110)
+        save_figure(fig, figdir / f"ladder_{size}.png")
         plt.close(fig)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--update-manifest", action="store_true")
+    ap.add_argument("--no-figures", action="store_true", help="skip docs/figures (no matplotlib needed)")
     args = ap.parse_args()
+    plt = None
+    if not args.no_figures:
+        plt = import_pyplot()
+        if plt is None:
+            sys.exit("reproduce: error: matplotlib is not installed, so the figures cannot be drawn "
+                     "(install python3-matplotlib, or pass --no-figures)")
     if args.update_manifest:
         update_manifest()
     check_manifest()
+    try:
+        findings_md = findings.render_findings(findings.load_results(FINDINGS_RESULTS))
+    except findings.FindingsError as e:
+        sys.exit(f"reproduce: error: {e}")
     rows = read_rows("ladder")
     docs = ROOT / "docs"
     docs.mkdir(exist_ok=True)
@@ -317,10 +359,13 @@ def main():
     if n:
         parts += ["\n## Hopper rungs against cuBLAS across shapes\n", table + "\n"]
         readme = replace_block(readme, "hopper-sweep", table)
-    (docs / "ladder.md").write_text("".join(parts))
-    (ROOT / "README.md").write_text(readme)
-    figures(rows)
-    print(f"reproduce: {len(rows)} ladder rows -> docs/ladder.md, README.md tables")
+    write_if_changed(docs / "ladder.md", "".join(parts))
+    write_if_changed(ROOT / "README.md", readme)
+    write_if_changed(ROOT / "FINDINGS.md", findings_md)
+    if plt:
+        figures(rows, plt)
+    print(f"reproduce: {len(rows)} ladder rows -> docs/ladder.md, README.md tables, FINDINGS.md"
+          + (", docs/figures" if plt else " (figures skipped: --no-figures)"))
 
 
 if __name__ == "__main__":
