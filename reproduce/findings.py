@@ -41,6 +41,8 @@ LADDER_COLUMNS = ["rung", "backend", "group", "dtype", "m", "n", "k", "status", 
 # A cell longer than this is cut in FINDINGS.md (the CSV keeps it whole): the
 # longest cell rigel writes today is about 5,000 characters.
 MAX_CELL_CHARS = 8000
+# The longest cell read at all (the csv module refuses longer ones).
+MAX_FIELD_CHARS = 1 << 30
 # Characters of file content shown in an error message.
 EXCERPT_CHARS = 40
 
@@ -154,6 +156,9 @@ def decode_text(data, where):
 
 def parse_csv(text, where):
     """RFC 4180 through the csv module; every record must be as wide as the header."""
+    # A huge cell is read (and cut when rendered), not refused at the csv
+    # module's default limit of 128 KiB.
+    csv.field_size_limit(MAX_FIELD_CHARS)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     records = []
     try:

@@ -22,14 +22,24 @@ import sys
 from collections import OrderedDict
 from pathlib import Path
 
-import findings
+sys.dont_write_bytecode = True  # regenerating leaves no __pycache__ in the tree
+import findings  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "results"
-MANIFEST = RESULTS / "MANIFEST.sha256"
 NAIVE = "k01_cpu_naive"
-# The results FINDINGS.md is rendered from.
-FINDINGS_RESULTS = [RESULTS / "h200"]
+
+
+def set_root(root):
+    """The tree to read and write: the checkout, or another with the same
+    layout (the tests use a temporary copy)."""
+    global ROOT, RESULTS, MANIFEST, FINDINGS_RESULTS
+    ROOT = Path(root).resolve()
+    RESULTS = ROOT / "results"
+    MANIFEST = RESULTS / "MANIFEST.sha256"
+    # The results FINDINGS.md is rendered from.
+    FINDINGS_RESULTS = [RESULTS / "h200"]
+
+
+set_root(Path(__file__).resolve().parent.parent)
 
 
 def sha256(path):
@@ -326,7 +336,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--update-manifest", action="store_true")
     ap.add_argument("--no-figures", action="store_true", help="skip docs/figures (no matplotlib needed)")
+    ap.add_argument("--root", help="the tree to regenerate (default: this checkout)")
     args = ap.parse_args()
+    if args.root:
+        set_root(args.root)
     plt = None
     if not args.no_figures:
         plt = import_pyplot()
