@@ -97,13 +97,6 @@ Shape parse_shape(const std::string& text) {
     return s;
 }
 
-std::vector<const Rung*> all_rungs() {
-    std::vector<const Rung*> out;
-    for (const auto& r : cpu_rungs()) out.push_back(&r);
-    for (const auto& r : cuda_rungs()) out.push_back(&r);
-    return out;
-}
-
 std::vector<DType> default_dtypes(Backend b) {
     if (b == Backend::cpu) return {DType::f32};
     return {DType::f32, DType::tf32, DType::f16, DType::bf16, DType::e4m3};
@@ -111,7 +104,7 @@ std::vector<DType> default_dtypes(Backend b) {
 
 void validate_request(const LadderOptions& opts, const LadderContext& ctx) {
     if (opts.shapes.empty()) throw std::invalid_argument("no sizes given");
-    const auto rungs = all_rungs();
+    const auto& rungs = ctx.rungs;
     for (const auto& f : opts.rungs) {
         const bool known = f == "all" || std::any_of(rungs.begin(), rungs.end(), [&](const Rung* r) {
                                return f == r->id || f == r->group;
@@ -166,7 +159,7 @@ void validate_request(const LadderOptions& opts, const LadderContext& ctx) {
 std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext& ctx) {
     validate_request(opts, ctx);
     const int threads = resolve_threads(opts.threads);
-    const auto rungs = all_rungs();
+    const auto& rungs = ctx.rungs;
     std::vector<ResultRow> rows;
     auto say = [&](const std::string& s) {
         if (ctx.progress) ctx.progress(s);
@@ -198,6 +191,8 @@ std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext
                         plan.push_back({r, executor_for(b, ctx)});
             }
             if (plan.empty()) continue;
+            // A stop request (SIGINT, SIGTERM) ends the run between measurements.
+            if (ctx.should_stop && ctx.should_stop()) break;
 
             const auto m = static_cast<std::size_t>(shape.m);
             const auto n = static_cast<std::size_t>(shape.n);
@@ -214,6 +209,7 @@ std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext
             std::vector<unsigned char> host_out(out_bytes(type, m * n));
 
             for (const PlannedRun& p : plan) {
+                if (ctx.should_stop && ctx.should_stop()) break;
                 const Rung& r = *p.rung;
                 Executor& ex = *p.executor;
                 ++step;
@@ -223,7 +219,7 @@ std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext
                 row.group = r.group;
                 row.dtype = name(type);
                 row.shape = shape;
-                row.vendor = r.vendor != VendorRank::none;
+                row.vendor = r.vendor;
                 row.parallel = r.parallel;
                 row.threads = (r.backend == Backend::cpu && r.parallel) ? threads : 1;
                 row.input_hash = input_hash;
@@ -316,7 +312,6 @@ std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext
 void fill_ratios(std::vector<ResultRow>& rows) {
     // Over the naive CPU rung, and as a share of the vendor library's default
     // path on the same backend (and, on the CPU, with the same threading).
-    const auto rungs = all_rungs();
     for (ResultRow& row : rows) {
         if (row.status != "PASS" || row.gflops <= 0) continue;
         for (const ResultRow& o : rows) {
@@ -324,10 +319,7 @@ void fill_ratios(std::vector<ResultRow>& rows) {
                 o.shape.k != row.shape.k || o.dtype != row.dtype)
                 continue;
             if (o.rung == kNaiveRungId) row.x_over_naive = row.gflops / o.gflops;
-            const Rung* orung = nullptr;
-            for (const Rung* r : rungs)
-                if (r->id == o.rung) orung = r;
-            if (orung && orung->vendor == VendorRank::primary && o.backend == row.backend &&
+            if (o.vendor == VendorRank::primary && o.backend == row.backend &&
                 (row.backend != "cpu" || o.parallel == row.parallel))
                 row.pct_of_vendor = 100.0 * row.gflops / o.gflops;
         }
@@ -354,7 +346,8 @@ std::vector<std::string> result_cells(const ResultRow& r, const std::string& run
     const bool ran = r.status != "SKIP";
     const auto& d = r.device;
     return {run_id, r.rung, r.backend, r.group, r.dtype, std::to_string(r.shape.m), std::to_string(r.shape.n),
-            std::to_string(r.shape.k), std::to_string(r.threads), r.status, r.reason, r.vendor ? "1" : "0",
+            std::to_string(r.shape.k), std::to_string(r.threads), r.status, r.reason,
+            r.vendor != VendorRank::none ? "1" : "0",
             timed ? num(r.timing.median_s) : "", timed ? num(r.timing.min_s) : "",
             timed ? num(r.timing.p10_s) : "", timed ? num(r.timing.p90_s) : "",
             timed ? num(r.timing.noise_rel) : "", timed ? std::to_string(r.timing.reps) : "",

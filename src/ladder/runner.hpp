@@ -48,7 +48,7 @@ struct ResultRow {
     int threads = 1;
     std::string status;  // PASS, FAIL, SKIP
     std::string reason;
-    bool vendor = false;
+    VendorRank vendor = VendorRank::none;
     bool parallel = false;
     TimingStats timing;
     double gflops = 0;
@@ -73,6 +73,13 @@ struct LadderContext {
     // Called after every (shape, type) with all rows so far, ratios filled, so
     // that an interrupted run keeps what it finished.
     std::function<void(const std::vector<ResultRow>&)> checkpoint;
+    // Asked between measurements; true ends the run early with the rows so
+    // far (the CLI's SIGINT/SIGTERM flag).
+    std::function<bool()> should_stop;
+    // The registry the run chooses from, assembled by the caller (the CLI puts
+    // the CPU and CUDA tables end to end), so that the runner never reaches
+    // for a backend's registry itself.
+    std::vector<const Rung*> rungs;
 };
 
 // Validates the request (unknown rungs, types no rung of a backend takes,
@@ -86,9 +93,6 @@ void fill_ratios(std::vector<ResultRow>& rows);
 
 // The types a backend runs when none are asked for.
 std::vector<DType> default_dtypes(Backend b);
-
-// Every registered rung, CPU first.
-std::vector<const Rung*> all_rungs();
 
 // CSV columns and cells of a result row (one row per rung, shape, type).
 std::vector<std::string> result_header();
