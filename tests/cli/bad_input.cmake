@@ -34,7 +34,6 @@ expect_error(ladder --sizes 8 --out /proc/rigel_cannot_write_here)
 expect_error(frobnicate)
 expect_error(probe nonsense_probe --out ${WORK}/out)
 expect_error(probe --out ${WORK}/out)
-expect_error(findings --results ${WORK}/no_such_folder --out ${WORK}/out/FINDINGS.md)
 
 file(READ ${WORK}/out/keep.csv kept)
 if(NOT kept STREQUAL "earlier,results\n1,2\n")
