@@ -1,23 +1,86 @@
-// Subcommand wiring (CLI11) and the ladder's printed table.
+// Subcommand wiring (CLI11), the checks of every option, and the ladder
+// command in three steps: plan (every option checked before anything runs),
+// run (with a checkpoint of the result files after every shape and type) and
+// report (the printed table, the last write, the exit code).
 #include "cli/commands.hpp"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
-#include <map>
-#include <unistd.h>
+#include <optional>
+#include <thread>
 
+#include "harness/interrupt.hpp"
 #include "harness/provenance.hpp"
 #include "harness/report_io.hpp"
 #include "harness/timing.hpp"
 #include "ladder/runner.hpp"
 
 namespace rigel::cli {
+
+std::uint64_t parse_seed(const std::string& option, const std::string& text) {
+    std::uint64_t v = 0;
+    const char* end = text.data() + text.size();
+    const auto [p, ec] = std::from_chars(text.data(), end, v);
+    // from_chars takes no sign for an unsigned type: "-1" is refused, never wrapped to 2^64-1.
+    if (text.empty() || ec != std::errc() || p != end)
+        throw std::invalid_argument(option + " '" + text + "' is not an integer from 0 to 18446744073709551615");
+    return v;
+}
+
+double parse_seconds(const std::string& option, const std::string& text) {
+    double v = 0;
+    const char* end = text.data() + text.size();
+    const auto [p, ec] = std::from_chars(text.data(), end, v);
+    if (text.empty() || ec != std::errc() || p != end || !std::isfinite(v) || v < 0 || v > kMaxMeasureSeconds) {
+        char max[16];
+        std::snprintf(max, sizeof max, "%g", kMaxMeasureSeconds);
+        throw std::invalid_argument(option + " '" + text + "' is not a number of seconds from 0 to " + max);
+    }
+    return v;
+}
+
+int parse_threads(const std::string& option, const std::string& text) {
+    const unsigned hw = std::thread::hardware_concurrency();
+    int v = 0;
+    const char* end = text.data() + text.size();
+    const auto [p, ec] = std::from_chars(text.data(), end, v);
+    const std::string range = hw ? "from 0 (all) to " + std::to_string(hw) + ", this machine's hardware threads"
+                                 : "of at least 0 (all)";
+    if (text.empty() || ec != std::errc() || p != end || v < 0 || (hw && static_cast<unsigned>(v) > hw))
+        throw std::invalid_argument(option + " '" + text + "' is not a thread count " + range);
+    return v;
+}
+
 namespace {
 
+std::vector<std::string> given_options(const CLI::App& cmd) {
+    std::vector<std::string> out;
+    for (const CLI::Option* o : cmd.get_options())
+        if (o->count() > 0) out.push_back(o->get_name());
+    return out;
+}
+
+}  // namespace
+
+void refuse_beside(const CLI::App& cmd, const std::string& option, const std::vector<std::string>& conflicting) {
+    if (cmd.count(option) == 0) return;
+    for (const std::string& other : given_options(cmd))
+        if (other != option && (conflicting.empty() || std::find(conflicting.begin(), conflicting.end(), other) !=
+                                                           conflicting.end()))
+            throw std::invalid_argument(option + " takes no " + other + (conflicting.empty() ? " (nor any other option)"
+                                                                                             : " (it would be ignored)"));
+}
+
+void check_out_option(const CLI::App& cmd, const std::string& out) {
+    if (cmd.count("--out") && out.empty()) throw std::invalid_argument("--out needs a folder name");
+}
+
+namespace {
 
 std::string opt(const char* f, double v) {
     if (!std::isfinite(v)) return "-";
@@ -49,26 +112,20 @@ void print_table(const std::vector<ResultRow>& rows) {
     std::fflush(stdout);
 }
 
-std::filesystem::path unique_path(const std::filesystem::path& dir, const std::string& stem, const std::string& ext,
-                                  const std::string& run_id) {
-    auto p = dir / (stem + ext);
-    if (!std::filesystem::exists(p)) return p;
-    return dir / (stem + "_" + run_id + ext);
-}
-
+// The options as typed: numbers stay text until plan_ladder checks them.
 struct LadderArgs {
     std::string backend = "cpu";
     std::vector<std::string> sizes;
     std::vector<std::string> dtypes;
     std::vector<std::string> rungs;
     std::string recipe = "uniform";
-    std::uint64_t seed = 1;
-    int threads = 0;
+    std::string seed = "1";
+    std::string threads = "0";
     std::string out;
     bool force = false;
     bool verify_only = false;
     bool list = false;
-    double warmup = -1, min_time = -1;
+    std::string warmup, min_time;
 };
 
 // Every registered rung, CPU first. The program is where the registries
@@ -89,12 +146,42 @@ void list_rungs() {
     }
 }
 
-int run_ladder_command(const LadderArgs& a) {
-    if (a.list) {
-        list_rungs();
-        return 0;
-    }
+// What the ladder command will do, every option checked.
+struct LadderPlan {
     LadderOptions opts;
+    std::string backend;  // as asked: cpu, cuda or all
+    std::string out;      // empty: print only
+};
+
+// The rungs of the selected backends that --rungs selects (ids, groups, all).
+std::vector<const Rung*> selected_rungs(const LadderOptions& opts) {
+    std::vector<const Rung*> out;
+    for (const Rung* r : all_rungs()) {
+        if (std::find(opts.backends.begin(), opts.backends.end(), r->backend) == opts.backends.end()) continue;
+        if (opts.rungs.empty() || std::any_of(opts.rungs.begin(), opts.rungs.end(), [&](const std::string& f) {
+                return f == r->id || f == r->group || f == "all";
+            }))
+            out.push_back(r);
+    }
+    return out;
+}
+
+template <typename T>
+void refuse_repeats(const std::string& option, const std::vector<T>& values, const std::vector<std::string>& texts) {
+    for (std::size_t i = 0; i < values.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            if (values[i] == values[j])
+                throw std::invalid_argument(option + " names " + texts[j] + " twice (as '" + texts[i] + "')");
+}
+
+LadderPlan plan_ladder(const LadderArgs& a, const CLI::App& cmd) {
+    refuse_beside(cmd, "--verify-only", {"--warmup", "--min-time"});
+    check_out_option(cmd, a.out);
+
+    LadderPlan p;
+    p.backend = a.backend;
+    p.out = a.out;
+    LadderOptions& opts = p.opts;
     if (a.backend == "cpu")
         opts.backends = {Backend::cpu};
     else if (a.backend == "cuda")
@@ -107,122 +194,147 @@ int run_ladder_command(const LadderArgs& a) {
     // The embedded default: the CPU ladder at two sizes, about a minute on two cores.
     const std::vector<std::string> sizes = a.sizes.empty() ? std::vector<std::string>{"512", "1024"} : a.sizes;
     for (const auto& s : sizes) opts.shapes.push_back(parse_shape(s));
-    for (const auto& d : a.dtypes) {
-        if (d == "all") {
-            for (const auto& t : dtype_table()) opts.dtypes.push_back(t.type);
-            continue;
-        }
-        auto t = parse_dtype(d);
-        if (!t) throw std::invalid_argument("unknown type '" + d + "'");
-        opts.dtypes.push_back(*t);
-    }
-    if (!opts.dtypes.empty() && std::find(a.dtypes.begin(), a.dtypes.end(), "all") != a.dtypes.end()) {
-        // "all" means every type some selected backend takes.
-        std::vector<DType> kept;
-        for (DType t : opts.dtypes)
-            for (const Rung* r : all_rungs())
-                if ((r->dtypes & dtype_bit(t)) &&
-                    std::find(opts.backends.begin(), opts.backends.end(), r->backend) != opts.backends.end()) {
-                    kept.push_back(t);
-                    break;
-                }
-        opts.dtypes = kept;
-    }
+    std::vector<std::string> shape_names;
+    for (const Shape& s : opts.shapes) shape_names.push_back(s.str());
+    refuse_repeats("--sizes", shape_names, sizes);
+
     opts.rungs = a.rungs;
+    const auto rungs = selected_rungs(opts);
+    const bool all_types = std::find(a.dtypes.begin(), a.dtypes.end(), "all") != a.dtypes.end();
+    if (all_types && a.dtypes.size() > 1) throw std::invalid_argument("--dtype all takes no other type beside it");
+    if (all_types) {
+        // Every type some selected rung takes (none in a build without the
+        // selected backend: the run then says the backend is absent).
+        for (const auto& t : dtype_table())
+            if (std::any_of(rungs.begin(), rungs.end(), [&](const Rung* r) { return r->dtypes & dtype_bit(t.type); }))
+                opts.dtypes.push_back(t.type);
+    } else {
+        for (const auto& d : a.dtypes) {
+            const auto t = parse_dtype(d);
+            if (!t) throw std::invalid_argument("unknown type '" + d + "'");
+            opts.dtypes.push_back(*t);
+        }
+        refuse_repeats("--dtype", opts.dtypes, a.dtypes);
+    }
+
     const auto recipe = parse_recipe(a.recipe);
     if (!recipe) throw std::invalid_argument("unknown recipe '" + a.recipe + "' (uniform, normal, small_int, hostile)");
     opts.recipe = *recipe;
-    opts.seed = a.seed;
-    if (a.threads < 0) throw std::invalid_argument("--threads must be >= 0");
-    opts.threads = a.threads;
+    opts.seed = parse_seed("--seed", a.seed);
+    opts.threads = parse_threads("--threads", a.threads);
+    if (cmd.count("--threads") &&
+        std::none_of(rungs.begin(), rungs.end(), [](const Rung* r) { return r->backend == Backend::cpu && r->parallel; }))
+        throw std::invalid_argument("--threads is used by no selected rung (only parallel CPU rungs take it)");
     opts.force = a.force;
     opts.verify_only = a.verify_only;
-    opts.cpu_timing = TimingConfig{0.1, 0.5, 3, 200, 20.0};
-    opts.gpu_timing = TimingConfig{0.3, 0.5, 10, 2000, 10.0};
+    opts.cpu_timing = TimingConfig{.warmup_s = 0.1, .min_time_s = 0.5, .min_reps = 3, .max_reps = 200, .max_time_s = 20.0};
+    opts.gpu_timing = TimingConfig{.warmup_s = 0.3, .min_time_s = 0.5, .min_reps = 10, .max_reps = 2000, .max_time_s = 10.0};
     for (TimingConfig* tc : {&opts.cpu_timing, &opts.gpu_timing}) {
-        if (a.warmup >= 0) tc->warmup_s = a.warmup;
-        if (a.min_time >= 0) tc->min_time_s = a.min_time;
+        if (cmd.count("--warmup")) tc->warmup_s = parse_seconds("--warmup", a.warmup);
+        if (cmd.count("--min-time")) tc->min_time_s = parse_seconds("--min-time", a.min_time);
+        // The cap for slow rungs never cuts the span asked for.
+        tc->max_time_s = std::max(tc->max_time_s, tc->min_time_s);
     }
+    return p;
+}
 
-    auto cpu = make_host_executor();
-    auto cuda = make_cuda_executor();
-    LadderContext ctx{cpu.get(), cuda.get(), [](const std::string& s) { std::fprintf(stderr, "rigel: %s\n", s.c_str()); }, {}, {}, all_rungs()};
-    if (a.backend == "cuda" && !cuda->unavailable_reason().empty())
-        throw DeviceUnavailable("skipped: " + cuda->unavailable_reason());
-
-    // Check everything the run will need before anything runs or is written.
-    validate_request(opts, ctx);
-    if (!a.out.empty()) ensure_writable_dir(a.out);
-
-    const std::string run_id = make_run_id();
-
-    // The CSV and its sidecar are rewritten (atomically) after every shape and
-    // type, so a run that is interrupted keeps what it finished; the sidecar's
-    // "complete" says whether the run reached its end.
-    std::filesystem::path csv_path, json_path;
-    std::vector<std::pair<std::string, std::string>> device_facts;
-    Environment env;
-    GitState git;
-    if (!a.out.empty()) {
-        if (std::find(opts.backends.begin(), opts.backends.end(), Backend::cuda) != opts.backends.end())
-            device_facts = cuda->describe();
-        for (const auto& f : cpu->describe()) device_facts.push_back(f);
-        env = collect_environment(device_facts);
-        git = git_state();
-        const std::string stem = utc_date() + "_" + git.commit.substr(0, 7) + "_ladder";
-        csv_path = unique_path(a.out, stem, ".csv", run_id);
-        json_path = csv_path.parent_path() / (csv_path.stem().string() + ".json");
+// The run's CSV and sidecar: claimed before the first measurement, rewritten
+// after every shape and type.
+class LadderFiles {
+public:
+    LadderFiles(const LadderPlan& p, const std::string& run_id, const GitState& git, Environment env)
+        : plan_(p), files_(p.out, utc_date() + "_" + git.commit.substr(0, 7) + "_ladder", run_id) {
+        side_.run_id = run_id;
+        side_.what = "ladder";
+        side_.git = git;
+        side_.env = std::move(env);
+        side_.seed = p.opts.seed;
     }
-    auto write_results = [&](const std::vector<ResultRow>& rows, bool complete) {
-        if (a.out.empty()) return;
+    void write(const std::vector<ResultRow>& rows, bool complete, bool interrupted) {
         std::vector<std::vector<std::string>> cells;
-        int failed_rows = 0;
-        for (const auto& r : rows) {
-            cells.push_back(result_cells(r, run_id, opts.recipe, opts.seed));
-            failed_rows += r.status == "FAIL";
-        }
-        JsonObject env_json;
-        for (const auto& [k, v] : env.facts) env_json.str(k, v);
+        int failed = 0;
         std::vector<std::string> shapes, types;
-        for (const auto& s : opts.shapes) shapes.push_back(s.str());
-        for (const auto& r : rows)
+        for (const auto& s : plan_.opts.shapes) shapes.push_back(s.str());
+        for (const auto& r : rows) {
+            cells.push_back(result_cells(r, side_.run_id, plan_.opts.recipe, plan_.opts.seed));
+            failed += r.status == "FAIL";
             if (std::find(types.begin(), types.end(), r.dtype) == types.end()) types.push_back(r.dtype);
-        JsonObject side;
-        side.str("run_id", run_id)
-            .str("what", "ladder")
-            .str("csv", csv_path.filename().string())
-            .str("tool", "rigel")
-            .str("tool_version", tool_version())
-            .str("git_commit", git.commit)
-            .boolean("git_dirty", git.dirty)
-            .str("recipe", std::string(name(opts.recipe)))
-            .integer("seed", static_cast<long long>(opts.seed))
+        }
+        side_.complete = complete;
+        side_.interrupted = interrupted;
+        side_.details = JsonObject{};
+        side_.details.str("recipe", std::string(name(plan_.opts.recipe)))
             .array_of_str("shapes", shapes)
             .array_of_str("dtypes", types)
-            .str("backend", a.backend)
-            .boolean("complete", complete)
-            .integer("rows", static_cast<long long>(rows.size()))
-            .integer("failed", failed_rows)
-            .str("environment_hash", env.hash)
-            .object("environment", env_json);
-        write_file_atomic(csv_path, to_csv(result_header(), cells));
-        write_file_atomic(json_path, side.dump() + "\n");
-    };
-    ctx.checkpoint = [&](const std::vector<ResultRow>& rows) { write_results(rows, false); };
-
-    const auto rows = run_ladder(opts, ctx);
-    print_table(rows);
-    int failed = 0;
-    for (const auto& r : rows) failed += r.status == "FAIL";
-    if (!a.out.empty()) {
-        write_results(rows, true);
-        std::fprintf(stderr, "rigel: wrote %s and %s\n", csv_path.c_str(), json_path.filename().c_str());
+            .str("backend", plan_.backend)
+            .integer("failed", failed);
+        files_.write(result_header(), cells, side_);
     }
+    const ResultFiles& files() const { return files_; }
+private:
+    const LadderPlan& plan_;
+    ResultFiles files_;
+    Sidecar side_;
+};
+
+int report_ladder(const std::vector<ResultRow>& rows, LadderFiles* files) {
+    print_table(rows);
+    const int stopped_by = stop_signal();
+    if (files) {
+        files->write(rows, stopped_by == 0, stopped_by != 0);
+        std::fprintf(stderr, "rigel: %s %zu row(s) in %s and %s\n", stopped_by ? "interrupted: kept" : "wrote",
+                     rows.size(), files->files().csv().c_str(), files->files().json().filename().c_str());
+    } else if (stopped_by) {
+        std::fprintf(stderr, "rigel: interrupted after %zu row(s); nothing written (no --out)\n", rows.size());
+    }
+    if (stopped_by) return 128 + stopped_by;
+    const auto failed = std::count_if(rows.begin(), rows.end(), [](const ResultRow& r) { return r.status == "FAIL"; });
     if (failed) {
-        std::fprintf(stderr, "rigel: %d rung(s) FAILED verification\n", failed);
+        std::fprintf(stderr, "rigel: %d rung(s) FAILED verification\n", static_cast<int>(failed));
         return 1;
     }
     return 0;
+}
+
+int run_ladder_command(const LadderArgs& a, const CLI::App& cmd) {
+    refuse_beside(cmd, "--list", {});
+    if (a.list) {
+        list_rungs();
+        return 0;
+    }
+    const LadderPlan plan = plan_ladder(a, cmd);
+
+    auto cpu = make_host_executor();
+    auto cuda = make_cuda_executor();
+    LadderContext ctx{.cpu = cpu.get(),
+                      .cuda = cuda.get(),
+                      .progress = [](const std::string& s) { std::fprintf(stderr, "rigel: %s\n", s.c_str()); },
+                      .checkpoint = {},
+                      .should_stop = stop_requested,
+                      .rungs = all_rungs()};
+    if (plan.backend == "cuda" && !cuda->unavailable_reason().empty())
+        throw DeviceUnavailable("skipped: " + cuda->unavailable_reason());
+
+    // Check everything the run will need before anything runs or is written.
+    validate_request(plan.opts, ctx);
+    install_stop_handlers();
+    std::optional<LadderFiles> files;
+    if (!plan.out.empty()) {
+        ensure_writable_dir(plan.out);
+        std::vector<std::pair<std::string, std::string>> device_facts;
+        if (std::find(plan.opts.backends.begin(), plan.opts.backends.end(), Backend::cuda) != plan.opts.backends.end())
+            device_facts = cuda->describe();
+        for (const auto& f : cpu->describe()) device_facts.push_back(f);
+        // The pair is claimed and written at once, before the first rung: an
+        // interrupted run leaves files that say so, and a failed write shows
+        // before anything was measured.
+        const WriteGuard guard;
+        files.emplace(plan, make_run_id(), git_state(), collect_environment(device_facts));
+        files->write({}, false, false);
+        ctx.checkpoint = [&](const std::vector<ResultRow>& rows) { files->write(rows, false, false); };
+    }
+    const auto rows = run_ladder(plan.opts, ctx);
+    return report_ladder(rows, files ? &*files : nullptr);
 }
 
 int run_env_command() {
@@ -253,17 +365,22 @@ int run(int argc, char** argv) {
     auto* ladder = app.add_subcommand("ladder", "Run the ladder: every rung verified against float64, then timed");
     ladder->add_option("--backend", la.backend, "cpu, cuda or all")->capture_default_str();
     ladder->add_option("--sizes", la.sizes, "N (cube) or MxNxK, several allowed (default: 512 1024)");
-    ladder->add_option("--dtype", la.dtypes, "operand types (f64 f32 tf32 f16 bf16 e4m3 e5m2 e2m1 i8, or all)");
+    ladder->add_option("--dtype", la.dtypes,
+                       "operand types (f64 f32 tf32 f16 bf16 e4m3 e5m2 e2m1 mxfp4 i8), or all: every type the "
+                       "selected rungs take");
     ladder->add_option("--rungs", la.rungs, "rung ids or groups (cpu simt tensor hopper vendor)");
     ladder->add_option("--recipe", la.recipe, "input recipe: uniform normal small_int hostile")->capture_default_str();
-    ladder->add_option("--seed", la.seed, "input seed")->capture_default_str();
-    ladder->add_option("--threads", la.threads, "CPU threads for parallel rungs (0: all)")->capture_default_str();
-    ladder->add_option("--out", la.out, "folder for the CSV and its JSON sidecar");
-    ladder->add_option("--warmup", la.warmup, "warm-up seconds per measurement");
-    ladder->add_option("--min-time", la.min_time, "minimum timed seconds per measurement");
+    ladder->add_option("--seed", la.seed, "input seed, 0 to 2^64-1")->capture_default_str();
+    ladder->add_option("--threads", la.threads,
+                       "threads for the parallel CPU rungs, up to the machine's hardware threads (0: all)")
+        ->capture_default_str();
+    ladder->add_option("--out", la.out, "folder for the CSV and its JSON sidecar (none: print only)");
+    ladder->add_option("--warmup", la.warmup, "warm-up seconds per measurement, 0 to 60 (default: CPU 0.1, GPU 0.3)");
+    ladder->add_option("--min-time", la.min_time, "minimum timed seconds per measurement, 0 to 60 (default 0.5; sampling also ends "
+                       "at 200 repetitions on the CPU, 2000 on the GPU)");
     ladder->add_flag("--force", la.force, "run rungs past their default size limit");
     ladder->add_flag("--verify-only", la.verify_only, "verify every rung; time none");
-    ladder->add_flag("--list", la.list, "list the rungs and what each adds");
+    ladder->add_flag("--list", la.list, "list the rungs and what each adds (takes no other option)");
 
     const auto hooks = add_probe_commands(app);
 
@@ -277,7 +394,7 @@ int run(int argc, char** argv) {
         throw std::invalid_argument(e.what());
     }
     if (env->parsed()) return run_env_command();
-    if (ladder->parsed()) return run_ladder_command(la);
+    if (ladder->parsed()) return run_ladder_command(la, *ladder);
     for (const auto& h : hooks)
         if (h.app->parsed()) return h.run();
     return 2;

@@ -1,7 +1,9 @@
 // The subcommands: env, ladder (and, as they land, probe, findings, report).
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace CLI { class App; }
@@ -22,6 +24,21 @@ struct SubcommandHook {
     CLI::App* app;
     std::function<int()> run;
 };
+
+// Numeric options arrive as text and are checked here, so that a negative,
+// non-finite, out-of-range or overflowing value gets one line naming the
+// option instead of meaning a default, a clamp or a wrapped number.
+std::uint64_t parse_seed(const std::string& option, const std::string& text);
+// Seconds from 0 to kMaxMeasureSeconds (harness/timing.hpp).
+double parse_seconds(const std::string& option, const std::string& text);
+// 0 (all) up to the machine's hardware threads.
+int parse_threads(const std::string& option, const std::string& text);
+
+// Refuses `option` given together with any of `conflicting` (empty: with any
+// other option of `cmd`), naming both.
+void refuse_beside(const CLI::App& cmd, const std::string& option, const std::vector<std::string>& conflicting);
+// Refuses `--out ""`: an empty folder name would run everything and keep nothing.
+void check_out_option(const CLI::App& cmd, const std::string& out);
 
 // `probe` and `findings` (src/cli/probe_commands.cpp).
 std::vector<SubcommandHook> add_probe_commands(CLI::App& app);

@@ -5,12 +5,14 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "harness/executor.hpp"
+#include "harness/interrupt.hpp"
 #include "harness/provenance.hpp"
 #include "harness/report_io.hpp"
 #include "probes/probe.hpp"
@@ -100,12 +102,20 @@ int run_probe_command(const ProbeArgs& a, const CLI::App& cmd) {
         .array_of_str("probes", names)
         .object("questions", questions)
         .integer("failed_probes", errors);
-    const ResultFiles files(a.out, utc_date() + "_" + side.git.commit.substr(0, 7) + "_probes", run_id);
-    files.write(probe_csv_header(), probe_csv_rows(runs, run_id), side);
+    // A signal while the files are claimed and written waits for both (the
+    // probes themselves are not interruptible: until here it ends the run).
+    install_stop_handlers();
+    std::optional<ResultFiles> files;
+    {
+        const WriteGuard claimed_and_written;
+        files.emplace(a.out, utc_date() + "_" + side.git.commit.substr(0, 7) + "_probes", run_id);
+        files->write(probe_csv_header(), probe_csv_rows(runs, run_id), side);
+    }
 
     std::printf("\n%s", probe_summary_table(runs).c_str());
     std::fflush(stdout);
-    std::fprintf(stderr, "rigel: wrote %s and %s\n", files.csv().c_str(), files.json().filename().c_str());
+    std::fprintf(stderr, "rigel: wrote %s and %s\n", files->csv().c_str(), files->json().filename().c_str());
+    if (stop_requested()) return 128 + stop_signal();
     if (errors) {
         std::fprintf(stderr, "rigel: %d probe(s) FAILED (see the error rows)\n", errors);
         return 1;

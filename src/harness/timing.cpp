@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <stdexcept>
 
 namespace rigel {
 namespace {
@@ -38,7 +39,25 @@ TimingStats summarize(std::vector<double> samples) {
     return s;
 }
 
+void check_timing_config(const TimingConfig& cfg) {
+    auto seconds = [](const char* what, double v) {
+        if (!std::isfinite(v) || v < 0 || v > kMaxMeasureSeconds) {
+            char buf[160];
+            std::snprintf(buf, sizeof buf, "%s must be a number of seconds from 0 to %g (got %g)", what,
+                          kMaxMeasureSeconds, v);
+            throw std::invalid_argument(buf);
+        }
+    };
+    seconds("warm-up", cfg.warmup_s);
+    seconds("minimum timed span", cfg.min_time_s);
+    if (!std::isfinite(cfg.max_time_s) || cfg.max_time_s <= 0)
+        throw std::invalid_argument("the timing cap must be a finite, positive number of seconds");
+    if (cfg.min_reps < 1 || cfg.max_reps < cfg.min_reps)
+        throw std::invalid_argument("repetitions must satisfy 1 <= min_reps <= max_reps");
+}
+
 TimingStats measure(const std::function<double()>& sample, const TimingConfig& cfg) {
+    check_timing_config(cfg);
     using clock = std::chrono::steady_clock;
     const auto since = [](clock::time_point t0) {
         return std::chrono::duration<double>(clock::now() - t0).count();

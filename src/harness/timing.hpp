@@ -8,6 +8,11 @@
 
 namespace rigel {
 
+// The longest warm-up, and the longest minimum timed span, of one measurement:
+// a ladder of about 40 rungs at a few sizes stays within hours even at this
+// bound, and a clock or a cache settles in well under a second.
+inline constexpr double kMaxMeasureSeconds = 60.0;
+
 struct TimingConfig {
     double warmup_s = 0.2;    // run untimed until this much time has passed (clocks settle)
     double min_time_s = 0.5;  // keep sampling until the samples add up to this...
@@ -22,7 +27,14 @@ struct TimingStats {
     int reps = 0;
 };
 
-// `sample` runs one repetition and returns its duration in seconds.
+// Throws std::invalid_argument, naming the field, unless warmup_s and
+// min_time_s lie in [0, kMaxMeasureSeconds], max_time_s is finite and
+// positive, and 1 <= min_reps <= max_reps.
+void check_timing_config(const TimingConfig& cfg);
+
+// `sample` runs one repetition and returns its duration in seconds. The
+// configuration is checked first (check_timing_config), so that no setting
+// can make it run forever.
 TimingStats measure(const std::function<double()>& sample, const TimingConfig& cfg);
 
 // Statistics of an arbitrary set of durations (exposed for tests).

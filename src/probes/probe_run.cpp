@@ -120,20 +120,4 @@ std::string probe_summary_table(const std::vector<ProbeRun>& runs) {
     return out;
 }
 
-std::string free_stem(const std::filesystem::path& dir, const std::string& stem, const std::string& suffix,
-                      const std::vector<std::string>& exts) {
-    auto taken = [&](const std::string& s) {
-        for (const auto& e : exts)
-            if (std::filesystem::exists(dir / (s + e))) return true;
-        return false;
-    };
-    if (!taken(stem)) return stem;
-    const std::string base = stem + "_" + suffix;
-    if (!taken(base)) return base;
-    for (int i = 2;; ++i) {
-        const std::string s = base + "_" + std::to_string(i);
-        if (!taken(s)) return s;
-    }
-}
-
 }  // namespace rigel

@@ -8,7 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/report_io.hpp"  // write_file_new
 #include "probes/probe.hpp"
 
 namespace rigel {
@@ -38,10 +37,5 @@ std::vector<std::vector<std::string>> probe_csv_rows(const std::vector<ProbeRun>
 // The short table printed at the end: probe, quantity, measured, relation;
 // confirmations are counted per probe, everything else is listed.
 std::string probe_summary_table(const std::vector<ProbeRun>& runs);
-
-// A stem in `dir` such that none of `exts` exists under it yet: `stem`, or
-// `stem`_`suffix` when taken (then _2, _3, ... after that).
-std::string free_stem(const std::filesystem::path& dir, const std::string& stem, const std::string& suffix,
-                      const std::vector<std::string>& exts);
 
 }  // namespace rigel

@@ -2,18 +2,41 @@
 // gate, timing statistics, the writers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "core/recipe.hpp"
 #include "core/reference.hpp"
 #include "harness/report_io.hpp"
 #include "harness/timing.hpp"
 #include "ladder/runner.hpp"
+#include "temp_dir.hpp"
 
 using namespace rigel;
+
+namespace {
+
+std::string read_file(const std::filesystem::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+std::vector<std::string> names_in(const std::filesystem::path& dir) {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+}  // namespace
 
 TEST(Shape, ParsesCubesAndTriples) {
     const Shape c = parse_shape("17");
@@ -180,11 +203,28 @@ TEST(Timing, SummaryStatistics) {
 
 TEST(Timing, MeasureHonoursMinimumRepsAndTime) {
     int calls = 0;
-    TimingConfig cfg{0.0, 0.01, 7, 100, 5.0};
+    const TimingConfig cfg{.warmup_s = 0.0, .min_time_s = 0.01, .min_reps = 7, .max_reps = 100, .max_time_s = 5.0};
     const TimingStats s = measure([&] { ++calls; return 0.001; }, cfg);
-    EXPECT_GE(s.reps, 7);
-    EXPECT_GE(s.reps * 0.001, 0.01 - 1e-12);
-    EXPECT_GT(calls, s.reps - 1);  // warm-up ran at least once
+    // Seven reps add up to 0.007 s: the 0.01 s minimum asks for ten, no more.
+    EXPECT_EQ(s.reps, 10);
+    // A zero warm-up still runs one untimed repetition, and only one.
+    EXPECT_EQ(calls, s.reps + 1);
+}
+
+TEST(Timing, MeasureRefusesSettingsThatCouldRunForever) {
+    const double inf = std::numeric_limits<double>::infinity();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    int calls = 0;
+    const auto sample = [&] { ++calls; return 0.001; };
+    for (double bad : {inf, nan, -1.0, kMaxMeasureSeconds * 2, 1e9}) {
+        EXPECT_THROW(measure(sample, TimingConfig{.warmup_s = bad}), std::invalid_argument) << bad;
+        EXPECT_THROW(measure(sample, TimingConfig{.min_time_s = bad}), std::invalid_argument) << bad;
+    }
+    EXPECT_THROW(measure(sample, TimingConfig{.max_time_s = inf}), std::invalid_argument);
+    EXPECT_THROW(measure(sample, TimingConfig{.min_reps = 0}), std::invalid_argument);
+    EXPECT_THROW(measure(sample, TimingConfig{.min_reps = 10, .max_reps = 5}), std::invalid_argument);
+    EXPECT_EQ(calls, 0) << "a refused setting runs nothing";
+    EXPECT_NO_THROW(check_timing_config(TimingConfig{.warmup_s = kMaxMeasureSeconds, .min_time_s = 0}));
 }
 
 TEST(ReportIo, CsvQuotesAndRejectsRaggedRows) {
@@ -196,18 +236,72 @@ TEST(ReportIo, CsvQuotesAndRejectsRaggedRows) {
 }
 
 TEST(ReportIo, AtomicWriteReplacesWholeFile) {
-    const auto dir = std::filesystem::temp_directory_path() / "rigel_test_io";
-    std::filesystem::create_directories(dir);
+    const test::TempDir dir;
     const auto p = dir / "x.csv";
     write_file_atomic(p, "first\n");
     write_file_atomic(p, "second\n");
-    std::ifstream f(p);
-    std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    EXPECT_EQ(s, "second\n");
-    std::size_t n = 0;
-    for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(dir)) ++n;
-    EXPECT_EQ(n, 1u) << "no temporary file left behind";
-    std::filesystem::remove_all(dir);
+    EXPECT_EQ(read_file(p), "second\n");
+    EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"x.csv"}) << "no temporary file left behind";
+}
+
+TEST(ReportIo, AtomicWriteThatFailsLeavesNoTemporaryFile) {
+    const test::TempDir dir;
+    // Renaming a file over a folder fails after the temporary file is written.
+    std::filesystem::create_directory(dir / "taken.csv");
+    EXPECT_THROW(write_file_atomic(dir / "taken.csv", "x\n"), std::runtime_error);
+    EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"taken.csv"});
+}
+
+TEST(ClaimStem, TakesTheFirstStemWhoseEveryNameIsFreeAndTouchesNothing) {
+    const test::TempDir dir;
+    const std::vector<std::string> exts{".csv", ".json"};
+    EXPECT_EQ(claim_stem(dir.path(), "d_c_ladder", "RUN", exts), "d_c_ladder");
+    // Only the sidecar's name is taken, by someone else: the CSV name beside it
+    // is not enough.
+    std::ofstream(dir / "d_c_ladder_RUN.json") << "theirs";
+    EXPECT_EQ(claim_stem(dir.path(), "d_c_ladder", "RUN", exts), "d_c_ladder_RUN_2");
+    EXPECT_EQ(claim_stem(dir.path(), "d_c_ladder", "RUN", exts), "d_c_ladder_RUN_3");
+    EXPECT_EQ(read_file(dir / "d_c_ladder_RUN.json"), "theirs");
+    EXPECT_FALSE(std::filesystem::exists(dir / "d_c_ladder_RUN.csv")) << "a failed claim releases what it took";
+    EXPECT_EQ(names_in(dir.path()).size(), 7u);
+}
+
+TEST(ClaimStem, RacingClaimsGetDifferentStems) {
+    const test::TempDir dir;
+    constexpr int kRuns = 8;
+    std::vector<std::string> got(kRuns);
+    std::vector<std::thread> runs;
+    for (int i = 0; i < kRuns; ++i)
+        runs.emplace_back([&, i] { got[i] = claim_stem(dir.path(), "d_c_ladder", "RUN", {".csv", ".json"}); });
+    for (auto& t : runs) t.join();
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(std::adjacent_find(got.begin(), got.end()), got.end()) << "two runs claimed one stem";
+    EXPECT_EQ(names_in(dir.path()).size(), 2u * kRuns);
+}
+
+TEST(ResultFiles, SidecarCountsTheRowsBesideItAndEarlierFilesStay) {
+    const test::TempDir dir;
+    std::ofstream(dir / "d_c_ladder.csv") << "earlier\n";
+    const ResultFiles files(dir.path(), "d_c_ladder", "RUN");
+    EXPECT_EQ(files.csv().filename(), "d_c_ladder_RUN.csv");
+    EXPECT_EQ(files.json().filename(), "d_c_ladder_RUN.json");
+    Sidecar side;
+    side.run_id = "RUN";
+    side.what = "ladder";
+    side.seed = 18446744073709551615ull;
+    side.details.str("backend", "cpu");
+    files.write({"a", "b"}, {{"1", "2"}}, side);
+    side.interrupted = true;
+    files.write({"a", "b"}, {{"1", "2"}, {"3", "4"}}, side);
+    EXPECT_EQ(read_file(files.csv()), "a,b\n1,2\n3,4\n");
+    const std::string json = read_file(files.json());
+    EXPECT_NE(json.find("\"rows\": 2,"), std::string::npos) << json;
+    EXPECT_NE(json.find("\"csv\": \"d_c_ladder_RUN.csv\""), std::string::npos) << json;
+    EXPECT_NE(json.find("\"seed\": 18446744073709551615,"), std::string::npos) << json;
+    EXPECT_NE(json.find("\"interrupted\": true"), std::string::npos) << json;
+    EXPECT_NE(json.find("\"backend\": \"cpu\""), std::string::npos) << json;
+    EXPECT_EQ(read_file(dir / "d_c_ladder.csv"), "earlier\n");
+    EXPECT_EQ(names_in(dir.path()).size(), 3u) << "no temporary file left behind";
 }
 
 TEST(ReportIo, JsonEscapesAndNests) {
