@@ -9,10 +9,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 # The device machine's copy of .git holds no history, so the commit comes with
 # the tree: scripts/stage_visit.sh exports the committed HEAD into .visit/ (with
-# its commit id in .visit/COMMIT); this script builds that export when present.
+# its commit id in .visit/COMMIT, which the build embeds in the binary); this
+# script builds that export when present.
 if [ -f .visit/COMMIT ]; then
   cd .visit
-  export RIGEL_GIT_COMMIT=$(cat COMMIT) RIGEL_GIT_DIRTY=0
 fi
 # Everything goes to a staging folder and comes back as one archive (the
 # device tool returns at most 8 files).

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Exports the committed HEAD (not the working tree) into .visit/ with the
 # dependencies from .deps/, for scripts/h200_visit.sh on the device machine.
+# .visit/COMMIT names the commit: the export has no history of its own, and the
+# build (cmake/build_commit.cmake) stamps the binary with this id, never with
+# the commit of a checkout around the export.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d .deps ] || scripts/stage_deps.sh

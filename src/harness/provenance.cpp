@@ -3,7 +3,6 @@
 
 #include <sys/utsname.h>
 
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,30 +13,14 @@
 #include <thread>
 
 #include "core/hash.hpp"
+#include "rigel_build_commit.hpp"  // generated at build time (cmake/build_commit.cmake)
 
-#ifndef RIGEL_SOURCE_DIR
-#define RIGEL_SOURCE_DIR "."
-#endif
-#ifndef RIGEL_BUILD_COMMIT
-#define RIGEL_BUILD_COMMIT "unknown"
-#endif
 #ifndef RIGEL_VERSION
 #define RIGEL_VERSION "0.0.0"
 #endif
 
 namespace rigel {
 namespace {
-
-std::string run_command(const std::string& cmd) {
-    std::string out;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (!p) return out;
-    std::array<char, 256> buf{};
-    while (std::fgets(buf.data(), static_cast<int>(buf.size()), p)) out += buf.data();
-    ::pclose(p);
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-    return out;
-}
 
 std::string cpuinfo_field(const std::string& key) {
     std::ifstream f("/proc/cpuinfo");
@@ -80,25 +63,7 @@ std::string Environment::get(const std::string& key) const {
 
 std::string tool_version() { return RIGEL_VERSION; }
 
-GitState git_state() {
-    GitState g;
-    // A build exported from a commit (scripts/stage_visit.sh) carries its id in
-    // the environment, since the exported tree has no git history.
-    if (const char* c = std::getenv("RIGEL_GIT_COMMIT"); c && *c) {
-        g.commit = c;
-        const char* d = std::getenv("RIGEL_GIT_DIRTY");
-        g.dirty = d && std::string(d) != "0";
-        return g;
-    }
-    const std::string dir = RIGEL_SOURCE_DIR;
-    g.commit = run_command("git -C '" + dir + "' rev-parse HEAD 2>/dev/null");
-    if (g.commit.empty()) {
-        g.commit = RIGEL_BUILD_COMMIT;
-        return g;
-    }
-    g.dirty = !run_command("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null").empty();
-    return g;
-}
+GitState git_state() { return {.commit = RIGEL_TREE_COMMIT, .dirty = RIGEL_TREE_DIRTY != 0}; }
 
 Environment collect_environment(const std::vector<std::pair<std::string, std::string>>& device_facts) {
     Environment e;

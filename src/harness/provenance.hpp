@@ -15,13 +15,17 @@ struct Environment {
     std::string get(const std::string& key) const;
 };
 
+// The tree this binary was built from, fixed at build time: its checkout's
+// commit and whether tracked files differed from it, or an exported tree's
+// COMMIT file (clean), else "unknown" (cmake/build_commit.cmake). Never the
+// state of the source folder at run time.
 struct GitState {
-    std::string commit;  // "unknown" outside a checkout
+    std::string commit;
     bool dirty = false;
 };
 
 std::string tool_version();
-GitState git_state();
+GitState git_state();  // the build's, see GitState
 // The host's facts; `device_facts` (from the CUDA executor) are appended.
 Environment collect_environment(const std::vector<std::pair<std::string, std::string>>& device_facts);
 // "20261129T130501Z-3fa9c2": UTC time and 24 random bits.

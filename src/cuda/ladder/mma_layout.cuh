@@ -28,11 +28,7 @@
 #pragma once
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define RIGEL_HOST_DEVICE __host__ __device__
-#else
-#define RIGEL_HOST_DEVICE
-#endif
+#include "cuda/host_device.hpp"
 
 namespace rigel::mma {
 
