@@ -10,8 +10,8 @@
 // offset in both CTAs. Each CTA's full barrier thus collects A (16 KB, own) +
 // two B halves (own and peer's): L2 delivers 16 + 16 KB per CTA and stage
 // instead of 16 + 32 KB, a third less L2 -> SM traffic for the same flops.
-// (Measured: that third less L2 traffic bought no speed on its own; k35's
-// opening comment has the numbers.)
+// (On the H200 that third less L2 traffic bought no speed on its own: k35's
+// opening comment.)
 // The price: a producer may refill stage s only when the consumers of BOTH
 // CTAs have finished with it, so each empty barrier counts 16 arrivals (the 8
 // consumer warps of each CTA; a warp arrives on its own CTA's barrier and,
@@ -174,8 +174,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         if (threadIdx.x == 0) {
             prefetch_tensor_map(&map_a);
             prefetch_tensor_map(&map_b);
-            int stage = 0;
-            std::uint32_t phase = 0;
+            auto ring = PipelineState<kStages>::producer_start();
             for (int ct = cluster; ct < cluster_tiles; ct += clusters) {
                 int pm = 0, tn = 0;
                 tile_coords<Schedule::persistent_grouped>(ct, tiles_pm, tiles_n, G::kGroupPairs, pm, tn);
@@ -186,17 +185,15 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 const bool mine_valid = rank == 0 || b1_valid;
                 const std::uint32_t bytes = (a_valid ? G::kABytes : 0) + G::kBHalfBytes * (b1_valid ? 2 : 1);
                 for (int kt = 0; kt < k_tiles; ++kt) {
-                    mbar_wait_hinted(&empty[stage], phase ^ 1);
+                    const int stage = ring.stage();
+                    mbar_wait_hinted(&empty[stage], ring.phase());
                     mbar_arrive_expect_tx(&full[stage], bytes);
                     if (a_valid) tma_load_2d(a_tile(stage), &map_a, &full[stage], kt * G::kBK, tm * G::kBM);
                     if (mine_valid)
                         tma_load_2d_multicast(b_tile(stage) + rank * G::kBHalfBytes, &map_b, &full[stage],
                                               kt * G::kBK, tn * G::kBN + static_cast<int>(rank) * G::kBHalfRows,
                                               static_cast<std::uint16_t>(0x3));
-                    if (++stage == kStages) {
-                        stage = 0;
-                        phase ^= 1;
-                    }
+                    ring.advance();
                 }
             }
         }
@@ -225,8 +222,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         float part[G::kPart];
 #pragma unroll
         for (int i = 0; i < G::kPart; ++i) part[i] = 0.0f;
-        int stage = 0;
-        std::uint32_t phase = 0;
+        auto ring = PipelineState<kStages>::consumer_start();
         int last_buffer = -1;     // the slab buffer of the elected thread's newest store
         bool first_batch = true;  // promoted_halves: consumer 0's first batch waits for no turn
         for (int ct = cluster; ct < cluster_tiles; ct += clusters) {
@@ -235,7 +231,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             const int tm = G::kClusterM * pm + static_cast<int>(rank);
             int prev_stage = 0;
             for (int kt = 0; kt < k_tiles; ++kt) {
-                mbar_wait_hinted(&full[stage], phase);
+                const int stage = ring.stage();
+                mbar_wait_hinted(&full[stage], ring.phase());
                 const std::uint64_t da = sw128_kmajor_desc(a_tile(stage) + a_offset);
                 const std::uint64_t db = sw128_kmajor_desc(b_tile(stage));
                 if constexpr (G::kAccumulation == ClusterAccumulation::tensor_core) {
@@ -255,7 +252,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     // BN/2 rows x 128 B further.
 #pragma unroll
                     for (int half = 0; half < 2; ++half) {
-                        const std::uint64_t dbh = db + static_cast<std::uint64_t>((half * G::kBHalfBytes) >> 4);
+                        const std::uint64_t dbh = desc_advance(db, half * G::kBHalfBytes);
                         // Take turns: consumer 0 issues a batch, then consumer
                         // 1, then 0 again... so the tensor cores run one
                         // consumer's batch while the other waits for its own
@@ -284,10 +281,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     }
                 }
                 prev_stage = stage;
-                if (++stage == kStages) {
-                    stage = 0;
-                    phase ^= 1;
-                }
+                ring.advance();
             }
             if constexpr (G::kAccumulation == ClusterAccumulation::tensor_core) {
                 wgmma_wait<0>();

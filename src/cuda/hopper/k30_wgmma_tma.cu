@@ -1,5 +1,8 @@
 // k30_wgmma_tma: Hopper's own matrix path. wgmma reads both operands straight
 // from shared memory, and TMA fills that memory, so no thread moves data.
+// Kernel: k30_kernel in this file (no shared template): one warpgroup loads
+// and computes, 128 x 128 x 64 tiles (bf16, f16), a 3-stage ring, 2 CTAs/SM.
+// Run alone: rigel ladder --backend cuda --rungs k30_wgmma_tma --dtype bf16 --sizes 4096
 //
 // Adds over the mma.sync rungs: (1) wgmma.mma_async: one instruction for a
 // whole warpgroup (4 warps, 128 threads) computes a 64 x 128 x 16 product (8x
@@ -19,14 +22,14 @@
 // Bottleneck: the same warpgroup loads and computes. Each k-step ends with a
 // CTA-wide barrier before the freed stage is refilled, and only one wgmma group
 // stays in flight, so the tensor cores idle between groups; the epilogue stores
-// straight from registers (8-byte stores).
+// straight from registers (8-byte stores). It falls behind most where K is
+// long and the power limit lowers the clock.
 // Prediction: about 350-450 Tflop/s in bf16 at 8192^3 on the power-limited
-// H200 (roughly half to two thirds of cuBLAS), f16 the same.
-// Measured on the H200 (results/h200/2026-11-30_6f99936_ladder_bench.csv,
-// same-run ratios to cuBLAS): bf16 8192^3 589.9 Tflop/s = 0.88x, 4096^3 619.3
-// = 0.89x, 16384^3 0.70x. The prediction was too pessimistic: one warpgroup
-// waiting on each stage still kept the tensor cores ~75 % busy at 8192^3,
-// but it falls behind as soon as K is long and the clock drops (16384^3).
+// H200 (roughly half to two thirds of cuBLAS), f16 the same. The H200 did
+// better than predicted: two CTAs of one warpgroup each kept the tensor cores
+// busier than this estimate of their idle time assumed.
+// Measured: README.md, "The climb", "4096 x 4096 x 4096" and "Hopper rungs
+// against cuBLAS across shapes", rows k30_wgmma_tma.
 #include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/hopper/sm90.cuh"
 #include "cuda/hopper/wgmma.cuh"
@@ -92,10 +95,10 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) acc[h][i] = 0.0f;
 
-    int stage = 0;
-    std::uint32_t phase = 0;  // parity of the round through the ring
+    auto ring = PipelineState<kStages>::consumer_start();
     for (int kt = 0; kt < k_tiles; ++kt) {
-        mbar_wait(&full[stage], phase);
+        const int stage = ring.stage();
+        mbar_wait(&full[stage], ring.phase());
         fence_registers(acc[0]);
         fence_registers(acc[1]);
         wgmma_fence();
@@ -105,7 +108,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int j = 0; j < kKStepsPerTile; ++j)
 #pragma unroll
             for (int h = 0; h < 2; ++h)  // rows 64h..64h+63 start 64 rows x 128 B = 8 KB further
-                Wgmma<T, kBN>::mma(acc[h], desc_k_step(da + ((h * kWgmmaM * kRowBytes) >> 4), j),
+                Wgmma<T, kBN>::mma(acc[h], desc_k_step(desc_advance(da, h * kWgmmaM * kRowBytes), j),
                                    desc_k_step(db, j), 1);
         wgmma_commit();
         // Keep this group in flight; the one before it (stage kt-1) is done
@@ -116,13 +119,9 @@ __global__ void __launch_bounds__(kThreads, 2)
         if (kt >= 1 && kt - 1 + kStages < k_tiles) {  // the same for every thread
             // Every warp has passed its wait: no wgmma still reads that stage.
             __syncthreads();
-            const int free_stage = stage == 0 ? kStages - 1 : stage - 1;
-            if (threadIdx.x == 0) load(kt - 1 + kStages, free_stage);
+            if (threadIdx.x == 0) load(kt - 1 + kStages, ring.previous_stage());
         }
-        if (++stage == kStages) {
-            stage = 0;
-            phase ^= 1;
-        }
+        ring.advance();
     }
     wgmma_wait<0>();
     fence_registers(acc[0]);

@@ -1,12 +1,13 @@
 // What every Hopper rung uses: the sm_90a guard, thin wrappers over the PTX of
-// mbarrier, TMA (cp.async.bulk.tensor), wgmma and setmaxnreg, the shared-memory
-// matrix descriptor, the accumulator epilogue, and on the host the tensor maps.
+// mbarrier, TMA (cp.async.bulk.tensor) and setmaxnreg, the 128B-swizzled
+// shared-memory matrix descriptor, the accumulator epilogue, and on the host
+// the tensor maps. wgmma itself and its fences: wgmma.cuh; the descriptor's
+// fields and the (stage, phase) state of the mbarrier rings: sm90_types.cuh.
 //
 // Sources, PTX ISA 9.0 (CUDA 13.0), cited by section title (and number where
 // it is stable across recent versions):
 //   9.7.15.5.1.1  wgmma "Register Fragments" (the accumulator layout, below)
 //   9.7.15.5.1.2  wgmma "Shared Memory Matrix Layout" and its matrix descriptor
-//   wgmma.fence, wgmma.commit_group, wgmma.wait_group (the wgmma section)
 //   "mbarrier" (init, arrive, expect_tx, try_wait.parity; phase completion)
 //   "cp.async.bulk.tensor" and "Tensor Maps" / "Tensor Swizzling Modes" (TMA)
 //   "setmaxnreg"; "fence.mbarrier_init" (the membar/fence section)
@@ -22,6 +23,8 @@
 
 #include "core/dtype.hpp"
 #include "cuda/check.cuh"
+#include "cuda/hopper/sm90_types.cuh"
+#include "cuda/hopper/wgmma.cuh"
 #include "ladder/rung.hpp"
 
 // wgmma and setmaxnreg exist only in the architecture-specific target sm_90a;
@@ -142,9 +145,7 @@ __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
 }
 
 // -- wgmma shared-memory matrix descriptor (9.7.15.5.1.2) --------------------
-// 64 bits:  [0,14)  start address >> 4      [16,30) leading byte offset >> 4
-//           [32,46) stride byte offset >> 4  [49,52) base offset
-//           [62,64) swizzle: 0 none, 1 = 128B, 2 = 64B, 3 = 32B
+// The fields and their bits: sm90_types.cuh, SmemDescriptor.
 // For a K-major operand in the 128B swizzle, one "swizzle atom" is 8 rows of
 // 128 bytes. The stride byte offset (SBO) is the distance between consecutive
 // 8-row groups along M (or N): 1024 bytes, as our rows are packed. The leading
@@ -152,36 +153,23 @@ __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
 // the K extent of one wgmma (32 bytes) lies inside the 128-byte row, and the
 // ISA says to set it to 1 (16 bytes). Base offset 0: tiles are 1024-aligned.
 __device__ __forceinline__ std::uint64_t sw128_kmajor_desc(const void* tile) {
-    constexpr std::uint64_t kLbo = 16 >> 4;
-    constexpr std::uint64_t kSbo = kSwizzleAtom >> 4;
-    constexpr std::uint64_t kSwizzle128B = 1;
-    return static_cast<std::uint64_t>((smem_u32(tile) & 0x3FFFF) >> 4) | (kLbo << 16) | (kSbo << 32) |
-           (kSwizzle128B << 62);
+    return SmemDescriptor{.start_address = smem_u32(tile),
+                          .leading_byte_offset = 16,
+                          .stride_byte_offset = kSwizzleAtom,
+                          .swizzle = Swizzle::b128}
+        .encode();
 }
 
 // Advancing along K inside a swizzled tile: wgmma k-step j reads bytes
 // [32j, 32j + 32) of every row, so its descriptor is the tile's with the start
-// address moved by 32j bytes, i.e. + 2j in the >>4 encoding. The hardware
-// applies the swizzle XOR to the resulting address, which is exactly where TMA
-// put logical chunk 2j (and 2j + 1) of each row. The sum never carries out of
-// the 14-bit field: shared memory ends below 2^18 bytes.
+// address moved by 32j bytes. The hardware applies the swizzle XOR to the
+// resulting address, which is exactly where TMA put logical chunk 2j (and
+// 2j + 1) of each row.
 __device__ __forceinline__ std::uint64_t desc_k_step(std::uint64_t desc, int j) {
-    return desc + static_cast<std::uint64_t>((kWgmmaKBytes >> 4) * j);
+    return desc_advance(desc, kWgmmaKBytes * j);
 }
 
-// -- wgmma synchronization (PTX ISA wgmma.fence / commit_group / wait_group) -
-// fence: before the first wgmma of a batch, orders this warpgroup's earlier
-//        register writes (zeroing, the promotion adds) before wgmma reads them.
-// commit_group: closes the batch of wgmma issued since the last commit.
-// wait_group N: returns when at most N batches of this warp are still pending;
-//        then their accumulators are written and their shared-memory reads done.
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-    static_assert(N >= 0 && N <= 7, "wgmma.wait_group takes 0..7");
-    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
+// wgmma_fence, wgmma_commit and wgmma_wait<N>: wgmma.cuh.
 
 // Keeps the compiler from moving reads or writes of accumulator registers
 // across the asynchronous region (between the fence and the wait): each

@@ -1,6 +1,6 @@
 // The PTX that the cluster rungs (k35, k36) add to sm90.cuh: thread-block
-// clusters and their shared memory, TMA multicast, the TMA store, proxy fences
-// and named barriers, and an mbarrier wait with a suspend-time hint.
+// clusters and their shared memory, TMA multicast, the TMA store and named
+// barriers, and an mbarrier wait with a suspend-time hint.
 //
 // Sources, PTX ISA 9.0 (CUDA 13.0), cited by section title:
 //   "Cluster of Cooperative Thread Arrays", special registers %cluster_ctarank,
@@ -10,7 +10,7 @@
 //   "cp.async.bulk.tensor" (.multicast::cluster with a ctaMask; the
 //   global <- shared::cta direction with .bulk_group completion)
 //   "cp.async.bulk.commit_group", "cp.async.bulk.wait_group" (.read)
-//   "membar/fence" (fence.proxy.async), "bar.sync" (named barriers)
+//   "bar.sync" (named barriers)
 #pragma once
 #include <cstdint>
 
@@ -118,12 +118,8 @@ __device__ __forceinline__ void bulk_wait() {
     asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
 }
 
-// Ordinary stores to shared memory that the copy engine (the async proxy)
-// reads next: each writing thread fences before the barrier that hands the
-// buffer over.
-__device__ __forceinline__ void fence_proxy_async_smem() {
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
+// fence_proxy_async_smem (before the copy engine reads what threads stored):
+// wgmma.cuh.
 
 // A barrier among `Threads` threads (whole warps) only: a consumer warpgroup
 // synchronizes its epilogue without stopping the producer or the other

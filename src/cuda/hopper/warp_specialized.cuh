@@ -13,13 +13,11 @@
 //       each), commit, and once the stage's wgmma have finished reading it,
 //       arrive on its empty barrier (one arrival per consumer warp, 8 in all).
 //
-// Phases: stage s is used in rounds r = 0, 1, 2, ... (the r-th time the ring
-// comes round). The consumers wait on full[s] with parity r & 1; the producer
-// waits on empty[s] with parity (r & 1) ^ 1, which passes at once in round 0
-// (a fresh barrier's "previous phase" counts as complete) and later passes when
-// the consumers have released round r - 1. Both sides walk the same sequence
-// of (tile, k-tile), so a running (stage, phase) pair on each side stays in
-// step.
+// Phases: each side keeps its position in the ring as a PipelineState
+// (sm90_types.cuh): the consumers wait on full[s] with parity r & 1 in round
+// r, the producer on empty[s] one phase behind, which passes at once in round
+// 0 and later when the consumers have released round r - 1. Both sides walk
+// the same sequence of (tile, k-tile), so their states stay in step.
 //
 // Schedules: one_tile_per_cta (k31: grid = number of tiles, tile = blockIdx.x,
 // M fastest) or persistent_grouped (k32-k34: grid = number of SMs; CTA b takes
@@ -158,20 +156,17 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         if (threadIdx.x == 0) {
             prefetch_tensor_map(&map_a);
             prefetch_tensor_map(&map_b);
-            int stage = 0;
-            std::uint32_t phase = 0;
+            auto ring = PipelineState<kStages>::producer_start();
             for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
                 int tm = 0, tn = 0;
                 tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
                 for (int kt = kt_begin; kt < kt_end; ++kt) {
-                    mbar_wait(&empty[stage], phase ^ 1);
+                    const int stage = ring.stage();
+                    mbar_wait(&empty[stage], ring.phase());
                     mbar_arrive_expect_tx(&full[stage], G::kStageBytes);
                     tma_load_2d(a_tile(stage), &map_a, &full[stage], kt * G::kBK, tm * G::kBM);
                     tma_load_2d(b_tile(stage), &map_b, &full[stage], kt * G::kBK, tn * G::kBN);
-                    if (++stage == kStages) {
-                        stage = 0;
-                        phase ^= 1;
-                    }
+                    ring.advance();
                 }
             }
         }
@@ -191,8 +186,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
 #pragma unroll
         for (int i = 0; i < G::kAcc; ++i) part[i] = 0.0f;
 
-        int stage = 0;
-        std::uint32_t phase = 0;
+        auto ring = PipelineState<kStages>::consumer_start();
         for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
             int tm = 0, tn = 0;
             tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
@@ -201,7 +195,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             const bool has_rows = G::kSchedule != Schedule::split_k || tm * G::kBM + consumer * kWgmmaM < m;
             int prev_stage = 0;
             for (int kt = kt_begin; kt < kt_end; ++kt) {
-                mbar_wait(&full[stage], phase);
+                const int stage = ring.stage();
+                mbar_wait(&full[stage], ring.phase());
                 const std::uint64_t da = sw128_kmajor_desc(a_tile(stage) + a_offset);
                 const std::uint64_t db = sw128_kmajor_desc(b_tile(stage));
                 if constexpr (G::kAccumulation == Accumulation::tensor_core) {
@@ -233,10 +228,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     for (int i = 0; i < G::kAcc; ++i) acc[i] += part[i];  // the promotion: fp32 FADDs
                 }
                 prev_stage = stage;
-                if (++stage == kStages) {
-                    stage = 0;
-                    phase ^= 1;
-                }
+                ring.advance();
             }
             if constexpr (G::kAccumulation == Accumulation::tensor_core) {
                 wgmma_wait<0>();
