@@ -1,5 +1,9 @@
 // k31_wgmma_ws: warp specialization. The warps that load no longer compute,
 // and the warps that compute no longer wait for loads or for each other.
+// Kernel: warp_specialized.cuh, Schedule::one_tile_per_cta,
+// Accumulation::tensor_core, 128 x 256 x 64 tiles (bf16, f16), 4 stages, one
+// producer and 2 consumer warpgroups.
+// Run alone: rigel ladder --backend cuda --rungs k31_wgmma_ws --dtype bf16 --sizes 4096
 //
 // Adds over k30: the CTA is split by role (warp_specialized.cuh). One producer
 // warpgroup, of which one thread works, keeps a ring of 4 shared stages filled
@@ -21,9 +25,8 @@
 // 64 tile rows of A but only 2-3 tile columns of B and rereads A every wave.
 // Prediction: 550-650 Tflop/s in bf16 at 8192^3 (80-90 % of cuBLAS), f16 the
 // same; weaker on small or ragged shapes (a 128 x 256 tile wastes more).
-// Measured on the H200 (results/h200/2026-11-30_6f99936_ladder_bench.csv):
-// bf16 8192^3 649.4 Tflop/s = 0.97x cuBLAS, 4096^3 653.6 = 0.94x: the top of
-// the predicted range, +10 % over k30 at 8192^3.
+// Measured: README.md, "4096 x 4096 x 4096" and "Hopper rungs against cuBLAS
+// across shapes", rows k31_wgmma_ws.
 #include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/hopper/warp_specialized.cuh"
 

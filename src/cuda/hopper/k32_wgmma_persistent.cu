@@ -1,4 +1,8 @@
 // k32_wgmma_persistent: k31 with a persistent grid and an L2-aware tile order.
+// Kernel: warp_specialized.cuh, Schedule::persistent_grouped,
+// Accumulation::tensor_core, 128 x 256 x 64 tiles (bf16, f16), 4 stages, one
+// producer and 2 consumer warpgroups, one CTA per SM.
+// Run alone: rigel ladder --backend cuda --rungs k32_wgmma_persistent --dtype bf16 --sizes 4096
 //
 // Adds over k31: the grid is one CTA per SM (132 on the H200), and each CTA
 // walks tiles b, b + 132, b + 264, ... (warp_specialized.cuh, Schedule::
@@ -13,14 +17,14 @@
 // of B at 8192^3: about 40 % fewer bytes from HBM per wave, and a working set
 // per k-step (~0.7 MB) that L2 keeps easily.
 // Bottleneck: the tensor cores themselves under the 700 W power limit (the
-// SM clock drops to about 1.5 GHz under sustained bf16 GEMM); the consumers
-// still idle during their own epilogue (the tile's stores are not asynchronous),
-// and a ragged last wave leaves some SMs without work.
+// SM clock drops well below its peak under sustained bf16 GEMM: the
+// sm_clock_mhz column of the CSVs); the consumers still idle during their own
+// epilogue (the tile's stores are not asynchronous), and a ragged last wave
+// leaves some SMs without work.
 // Prediction: 620-720 Tflop/s in bf16 at 8192^3 (90-100 % of cuBLAS); the gain
 // over k31 grows with N and K (more L2 reuse) and on many-tile shapes.
-// Measured on the H200 (results/h200/2026-11-30_6f99936_ladder_bench.csv):
-// bf16 8192^3 669.9 Tflop/s = 1.00x cuBLAS, 4096^3 664.2 = 0.96x, 16384^3
-// 0.99x (2026-11-30_6f99936_ladder_bench_llm.csv): +3 % over k31, in range.
+// Measured: README.md, "The climb", "4096 x 4096 x 4096" and "Hopper rungs
+// against cuBLAS across shapes", rows k32_wgmma_persistent.
 #include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/hopper/warp_specialized.cuh"
 

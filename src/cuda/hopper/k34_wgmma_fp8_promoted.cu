@@ -1,5 +1,9 @@
 // k34_wgmma_fp8_promoted: k33 with the accumulator promoted to fp32 every 128
 // of K, as DeepSeek-V3 trains in fp8.
+// Kernel: warp_specialized.cuh, Schedule::persistent_grouped,
+// Accumulation::promoted, 128 x 128 x 128 tiles (e4m3, e5m2), 6 stages, one
+// producer and 2 consumer warpgroups, one CTA per SM.
+// Run alone: rigel ladder --backend cuda --rungs k34_wgmma_fp8_promoted --dtype e4m3 --sizes 4096
 //
 // Adds over k33: each k-tile (128 of K: 4 wgmma k32 steps) is accumulated by
 // the tensor core into a fresh register set (scale_d = 0 on its first step);
@@ -18,11 +22,10 @@
 // Bottleneck: the wait per k-tile and the narrower tile (shared-memory reads
 // per flop), not the FADDs themselves (64 per thread per 128 of K).
 // Prediction: 750-1000 Tflop/s at 8192^3 (70-85 % of k33), with a smaller
-// error than k33 at large K (err_rel_fro in the CSV).
-// Measured on the H200 (results/h200/2026-11-30_6f99936_ladder_bench.csv):
-// e4m3 8192^3 1021.7 Tflop/s = 0.84x cuBLASLt's default (promoted) path,
-// 4096^3 1010.8 = 0.87x; 82 % of k33 at 8192^3, in the predicted range, but
-// below the 0.95x goal (k36 says why).
+// error than k33 at large K (err_rel_fro in the CSV). Against cuBLASLt's
+// default (promoted) fp8 it stays short of parity; k36 says why.
+// Measured: README.md, "4096 x 4096 x 4096" and "Hopper rungs against cuBLAS
+// across shapes", rows k34_wgmma_fp8_promoted (baseline: cuBLASLt's default).
 #include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/hopper/warp_specialized.cuh"
 

@@ -2,6 +2,11 @@
 // thread-block cluster) that share their B tile through TMA multicast, with
 // the output handed to the copy engine (a TMA store) instead of stored from
 // registers.
+// Kernel: cluster_gemm.cuh, ClusterAccumulation::tensor_core,
+// Epilogue::tma_store, 128 x 256 x 64 tiles (bf16, f16) or 128 x 256 x 128
+// (e4m3, e5m2), 4 stages, one producer and 2 consumer warpgroups, persistent
+// clusters of 2 CTAs.
+// Run alone: rigel ladder --backend cuda --rungs k35_wgmma_cluster_multicast --dtype bf16 --sizes 4096
 //
 // Adds over k32 (bf16, f16) and k33 (e4m3, e5m2), same 128 x 256 tile, same
 // 4-stage ring (cluster_gemm.cuh): (1) the two CTAs of a cluster compute tile
@@ -21,31 +26,21 @@
 // 1.6 GHz; k32/k33 move about 7-7.5 TB/s, so L2 looked like their limit. With
 // multicast it is 32 bytes per SM-cycle, and bytes not moved are power left
 // for the clock on this 700 W-limited card.
-// What the H200 said (development runs, 2026-11-29, same-run ratios; a second run
-// on another machine state in brackets): multicast alone bought nothing
-// measurable (k35 with k32's direct stores: bf16 660 / 669 Tflop/s at
-// 4096^3 / 8192^3 against k32's 665 / 671; e4m3 1196 / 1244 against k33's
-// 1220 / 1245), so L2 bandwidth was not what held k32/k33 back. The TMA-store
-// epilogue is the gain: +2.4 % (bf16) and +4 % (fp8) at 4096^3, +0 / +2.5 %
-// at 8192^3.
-// Measured: bf16 4096^3 675.7 Tflop/s = 0.972x cuBLAS [656.7, 0.954x];
-// 8192^3 669.3 = 1.002x [656.3, 0.994x]. e4m3 4096^3 1244 = 0.971x cuBLASLt
-// FAST_ACCUM (1.067x its default) [1217, 0.968x]; 8192^3 1276 = 1.007x
-// FAST_ACCUM [1252, 0.997x]: parity at 8192^3, short of the 1.05x goal at
-// 4096^3.
+// What the H200 said: multicast alone (this kernel with k32's direct stores)
+// bought nothing measurable, so L2 bandwidth was not what held k32/k33 back;
+// the gain is the TMA-store epilogue's, larger at 4096^3 than at 8192^3.
 // Bottleneck: at 8192^3 ours and the vendor's kernels alike sit at the 700 W
-// limit (SM clock 1.45-1.5 GHz) at about 80 % of that clock's tensor peak. At
-// 4096^3 the clock is higher (1.6-1.75 GHz) and what is lost per tile shows:
-// 512 tiles on 132 SMs is 3.9 waves (3 %), the first k-tiles come from HBM
-// after the L2 flush, and the consumers still spend the shared-memory writes
-// and two named barriers per slab of the epilogue while the tensor cores idle.
-// A CTA pair moves in lockstep, so one slow SM slows two.
-// Prediction was bf16 700-760 Tflop/s at 8192^3 and fp8 1250-1400: fp8 in
-// range, bf16 below (the power limit, not L2). Committed sweep
-// (results/h200/2026-11-30_6f99936_ladder_bench*.csv): bf16 8192^3 677.6 =
-// 1.01x cuBLAS, 4096^3 676.5 = 0.98x; e4m3 8192^3 1268.8 = 0.99x FAST_ACCUM,
-// 4096x11008x4096 1.00x; it loses 2x on skinny shapes (16x4096x4096 0.40x,
-// 128x7168x16384 0.48x), where its 128x256 tiles leave most SMs idle.
+// limit, the SM clock well under its peak. At 4096^3 the clock is higher and
+// what is lost per tile shows: 512 tiles on 132 SMs is 3.9 waves (3 %), the
+// first k-tiles come from HBM after the L2 flush, and the consumers still
+// spend the shared-memory writes and two named barriers per slab of the
+// epilogue while the tensor cores idle. A CTA pair moves in lockstep, so one
+// slow SM slows two. On skinny shapes (16 x 4096 x 4096, 128 x 7168 x 16384)
+// its 128 x 256 tiles leave most SMs idle: k37's problem.
+// Prediction: bf16 700-760 Tflop/s at 8192^3 and fp8 1250-1400; bf16 fell
+// short of it (the power limit, not L2).
+// Measured: README.md, "The climb", "4096 x 4096 x 4096" and "Hopper rungs
+// against cuBLAS across shapes", rows k35_wgmma_cluster_multicast.
 #include "cuda/hopper/cluster_gemm.cuh"
 #include "cuda/hopper/hopper_rungs.cuh"
 

@@ -1,5 +1,9 @@
 // k36_wgmma_fp8_promoted_cluster: k34's promotion of the fp8 sums into fp32
 // every 128 of K, on k35's 128 x 256 cluster tile.
+// Kernel: cluster_gemm.cuh, ClusterAccumulation::promoted_halves,
+// Epilogue::tma_store, 128 x 256 x 128 tiles (e4m3, e5m2), 4 stages, one
+// producer and 2 consumer warpgroups taking turns, persistent clusters of 2.
+// Run alone: rigel ladder --backend cuda --rungs k36_wgmma_fp8_promoted_cluster --dtype e4m3 --sizes 4096
 //
 // Adds over k34: k34 needs two accumulator sets (the fp32 sum and the tensor
 // core's partial), so it fell back to a 128 x 128 tile: twice k33's L2 and
@@ -21,18 +25,16 @@
 // The price against k35: m64n128 reads 6 KB of shared memory per 64 cycles
 // of tensor work (96 B/cycle of the 128 the SM has) against m64n256's 80, and
 // A is read twice per k-tile; plus two waits per k-tile per consumer.
-// Measured on the H200 (development runs, 2026-11-29, same-run ratios): e4m3
-// 4096^3 1037 Tflop/s = 0.903x cuBLASLt's default (promoted) fp8, 8192^3
-// 1041 = 0.867x; without the turns 1032 (0.885x) and 1040 (0.849x), i.e. the
-// turns changed nothing beyond noise. k34 in the same runs: 999 / 996. The
-// error is k34's and cuBLASLt's to the digit (err_rel_fro 1.04e-4 at 4096^3),
-// so cuBLASLt promotes every 128 of K too.
-// Bottleneck: the wait per half-tile. The SM clock stays at 1.58-1.79 GHz
-// (cuBLASLt's promoted kernel: 1.40-1.62) at about 61 % of that clock's fp8
-// peak against cuBLASLt's 80 %: this kernel is latency-bound, not power- or
-// L2-bound. Predicted 1100-1250 Tflop/s: missed. Committed sweep
-// (results/h200/2026-11-30_6f99936_ladder_bench.csv): 8192^3 1063.9 = 0.87x,
-// 4096^3 1048.2 = 0.90x cuBLASLt's default.
+// What the H200 said: the turns changed nothing beyond noise against
+// consumers issuing freely, and the error equals k34's and cuBLASLt's to the
+// digit (err_rel_fro), so cuBLASLt promotes every 128 of K too.
+// Bottleneck: the wait per half-tile. The SM clock stays higher than under
+// cuBLASLt's promoted kernel while a smaller share of that clock's fp8 peak
+// is reached: this kernel is latency-bound, not power- or L2-bound.
+// Prediction: 1100-1250 Tflop/s at 8192^3; missed, for the latency above.
+// Measured: README.md, "4096 x 4096 x 4096" and "Hopper rungs against cuBLAS
+// across shapes", rows k36_wgmma_fp8_promoted_cluster (baseline: cuBLASLt's
+// default).
 #include "cuda/hopper/cluster_gemm.cuh"
 #include "cuda/hopper/hopper_rungs.cuh"
 

@@ -1,5 +1,10 @@
 // k37_wgmma_splitk: k32/k33 with K split across CTAs when the output has too
 // few tiles to occupy the GPU.
+// Kernel: warp_specialized.cuh, Schedule::split_k, Accumulation::tensor_core,
+// 128 x 256 x 64 tiles (bf16, f16) or 128 x 256 x 128 (e4m3, e5m2), 4 stages,
+// one producer and 2 consumer warpgroups, then a reduction kernel in this
+// file; with one split, k32's/k33's persistent_grouped configuration.
+// Run alone: rigel ladder --backend cuda --rungs k37_wgmma_splitk --dtype bf16 --sizes 16x4096x4096
 //
 // Adds over k32 (bf16, f16) and k33 (e4m3, e5m2), same 128 x 256 tile and
 // 4-stage warp-specialized ring (warp_specialized.cuh, Schedule::split_k): the
@@ -26,28 +31,23 @@
 // (splits x M x N <= SMs x 128 x 256 floats, 17 MB on 132 SMs) and reused.
 // Why: at 128 x 256 a skinny LLM shape has few tiles: 16 x 4096 x 4096 has 16,
 // 128 x 7168 x 16384 has 28, so k30-k35 leave 104-116 of the 132 SMs idle
-// and run at 0.40-0.54x cuBLAS (bf16) on them. Split 8 and 4 ways, 128 and
-// 112 SMs work.
+// on them. Split 8 and 4 ways, 128 and 112 SMs work.
 // Prediction (H200, ~4.8 TB/s HBM): 16 x 4096 x 4096 bf16 is bound by reading
 // B once, 32 MB in about 7 us, plus the ring's first fill and the reduction
-// (2 MB, from L2): 10-14 us, 40-55 Tflop/s, at or above cuBLAS's 30; e4m3
-// reads half the bytes: 60-90 Tflop/s against cuBLASLt's 49. 128 x 7168 x
-// 16384: B is 235 MB in bf16, about 49 us, while each of the 112 CTAs has 64
-// k-tiles of tensor work (~40-47 us at 1.75 GHz), so 450-550 Tflop/s against
-// cuBLAS's 399; e4m3 reads 117 MB (~25 us) for 32 k-tiles a CTA: 800-1000
-// Tflop/s against cuBLASLt's 704. On shapes whose tiles fill the GPU, k32's
-// and k33's numbers.
+// (2 MB, from L2): 10-14 us, 40-55 Tflop/s, at or above cuBLAS; e4m3 reads
+// half the bytes: 60-90 Tflop/s. 128 x 7168 x 16384: B is 235 MB in bf16,
+// about 49 us, while each of the 112 CTAs has 64 k-tiles of tensor work
+// (~40-47 us at 1.75 GHz), so 450-550 Tflop/s; e4m3 reads 117 MB (~25 us) for
+// 32 k-tiles a CTA: 800-1000 Tflop/s. On shapes whose tiles fill the GPU,
+// k32's and k33's numbers.
 // Bottleneck: HBM on the skinniest shapes; with floor(SMs / tiles) splits up
 // to tiles - 1 SMs stay idle (28 tiles: 112 of 132 SMs busy); a stream-K
-// division of the k-tiles would use them all.
-// Measured on the H200 (results/h200/2026-11-30_7c1af3f_ladder_splitk.csv,
-// same-run ratios; cuBLASLt FAST_ACCUM for fp8): 16 x 4096 x 4096 bf16 24.4
-// Tflop/s = 0.81x cuBLAS (k32: 0.40x), e4m3 32.2 = 0.67x; 128 x 7168 x 16384
-// bf16 393.1 = 0.99x (k32: 0.49x), e4m3 617.7 = 0.88x; 64 x 8192 x 8192 bf16
-// 0.93x, e4m3 0.87x; 17 x 33 x 8192 bf16 1.23x. Below the prediction on the
-// skinniest shape: 16 rows use 1/8 of each 128-row tile (the idle-consumer
-// skip halves it at best), and the reduction kernel's pass over splits x M x N
-// is not free. On full shapes it is k32 (4096^3 bf16 0.95x).
+// division of the k-tiles would use them all. On the skinniest shape 16 rows
+// use 1/8 of each 128-row tile (the idle-consumer skip halves that waste at
+// best), and the reduction kernel's pass over splits x M x N is not free:
+// there the H200 stayed below the prediction.
+// Measured: README.md, "Hopper rungs against cuBLAS across shapes", rows
+// k37_wgmma_splitk (skinny shapes), and "4096 x 4096 x 4096".
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
