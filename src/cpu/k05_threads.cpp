@@ -1,4 +1,5 @@
 // k05_cpu_threads: k04's packed kernel on every core.
+// Run alone: rigel ladder --backend cpu --rungs k05_cpu_threads --dtype f32 --sizes 2048 --threads 16
 //
 // Adds over k04: parallelism, BLIS-style. All threads walk the same loop over
 // blocks (MC rows of A, KC, NC columns of B). For each block they pack the
@@ -16,14 +17,12 @@
 // the packed reads, the all-core AVX-512 clock (lower than one core's), and
 // the wait at each barrier for the slowest thread.
 // Prediction: close to threads x k04 at N=2048 and above, within 10 % of
-// OpenBLAS with the same thread count. The first version (std::barrier, whose
-// waiters sleep; twice the barriers) measured 0.77x OpenBLAS at 16 threads on
-// the H200 host (results/h200, commit 4e05fe3). With the spinning barrier and
-// one B block per thread (commit 6f99936): f32 2048^3 at 16 threads 953 Gflop/s
-// = 1.10x OpenBLAS; but f64 1024^3 only 0.41x, with a median twice its best
-// time (noise 0.29): calls that waited on woken threads. Hence the short spin
-// of the pool's threads between calls.
-// Measured on the H200: see results/h200 (README ladder table)
+// OpenBLAS with the same thread count. Why the barrier spins and the pool's
+// threads spin briefly between calls: with sleeping waiters (std::barrier)
+// the H200 host stayed well short of OpenBLAS, and with sleeping threads
+// between calls small f64 problems had medians far above their best times
+// (calls that waited for woken threads).
+// Measured: README.md, "The climb" and "2048 x 2048 x 2048" (k05_cpu_threads).
 #include <immintrin.h>
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // k10_naive: the first GPU rung. One thread per output element, each a dot
 // product of a row of A with a column of B read straight from global memory.
+// Run alone: rigel ladder --backend cuda --rungs k10_naive --dtype f32 --sizes 4096
 //
 // Adds over the CPU rungs: thousands of threads instead of one loop; the H200's
 // 132 SMs and 4.8 TB/s of HBM make even this careless kernel beat the naive CPU.
@@ -11,9 +12,7 @@
 // the same rows of A are reused along k.
 // Prediction: well under 1 Tflop/s at 4096^3 (a few hundred Gflop/s), about 1 %
 // of the fp32 peak; k11 changes only the thread mapping and should be 5-10x.
-// Measured on the H200 at 4096^3: 0.498 Tflop/s, 0.010 of cuBLAS fp32 (51.3)
-// (results/h200/2026-11-29_559c2af_ladder.csv); as predicted. Later runs:
-// results/h200 (README ladder table).
+// Measured: README.md, "The climb" and "4096 x 4096 x 4096" (k10_naive).
 #include "cuda/check.cuh"
 #include "cuda/ladder/simt_rungs.cuh"
 

@@ -1,4 +1,5 @@
 // k12_smem_tiled: the tutorial's 32 x 32 tiled kernel (TILE_SIZE 32).
+// Run alone: rigel ladder --backend cuda --rungs k12_smem_tiled --dtype f32 --sizes 4096
 //
 // Adds over k11: a block of 32 x 32 threads first copies a 32 x 32 tile of A and
 // one of B into shared memory (each thread one element of each, coalesced), waits
@@ -16,12 +17,7 @@
 // Apple M3 Pro reached about 1.8 Tflop/s with the same kernel). In fp64 (the
 // SIMT fp64 roofline rung: the H200 has half as many fp64 pipes as fp32) it
 // should reach a similar share of the lower fp64 peak.
-// Measured on the H200 at 4096^3: fp32 8.37 Tflop/s, 0.163 of cuBLAS fp32
-// (1.43x k11, below the 1.5-2x predicted); fp64 4.85 Tflop/s, 0.088 of cuBLAS
-// fp64 (55.1, above the 33.5 fp64 SIMT peak: cuBLAS runs the fp64 tensor
-// cores), 14.5 % of the fp64 SIMT peak against 12.5 % for fp32, the similar
-// share predicted (results/h200/2026-11-29_559c2af_ladder.csv). Later runs:
-// results/h200 (README ladder table).
+// Measured: README.md, "The climb" and "4096 x 4096 x 4096" (k12_smem_tiled, f32 and f64).
 #include "cuda/check.cuh"
 #include "cuda/ladder/simt_rungs.cuh"
 

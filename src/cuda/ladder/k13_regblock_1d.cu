@@ -1,5 +1,6 @@
 // k13_regblock_1d: 1D register blocking. Each thread computes a column of
 // kThreadM = 8 outputs instead of one (siboehm's kernel 4).
+// Run alone: rigel ladder --backend cuda --rungs k13_regblock_1d --dtype f32 --sizes 4096
 //
 // Adds over k12: in the inner loop a thread loads one element of B from shared
 // memory into a register and reuses it for 8 multiply-adds against 8 elements
@@ -11,9 +12,7 @@
 // Bottleneck: still shared-memory issue and latency, and a barrier pair per
 // 8-deep k-slice (8 FMAs per thread between barriers).
 // Prediction: about 2-3x k12 (siboehm: 2.8x on an A6000), 15-20 Tflop/s.
-// Measured on the H200 at 4096^3: 16.4 Tflop/s, 0.321 of cuBLAS fp32
-// (results/h200/2026-11-29_559c2af_ladder.csv): 1.96x k12, at the low end of
-// the prediction. Later runs: results/h200 (README ladder table).
+// Measured: README.md, "4096 x 4096 x 4096" (k13_regblock_1d).
 #include "cuda/check.cuh"
 #include "cuda/ladder/simt_rungs.cuh"
 

@@ -1,6 +1,7 @@
 // k14_regblock_2d: 2D register blocking. Each thread computes an 8 x 8 block of
 // outputs; a block of 256 threads covers a 128 x 128 tile of C (siboehm's
 // kernel 5; the tutorial's "4x4 accumulators per thread" step, made larger).
+// Run alone: rigel ladder --backend cuda --rungs k14_regblock_2d --dtype f32 --sizes 4096
 //
 // Adds over k13: per k the thread loads 8 values of A and 8 of B into
 // registers and does their 64-term outer product. Both runs of 8 are
@@ -16,9 +17,7 @@
 // come to 150 per thread (ptxas), so only one block of 8 warps fits an SM and
 // latency shows (capping at 128 to fit two blocks spills).
 // Prediction: 1.5-2x k13, 20-30 Tflop/s at 4096^3 (siboehm: 1.9x on an A6000).
-// Measured on the H200 at 4096^3: 21.6 Tflop/s, 0.421 of cuBLAS fp32
-// (results/h200/2026-11-29_559c2af_ladder.csv): 1.31x k13, below the 1.5-2x
-// predicted. Later runs: results/h200 (README ladder table).
+// Measured: README.md, "The climb" and "4096 x 4096 x 4096" (k14_regblock_2d).
 #include "cuda/check.cuh"
 #include "cuda/ladder/simt_rungs.cuh"
 

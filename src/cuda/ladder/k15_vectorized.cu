@@ -1,5 +1,6 @@
 // k15_vectorized: k14 with 16-byte (float4) memory accesses everywhere, and A
 // transposed in shared memory on the way in (siboehm's kernel 6).
+// Run alone: rigel ladder --backend cuda --rungs k15_vectorized --dtype f32 --sizes 4096
 //
 // Adds over k14: each thread copies its share of the A and B tiles with one
 // LDG.128 each instead of four LDG.32, and writes C with STG.128. A is stored
@@ -18,9 +19,7 @@
 // barrier, since copies and compute do not overlap) and the B reads, still 4
 // wavefronts where 2 would do; k16's warp tiling and pipeline remove both.
 // Prediction: 1.1-1.4x k14, 25-40 Tflop/s at 4096^3 in the vector path.
-// Measured on the H200 at 4096^3: 34.0 Tflop/s, 0.662 of cuBLAS fp32
-// (results/h200/2026-11-29_559c2af_ladder.csv): 1.57x k14, above the 1.1-1.4x
-// predicted. Later runs: results/h200 (README ladder table).
+// Measured: README.md, "4096 x 4096 x 4096" (k15_vectorized).
 #include "cuda/check.cuh"
 #include "cuda/ladder/simt_rungs.cuh"
 

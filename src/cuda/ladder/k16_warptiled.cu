@@ -1,6 +1,7 @@
 // k16_warptiled: warp tiling and a multi-stage cp.async pipeline, the best
 // CUDA-core fp32 kernel of the ladder (siboehm's kernel 10 idea, CUTLASS's SIMT
 // hierarchy: block tile -> warp tile -> thread tile).
+// Run alone: rigel ladder --backend cuda --rungs k16_warptiled --dtype f32 --sizes 4096
 //
 // Adds over k15:
 // - Warp tiling. The 128 x 256 block tile is split into 8 warp tiles of
@@ -31,11 +32,11 @@
 //   instructions (18 KB of code, as in the first version); 16 deep would halve
 //   the barriers but double the loop the instruction caches must stream.
 // Why 8 x 16 per thread: the first version (128 x 128 tile, 8 x 8 per thread,
-// 128 registers, two blocks per SM) reached 66 % of the peak with a main loop
-// 87 % FFMA. Its 4 LDS.128 per 64 FMA bring 2 KB into a warp's registers; at
-// the full FMA rate of all four sub-partitions that is 128 bytes per clock,
-// the SM's whole shared-memory data path if broadcasts save bank reads but
-// not delivery (a suspicion, not measured). Here 6 LDS.128 feed 128 FMA, a
+// 128 registers, two blocks per SM) stayed well short of the predicted share
+// of cuBLAS with a main loop 87 % FFMA. Its 4 LDS.128 per 64 FMA bring 2 KB
+// into a warp's registers; at the full FMA rate of all four sub-partitions
+// that is 128 bytes per clock, the SM's whole shared-memory data path if
+// broadcasts save bank reads but not delivery (a suspicion, not measured). Here 6 LDS.128 feed 128 FMA, a
 // quarter less data per FMA, and the loop is 91 % FFMA, paid for with one
 // block of 8 warps per SM (128 accumulators need about 230 registers): the
 // fragment double buffer and 4 stages keep those warps fed, and each has 128
@@ -47,13 +48,9 @@
 // the barrier), so issue caps it near 91 % of the fp32 peak; the barrier (one
 // block per SM: nothing else issues while it waits) and register-bank
 // conflicts among FFMA operands take some more.
-// Measured on the H200 at 4096^3 (the first version): 44.2 Tflop/s, 0.862 of
-// cuBLAS fp32 (51.3, true fp32), both at 1980 MHz
-// (results/h200/2026-11-29_559c2af_ladder.csv): 66 % of the 67 Tflop/s peak,
-// below the 0.90-0.95 predicted.
-// Prediction for this version: 0.90-0.97 of cuBLAS fp32 at 4096^3, about
-// 46-50 Tflop/s (69-75 % of the fp32 peak).
-// Later runs: results/h200 (README ladder table).
+// Prediction: 0.90-0.97 of cuBLAS fp32 at 4096^3, about 46-50 Tflop/s
+// (69-75 % of the fp32 peak).
+// Measured: README.md, "The climb" and "4096 x 4096 x 4096" (k16_warptiled).
 #include "cuda/check.cuh"
 #include "cuda/ladder/simt_rungs.cuh"
 

@@ -1,6 +1,7 @@
 // k20_wmma: the first tensor-core rung, through CUDA's wmma API, in f16 and
 // bf16 (fp32 accumulation, fp32 C). B is K x N (BLayout::k_by_n), as on the
 // SIMT rungs.
+// Run alone: rigel ladder --backend cuda --rungs k20_wmma --dtype f16 --sizes 4096
 //
 // Adds over the SIMT rungs: the multiply-adds move from the FMA pipes to the
 // tensor cores. A warp multiplies 16x16x16 fragments (wmma::mma_sync, two
@@ -29,10 +30,7 @@
 // Prediction: f16 150-300 Tflop/s at 4096^3 (20-40 % of cuBLAS), bf16 below
 // f16 (its loads, and half the warps per SM); both far above the SIMT rungs,
 // far below k21.
-// Measured on the H200 at 4096^3: f16 234 Tflop/s, 0.364 of cuBLAS f16; bf16
-// 150 Tflop/s, 0.220 of cuBLAS bf16, as predicted
-// (results/h200/2026-11-29_559c2af_ladder.csv). Later runs: results/h200
-// (README ladder table).
+// Measured: README.md, "The climb" and "4096 x 4096 x 4096" (k20_wmma, f16 and bf16).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>

@@ -1,5 +1,6 @@
 // k21_mma_sync: the warp-level tensor-core path done properly, in f16 and bf16
 // (fp32 accumulation, fp32 C). B is N x K (BLayout::n_by_k).
+// Run alone: rigel ladder --backend cuda --rungs k21_mma_sync --dtype bf16 --sizes 4096
 //
 // Adds over k20 (wmma): the instruction under wmma, mma.sync.m16n8k16, issued
 // by hand with the fragments loaded by ldmatrix.x4 from XOR-swizzled shared
@@ -27,17 +28,12 @@
 // at that 2/3 rate; and, at 1 block of 8 warps per SM, the barriers.
 // This path cannot reach the wgmma peak: cuBLAS uses wgmma with TMA, and the
 // card holds both at its 700 W limit, so the ratio also carries the clocks.
-// Measured on the H200 at 4096^3 (the previous version: 64 bytes of K per
-// stage, 96 KB): f16 395 Tflop/s, 0.614 of cuBLAS f16; bf16 404 Tflop/s, 0.595
-// of cuBLAS bf16, at 1755 and 1815 MHz against cuBLAS's 1545 and 1635
-// (results/h200/2026-11-29_559c2af_ladder.csv): 41 % of the wgmma peak per
-// clock, inside the 55-65 % predicted.
-// Now: K64 stages (192 KB) halve the barriers per mma and double the bytes in
-// flight; the loader keeps one address per operand instead of one per row
-// (ptxas: 248 registers, no spills, was 238). Prediction: 3-8 % more per
-// clock, partly given back to the power limit: 0.61-0.65 of cuBLAS in bf16
-// and f16 (about 415-440 Tflop/s).
-// Later runs: results/h200 (README ladder table).
+// Prediction: 0.61-0.65 of cuBLAS in bf16 and f16 at 4096^3 (about 415-440
+// Tflop/s). K64 stages (192 KB) halve the barriers per mma against 64-byte
+// stages and double the bytes in flight; the loader keeps one address per
+// operand instead of one per row (ptxas: 248 registers, no spills).
+// Measured: README.md, "The climb" and "4096 x 4096 x 4096" (k21_mma_sync), and
+// "8192 x 8192 x 8192".
 #include <cuda_runtime.h>
 
 #include "cuda/ladder/tensor_rungs.cuh"

@@ -1,5 +1,6 @@
 // k22_mma_sync_tf32: k21's pipeline on tf32 (fp32 words already rounded to
 // tf32; fp32 accumulation, fp32 C). B is N x K (BLayout::n_by_k).
+// Run alone: rigel ladder --backend cuda --rungs k22_mma_sync_tf32 --dtype tf32 --sizes 4096
 //
 // Adds over k21: nothing but the instruction, mma.sync.m16n8k8.tf32: the same
 // 128 x 256 block tile, the same 128 bytes of K per stage (32 tf32 values, four
@@ -19,12 +20,7 @@
 // cores; each flop also needs twice the bytes of bf16, so L2 and shared-memory
 // bandwidth weigh twice as much.
 // Prediction: about half of k21's bf16 Tflop/s, 55-65 % of cuBLAS tf32.
-// Measured on the H200 at 4096^3 (with k21's previous 64-byte stages):
-// 220 Tflop/s, 0.598 of cuBLAS tf32 (368.3), 0.54x k21's bf16
-// (results/h200/2026-11-29_559c2af_ladder.csv): as predicted.
-// Now with k21's 128-byte stages (ptxas: 248 registers, no spills): a few
-// percent more, 0.60-0.64 of cuBLAS tf32. Later runs: results/h200 (README
-// ladder table).
+// Measured: README.md, "4096 x 4096 x 4096" (k22_mma_sync_tf32).
 #include <cuda_runtime.h>
 
 #include "cuda/ladder/tensor_rungs.cuh"

@@ -1,5 +1,6 @@
 // k23_mma_sync_e4m3: k21's pipeline on fp8 e4m3 (fp32 accumulation, fp32 C),
 // mma.sync.m16n8k32.e4m3 (sm_89 and later). B is N x K (BLayout::n_by_k).
+// Run alone: rigel ladder --backend cuda --rungs k23_mma_sync_e4m3 --dtype e4m3 --sizes 4096
 //
 // Adds over k21: the fp8 instruction. A stage holds 64 bytes of K (k21: 128),
 // here 64 e4m3 values (two k32 steps); each byte moved feeds twice the flops
@@ -22,11 +23,7 @@
 // of k21 relieve L2 and shared memory.
 // Prediction: 0.7-1.0x k21's f16 Tflop/s: fp8 is "footprint only" on this
 // path (the accelerated rule asks >= 1.5x fp16).
-// Measured on the H200 at 4096^3: 327 Tflop/s, 0.287 of cuBLASLt e4m3 (1139, on
-// wgmma), 0.83x k21's f16 (results/h200/2026-11-29_559c2af_ladder.csv):
-// footprint only, as predicted. Measured before k21's stages grew to 128 bytes
-// of K and its loader changed (this rung keeps 64-byte stages; the loader is
-// shared). Later runs: results/h200 (README ladder table).
+// Measured: README.md, "4096 x 4096 x 4096" (k23_mma_sync_e4m3).
 #include <cuda_runtime.h>
 
 #include "cuda/ladder/tensor_rungs.cuh"

@@ -4,6 +4,7 @@
 // by mma.sync.m16n8k16 with fp32 accumulation. A is M x K, B is N x K
 // (BLayout::n_by_k), C is M x N fp32; storage as core/dtype.hpp says (packed
 // nibbles, then mxfp4's scale bytes, in one buffer per operand).
+// Run alone: rigel ladder --backend cuda --rungs k24_mma_sync_fp4 --dtype e2m1 --sizes 4096
 //
 // Adds over k21: a quarter of f16's bytes moved from memory and through
 // shared memory (a 64-byte row of a stage holds 128 elements of K), paid for
@@ -45,12 +46,12 @@
 // Prediction: "footprint only": compute stays at the f16 mma.sync rate at
 // best, with a quarter of the operand bytes: e2m1 0.8-1.0x k21's f16
 // Tflop/s; mxfp4 0.5-0.8x (issue-bound).
-// Measured on the H200 (results/h200/2026-11-30_7c1af3f_ladder_fp4.csv, same
-// run): e2m1 4096^3 345.2 Tflop/s = 0.83x k21's f16 (415.3), 8192^3 364.5 =
-// 0.87x; mxfp4 168.0 = 0.40x and 171.0 = 0.41x, below the predicted range:
-// the promotion and the scale loads cost more issue slots than estimated.
-// Verdict: footprint only (RIGEL's rule wants >= 1.5x the fp16 rate): on
-// Hopper fp4 buys a quarter of the bytes, not speed.
+// On the H200 e2m1 landed in that range and mxfp4 below it: the promotion and
+// the scale loads cost more issue slots than estimated. Verdict: footprint
+// only (rigel's rule wants >= 1.5x the fp16 rate): on Hopper fp4 buys a
+// quarter of the bytes, not speed.
+// Measured: README.md, "4096 x 4096 x 4096" and "8192 x 8192 x 8192"
+// (k24_mma_sync_fp4, e2m1 and mxfp4).
 #include <cuda_runtime.h>
 
 #include "cuda/ladder/fp4_fragments.cuh"
