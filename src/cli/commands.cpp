@@ -98,14 +98,14 @@ void print_table(const std::vector<ResultRow>& rows) {
                         "x naive", "% vendor", "check", "max err");
             last = group;
         }
-        if (r.status == "SKIP") {
+        if (r.status == Status::skip) {
             std::printf("%-34s %-5s %4d %14s %9s %9s %-6s %s\n", r.rung.c_str(), r.backend.c_str(), r.threads, "-",
                         "-", "-", "SKIP", r.reason.c_str());
             continue;
         }
         std::printf("%-34s %-5s %4d %14s %9s %9s %-6s %9s%s%s\n", r.rung.c_str(), r.backend.c_str(), r.threads,
                     r.gflops > 0 ? format_rate(r.gflops).c_str() : "-", opt("%.1fx", r.x_over_naive).c_str(),
-                    opt("%.1f%%", r.pct_of_vendor).c_str(), r.status.c_str(),
+                    opt("%.1f%%", r.pct_of_vendor).c_str(), std::string(name(r.status)).c_str(),
                     opt("%.2g", r.verdict.err_max_scaled).c_str(), r.reason.empty() ? "" : "  ",
                     r.reason.c_str());
     }
@@ -257,7 +257,7 @@ public:
         for (const auto& s : plan_.opts.shapes) shapes.push_back(s.str());
         for (const auto& r : rows) {
             cells.push_back(result_cells(r, side_.run_id, plan_.opts.recipe, plan_.opts.seed));
-            failed += r.status == "FAIL";
+            failed += r.status == Status::fail;
             if (std::find(types.begin(), types.end(), r.dtype) == types.end()) types.push_back(r.dtype);
         }
         side_.complete = complete;
@@ -288,7 +288,7 @@ int report_ladder(const std::vector<ResultRow>& rows, LadderFiles* files) {
         std::fprintf(stderr, "rigel: interrupted after %zu row(s); nothing written (no --out)\n", rows.size());
     }
     if (stopped_by) return 128 + stopped_by;
-    const auto failed = std::count_if(rows.begin(), rows.end(), [](const ResultRow& r) { return r.status == "FAIL"; });
+    const auto failed = std::count_if(rows.begin(), rows.end(), [](const ResultRow& r) { return r.status == Status::fail; });
     if (failed) {
         std::fprintf(stderr, "rigel: %d rung(s) FAILED verification\n", static_cast<int>(failed));
         return 1;

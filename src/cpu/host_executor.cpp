@@ -24,12 +24,24 @@ std::size_t mem_available_bytes() {
     return 0;
 }
 
+// The "model name" line of /proc/cpuinfo; "unknown" where there is none.
+std::string cpu_model_name() {
+    std::ifstream f("/proc/cpuinfo");
+    for (std::string line; std::getline(f, line);)
+        if (line.starts_with("model name")) {
+            const auto colon = line.find(": ");
+            if (colon != std::string::npos) return line.substr(colon + 2);
+        }
+    return "unknown";
+}
+
 class HostExecutor final : public Executor {
 public:
     Backend backend() const override { return Backend::cpu; }
     std::string unavailable_reason() const override { return {}; }
     int compute_capability() const override { return 0; }
     std::size_t free_memory_bytes() const override { return mem_available_bytes(); }
+    std::string device_name() const override { return model_; }
 
     void* alloc(std::size_t bytes) override {
         // 64-byte alignment: one cache line, and what AVX-512 loads like.
@@ -62,6 +74,9 @@ public:
 #endif
         return facts;
     }
+
+private:
+    std::string model_ = cpu_model_name();
 };
 
 }  // namespace

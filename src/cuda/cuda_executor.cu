@@ -70,6 +70,7 @@ public:
     Backend backend() const override { return Backend::cuda; }
     std::string unavailable_reason() const override { return reason_; }
     int compute_capability() const override { return reason_.empty() ? prop_.major * 10 + prop_.minor : 0; }
+    std::string device_name() const override { return reason_.empty() ? std::string(prop_.name) : std::string(); }
 
     std::size_t free_memory_bytes() const override {
         if (!reason_.empty()) return 0;

@@ -15,6 +15,7 @@ public:
     std::string unavailable_reason() const override { return "rigel was built without CUDA"; }
     int compute_capability() const override { return 0; }
     std::size_t free_memory_bytes() const override { return 0; }
+    std::string device_name() const override { return {}; }
     void* alloc(std::size_t) override { throw std::logic_error("no CUDA"); }
     void release(void*) override {}
     void upload(void*, const void*, std::size_t) override {}

@@ -35,6 +35,9 @@ public:
     // Compute capability x10 (90 for sm_90); 0 for the CPU.
     virtual int compute_capability() const = 0;
     virtual std::size_t free_memory_bytes() const = 0;
+    // What runs the rungs, for the CSV's device column: the GPU's name, the
+    // CPU's model; empty when the device is unavailable.
+    virtual std::string device_name() const = 0;
 
     virtual void* alloc(std::size_t bytes) = 0;
     virtual void release(void* p) = 0;

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
 #include <thread>
+#include <unistd.h>
 
 #include "core/hash.hpp"
 
@@ -63,6 +65,196 @@ double device_bytes_needed(const Shape& s, DType t) {
 int resolve_threads(int requested) {
     if (requested > 0) return requested;
     return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+int rung_threads(const Rung& r, int threads) { return (r.backend == Backend::cpu && r.parallel) ? threads : 1; }
+
+GemmProblem problem_of(const Rung& r, Executor& ex, const Shape& s, DType type, int threads) {
+    return GemmProblem{.type = type, .m = s.m, .n = s.n, .k = s.k, .a = nullptr, .b = nullptr, .c = nullptr,
+                       .threads = rung_threads(r, threads), .stream = ex.stream()};
+}
+
+// Why a rung will not run at this shape and type, decided before any data
+// exists; empty when it runs.
+std::string refusal_of(const Rung& r, Executor& ex, const Shape& s, DType type, int threads, bool force) {
+    const std::string why_not = ex.unavailable_reason();
+    if (!why_not.empty()) return "skipped: " + why_not;
+    if (r.min_sm > ex.compute_capability())
+        return "skipped: needs sm_" + std::to_string(r.min_sm) + ", device is sm_" +
+               std::to_string(ex.compute_capability());
+    if (r.check) {
+        const std::string refusal = r.check(problem_of(r, ex, s, type, threads));
+        if (!refusal.empty()) return "refused: " + refusal;
+    }
+    const double work = static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+    if (r.max_work > 0 && work > r.max_work && !force)
+        return "skipped: M*N*K = " + fmt("%.3g", work) + " is above this rung's default limit " +
+               fmt("%.3g", r.max_work) + " (--force runs it)";
+    return {};
+}
+
+std::string host_name() {
+    char buf[256] = {};
+    if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown";
+    return buf;
+}
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// "0.4 s", "42 s", "2 min 05 s", "1 h 07 min".
+std::string duration_text(double s) {
+    char buf[48];
+    if (s < 10)
+        std::snprintf(buf, sizeof buf, "%.1f s", s);
+    else if (s < 60)
+        std::snprintf(buf, sizeof buf, "%.0f s", s);
+    else if (s < 3600)
+        std::snprintf(buf, sizeof buf, "%d min %02d s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+    else
+        std::snprintf(buf, sizeof buf, "%d h %02d min", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
+    return buf;
+}
+
+// A step that takes at least this long says so: before it is timed, how long
+// the timing should take, and when it ends, how long it took.
+constexpr double kLongStepSeconds = 10.0;
+
+// The progress lines, one per event: "[step/steps, elapsed] rung type shape: what".
+class Progress {
+public:
+    Progress(const std::function<void(const std::string&)>& out, std::size_t steps)
+        : out_(out), steps_(steps), start_(Clock::now()) {}
+    void next_step() { ++step_; }
+    void say(const std::string& line) const {
+        if (out_) out_(line);
+    }
+    void say(const ResultRow& row, const std::string& what) const {
+        say("[" + std::to_string(step_) + "/" + std::to_string(steps_) + ", " + duration_text(seconds_since(start_)) +
+            "] " + row.rung + " " + row.dtype + " " + row.shape.str() + ": " + what);
+    }
+
+private:
+    const std::function<void(const std::string&)>& out_;
+    std::size_t steps_;
+    std::size_t step_ = 0;
+    Clock::time_point start_;
+};
+
+// What the runs of one (shape, type) share, each made once: the quantized
+// inputs (at once), B as N x K and the float64 reference (when a run first
+// needs them; a group whose rungs all refuse computes no reference).
+class GroupInputs {
+public:
+    GroupInputs(const PlannedGroup& g, const LadderOptions& opts, int threads, const Progress& progress)
+        : shape(g.shape), type(g.type), seed_(opts.seed), threads_(threads) {
+        const auto m = static_cast<std::size_t>(shape.m);
+        const auto n = static_cast<std::size_t>(shape.n);
+        const auto k = static_cast<std::size_t>(shape.k);
+        progress.say("preparing " + shape.str() + " " + std::string(name(type)) + ": inputs and float64 reference");
+        // A is M x K and B is K x N, K along A's columns and B's rows (where
+        // mxfp4's scale blocks run).
+        a = make_operand(type, opts.recipe, opts.seed, 0, m, k, KAxis::cols);
+        b = make_operand(type, opts.recipe, opts.seed, 1, k, n, KAxis::rows);
+        input_hash = hash64(a.bytes.data(), a.bytes.size()) ^ mix64(hash64(b.bytes.data(), b.bytes.size()));
+        host_out.resize(out_bytes(type, m * n));
+    }
+    const Reference& reference() {
+        if (!ref_) ref_ = compute_reference(a.values, b.values, shape.m, shape.n, shape.k, seed_, threads_);
+        return *ref_;
+    }
+    const Operand& b_as(BLayout layout) {
+        if (layout == BLayout::k_by_n) return b;
+        if (!b_nk_) b_nk_ = transposed(b, static_cast<std::size_t>(shape.k), static_cast<std::size_t>(shape.n));
+        return *b_nk_;
+    }
+
+    const Shape shape;
+    const DType type;
+    Operand a, b;
+    std::uint64_t input_hash = 0;
+    std::vector<unsigned char> host_out;
+
+private:
+    std::uint64_t seed_;
+    int threads_;
+    std::optional<Operand> b_nk_;
+    std::optional<Reference> ref_;
+};
+
+// One planned run: poison the output, run once, verify against the
+// reference, and only then time.
+ResultRow run_one(const PlannedRun& p, GroupInputs& in, const LadderOptions& opts, int threads,
+                  Progress& progress) {
+    const Rung& r = *p.rung;
+    Executor& ex = *p.executor;
+    progress.next_step();
+    ResultRow row;
+    row.rung = r.id;
+    row.backend = name(r.backend);
+    row.group = r.group;
+    row.dtype = name(in.type);
+    row.shape = in.shape;
+    row.vendor = r.vendor;
+    row.parallel = r.parallel;
+    row.threads = rung_threads(r, threads);
+    row.input_hash = in.input_hash;
+    row.device = ex.device_name();
+    row.status = Status::skip;
+    if (!p.refusal.empty()) {
+        row.reason = p.refusal;
+        progress.say(row, p.refusal);
+        return row;
+    }
+
+    const Reference& ref = in.reference();
+    row.checked_rows = static_cast<std::int64_t>(ref.rows.size());
+    const Operand& b = in.b_as(r.b_layout);
+    DeviceBuffer da(ex, in.a.bytes.size()), db(ex, b.bytes.size()), dc(ex, in.host_out.size());
+    ex.upload(da.get(), in.a.bytes.data(), in.a.bytes.size());
+    ex.upload(db.get(), b.bytes.data(), b.bytes.size());
+    ex.poison(dc.get(), in.host_out.size());
+    GemmProblem prob = problem_of(r, ex, in.shape, in.type, threads);
+    prob.a = da.get();
+    prob.b = db.get();
+    prob.c = dc.get();
+
+    progress.say(row, "verifying");
+    const auto t0 = Clock::now();
+    try {
+        r.run(prob);
+        ex.synchronize();
+    } catch (const std::exception& e) {
+        row.status = Status::fail;
+        row.reason = std::string("error: ") + e.what();
+        progress.say(row, "FAIL (" + row.reason + ")");
+        return row;
+    }
+    const double one_run_s = seconds_since(t0);
+    ex.download(in.host_out.data(), dc.get(), in.host_out.size());
+    row.verdict = verify(in.type, in.host_out.data(), ref);
+    row.status = row.verdict.pass ? Status::pass : Status::fail;
+    row.reason = row.verdict.reason;
+    if (row.verdict.pass && !opts.verify_only) {
+        const TimingConfig& tc = r.backend == Backend::cpu ? opts.cpu_timing : opts.gpu_timing;
+        const double expected_s = expected_measure_seconds(one_run_s, tc);
+        if (expected_s >= kLongStepSeconds)
+            progress.say(row, "verified in " + duration_text(one_run_s) + "; timing, about " +
+                                  duration_text(expected_s));
+        ex.begin_sampling();
+        row.timing = measure([&] { return ex.time_once([&] { r.run(prob); }); }, tc);
+        row.device_sample = ex.end_sampling();
+        row.gflops = gflops(static_cast<double>(in.shape.m), static_cast<double>(in.shape.n),
+                            static_cast<double>(in.shape.k), row.timing.median_s);
+    }
+    const double step_s = seconds_since(t0);
+    progress.say(row, std::string(name(row.status)) +
+                          (row.gflops > 0 ? " " + fmt("%.2f", row.gflops) + " " + std::string(rate_unit(in.type))
+                                          : "") +
+                          (row.reason.empty() ? "" : " (" + row.reason + ")") +
+                          (step_s >= kLongStepSeconds ? ", took " + duration_text(step_s) : ""));
+    return row;
 }
 
 }  // namespace
@@ -156,155 +348,78 @@ void validate_request(const LadderOptions& opts, const LadderContext& ctx) {
     }
 }
 
-std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext& ctx) {
-    validate_request(opts, ctx);
-    const int threads = resolve_threads(opts.threads);
-    const auto& rungs = ctx.rungs;
-    std::vector<ResultRow> rows;
-    auto say = [&](const std::string& s) {
-        if (ctx.progress) ctx.progress(s);
-    };
-
-    // Count the steps for the progress line.
-    std::size_t total = 0, step = 0;
-    for (const Shape& s : opts.shapes) {
-        (void)s;
-        for (Backend b : opts.backends)
-            for (DType t : opts.dtypes.empty() ? default_dtypes(b) : opts.dtypes)
-                for (const Rung* r : rungs)
-                    if (r->backend == b && (r->dtypes & dtype_bit(t)) && rung_selected(*r, opts.rungs)) ++total;
+std::string_view name(Status s) {
+    switch (s) {
+        case Status::pass: return "PASS";
+        case Status::fail: return "FAIL";
+        case Status::skip: return "SKIP";
     }
+    return "?";
+}
+
+std::string_view rate_unit(DType t) { return t == DType::i8 ? "Gop/s" : "Gflop/s"; }
+
+double expected_measure_seconds(double one_run_s, const TimingConfig& tc) {
+    // measure(): runs until warmup_s has passed (at least once), then until
+    // min_reps runs and min_time_s are both reached, stopping at max_reps or
+    // at the first run that ends past max_time_s.
+    const double v = one_run_s;
+    if (!(v > 0)) return tc.warmup_s + tc.min_time_s;
+    const double wanted = std::max<double>(tc.min_reps, std::ceil(tc.min_time_s / v));
+    const double until_max_time = std::floor(tc.max_time_s / v) + 1;
+    const double runs = std::min({wanted, until_max_time, static_cast<double>(tc.max_reps)});
+    return std::max(v, tc.warmup_s) + runs * v;
+}
+
+LadderPlan plan_ladder(const LadderOptions& opts, const LadderContext& ctx) {
+    validate_request(opts, ctx);
+    LadderPlan plan;
+    plan.threads = resolve_threads(opts.threads);
 
     std::vector<DType> all_types;
     for (Backend b : opts.backends)
         for (DType t : opts.dtypes.empty() ? default_dtypes(b) : opts.dtypes)
             if (std::find(all_types.begin(), all_types.end(), t) == all_types.end()) all_types.push_back(t);
 
-    for (const Shape& shape : opts.shapes) {
+    for (const Shape& shape : opts.shapes)
         for (DType type : all_types) {
-            std::vector<PlannedRun> plan;
+            PlannedGroup group{.shape = shape, .type = type, .runs = {}};
             for (Backend b : opts.backends) {
                 const auto types = opts.dtypes.empty() ? default_dtypes(b) : opts.dtypes;
                 if (std::find(types.begin(), types.end(), type) == types.end()) continue;
-                for (const Rung* r : rungs)
+                for (const Rung* r : ctx.rungs)
                     if (r->backend == b && (r->dtypes & dtype_bit(type)) && rung_selected(*r, opts.rungs))
-                        plan.push_back({r, executor_for(b, ctx)});
+                        group.runs.push_back({.rung = r,
+                                              .executor = executor_for(b, ctx),
+                                              .refusal = refusal_of(*r, *executor_for(b, ctx), shape, type,
+                                                                    plan.threads, opts.force)});
             }
-            if (plan.empty()) continue;
+            plan.steps += group.runs.size();
+            if (!group.runs.empty()) plan.groups.push_back(std::move(group));
+        }
+    return plan;
+}
+
+std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext& ctx) {
+    const LadderPlan plan = plan_ladder(opts, ctx);
+    Progress progress{ctx.progress, plan.steps};
+    const std::string host = host_name();
+    std::vector<ResultRow> rows;
+    for (const PlannedGroup& group : plan.groups) {
+        GroupInputs in(group, opts, plan.threads, progress);
+        for (const PlannedRun& run : group.runs) {
             // A stop request (SIGINT, SIGTERM) ends the run between measurements.
             if (ctx.should_stop && ctx.should_stop()) break;
-
-            const auto m = static_cast<std::size_t>(shape.m);
-            const auto n = static_cast<std::size_t>(shape.n);
-            const auto k = static_cast<std::size_t>(shape.k);
-            say("preparing " + shape.str() + " " + std::string(name(type)) + ": inputs and float64 reference");
-            // A is M x K and B is K x N, K along A's columns and B's rows (where
-            // mxfp4's scale blocks run).
-            const Operand a = make_operand(type, opts.recipe, opts.seed, 0, m, k, KAxis::cols);
-            const Operand b = make_operand(type, opts.recipe, opts.seed, 1, k, n, KAxis::rows);
-            std::optional<Operand> b_nk;  // made when a rung wants B as N x K
-            const std::uint64_t input_hash =
-                hash64(a.bytes.data(), a.bytes.size()) ^ mix64(hash64(b.bytes.data(), b.bytes.size()));
-            std::optional<Reference> ref;
-            std::vector<unsigned char> host_out(out_bytes(type, m * n));
-
-            for (const PlannedRun& p : plan) {
-                if (ctx.should_stop && ctx.should_stop()) break;
-                const Rung& r = *p.rung;
-                Executor& ex = *p.executor;
-                ++step;
-                ResultRow row;
-                row.rung = r.id;
-                row.backend = name(r.backend);
-                row.group = r.group;
-                row.dtype = name(type);
-                row.shape = shape;
-                row.vendor = r.vendor;
-                row.parallel = r.parallel;
-                row.threads = (r.backend == Backend::cpu && r.parallel) ? threads : 1;
-                row.input_hash = input_hash;
-                row.status = "SKIP";
-
-                GemmProblem prob{type, shape.m, shape.n, shape.k, nullptr, nullptr, nullptr, row.threads,
-                                 ex.stream()};
-                const double work = static_cast<double>(shape.m) * static_cast<double>(shape.n) *
-                                    static_cast<double>(shape.k);
-                const std::string why_not = ex.unavailable_reason();
-                std::string refusal;
-                if (!why_not.empty()) {
-                    refusal = "skipped: " + why_not;
-                } else if (r.min_sm > ex.compute_capability()) {
-                    refusal = "skipped: needs sm_" + std::to_string(r.min_sm) + ", device is sm_" +
-                              std::to_string(ex.compute_capability());
-                } else if (r.check) {
-                    refusal = r.check(prob);
-                    if (!refusal.empty()) refusal = "refused: " + refusal;
-                }
-                if (refusal.empty() && r.max_work > 0 && work > r.max_work && !opts.force) {
-                    refusal = "skipped: M*N*K = " + fmt("%.3g", work) + " is above this rung's default limit " +
-                              fmt("%.3g", r.max_work) + " (--force runs it)";
-                }
-                if (!refusal.empty()) {
-                    row.reason = refusal;
-                    say("[" + std::to_string(step) + "/" + std::to_string(total) + "] " + row.rung + " " +
-                        row.dtype + " " + shape.str() + ": " + refusal);
-                    rows.push_back(row);
-                    continue;
-                }
-
-                if (!ref) ref = compute_reference(a.values, b.values, shape.m, shape.n, shape.k, opts.seed, threads);
-                row.checked_rows = static_cast<std::int64_t>(ref->rows.size());
-                const Operand* b_used = &b;
-                if (r.b_layout == BLayout::n_by_k) {
-                    if (!b_nk) b_nk = transposed(b, k, n);
-                    b_used = &*b_nk;
-                }
-
-                DeviceBuffer da(ex, a.bytes.size()), db(ex, b_used->bytes.size()), dc(ex, host_out.size());
-                ex.upload(da.get(), a.bytes.data(), a.bytes.size());
-                ex.upload(db.get(), b_used->bytes.data(), b_used->bytes.size());
-                ex.poison(dc.get(), host_out.size());
-                prob.a = da.get();
-                prob.b = db.get();
-                prob.c = dc.get();
-
-                say("[" + std::to_string(step) + "/" + std::to_string(total) + "] " + row.rung + " " + row.dtype +
-                    " " + shape.str() + ": verifying");
-                try {
-                    r.run(prob);
-                    ex.synchronize();
-                } catch (const std::exception& e) {
-                    row.status = "FAIL";
-                    row.reason = std::string("error: ") + e.what();
-                    rows.push_back(row);
-                    continue;
-                }
-                ex.download(host_out.data(), dc.get(), host_out.size());
-                row.verdict = verify(type, host_out.data(), *ref);
-                row.status = row.verdict.pass ? "PASS" : "FAIL";
-                row.reason = row.verdict.reason;
-                if (row.verdict.pass && !opts.verify_only) {
-                    const TimingConfig& tc = r.backend == Backend::cpu ? opts.cpu_timing : opts.gpu_timing;
-                    ex.begin_sampling();
-                    row.timing = measure([&] { return ex.time_once([&] { r.run(prob); }); }, tc);
-                    row.device = ex.end_sampling();
-                    row.gflops = gflops(static_cast<double>(shape.m), static_cast<double>(shape.n),
-                                        static_cast<double>(shape.k), row.timing.median_s);
-                }
-                say("[" + std::to_string(step) + "/" + std::to_string(total) + "] " + row.rung + " " + row.dtype +
-                    " " + shape.str() + ": " + row.status +
-                    (row.gflops > 0 ? " " + fmt("%.2f", row.gflops) + " Gflop/s" : "") +
-                    (row.reason.empty() ? "" : " (" + row.reason + ")"));
-                rows.push_back(row);
-            }
-            if (ctx.checkpoint) {
-                std::vector<ResultRow> so_far = rows;
-                fill_ratios(so_far);
-                ctx.checkpoint(so_far);
-            }
+            rows.push_back(run_one(run, in, opts, plan.threads, progress));
+            rows.back().host = host;
         }
+        if (ctx.checkpoint) {
+            std::vector<ResultRow> so_far = rows;
+            fill_ratios(so_far);
+            ctx.checkpoint(so_far);
+        }
+        if (ctx.should_stop && ctx.should_stop()) break;
     }
-
     fill_ratios(rows);
     return rows;
 }
@@ -313,9 +428,9 @@ void fill_ratios(std::vector<ResultRow>& rows) {
     // Over the naive CPU rung, and as a share of the vendor library's default
     // path on the same backend (and, on the CPU, with the same threading).
     for (ResultRow& row : rows) {
-        if (row.status != "PASS" || row.gflops <= 0) continue;
+        if (row.status != Status::pass || row.gflops <= 0) continue;
         for (const ResultRow& o : rows) {
-            if (o.status != "PASS" || o.gflops <= 0 || o.shape.m != row.shape.m || o.shape.n != row.shape.n ||
+            if (o.status != Status::pass || o.gflops <= 0 || o.shape.m != row.shape.m || o.shape.n != row.shape.n ||
                 o.shape.k != row.shape.k || o.dtype != row.dtype)
                 continue;
             if (o.rung == kNaiveRungId) row.x_over_naive = row.gflops / o.gflops;
@@ -327,11 +442,11 @@ void fill_ratios(std::vector<ResultRow>& rows) {
 }
 
 std::vector<std::string> result_header() {
-    return {"run_id", "rung", "backend", "group", "dtype", "m", "n", "k", "threads", "status", "reason",
-            "vendor", "time_median_s", "time_min_s", "time_p10_s", "time_p90_s", "noise_rel", "reps", "gflops",
-            "x_over_naive", "pct_of_vendor", "err_rel_fro", "err_max_scaled", "tolerance", "checked_rows",
-            "recipe", "seed", "input_hash", "output_hash", "sm_clock_mhz", "mem_clock_mhz", "power_w",
-            "power_max_w", "temp_c", "clock_event_mask", "throttled"};
+    return {"run_id", "host", "device", "rung", "backend", "group", "dtype", "m", "n", "k", "threads", "status",
+            "reason", "vendor", "time_median_s", "time_min_s", "time_p10_s", "time_p90_s", "noise_rel", "reps",
+            "rate", "rate_unit", "x_over_naive", "pct_of_vendor", "err_rel_fro", "err_max_scaled", "tolerance",
+            "checked_rows", "recipe", "seed", "input_hash", "output_hash", "sm_clock_mhz", "mem_clock_mhz",
+            "power_w", "power_max_w", "temp_c", "clock_event_mask", "throttled"};
 }
 
 std::vector<std::string> result_cells(const ResultRow& r, const std::string& run_id, Recipe recipe,
@@ -343,16 +458,17 @@ std::vector<std::string> result_cells(const ResultRow& r, const std::string& run
         return std::string(buf);
     };
     const bool timed = r.timing.reps > 0;
-    const bool ran = r.status != "SKIP";
-    const auto& d = r.device;
-    return {run_id, r.rung, r.backend, r.group, r.dtype, std::to_string(r.shape.m), std::to_string(r.shape.n),
-            std::to_string(r.shape.k), std::to_string(r.threads), r.status, r.reason,
-            r.vendor != VendorRank::none ? "1" : "0",
+    const bool ran = r.status != Status::skip;
+    const auto& d = r.device_sample;
+    const auto type = parse_dtype(r.dtype);
+    return {run_id, r.host, r.device, r.rung, r.backend, r.group, r.dtype, std::to_string(r.shape.m),
+            std::to_string(r.shape.n), std::to_string(r.shape.k), std::to_string(r.threads),
+            std::string(name(r.status)), r.reason, r.vendor != VendorRank::none ? "1" : "0",
             timed ? num(r.timing.median_s) : "", timed ? num(r.timing.min_s) : "",
             timed ? num(r.timing.p10_s) : "", timed ? num(r.timing.p90_s) : "",
             timed ? num(r.timing.noise_rel) : "", timed ? std::to_string(r.timing.reps) : "",
-            timed ? num(r.gflops) : "", num(r.x_over_naive), num(r.pct_of_vendor),
-            ran ? num(r.verdict.err_rel_fro) : "", ran ? num(r.verdict.err_max_scaled) : "",
+            timed ? num(r.gflops) : "", timed && type ? std::string(rate_unit(*type)) : "", num(r.x_over_naive),
+            num(r.pct_of_vendor), ran ? num(r.verdict.err_rel_fro) : "", ran ? num(r.verdict.err_max_scaled) : "",
             ran ? num(r.verdict.tolerance) : "", ran ? std::to_string(r.checked_rows) : "",
             std::string(name(recipe)), std::to_string(seed), hex(r.input_hash),
             ran ? hex(r.verdict.out_hash) : "", d.valid ? num(d.sm_clock_mhz) : "",

@@ -42,34 +42,62 @@ struct LadderOptions {
     bool verify_only = false;           // verify every rung, time none
 };
 
+// What became of one rung at one shape and type. SKIP: refused or not
+// runnable here, with the reason, before anything ran.
+enum class Status : std::uint8_t { pass, fail, skip };
+std::string_view name(Status s);  // PASS, FAIL, SKIP: the CSV's and the table's words
+
 struct ResultRow {
     std::string rung, backend, group, dtype;
     Shape shape;
     int threads = 1;
-    std::string status;  // PASS, FAIL, SKIP
+    Status status = Status::skip;
     std::string reason;
     VendorRank vendor = VendorRank::none;
     bool parallel = false;
     TimingStats timing;
-    double gflops = 0;
+    double gflops = 0;  // 2*M*N*K / median time / 1e9: Gflop/s, or Gop/s for integer types (rate_unit)
     double x_over_naive = std::numeric_limits<double>::quiet_NaN();
     double pct_of_vendor = std::numeric_limits<double>::quiet_NaN();
     Verdict verdict;
     std::uint64_t input_hash = 0;
     std::int64_t checked_rows = 0;
-    DeviceSample device;
+    std::string host;    // the machine's host name
+    std::string device;  // the executor's device: GPU name, or CPU model
+    DeviceSample device_sample;
 };
 
+// The unit of ResultRow::gflops for a type: "Gflop/s", or "Gop/s" where the
+// products are integer operations (i8).
+std::string_view rate_unit(DType t);
+
+// One planned measurement: a rung on its executor at one shape and type.
+// Refusals that need no data (device absent, compute capability, the rung's
+// shape rules, the default size limit) are decided when planning.
 struct PlannedRun {
-    const Rung* rung;
-    Executor* executor;
+    const Rung* rung = nullptr;
+    Executor* executor = nullptr;
+    std::string refusal;  // empty: run it
+};
+
+// The runs of one (shape, type): they share the inputs and the reference.
+struct PlannedGroup {
+    Shape shape;
+    DType type = DType::f32;
+    std::vector<PlannedRun> runs;
+};
+
+struct LadderPlan {
+    std::vector<PlannedGroup> groups;
+    std::size_t steps = 0;  // runs over all groups: the progress line's denominator
+    int threads = 1;        // CPU threads of parallel rungs
 };
 
 // Everything the runner needs from the outside world.
 struct LadderContext {
     Executor* cpu = nullptr;
     Executor* cuda = nullptr;
-    std::function<void(const std::string&)> progress;  // one line per step, to stderr
+    std::function<void(const std::string&)> progress;  // one line per event, to stderr
     // Called after every (shape, type) with all rows so far, ratios filled, so
     // that an interrupted run keeps what it finished.
     std::function<void(const std::vector<ResultRow>&)> checkpoint;
@@ -86,7 +114,17 @@ struct LadderContext {
 // memory) and throws std::invalid_argument before anything runs.
 void validate_request(const LadderOptions& opts, const LadderContext& ctx);
 
+// Validates the request, then expands shapes x types x selected rungs in the
+// order they will run.
+LadderPlan plan_ladder(const LadderOptions& opts, const LadderContext& ctx);
+
+// Plan, run each planned run (inputs, reference, poison, run, verify, time),
+// then report (ratios). Stops between measurements when ctx.should_stop says so.
 std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext& ctx);
+
+// Seconds that measure() is expected to take for a rung whose one run took
+// one_run_s (warm-up, then repetitions up to the limits of the configuration).
+double expected_measure_seconds(double one_run_s, const TimingConfig& tc);
 
 // Fills x_over_naive and pct_of_vendor from the rows of the same shape and type.
 void fill_ratios(std::vector<ResultRow>& rows);

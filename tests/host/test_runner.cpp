@@ -1,0 +1,274 @@
+// The ladder runner on a registry of small host rungs written here: what each
+// row says (verified, refused, failed, thrown), the ratios, the progress lines,
+// the checkpoints and a stop request between measurements.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cpu/cpu_rungs.hpp"
+#include "ladder/runner.hpp"
+
+namespace rigel {
+namespace {
+
+// C = A * B in f32 with B as K x N: the right answer.
+void right_f32(const GemmProblem& p) {
+    const auto* a = static_cast<const float*>(p.a);
+    const auto* b = static_cast<const float*>(p.b);
+    auto* c = static_cast<float*>(p.c);
+    for (std::int64_t i = 0; i < p.m; ++i)
+        for (std::int64_t j = 0; j < p.n; ++j) {
+            double s = 0;
+            for (std::int64_t k = 0; k < p.k; ++k) s += double(a[i * p.k + k]) * double(b[k * p.n + j]);
+            c[i * p.n + j] = static_cast<float>(s);
+        }
+}
+
+// Every element written, every one wrong.
+void wrong_f32(const GemmProblem& p) {
+    right_f32(p);
+    auto* c = static_cast<float*>(p.c);
+    for (std::int64_t i = 0; i < p.m * p.n; ++i) c[i] += 1.0f;
+}
+
+void throws(const GemmProblem&) { throw std::runtime_error("launch failed"); }
+
+std::string needs_even_k(const GemmProblem& p) { return p.k % 2 ? "K must be even" : ""; }
+
+constexpr std::uint32_t kF32 = dtype_mask(DType::f32);
+
+// A CPU rung of f32 with B as K x N; what differs between the test rungs is
+// given, the rest is the same for all.
+struct TestRung {
+    std::string_view id;
+    RunFn run = right_f32;
+    CheckFn check = nullptr;
+    int min_sm = 0;
+    double max_work = 0;
+    VendorRank vendor = VendorRank::none;
+};
+
+Rung make_rung(const TestRung& t) {
+    return Rung{.id = t.id, .backend = Backend::cpu, .group = t.vendor == VendorRank::none ? "test" : "vendor",
+                .dtypes = kF32, .b_layout = BLayout::k_by_n, .min_sm = t.min_sm, .parallel = false,
+                .vendor = t.vendor, .max_work = t.max_work, .lesson = "", .run = t.run, .check = t.check};
+}
+
+const std::vector<Rung>& test_rungs() {
+    static const std::vector<Rung> rungs{
+        make_rung({.id = "k01_cpu_naive"}),
+        make_rung({.id = "t_wrong", .run = wrong_f32}),
+        make_rung({.id = "t_throws", .run = throws}),
+        make_rung({.id = "t_even_k", .check = needs_even_k}),
+        make_rung({.id = "t_small_only", .max_work = 100}),
+        make_rung({.id = "t_sm90", .min_sm = 90}),
+        make_rung({.id = "t_vendor", .vendor = VendorRank::primary}),
+    };
+    return rungs;
+}
+
+struct Fixture {
+    std::unique_ptr<Executor> cpu = make_host_executor();
+    std::unique_ptr<Executor> cuda = make_host_executor();  // never asked for: the options name the CPU only
+    std::vector<std::string> lines;
+    int checkpoints = 0;
+    std::size_t last_checkpoint_rows = 0;
+    LadderContext ctx;
+    LadderOptions opts;
+
+    Fixture() {
+        ctx.cpu = cpu.get();
+        ctx.cuda = cuda.get();
+        ctx.progress = [this](const std::string& s) { lines.push_back(s); };
+        ctx.checkpoint = [this](const std::vector<ResultRow>& rows) {
+            ++checkpoints;
+            last_checkpoint_rows = rows.size();
+        };
+        for (const Rung& r : test_rungs()) ctx.rungs.push_back(&r);
+        opts.shapes = {parse_shape("9x7x5"), parse_shape("6x4x8")};
+        opts.dtypes = {DType::f32};
+        const TimingConfig quick{.warmup_s = 0, .min_time_s = 0, .min_reps = 2, .max_reps = 2, .max_time_s = 1};
+        opts.cpu_timing = quick;
+        opts.gpu_timing = quick;
+    }
+    const ResultRow& row(const std::vector<ResultRow>& rows, std::string_view id, std::int64_t k) const {
+        const auto it = std::find_if(rows.begin(), rows.end(),
+                                     [&](const ResultRow& r) { return r.rung == id && r.shape.k == k; });
+        if (it == rows.end()) throw std::logic_error("no row " + std::string(id));
+        return *it;
+    }
+};
+
+TEST(Runner, EveryRowSaysWhatHappened) {
+    Fixture f;
+    const auto rows = run_ladder(f.opts, f.ctx);
+    ASSERT_EQ(rows.size(), 2 * test_rungs().size());
+    // Registry order within each shape, shapes in the order asked.
+    EXPECT_EQ(rows[0].rung, "k01_cpu_naive");
+    EXPECT_EQ(rows[0].shape.k, 5);
+    EXPECT_EQ(rows[test_rungs().size()].shape.k, 8);
+
+    const ResultRow& naive = f.row(rows, "k01_cpu_naive", 5);
+    EXPECT_EQ(naive.status, Status::pass);
+    EXPECT_EQ(naive.timing.reps, 2);
+    EXPECT_GT(naive.gflops, 0);
+    EXPECT_DOUBLE_EQ(naive.x_over_naive, 1.0);
+    EXPECT_GT(naive.pct_of_vendor, 0);
+
+    const ResultRow& wrong = f.row(rows, "t_wrong", 5);
+    EXPECT_EQ(wrong.status, Status::fail);
+    EXPECT_FALSE(wrong.reason.empty());
+    EXPECT_EQ(wrong.timing.reps, 0) << "a rung that fails verification is not timed";
+    EXPECT_EQ(wrong.gflops, 0);
+
+    const ResultRow& thrown = f.row(rows, "t_throws", 5);
+    EXPECT_EQ(thrown.status, Status::fail);
+    EXPECT_EQ(thrown.reason, "error: launch failed");
+
+    EXPECT_EQ(f.row(rows, "t_even_k", 5).status, Status::skip);
+    EXPECT_EQ(f.row(rows, "t_even_k", 5).reason, "refused: K must be even");
+    EXPECT_EQ(f.row(rows, "t_even_k", 8).status, Status::pass);
+
+    EXPECT_EQ(f.row(rows, "t_small_only", 5).status, Status::skip);
+    EXPECT_NE(f.row(rows, "t_small_only", 5).reason.find("--force"), std::string::npos);
+
+    EXPECT_EQ(f.row(rows, "t_sm90", 5).reason, "skipped: needs sm_90, device is sm_0");
+
+    const ResultRow& vendor = f.row(rows, "t_vendor", 8);
+    EXPECT_EQ(vendor.status, Status::pass);
+    EXPECT_DOUBLE_EQ(vendor.pct_of_vendor, 100.0);
+}
+
+TEST(Runner, ForceRunsPastTheSizeLimit) {
+    Fixture f;
+    f.opts.force = true;
+    f.opts.rungs = {"t_small_only"};
+    const auto rows = run_ladder(f.opts, f.ctx);
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0].status, Status::pass);
+}
+
+TEST(Runner, VerifyOnlyTimesNothing) {
+    Fixture f;
+    f.opts.verify_only = true;
+    const auto rows = run_ladder(f.opts, f.ctx);
+    for (const ResultRow& r : rows) {
+        EXPECT_EQ(r.timing.reps, 0) << r.rung;
+        EXPECT_EQ(r.gflops, 0) << r.rung;
+    }
+    EXPECT_EQ(f.row(rows, "k01_cpu_naive", 5).status, Status::pass);
+}
+
+TEST(Runner, ProgressCountsEveryStepAndCheckpointsEveryShape) {
+    Fixture f;
+    const auto rows = run_ladder(f.opts, f.ctx);
+    // "[step/steps, elapsed] rung type shape: what"
+    const std::string total = "/" + std::to_string(rows.size()) + ", ";
+    std::vector<std::string> steps;
+    for (const auto& l : f.lines)
+        if (l.find(total) != std::string::npos) {
+            EXPECT_NE(l.find(" s] "), std::string::npos) << l;
+            steps.push_back(l.substr(0, l.find(',')));
+        }
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    ASSERT_EQ(steps.size(), rows.size());
+    EXPECT_EQ(steps.front(), "[1/" + std::to_string(rows.size()));
+    EXPECT_EQ(steps.back(), "[" + std::to_string(rows.size()) + "/" + std::to_string(rows.size()));
+    EXPECT_EQ(f.checkpoints, 2);
+    EXPECT_EQ(f.last_checkpoint_rows, rows.size());
+}
+
+TEST(Runner, StopsBetweenMeasurementsAndKeepsTheRowsSoFar) {
+    Fixture f;
+    int asked = 0;
+    f.ctx.should_stop = [&] { return ++asked > 3; };
+    const auto rows = run_ladder(f.opts, f.ctx);
+    ASSERT_EQ(rows.size(), 3u);
+    EXPECT_EQ(rows[2].rung, "t_throws");
+    EXPECT_EQ(f.checkpoints, 1);
+    EXPECT_EQ(f.last_checkpoint_rows, rows.size());
+}
+
+TEST(Runner, RefusesUnknownRungsAndUntakenTypes) {
+    Fixture f;
+    f.opts.rungs = {"k99_nothing"};
+    EXPECT_THROW(validate_request(f.opts, f.ctx), std::invalid_argument);
+    f.opts.rungs = {};
+    f.opts.dtypes = {DType::bf16};
+    EXPECT_THROW(validate_request(f.opts, f.ctx), std::invalid_argument);
+    f.ctx.rungs.clear();
+    f.opts.dtypes = {DType::f32};
+    EXPECT_THROW(validate_request(f.opts, f.ctx), std::invalid_argument) << "an empty registry runs nothing";
+}
+
+TEST(Runner, OnTheCpuRegistry) {
+    Fixture f;
+    f.ctx.rungs.clear();
+    for (const Rung& r : cpu_rungs()) f.ctx.rungs.push_back(&r);
+    f.opts.verify_only = true;
+    f.opts.shapes = {parse_shape("17x9x33")};
+    const auto rows = run_ladder(f.opts, f.ctx);
+    ASSERT_EQ(rows.size(), cpu_rungs().size());
+    for (const ResultRow& r : rows) EXPECT_EQ(r.status, Status::pass) << r.rung << ": " << r.reason;
+}
+
+std::string cell(const ResultRow& r, const std::string& column) {
+    const auto header = result_header();
+    const auto at = std::find(header.begin(), header.end(), column);
+    if (at == header.end()) throw std::logic_error("no column " + column);
+    return result_cells(r, "id", Recipe::uniform, 1).at(static_cast<std::size_t>(at - header.begin()));
+}
+
+TEST(Runner, CsvRowsNameTheirMachineAndTheirRateUnit) {
+    Fixture f;
+    const auto rows = run_ladder(f.opts, f.ctx);
+    const auto header = result_header();
+    for (const ResultRow& r : rows) EXPECT_EQ(result_cells(r, "id", Recipe::uniform, 1).size(), header.size());
+    EXPECT_EQ(std::count(header.begin(), header.end(), "gflops"), 0) << "the rate column is 'rate' with its unit";
+
+    const ResultRow& naive = f.row(rows, "k01_cpu_naive", 5);
+    EXPECT_FALSE(cell(naive, "host").empty());
+    EXPECT_EQ(cell(naive, "device"), f.cpu->device_name());
+    EXPECT_FALSE(cell(naive, "device").empty());
+    EXPECT_EQ(cell(naive, "status"), "PASS");
+    EXPECT_EQ(cell(naive, "rate_unit"), "Gflop/s");
+    EXPECT_GT(std::stod(cell(naive, "rate")), 0);
+
+    const ResultRow& refused = f.row(rows, "t_even_k", 5);
+    EXPECT_EQ(cell(refused, "status"), "SKIP");
+    EXPECT_EQ(cell(refused, "rate"), "");
+    EXPECT_EQ(cell(refused, "rate_unit"), "") << "no rate, no unit";
+    EXPECT_EQ(cell(f.row(rows, "t_wrong", 5), "status"), "FAIL");
+
+    ResultRow i8 = naive;
+    i8.dtype = "i8";
+    EXPECT_EQ(cell(i8, "rate_unit"), "Gop/s");
+}
+
+TEST(Runner, StatusNames) {
+    EXPECT_EQ(name(Status::pass), "PASS");
+    EXPECT_EQ(name(Status::fail), "FAIL");
+    EXPECT_EQ(name(Status::skip), "SKIP");
+}
+
+TEST(Runner, ExpectedMeasureTimeFollowsTheTimingRules) {
+    const TimingConfig tc{.warmup_s = 0.1, .min_time_s = 0.5, .min_reps = 3, .max_reps = 2000, .max_time_s = 20};
+    // Fast: the warm-up and the minimum time dominate.
+    EXPECT_NEAR(expected_measure_seconds(0.001, tc), 0.1 + 0.5, 1e-9);
+    // 2 s a run: one warm-up run, then min_reps runs.
+    EXPECT_NEAR(expected_measure_seconds(2, tc), 2 + 3 * 2, 1e-9);
+    // 100 s a run (a 2048^3 naive loop): one warm-up run, one timed run past max_time_s.
+    EXPECT_NEAR(expected_measure_seconds(100, tc), 100 + 100, 1e-9);
+    // 8 s a run: runs end at 8, 16, 24 s; the third is the first past max_time_s.
+    const TimingConfig capped{.warmup_s = 0, .min_time_s = 100, .min_reps = 1, .max_reps = 50, .max_time_s = 20};
+    EXPECT_NEAR(expected_measure_seconds(8, capped), 8 + 3 * 8, 1e-9);
+    const TimingConfig few{.warmup_s = 0, .min_time_s = 10, .min_reps = 1, .max_reps = 2, .max_time_s = 30};
+    EXPECT_NEAR(expected_measure_seconds(1, few), 1 + 2, 1e-9) << "max_reps caps the timed runs";
+}
+
+}  // namespace
+}  // namespace rigel
