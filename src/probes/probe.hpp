@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -37,7 +38,18 @@ struct Finding {
     DocRelation relation = DocRelation::fills_in;
     std::string doc_statement;  // what the documentation says (or "silent")
     std::string doc_source;     // where: "PTX ISA 9.0, section 9.7.9.21 (cvt)"
-    std::string detail;         // anything a reader needs to interpret the row
+    std::string detail;         // anything a reader needs to interpret the row, in words only
+
+    // Typed numbers, each a CSV column of its own: the report reads these,
+    // never the `detail` sentence. NaN or empty where nothing was measured.
+    static constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
+    double value = kNotMeasured;         // the measured quantity as a number, in `unit`
+    double sm_clock_mhz = kNotMeasured;  // median SM clock during the measurement
+    double power_w = kNotMeasured;       // mean board power
+    double power_max_w = kNotMeasured;
+    double temp_c = kNotMeasured;        // highest GPU temperature
+    std::optional<std::uint64_t> clock_event_mask;  // OR of the NVML clock-event reasons seen
+    std::string kernel;                  // symbol of the kernel that measured it
 };
 
 struct ProbeContext {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -22,6 +24,22 @@ std::string clip(const std::string& s, std::size_t width) {
 
 std::string pad(const std::string& s, std::size_t width) {
     return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+// The typed cells as the ladder CSV writes the same quantities: six
+// significant digits, the clock-event mask as 16 hex digits, "" when absent.
+std::string number_cell(double v) {
+    if (!std::isfinite(v)) return {};
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+std::string mask_cell(const std::optional<std::uint64_t>& mask) {
+    if (!mask) return {};
+    char buf[20];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(*mask));
+    return buf;
 }
 
 }  // namespace
@@ -73,8 +91,9 @@ int count_errors(const std::vector<ProbeRun>& runs) {
 }
 
 std::vector<std::string> probe_csv_header() {
-    return {"run_id", "probe",    "path",     "dtype",         "quantity",   "measured", "expected",
-            "unit",   "verified", "relation", "doc_statement", "doc_source", "detail"};
+    return {"run_id",  "probe",        "path",     "dtype",         "quantity",   "measured", "expected",
+            "unit",    "verified",     "relation", "doc_statement", "doc_source", "detail",   "value",
+            "sm_clock_mhz", "power_w", "power_max_w", "temp_c", "clock_event_mask", "kernel"};
 }
 
 std::vector<std::vector<std::string>> probe_csv_rows(const std::vector<ProbeRun>& runs, const std::string& run_id) {
@@ -82,13 +101,15 @@ std::vector<std::vector<std::string>> probe_csv_rows(const std::vector<ProbeRun>
     for (const ProbeRun& r : runs) {
         if (!r.error.empty()) {
             rows.push_back({run_id, r.probe, "", "", "probe failed", "", "", "", "0", std::string(kErrorRelation), "",
-                            "", r.error});
+                            "", r.error, "", "", "", "", "", "", ""});
             continue;
         }
         for (const Finding& f : r.findings)
             rows.push_back({run_id, f.probe, f.path, f.dtype, f.quantity, f.measured, f.expected, f.unit,
                             f.verified ? "1" : "0", std::string(name(f.relation)), f.doc_statement, f.doc_source,
-                            f.detail});
+                            f.detail, number_cell(f.value), number_cell(f.sm_clock_mhz), number_cell(f.power_w),
+                            number_cell(f.power_max_w), number_cell(f.temp_c), mask_cell(f.clock_event_mask),
+                            f.kernel});
     }
     return rows;
 }

@@ -3,6 +3,7 @@
 // live in reproduce/ and are tested in tests/python.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "harness/report_io.hpp"
@@ -108,9 +109,61 @@ TEST(ProbeRunner, AFailingProbeBecomesAnErrorRowAndTheOthersRun) {
 }
 
 TEST(ProbeRows, HeaderIsTheTidySchema) {
+    // reproduce/findings.py reads these names (PROBE_COLUMNS, PROBE_TYPED_COLUMNS).
     EXPECT_EQ(probe_csv_header(),
               (std::vector<std::string>{"run_id", "probe", "path", "dtype", "quantity", "measured", "expected", "unit",
-                                        "verified", "relation", "doc_statement", "doc_source", "detail"}));
+                                        "verified", "relation", "doc_statement", "doc_source", "detail", "value",
+                                        "sm_clock_mhz", "power_w", "power_max_w", "temp_c", "clock_event_mask",
+                                        "kernel"}));
+}
+
+namespace {
+
+std::vector<Finding> one_ceiling(const ProbeContext&) {
+    Finding f;
+    f.path = "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16";
+    f.dtype = "f16";
+    f.quantity = "sustained throughput ceiling";
+    f.measured = "864.8";
+    f.unit = "Tflop/s";
+    f.verified = true;
+    f.detail = "SM clock 1755 MHz (median): words for the reader only";
+    f.value = 864.81234567;
+    f.sm_clock_mhz = 1755;
+    f.power_w = 654.25;
+    f.power_max_w = 690.5;
+    f.temp_c = 61;
+    f.clock_event_mask = 0x4;
+    f.kernel = "_ZN5rigel6probes17wgmma_tput_kernelILi256EEEvPKhS3_S3_xPdPi";
+    Finding unmeasured = f;  // a row that sampled nothing leaves the typed cells empty
+    unmeasured.value = unmeasured.sm_clock_mhz = unmeasured.power_w = Finding::kNotMeasured;
+    unmeasured.power_max_w = unmeasured.temp_c = Finding::kNotMeasured;
+    unmeasured.clock_event_mask.reset();
+    unmeasured.kernel.clear();
+    return {f, unmeasured};
+}
+
+constexpr Probe kCeiling[] = {{"throughput", "how fast?", one_ceiling}};
+
+}  // namespace
+
+TEST(ProbeRows, MeasuredNumbersHaveTypedColumns) {
+    const auto rows = probe_csv_rows(run_probes(select_probes(kCeiling, "all"), ProbeContext{}), "R");
+    const auto header = probe_csv_header();
+    ASSERT_EQ(rows.size(), 2u);
+    const auto cell = [&](std::size_t row, const std::string& col) {
+        const auto at = std::find(header.begin(), header.end(), col);
+        return at == header.end() ? std::string("no such column") : rows[row][std::size_t(at - header.begin())];
+    };
+    EXPECT_EQ(cell(0, "value"), "864.812");
+    EXPECT_EQ(cell(0, "sm_clock_mhz"), "1755");
+    EXPECT_EQ(cell(0, "power_w"), "654.25");
+    EXPECT_EQ(cell(0, "power_max_w"), "690.5");
+    EXPECT_EQ(cell(0, "temp_c"), "61");
+    EXPECT_EQ(cell(0, "clock_event_mask"), "0000000000000004");
+    EXPECT_EQ(cell(0, "kernel"), "_ZN5rigel6probes17wgmma_tput_kernelILi256EEEvPKhS3_S3_xPdPi");
+    for (const char* col : {"value", "sm_clock_mhz", "power_w", "power_max_w", "temp_c", "clock_event_mask", "kernel"})
+        EXPECT_EQ(cell(1, col), "") << col;
 }
 
 TEST(ProbeRows, CsvQuotesCommasQuotesAndLineBreaks) {

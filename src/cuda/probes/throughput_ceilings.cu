@@ -695,7 +695,9 @@ Finding ceiling_finding(const Workload& w, const Ceiling& c, const DeviceFacts& 
     Finding f = make_finding(probe_name, w.path, w.dtype, "sustained throughput ceiling");
     const double t = c.ops_per_s * 1e-12;
     f.measured = fmt_fixed(t, t < 10 ? 2 : 1);
+    f.value = t;
     f.unit = w.unit;
+    f.kernel = w.kernel;
     f.verified = c.verified_small && c.verified_timed;
     f.relation = DocRelation::fills_in;
     if (w.datasheet) {
@@ -710,6 +712,11 @@ Finding ceiling_finding(const Workload& w, const Ceiling& c, const DeviceFacts& 
                     fmt_fixed(c.stats.median_s * 1e3, 1) + " ms (" + std::to_string(c.iters) + " iterations), noise " +
                     fmt_fixed(c.stats.noise_rel * 100, 1) + "%; " + w.note + ". ";
     if (c.sample.valid && std::isfinite(c.sample.sm_clock_mhz) && c.sample.sm_clock_mhz > 0) {
+        f.sm_clock_mhz = c.sample.sm_clock_mhz;
+        f.power_w = c.sample.power_w;
+        f.power_max_w = c.sample.power_max_w;
+        f.temp_c = c.sample.temp_c;
+        f.clock_event_mask = c.sample.clock_event_mask;
         const auto num = [](double v, const char* unit) {
             return std::isfinite(v) ? fmt_fixed(v, 0) + " " + unit : std::string("n/a");
         };
@@ -837,6 +844,7 @@ std::vector<Finding> run_throughput(const ProbeContext& ctx) {
         if (!a || !b) continue;
         Finding f = make_finding(probe_name, r.path, r.dtype, "ceiling ratio");
         f.measured = fmt_fixed(*a / *b, 2);
+        f.value = *a / *b;
         f.unit = "x";
         f.verified = true;
         f.relation = DocRelation::fills_in;
