@@ -5,10 +5,11 @@ PRESET ?= default
 BUILD  := build/$(PRESET)
 JOBS   ?= $(shell nproc)
 OUT    ?= out/local
+PREFIX ?= $(HOME)/.local
 # Debian's python3 carries matplotlib (scripts/bootstrap.sh installs it).
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
-.PHONY: all bootstrap configure build run test reproduce clean
+.PHONY: all bootstrap configure build run test install reproduce clean
 
 all: build
 
@@ -28,6 +29,10 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The rigel binary into $(PREFIX)/bin.
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # Tables, figures and FINDINGS.md from the committed CSVs alone (no GPU).
 reproduce:
