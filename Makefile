@@ -1,5 +1,6 @@
 # Thin wrapper over the CMake presets. The two commands that matter:
-#   make run    build, then run the CPU ladder's embedded default
+#   make run    build, then the CPU ladder's default, and the GPU ladder's short
+#               default when rigel finds a CUDA device (scripts/run_default.sh)
 #   make test   build, then run every test (GPU tests skip without a device)
 PRESET ?= default
 BUILD  := build/$(PRESET)
@@ -25,7 +26,7 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	$(BUILD)/src/rigel ladder --backend cpu --out $(OUT)
+	scripts/run_default.sh $(BUILD)/src/rigel $(OUT)
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what rigel needs to build and test on a fresh Debian 12 machine.
 # Idempotent: a second run installs nothing. The CUDA toolkit is optional (the
-# CPU half builds without it) and is not installed here.
+# CPU half builds without it) and is not installed here. The sanitizer runtimes
+# of the asan preset (libasan8, libubsan1) come with g++; scripts/run_default.sh
+# needs only bash and awk.
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make git pkg-config libcli11-dev libgtest-dev googletest
