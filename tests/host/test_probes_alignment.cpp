@@ -11,7 +11,7 @@
 #include <set>
 
 #include "core/formats.hpp"
-#include "probes/alignment_rules.hpp"
+#include "probes/alignment/alignment_rules.hpp"
 
 using namespace rigel;
 

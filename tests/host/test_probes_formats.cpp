@@ -10,8 +10,8 @@
 #include <limits>
 
 #include "core/formats.hpp"
-#include "probes/format_checks.hpp"
-#include "probes/gemm_overflow.hpp"
+#include "probes/formats/format_checks.hpp"
+#include "probes/formats/gemm_overflow.hpp"
 
 using namespace rigel;
 

@@ -16,7 +16,7 @@
 //   (c) rigel's own Hopper rungs: each rung's check on K that breaks the
 //       16-byte row rule and on legal odd shapes, and the launchers' pointer
 //       check; every refusal must name the rule.
-// One finding per rule (src/probes/alignment_rules.cpp derives the minimal rule
+// One finding per rule (src/probes/alignment/alignment_rules.cpp derives the minimal rule
 // from the table of cases and sets it beside the documented one); the raw
 // sweep is in each finding's detail. A case that faults the device stops the
 // device work (the rest is reported as not run), so the cases most likely to
@@ -37,9 +37,9 @@
 #include "cuda/check.cuh"
 #include "cuda/hopper/sm90.cuh"
 #include "cuda/probes/cublaslt_objects.cuh"
-#include "cuda/probes/layouts_probe_util.cuh"
+#include "cuda/probes/probe_device_util.cuh"
 #include "cuda/registry_parts.hpp"
-#include "probes/alignment_rules.hpp"
+#include "probes/alignment/alignment_rules.hpp"
 
 namespace rigel::probes {
 namespace {

@@ -1,7 +1,7 @@
 // Probe cvt_saturation: the device's own conversions between fp32 and the
 // narrow formats (e4m3, e5m2, f16, bf16, e2m1, e8m0) and back, over crafted
 // boundary values and a sweep of fp32 patterns, compared bit for bit with
-// rigel's host codecs (src/probes/format_checks.cpp holds the inputs, the
+// rigel's host codecs (src/probes/formats/format_checks.cpp holds the inputs, the
 // expectations and the verdicts; this file only runs the instructions).
 //
 // Which instructions exist is decided where it is true: at compile time, per
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "cuda/check.cuh"
-#include "probes/format_checks.hpp"
+#include "probes/formats/format_checks.hpp"
 
 namespace rigel::cuda {
 namespace {

@@ -2,7 +2,7 @@
 // overflows its output type (e4m3, e5m2, f16, bf16, f32): saturated, inf or
 // NaN, set beside the float64 value of the same bytes, and what amax_D
 // reports. The crafted operands, the expectations and the verdicts live in
-// src/probes/gemm_overflow.cpp; this file only runs cuBLASLt and copies D
+// src/probes/formats/gemm_overflow.cpp; this file only runs cuBLASLt and copies D
 // back. A combination cuBLASLt refuses becomes a not_available row with its
 // status: the device's answer, never an assumption about it.
 #include <algorithm>
@@ -14,7 +14,7 @@
 
 #include "cuda/check.cuh"
 #include "cuda/probes/cublaslt_objects.cuh"
-#include "probes/gemm_overflow.hpp"
+#include "probes/formats/gemm_overflow.hpp"
 
 namespace rigel::cuda {
 namespace {

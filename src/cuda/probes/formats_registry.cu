@@ -7,7 +7,7 @@
 namespace rigel::cuda {
 
 std::vector<Finding> run_cvt_saturation(const ProbeContext& ctx);     // formats_cvt.cu
-std::vector<Finding> run_fp8_gemm_overflow(const ProbeContext& ctx);  // fp8_overflow.cu
+std::vector<Finding> run_fp8_gemm_overflow(const ProbeContext& ctx);  // formats_fp8_overflow.cu
 
 namespace {
 

@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "cuda/probes/layouts_fragment_maps.hpp"
-#include "cuda/probes/layouts_mma_ptx.cuh"
-#include "cuda/probes/layouts_probe_util.cuh"
-#include "cuda/probes/layouts_wgmma_ptx.cuh"
+#include "cuda/probes/mma_sync_ptx.cuh"
+#include "cuda/probes/probe_device_util.cuh"
+#include "cuda/probes/wgmma_ptx.cuh"
+#include "probes/layouts/fragment_maps.hpp"
 
 namespace rigel::probes {
 namespace {

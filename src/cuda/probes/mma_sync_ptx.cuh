@@ -6,7 +6,7 @@
 #pragma once
 #include <cstdint>
 
-#include "cuda/probes/layouts_fragment_maps.hpp"
+#include "probes/layouts/fragment_maps.hpp"
 
 namespace rigel::probes {
 

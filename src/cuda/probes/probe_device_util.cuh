@@ -1,6 +1,6 @@
 // Small CUDA host helpers shared by the layout, numerics and throughput
 // probes: a device array that frees itself, the device's facts, and whether a
-// kernel has code for this device. (Text helpers: layouts_probe_text.hpp.)
+// kernel has code for this device. (Text helpers: probes/finding_text.hpp.)
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cuda/check.cuh"
-#include "cuda/probes/layouts_probe_text.hpp"
+#include "probes/finding_text.hpp"
 
 namespace rigel::probes {
 

@@ -21,14 +21,14 @@
 #include <string>
 #include <vector>
 
-#include "cuda/probes/layouts_fragment_maps.hpp"
-#include "cuda/probes/layouts_mma_ptx.cuh"
-#include "cuda/probes/layouts_probe_util.cuh"
-#include "cuda/probes/layouts_wgmma_ptx.cuh"
-#include "cuda/probes/numerics_model.hpp"
-#include "cuda/probes/throughput_arith.hpp"
+#include "cuda/probes/mma_sync_ptx.cuh"
+#include "cuda/probes/probe_device_util.cuh"
+#include "cuda/probes/wgmma_ptx.cuh"
 #include "harness/nvml_sampler.hpp"
 #include "harness/timing.hpp"
+#include "probes/layouts/fragment_maps.hpp"
+#include "probes/numerics/numerics_model.hpp"
+#include "probes/throughput/throughput_arith.hpp"
 
 namespace rigel::probes {
 namespace {

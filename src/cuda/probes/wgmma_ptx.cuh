@@ -12,7 +12,7 @@
 #include "core/dtype.hpp"
 #include "cuda/hopper/sm90_types.cuh"
 #include "cuda/hopper/wgmma.cuh"
-#include "cuda/probes/layouts_fragment_maps.hpp"
+#include "probes/layouts/fragment_maps.hpp"
 
 namespace rigel::probes {
 

@@ -1,7 +1,7 @@
 // The alignment probe's host logic: expectations for a TMA box and an fp8
 // GEMM on the same bytes, the verdict on one swept case, and the minimal rule
 // a table of verdicts supports, set beside the documented rule.
-#include "probes/alignment_rules.hpp"
+#include "probes/alignment/alignment_rules.hpp"
 
 #include <algorithm>
 #include <bit>

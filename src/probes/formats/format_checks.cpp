@@ -8,7 +8,7 @@
 //   inf, NaN S.1111.111; e5m2 max 57344, inf and NaN as IEEE; a
 //   non-saturating conversion overflows to NaN (e4m3) or inf (e5m2).
 // - OCP Microscaling (MX) Formats v1.0: e2m1 (max 6, no inf or NaN), e8m0.
-#include "probes/format_checks.hpp"
+#include "probes/formats/format_checks.hpp"
 
 #include <bit>
 #include <cmath>

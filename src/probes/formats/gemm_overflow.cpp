@@ -5,7 +5,7 @@
 // 2^13 q; the host tests check it; fp8 tensor-core accumulation keeps about
 // 14 bits between promotions), so the only rounding left is the final
 // conversion to D.
-#include "probes/gemm_overflow.hpp"
+#include "probes/formats/gemm_overflow.hpp"
 
 #include <algorithm>
 #include <bit>

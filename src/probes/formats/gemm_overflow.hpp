@@ -3,7 +3,7 @@
 // crafted sum of up to 8 fp8 terms (A holds ones in a block pattern, B the
 // terms), so that its exact value is known and lands on the boundaries that
 // matter (the max, the rounding midpoint just past it, far beyond); the
-// device half (src/cuda/probes/fp8_overflow.cu) runs it through cuBLASLt and
+// device half (src/cuda/probes/formats_fp8_overflow.cu) runs it through cuBLASLt and
 // copies D back.
 #pragma once
 #include <cstdint>

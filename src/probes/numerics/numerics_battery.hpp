@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/probes/layouts_probe_text.hpp"
-#include "cuda/probes/numerics_model.hpp"
+#include "probes/finding_text.hpp"
+#include "probes/numerics/numerics_model.hpp"
 #include "probes/probe.hpp"
 
 namespace rigel::probes {
