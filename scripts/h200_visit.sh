@@ -88,31 +88,41 @@ if has probes; then
   summary+=("probes: rc $?")
 fi
 
-# compute-sanitizer over every CUDA rung (verify only, on a shape that is a
-# multiple of no tile) and every probe (--quick), one run per tool and target;
-# sanitizer.csv keeps each run's error count, the logs keep the reports.
+# compute-sanitizer over every CUDA rung (verify only, on shapes that are
+# multiples of no tile) and every probe (--quick): one run per tool and target,
+# the eight at once (each its own process and context), each cut at 300 s.
+# sanitizer.csv keeps each run's error count; the logs keep the reports.
+sanitize_one() {  # tool target
+  local tool=$1 target=$2 args extra=() log="$OUT/sanitize_$1_$2.log"
+  if [ "$target" = ladder ]; then
+    args=(ladder --backend cuda --verify-only --dtype all --sizes 129x257x264 17x33x520)
+  else
+    args=(probe all --quick --out "$OUT/sanitize_probes_$tool")
+  fi
+  [ "$tool" = memcheck ] && extra=(--leak-check full)
+  [ "$tool" = racecheck ] && extra=(--racecheck-report hazard)
+  timeout 300 compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 20 "$RIGEL" "${args[@]}" > "$log" 2>&1
+  echo $? > "$log.rc"
+  echo "rigel ${args[*]}" > "$log.cmd"
+}
 if has sanitize; then
   log "compute-sanitizer"
+  tools=(memcheck racecheck synccheck initcheck)
+  for tool in "${tools[@]}"; do
+    for target in ladder probes; do sanitize_one "$tool" "$target" & done
+  done
+  wait
   echo "tool,target,command,rc,errors,summary" > "$OUT/sanitizer.csv"
-  for tool in memcheck racecheck synccheck initcheck; do
+  for tool in "${tools[@]}"; do
     for target in ladder probes; do
-      if [ "$target" = ladder ]; then
-        args=(ladder --backend cuda --verify-only --dtype all --sizes 129x257x264 17x33x520)
-      else
-        args=(probe all --quick --out "$OUT/sanitize_probes_$tool")
-      fi
-      extra=()
-      [ "$tool" = memcheck ] && extra=(--leak-check full)
-      [ "$tool" = racecheck ] && extra=(--racecheck-report hazard)
-      timeout 240 compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 20 "$RIGEL" "${args[@]}" \
-        > "$OUT/sanitize_${tool}_${target}.log" 2>&1
-      rc=$?
+      log_file="$OUT/sanitize_${tool}_${target}.log"
+      rc=$(cat "$log_file.rc"); cmd=$(cat "$log_file.cmd"); rm -f "$log_file.rc" "$log_file.cmd"
       # memcheck, synccheck, initcheck: "ERROR SUMMARY: N errors"; racecheck:
       # "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)".
-      line=$(grep -E "(ERROR|RACECHECK) SUMMARY" "$OUT/sanitize_${tool}_${target}.log" | tail -1)
+      line=$(grep -E "(ERROR|RACECHECK) SUMMARY" "$log_file" | tail -1)
       errors=$(sed -nE 's/.*ERROR SUMMARY: ([0-9]+) error.*/\1/p; s/.*\(([0-9]+) errors?,.*/\1/p' <<<"$line" | tail -1)
-      [ $rc -eq 124 ] && line="timed out after 240 s"
-      echo "$tool,$target,\"rigel ${args[*]}\",$rc,${errors:-},\"${line//\"/\'}\"" >> "$OUT/sanitizer.csv"
+      [ "$rc" = 124 ] && line="timed out after 300 s"
+      echo "$tool,$target,\"$cmd\",$rc,${errors:-},\"${line//\"/\'}\"" >> "$OUT/sanitizer.csv"
       rm -rf "$OUT/sanitize_probes_$tool"
       summary+=("sanitize $tool $target: rc $rc ${line:-no summary line}")
     done
