@@ -299,7 +299,7 @@ TEST(AlignmentRules, Fp8GemmReferenceAndImage) {
                double(e4m3_to_f32(ops.b[std::size_t(kk)]));
     EXPECT_EQ(ref_nn[0], s00);
 
-    for (LtOutType out : {LtOutType::f32, LtOutType::bf16}) {
+    for (DType out : {DType::f32, DType::bf16}) {
         c.out = out;
         const std::vector<std::uint8_t> img = lt_expected_d(c, ref, 0xA5);
         EXPECT_EQ(img.size(), lt_d_allocation(c));
@@ -307,7 +307,7 @@ TEST(AlignmentRules, Fp8GemmReferenceAndImage) {
         const std::size_t eb = std::size_t(lt_out_bytes(out));
         const std::size_t at = std::size_t(c.d_offset) + (1 + 1 * std::size_t(c.ldd)) * eb;  // D(1, 1)
         double got = 0;
-        if (out == LtOutType::f32) {
+        if (out == DType::f32) {
             float f;
             std::memcpy(&f, img.data() + at, 4);
             got = f;
@@ -328,9 +328,13 @@ TEST(AlignmentRules, Fp8GemmReferenceAndImage) {
         EXPECT_EQ(judge_lt_output(c, img, outside).outcome, CaseOutcome::wrong);
     }
     // A reference bf16 cannot hold exactly is a logic error, not a verdict.
-    c.out = LtOutType::bf16;
+    c.out = DType::bf16;
     std::vector<double> inexact(ref.size(), 257.0);
     EXPECT_THROW(lt_expected_d(c, inexact, 0xA5), std::logic_error);
+    // D in a type the probe does not ask cuBLASLt for is refused, not read as bf16.
+    c.out = DType::f16;
+    EXPECT_THROW(lt_expected_d(c, ref, 0xA5), std::invalid_argument);
+    EXPECT_THROW(lt_out_bytes(DType::e4m3), std::invalid_argument);
 }
 
 TEST(AlignmentRules, JudgesRigelsChecks) {

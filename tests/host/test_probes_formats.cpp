@@ -289,20 +289,21 @@ std::vector<std::uint8_t> encode_d(const GemmOverflowCase& c, bool saturate, dou
         if (tamper) v = tamper(v);
         const float f = static_cast<float>(v);
         switch (c.d_type) {
-            case GemmOutType::e4m3: d.push_back(f32_to_e4m3(f, Overflow::non_saturate)); break;
-            case GemmOutType::e5m2: d.push_back(f32_to_e5m2(f, Overflow::non_saturate)); break;
-            case GemmOutType::f16:
-            case GemmOutType::bf16: {
-                const std::uint16_t h = c.d_type == GemmOutType::f16 ? f32_to_f16(f) : f32_to_bf16(f);
+            case DType::e4m3: d.push_back(f32_to_e4m3(f, Overflow::non_saturate)); break;
+            case DType::e5m2: d.push_back(f32_to_e5m2(f, Overflow::non_saturate)); break;
+            case DType::f16:
+            case DType::bf16: {
+                const std::uint16_t h = c.d_type == DType::f16 ? f32_to_f16(f) : f32_to_bf16(f);
                 d.push_back(static_cast<std::uint8_t>(h & 0xFF));
                 d.push_back(static_cast<std::uint8_t>(h >> 8));
                 break;
             }
-            case GemmOutType::f32: {
+            case DType::f32: {
                 const auto u = std::bit_cast<std::uint32_t>(f);
                 for (int b = 0; b < 4; ++b) d.push_back(static_cast<std::uint8_t>(u >> (8 * b)));
                 break;
             }
+            default: ADD_FAILURE() << "no output type " << name(c.d_type); break;
         }
     }
     return d;
@@ -315,7 +316,7 @@ std::vector<GemmOverflowDevice> emulate(const std::vector<GemmOverflowCase>& cas
         GemmOverflowDevice d;
         d.ran = true;
         d.d = encode_d(c, saturate, tamper);
-        d.amax_requested = c.d_type == GemmOutType::e4m3 || c.d_type == GemmOutType::e5m2;
+        d.amax_requested = c.d_type == DType::e4m3 || c.d_type == DType::e5m2;
         d.amax_supported = d.amax_requested;
         double mx = 0;
         for (int idx = 0; idx < c.m * c.n; ++idx) mx = std::max(mx, std::fabs(c.exact(idx)));
@@ -386,6 +387,21 @@ TEST(GemmOverflowCases, TargetsLandOnTheBoundaries) {
     EXPECT_TRUE(has(cases[4], std::ldexp(1.0, 128)));
     EXPECT_TRUE(decompose_sum(463, false).size() <= static_cast<std::size_t>(kGemmTerms));
     EXPECT_TRUE(decompose_sum(1e9, false).empty());
+}
+
+TEST(GemmOverflowCases, OutputTypesAreDTypesAndOthersAreRefused) {
+    const auto cases = make_gemm_overflow_cases(5);
+    const DType d_types[] = {DType::e4m3, DType::e5m2, DType::f16, DType::bf16, DType::f32};
+    ASSERT_EQ(cases.size(), std::size(d_types));
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        EXPECT_EQ(cases[i].d_type, d_types[i]) << cases[i].label;
+        EXPECT_EQ(std::size_t(gemm_out_bytes(cases[i].d_type)), storage_bytes(cases[i].d_type, 1));
+    }
+    for (DType t : {DType::tf32, DType::i8, DType::f64, DType::mxfp4}) {
+        EXPECT_THROW(gemm_out_bytes(t), std::invalid_argument) << name(t);
+        EXPECT_THROW(rounded_nonsaturating(t, 1.0), std::invalid_argument) << name(t);
+        EXPECT_THROW(rounded_saturating(t, 1.0), std::invalid_argument) << name(t);
+    }
 }
 
 TEST(GemmOverflowAnalysis, SaturatingDeviceIsReportedAsSaturating) {

@@ -59,8 +59,8 @@ TEST(FragmentMaps, EveryDocumentedMapCoversItsMatrixOnce) {
                     ASSERT_LT(c.col, o.cols);
                     seen.insert({c.row, c.col});
                 }
-            EXPECT_EQ(seen.size(), std::size_t(o.rows) * o.cols) << dtype_name(kind);
-            EXPECT_EQ(std::size_t(32) * o.elems, std::size_t(o.rows) * o.cols) << dtype_name(kind);
+            EXPECT_EQ(seen.size(), std::size_t(o.rows) * o.cols) << name(operand_type(kind));
+            EXPECT_EQ(std::size_t(32) * o.elems, std::size_t(o.rows) * o.cols) << name(operand_type(kind));
         }
     }
 }
@@ -157,7 +157,7 @@ TEST(LayoutProbe, ADeviceThatFollowsTheDocumentationPasses) {
     for (MmaKind kind : all_kinds) {
         const auto device = simulated_device(kind, documented_maps(kind));
         const LayoutVerdict v = judge_layout(kind, device);
-        EXPECT_TRUE(v.ok()) << dtype_name(kind) << ": " << v.first_mismatch;
+        EXPECT_TRUE(v.ok()) << name(operand_type(kind)) << ": " << v.first_mismatch;
         const MmaShape s = shape_of(kind);
         EXPECT_EQ(v.pairs_expected, long(32) * s.b_elems * s.m);  // every B slot meets one A slot per row
         // The recovered relation names exactly the documented A slot.
@@ -185,17 +185,17 @@ TEST(LayoutProbe, ADeviceThatDeviatesInOneSlotFails) {
             FragmentMaps m = doc;
             m.a = swapped(doc.a, 13, 0, 1);
             const LayoutVerdict v = judge_layout(kind, simulated_device(kind, m));
-            EXPECT_FALSE(v.ok()) << dtype_name(kind) << " A";
+            EXPECT_FALSE(v.ok()) << name(operand_type(kind)) << " A";
             EXPECT_GT(v.mismatches, 0);
             EXPECT_FALSE(v.first_mismatch.empty());
         }
         FragmentMaps m = doc;
         m.cd = swapped(doc.cd, 31, 0, 1);
-        EXPECT_FALSE(judge_layout(kind, simulated_device(kind, m)).ok()) << dtype_name(kind) << " D";
+        EXPECT_FALSE(judge_layout(kind, simulated_device(kind, m)).ok()) << name(operand_type(kind)) << " D";
         // B transposed within the fragment: elements of two lanes exchanged.
         m = doc;
         m.b = [base = doc.b](int l, int i) { return base(l == 0 ? 4 : l == 4 ? 0 : l, i); };
-        EXPECT_FALSE(judge_layout(kind, simulated_device(kind, m)).ok()) << dtype_name(kind) << " B";
+        EXPECT_FALSE(judge_layout(kind, simulated_device(kind, m)).ok()) << name(operand_type(kind)) << " B";
     }
 }
 

@@ -49,19 +49,19 @@ TEST(NumericsModel, ExactSumsRoundLikeTheDoubleRoutineAndBeyondIt) {
 }
 
 TEST(NumericsModel, SplitsProductsIntoNormalFactorsOfTheType) {
-    const auto big = split_product(NumType::e4m3, 0x1p16);
+    const auto big = split_product(DType::e4m3, 0x1p16);
     ASSERT_TRUE(big.has_value());
     EXPECT_EQ(big->first * big->second, 0x1p16);
-    EXPECT_TRUE(is_normal_in(NumType::e4m3, big->first));
-    EXPECT_TRUE(split_product(NumType::e4m3, 0x1p-12).has_value());
-    EXPECT_FALSE(split_product(NumType::e4m3, 0x1p-13).has_value());  // below 2^-6 * 2^-6
-    EXPECT_FALSE(split_product(NumType::e4m3, 0x1p17).has_value());
-    const auto odd = split_product(NumType::f16, -0.75 * 0x1p-20);
+    EXPECT_TRUE(is_normal_in(DType::e4m3, big->first));
+    EXPECT_TRUE(split_product(DType::e4m3, 0x1p-12).has_value());
+    EXPECT_FALSE(split_product(DType::e4m3, 0x1p-13).has_value());  // below 2^-6 * 2^-6
+    EXPECT_FALSE(split_product(DType::e4m3, 0x1p17).has_value());
+    const auto odd = split_product(DType::f16, -0.75 * 0x1p-20);
     ASSERT_TRUE(odd.has_value());
     EXPECT_EQ(odd->first * odd->second, -0.75 * 0x1p-20);
-    EXPECT_FALSE(representable(NumType::e4m3, 17.0));
-    EXPECT_TRUE(representable(NumType::tf32, 1.0 + 0x1p-10));
-    EXPECT_FALSE(representable(NumType::tf32, 1.0 + 0x1p-11));
+    EXPECT_FALSE(representable(DType::e4m3, 17.0));
+    EXPECT_TRUE(representable(DType::tf32, 1.0 + 0x1p-10));
+    EXPECT_FALSE(representable(DType::tf32, 1.0 + 0x1p-11));
 }
 
 namespace {
@@ -71,11 +71,11 @@ namespace {
 struct ModelDevice {
     BlockModel m;
     int k_inst;
-    NumType t;
+    DType t;
     double operator()(const DotCase& dc) const { return predict(m, dc, k_inst, t); }
 };
 
-DotCase pair_case(NumType t, int k, int p, int j, int e_big, double small) {
+DotCase pair_case(DType t, int k, int p, int j, int e_big, double small) {
     DotCase dc = empty_case(k);
     const auto big = *split_product(t, std::ldexp(1.0, e_big));
     dc.a[p] = big.first, dc.b[p] = big.second;
@@ -91,7 +91,7 @@ TEST(NumericsInference, RecoversTheBlockSizeTheBitsAndTheCut) {
     for (int block : {4, 8, 16}) {
         for (int frac : {13, 23, 25}) {
             for (AlignCut cut : {AlignCut::toward_zero, AlignCut::floor, AlignCut::nearest_even}) {
-                ModelDevice dev{BlockModel{}, 16, NumType::bf16};
+                ModelDevice dev{BlockModel{}, 16, DType::bf16};
                 dev.m.block = block;
                 dev.m.frac_bits = frac;
                 dev.m.align = cut;
@@ -101,7 +101,7 @@ TEST(NumericsInference, RecoversTheBlockSizeTheBitsAndTheCut) {
                     for (int j = 0; j < 16; ++j)
                         if (j != p && j != p + 1)
                             vanished[p / 2][j] =
-                                dev(pair_case(NumType::bf16, 16, p, j, e_big, std::ldexp(1.0, e_big - g_max))) == 0.0;
+                                dev(pair_case(DType::bf16, 16, p, j, e_big, std::ldexp(1.0, e_big - g_max))) == 0.0;
                 const BlockInference bi = infer_blocks(16, vanished);
                 ASSERT_TRUE(bi.consistent);
                 EXPECT_EQ(bi.uniform_size, block);
@@ -110,7 +110,7 @@ TEST(NumericsInference, RecoversTheBlockSizeTheBitsAndTheCut) {
                 std::vector<bool> kept;
                 for (int g = 1; g <= g_max; ++g) {
                     const double s = std::ldexp(1.0, e_big - g);
-                    kept.push_back(dev(pair_case(NumType::bf16, 16, 0, 2, e_big, s)) == s);
+                    kept.push_back(dev(pair_case(DType::bf16, 16, 0, 2, e_big, s)) == s);
                 }
                 const GapInference gi = infer_gap(kept);
                 EXPECT_EQ(gi.last_kept, frac);
@@ -118,9 +118,9 @@ TEST(NumericsInference, RecoversTheBlockSizeTheBitsAndTheCut) {
                 EXPECT_TRUE(gi.monotone);
 
                 const double q = std::ldexp(1.0, e_big - frac);
-                const auto found = infer_align_cut(dev(pair_case(NumType::bf16, 16, 0, 2, e_big, 0.75 * q)),
-                                                   dev(pair_case(NumType::bf16, 16, 0, 2, e_big, -0.75 * q)),
-                                                   dev(pair_case(NumType::bf16, 16, 0, 2, e_big, -0.25 * q)), q);
+                const auto found = infer_align_cut(dev(pair_case(DType::bf16, 16, 0, 2, e_big, 0.75 * q)),
+                                                   dev(pair_case(DType::bf16, 16, 0, 2, e_big, -0.75 * q)),
+                                                   dev(pair_case(DType::bf16, 16, 0, 2, e_big, -0.25 * q)), q);
                 ASSERT_TRUE(found.has_value());
                 EXPECT_EQ(*found, cut);
             }
@@ -145,7 +145,7 @@ TEST(NumericsInference, InconsistentGroupsAreRejected) {
 
 TEST(NumericsInference, TheRoundingCasesTellAllFiveModesApart) {
     for (Rounding mode : all_roundings) {
-        ModelDevice dev{BlockModel{}, 16, NumType::f16};
+        ModelDevice dev{BlockModel{}, 16, DType::f16};
         dev.m.frac_bits = 26;
         dev.m.out = mode;
         std::vector<DotCase> cases;
@@ -175,11 +175,11 @@ TEST(NumericsModel, HostileSumAndTheFamousCheck) {
     DotCase h = empty_case(128);
     h.a[0] = 256, h.b[0] = 256;
     for (int k = 1; k < 128; ++k) h.a[k] = 2, h.b[k] = 2;  // 2^2 = 2^(16-14)
-    EXPECT_EQ(predict(narrow, h, 32, NumType::e4m3), 65536.0);
+    EXPECT_EQ(predict(narrow, h, 32, DType::e4m3), 65536.0);
     EXPECT_EQ(predict_fp32_sequential(h), *exact_dot(h));
     BlockModel wide = narrow;
     wide.frac_bits = 25;
-    EXPECT_EQ(predict(wide, h, 32, NumType::e4m3), *exact_dot(h));
+    EXPECT_EQ(predict(wide, h, 32, DType::e4m3), *exact_dot(h));
 }
 
 TEST(NumericsModel, AlignmentWithoutNormalizationIsNotMonotone) {
@@ -191,9 +191,9 @@ TEST(NumericsModel, AlignmentWithoutNormalizationIsNotMonotone) {
     const auto run = [&](double c) {
         DotCase dc = empty_case(16);
         dc.c = c;
-        const auto s = *split_product(NumType::f16, std::ldexp(1.0, e - 1 - m.frac_bits));
+        const auto s = *split_product(DType::f16, std::ldexp(1.0, e - 1 - m.frac_bits));
         for (int k = 0; k < 16; ++k) dc.a[k] = s.first, dc.b[k] = s.second;
-        return predict(m, dc, 16, NumType::f16);
+        return predict(m, dc, 16, DType::f16);
     };
     const double lower = std::ldexp(1.0, e) - std::ldexp(1.0, e - 24);
     EXPECT_GT(run(lower), run(std::ldexp(1.0, e)));  // the larger C gives the smaller sum
@@ -203,13 +203,13 @@ TEST(NumericsModel, SubnormalHandlingAndPassThrough) {
     BlockModel m;
     DotCase dc = empty_case(16);
     dc.a[0] = 0x1p-24, dc.b[0] = 0x1p15;  // smallest f16 subnormal
-    EXPECT_EQ(predict(m, dc, 16, NumType::f16), 0x1p-9);
+    EXPECT_EQ(predict(m, dc, 16, DType::f16), 0x1p-9);
     m.subnormal_in = false;
-    EXPECT_EQ(predict(m, dc, 16, NumType::f16), 0.0);
+    EXPECT_EQ(predict(m, dc, 16, DType::f16), 0.0);
     DotCase c_only = empty_case(16);
     c_only.c = 1.0 + 0x1p-23;
     m.frac_bits = 13;  // even a narrow aligner leaves C alone when nothing is added to it
-    EXPECT_EQ(predict(m, c_only, 16, NumType::f16), 1.0 + 0x1p-23);
+    EXPECT_EQ(predict(m, c_only, 16, DType::f16), 1.0 + 0x1p-23);
 }
 
 // ---- the accumulation battery against a model device ------------------------------------------
@@ -223,7 +223,7 @@ struct ModelGpu {
     BlockModel model;
 
     std::optional<std::vector<float>> operator()(const Batch& bt, int k_total) const {
-        const NumType t = path.type;
+        const DType t = path.type;
         const int eb = facts(t).elem_bytes;
         const auto value = [&](const std::vector<std::uint8_t>& v, std::size_t at) {
             std::uint32_t bits = 0;

@@ -2,6 +2,7 @@
 // must return.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <vector>
 
 #include "probes/numerics/numerics_model.hpp"
@@ -50,4 +51,16 @@ TEST(ThroughputArith, ChainStartsAddTheirIndexPerElement) {
             for (int e = 0; e < 2; ++e) brute += c;
     EXPECT_EQ(chain_start_sum(3, 4, 2), brute);
     EXPECT_EQ(chain_start_sum(5, 1, 8), 0.0);
+}
+
+TEST(ThroughputArith, WgmmaOperandSeedsAreThoseOfTheCommittedRuns) {
+    // seed * 0x20000 + index * 1000 + N, the index being the type's place in
+    // (bf16, f16, tf32, e4m3, s8): the seeds every committed run used.
+    EXPECT_EQ(wgmma_operand_seed(1, DType::bf16, 8), 131080u);
+    EXPECT_EQ(wgmma_operand_seed(1, DType::f16, 256), 132328u);
+    EXPECT_EQ(wgmma_operand_seed(1, DType::tf32, 256), 133328u);
+    EXPECT_EQ(wgmma_operand_seed(1, DType::e4m3, 64), 134136u);
+    EXPECT_EQ(wgmma_operand_seed(1, DType::i8, 256), 135328u);
+    EXPECT_EQ(wgmma_operand_seed(0x1234, DType::e4m3, 128), 0x1234ull * 0x20000 + 3128);
+    EXPECT_THROW(wgmma_operand_seed(1, DType::e5m2, 256), std::invalid_argument);
 }

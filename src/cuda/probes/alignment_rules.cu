@@ -730,7 +730,7 @@ std::vector<LtCase> make_lt_cases(int cc) {
     }
     for (int off : {2, 8, 16}) {
         LtGemmCase d = base;
-        d.out = LtOutType::bf16;
+        d.out = DType::bf16;
         d.d_offset = off;
         d.label = "D bf16 +" + std::to_string(off) + " B";
         d.value = off;
@@ -760,7 +760,7 @@ std::vector<LtCase> make_lt_cases(int cc) {
     }
     for (int ld : {32, 33, 36, 40, 48}) {
         LtGemmCase d = base;
-        d.out = LtOutType::bf16;
+        d.out = DType::bf16;
         d.ldd = ld;
         d.label = "bf16 ldd=" + std::to_string(ld);
         d.value = ld * 2;
@@ -785,7 +785,7 @@ std::vector<LtCase> make_lt_cases(int cc) {
     }
     for (int m : {17, 20, 24, 32}) {
         LtGemmCase g = base;
-        g.out = LtOutType::bf16;
+        g.out = DType::bf16;
         g.m = m;
         g.label = "bf16 M=" + std::to_string(m);
         g.value = m * 2;
@@ -843,7 +843,7 @@ SweptCase run_lt_case(const LtHandle& lt, const DeviceArray<std::uint8_t>& works
         sc.evidence = where + ": " + lt_status_text(s);
         return sc;
     };
-    const cudaDataType out_type = g.out == LtOutType::f32 ? CUDA_R_32F : CUDA_R_16BF;
+    const cudaDataType out_type = g.out == DType::f32 ? CUDA_R_32F : CUDA_R_16BF;
     LtLayout la(CUDA_R_8F_E4M3, lt_a_rows(g), lt_a_cols(g), g.lda);
     if (la.status() != CUBLAS_STATUS_SUCCESS) return refuse("cublasLtMatrixLayoutCreate (A)", la.status());
     LtLayout lb(CUDA_R_8F_E4M3, lt_b_rows(g), lt_b_cols(g), g.ldb);

@@ -28,18 +28,19 @@ constexpr unsigned char kPoisonA = 0x5A;
 constexpr unsigned char kPoisonB = 0xA5;
 constexpr float kAmaxPoison = -1.0f;
 
-cudaDataType_t cuda_type(GemmOutType t) {
+cudaDataType_t cuda_type(DType t) {
     switch (t) {
-        case GemmOutType::e4m3: return CUDA_R_8F_E4M3;
-        case GemmOutType::e5m2: return CUDA_R_8F_E5M2;
-        case GemmOutType::f16: return CUDA_R_16F;
-        case GemmOutType::bf16: return CUDA_R_16BF;
-        case GemmOutType::f32: return CUDA_R_32F;
+        case DType::e4m3: return CUDA_R_8F_E4M3;
+        case DType::e5m2: return CUDA_R_8F_E5M2;
+        case DType::f16: return CUDA_R_16F;
+        case DType::bf16: return CUDA_R_16BF;
+        case DType::f32: return CUDA_R_32F;
+        default: break;
     }
-    return CUDA_R_32F;
+    throw std::invalid_argument("fp8_gemm_overflow: no cuBLASLt type for " + std::string(name(t)));
 }
 
-bool is_fp8(GemmOutType t) { return t == GemmOutType::e4m3 || t == GemmOutType::e5m2; }
+bool is_fp8(DType t) { return t == DType::e4m3 || t == DType::e5m2; }
 
 std::string status_text(cublasStatus_t s) {
     return "cublasStatus " + std::to_string(static_cast<int>(s)) + " (" + cublas_status_text(s) + ")";
@@ -126,8 +127,8 @@ GemmOverflowDevice run_case(cublasLtHandle_t lt, const GemmOverflowCase& c, cons
     GemmOverflowDevice out;
     const std::size_t outputs = static_cast<std::size_t>(c.m) * static_cast<std::size_t>(c.n);
     DeviceBytes a(c.a.size()), b(c.b.size());
-    DeviceBytes cbuf(outputs * static_cast<std::size_t>(out_bytes(c.c_type)));
-    DeviceBytes d(outputs * static_cast<std::size_t>(out_bytes(c.d_type)));
+    DeviceBytes cbuf(outputs * static_cast<std::size_t>(gemm_out_bytes(c.c_type)));
+    DeviceBytes d(outputs * static_cast<std::size_t>(gemm_out_bytes(c.d_type)));
     DeviceBytes amax(sizeof(float));
     RIGEL_CUDA_CHECK(cudaMemcpy(a.get(), c.a.data(), c.a.size(), cudaMemcpyHostToDevice));
     RIGEL_CUDA_CHECK(cudaMemcpy(b.get(), c.b.data(), c.b.size(), cudaMemcpyHostToDevice));

@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
         for (int i = 0; i < N / 2; ++i) acc[i] = 0.0f;
         wgmma_fence();
-        wgmma<WgType::bf16, N>(acc, smem_desc(sa, 64 * 16, 128), smem_desc(sb, N * 16, 128), 1u);
+        wgmma<DType::bf16, N>(acc, smem_desc(sa, 64 * 16, 128), smem_desc(sb, N * 16, 128), 1u);
         wgmma_commit();
         wgmma_wait_all();
 #pragma unroll
@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(128)
 std::string doc_source_mma(MmaKind kind) {
     const MmaShape s = shape_of(kind);
     return "PTX ISA 9.0, 'Matrix Fragments for mma.m" + std::to_string(s.m) + "n" + std::to_string(s.n) + "k" +
-           std::to_string(s.k) + "' (" + dtype_name(kind) + ")";
+           std::to_string(s.k) + "' (" + std::string(name(operand_type(kind))) + ")";
 }
 
 // Accumulator words back to numbers (f32, s32 or f64 per the instruction).
@@ -166,7 +166,7 @@ template <MmaKind K>
 void probe_mma(const DeviceFacts& dev, std::vector<Finding>& out) {
     constexpr MmaShape s = shape_of(K);
     const std::string path = ptx_name(K);
-    const std::string dtype = dtype_name(K);
+    const std::string dtype(name(operand_type(K)));
     const std::string q_abd = "lane/register -> (row, col) of A, B and D";
     const std::string q_cd = "C fragment layout equals D fragment layout";
     if (dev.cc < min_cc(K)) {

@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(128) dot_mma_kernel(const std::uint8_t* a, con
 // One experiment per CTA (one warpgroup): m64n8, A (64 x k_total) and B
 // (8 x k_total) staged in shared memory in the no-swizzle K-major layout,
 // Steps = k_total / K wgmma instructions chained on one accumulator.
-template <WgType T, int Steps>
+template <DType T, int Steps>
 __global__ void __launch_bounds__(128) dot_wgmma_kernel(const std::uint8_t* a, const std::uint8_t* b, const float* c,
                                                         float* d, int k_total, int experiments, int* built) {
     constexpr int eb = WgTraits<T>::elem_bytes;
@@ -178,14 +178,14 @@ std::optional<std::vector<float>> run_batch(const NumPath& p, const Batch& bt, i
         case PathId::mma_e4m3:
             return launch(dot_mma_kernel<MmaKind::e4m3_m16n8k32>, bt, k_total, warp_blocks, 128, 0, per);
         case PathId::wgmma_bf16:
-            if (k_total == 16) return launch(dot_wgmma_kernel<WgType::bf16, 1>, bt, k_total, bt.count, 128, smem, per);
+            if (k_total == 16) return launch(dot_wgmma_kernel<DType::bf16, 1>, bt, k_total, bt.count, 128, smem, per);
             if (k_total == chain_k)
-                return launch(dot_wgmma_kernel<WgType::bf16, chain_k / 16>, bt, k_total, bt.count, 128, smem, per);
+                return launch(dot_wgmma_kernel<DType::bf16, chain_k / 16>, bt, k_total, bt.count, 128, smem, per);
             break;
         case PathId::wgmma_e4m3:
-            if (k_total == 32) return launch(dot_wgmma_kernel<WgType::e4m3, 1>, bt, k_total, bt.count, 128, smem, per);
+            if (k_total == 32) return launch(dot_wgmma_kernel<DType::e4m3, 1>, bt, k_total, bt.count, 128, smem, per);
             if (k_total == chain_k)
-                return launch(dot_wgmma_kernel<WgType::e4m3, chain_k / 32>, bt, k_total, bt.count, 128, smem, per);
+                return launch(dot_wgmma_kernel<DType::e4m3, chain_k / 32>, bt, k_total, bt.count, 128, smem, per);
             break;
     }
     throw std::logic_error("accumulation: no wgmma kernel for k_total " + std::to_string(k_total));

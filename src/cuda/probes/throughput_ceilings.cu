@@ -18,6 +18,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -263,7 +264,7 @@ constexpr int wg_pairs = 4;  // (B, B-) pairs per commit group
 // (one instruction's K), staged into shared memory in the no-swizzle K-major
 // layout. Every iteration issues wg_pairs x (B, B-) on one accumulator, then
 // waits for them; other CTAs on the SM keep the tensor cores fed meanwhile.
-template <WgType T, int N>
+template <DType T, int N>
 __global__ void __launch_bounds__(128)
     wgmma_tput_kernel(const std::uint8_t* a, const std::uint8_t* bp, const std::uint8_t* bm, long long iters,
                       double* sums, int* built) {
@@ -513,7 +514,7 @@ std::optional<Workload> mma_workload(const DeviceFacts& dev, Buffers& buf, std::
     int* pb = buf.hold(built);
     Workload w;
     w.path = ptx_name(K);
-    w.dtype = dtype_name(K);
+    w.dtype = name(operand_type(K));
     w.unit = K == MmaKind::s8_m16n8k32 ? "Tops" : "Tflop/s";
     w.kernel = kernel_symbol(reinterpret_cast<const void*>(mma_tput_kernel<K>));
     w.launch = [=](long long iters, bool verify) {
@@ -585,60 +586,41 @@ std::optional<Workload> dmma16816_workload(const DeviceFacts& dev, Buffers& buf,
     return w;
 }
 
-NumType num_type(WgType t) {
+const char* wg_ptx_types(DType t) {
     switch (t) {
-        case WgType::bf16: return NumType::bf16;
-        case WgType::f16: return NumType::f16;
-        case WgType::tf32: return NumType::tf32;
-        default: return NumType::e4m3;
+        case DType::bf16: return "f32.bf16.bf16";
+        case DType::f16: return "f32.f16.f16";
+        case DType::tf32: return "f32.tf32.tf32";
+        case DType::e4m3: return "f32.e4m3.e4m3";
+        case DType::i8: return "s32.s8.s8";
+        default: break;
     }
+    throw std::invalid_argument("throughput: no wgmma for " + std::string(name(t)));
 }
 
-const char* wg_ptx_types(WgType t) {
-    switch (t) {
-        case WgType::bf16: return "f32.bf16.bf16";
-        case WgType::f16: return "f32.f16.f16";
-        case WgType::tf32: return "f32.tf32.tf32";
-        case WgType::e4m3: return "f32.e4m3.e4m3";
-        case WgType::s8: return "s32.s8.s8";
-    }
-    return "";
-}
-
-const char* wg_dtype(WgType t) {
-    switch (t) {
-        case WgType::bf16: return "bf16";
-        case WgType::f16: return "f16";
-        case WgType::tf32: return "tf32";
-        case WgType::e4m3: return "e4m3";
-        case WgType::s8: return "i8";
-    }
-    return "";
-}
-
-std::string wg_path(WgType t, int n) {
+std::string wg_path(DType t, int n) {
     return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k" +
-           std::to_string(t == WgType::tf32                       ? 8
-                          : t == WgType::bf16 || t == WgType::f16 ? 16
+           std::to_string(t == DType::tf32                       ? 8
+                          : t == DType::bf16 || t == DType::f16 ? 16
                                                                   : 32) +
            "." + wg_ptx_types(t);
 }
 
 // Raw bytes of one element of a wgmma operand.
-std::uint32_t wg_bits(WgType t, double v) {
-    if (t == WgType::s8) return static_cast<std::uint8_t>(static_cast<std::int8_t>(v));
-    const auto b = encode(num_type(t), v);
+std::uint32_t wg_bits(DType t, double v) {
+    if (t == DType::i8) return static_cast<std::uint8_t>(static_cast<std::int8_t>(v));
+    const auto b = encode(t, v);
     if (!b) throw std::logic_error("throughput: operand not exact");
     return *b;
 }
 
-template <WgType T, int N>
+template <DType T, int N>
 std::optional<Workload> wgmma_workload(const DeviceFacts& dev, Buffers& buf, std::uint64_t seed,
                                        std::optional<double> datasheet, const char* datasheet_name) {
     if (dev.cc != 90 || !kernel_has_image(wgmma_tput_kernel<T, N>)) return std::nullopt;
     constexpr int eb = WgTraits<T>::elem_bytes;
     constexpr int k = WgTraits<T>::k;
-    SplitMix rng(seed * 0x20000 + static_cast<std::uint64_t>(T) * 1000 + N);
+    SplitMix rng(wgmma_operand_seed(seed, T, N));
     std::vector<double> am(64 * k), bm(std::size_t(N) * k);  // A: 64 x K; B stored N x K (K-major)
     for (auto& x : am) x = small_int(rng);
     for (auto& x : bm) x = small_int(rng);
@@ -662,8 +644,8 @@ std::optional<Workload> wgmma_workload(const DeviceFacts& dev, Buffers& buf, std
     int* pb = buf.hold(built);
     Workload w;
     w.path = wg_path(T, N);
-    w.dtype = wg_dtype(T);
-    w.unit = T == WgType::s8 ? "Tops" : "Tflop/s";
+    w.dtype = name(T);
+    w.unit = T == DType::i8 ? "Tops" : "Tflop/s";
     w.kernel = kernel_symbol(reinterpret_cast<const void*>(wgmma_tput_kernel<T, N>));
     w.launch = [=](long long iters, bool verify) {
         wgmma_tput_kernel<T, N><<<grid, 128>>>(pa, pbp, verify ? pbp : pneg, iters, ps, pb);
@@ -800,25 +782,25 @@ std::vector<Finding> run_throughput(const ProbeContext& ctx) {
     const std::string wg_why =
         dev.cc != 90 ? "wgmma exists on compute capability 9.0 (sm_90a) only; device has " + std::to_string(dev.cc)
                      : "this binary has no sm_90a code";
-    const auto wg = [&](auto workload, WgType t, int n, double peak, const char* peak_name) {
+    const auto wg = [&](auto workload, DType t, int n, double peak, const char* peak_name) {
         run(workload(dev, buf, seed, sheet(peak), peak_name),
-            "wgmma_" + std::string(wg_dtype(t)) + "_n" + std::to_string(n), wg_path(t, n), wg_dtype(t), wg_why);
+            "wgmma_" + std::string(name(t)) + "_n" + std::to_string(n), wg_path(t, n), std::string(name(t)), wg_why);
     };
-    wg(wgmma_workload<WgType::bf16, 8>, WgType::bf16, 8, 989, "BF16 Tensor Core");
-    wg(wgmma_workload<WgType::bf16, 16>, WgType::bf16, 16, 989, "BF16 Tensor Core");
-    wg(wgmma_workload<WgType::bf16, 32>, WgType::bf16, 32, 989, "BF16 Tensor Core");
-    wg(wgmma_workload<WgType::bf16, 64>, WgType::bf16, 64, 989, "BF16 Tensor Core");
-    wg(wgmma_workload<WgType::bf16, 128>, WgType::bf16, 128, 989, "BF16 Tensor Core");
-    wg(wgmma_workload<WgType::bf16, 256>, WgType::bf16, 256, 989, "BF16 Tensor Core");
-    wg(wgmma_workload<WgType::e4m3, 8>, WgType::e4m3, 8, 1979, "FP8 Tensor Core");
-    wg(wgmma_workload<WgType::e4m3, 16>, WgType::e4m3, 16, 1979, "FP8 Tensor Core");
-    wg(wgmma_workload<WgType::e4m3, 32>, WgType::e4m3, 32, 1979, "FP8 Tensor Core");
-    wg(wgmma_workload<WgType::e4m3, 64>, WgType::e4m3, 64, 1979, "FP8 Tensor Core");
-    wg(wgmma_workload<WgType::e4m3, 128>, WgType::e4m3, 128, 1979, "FP8 Tensor Core");
-    wg(wgmma_workload<WgType::e4m3, 256>, WgType::e4m3, 256, 1979, "FP8 Tensor Core");
-    wg(wgmma_workload<WgType::f16, 256>, WgType::f16, 256, 989, "FP16 Tensor Core");
-    wg(wgmma_workload<WgType::tf32, 256>, WgType::tf32, 256, 495, "TF32 Tensor Core");
-    wg(wgmma_workload<WgType::s8, 256>, WgType::s8, 256, 1979, "INT8 Tensor Core");
+    wg(wgmma_workload<DType::bf16, 8>, DType::bf16, 8, 989, "BF16 Tensor Core");
+    wg(wgmma_workload<DType::bf16, 16>, DType::bf16, 16, 989, "BF16 Tensor Core");
+    wg(wgmma_workload<DType::bf16, 32>, DType::bf16, 32, 989, "BF16 Tensor Core");
+    wg(wgmma_workload<DType::bf16, 64>, DType::bf16, 64, 989, "BF16 Tensor Core");
+    wg(wgmma_workload<DType::bf16, 128>, DType::bf16, 128, 989, "BF16 Tensor Core");
+    wg(wgmma_workload<DType::bf16, 256>, DType::bf16, 256, 989, "BF16 Tensor Core");
+    wg(wgmma_workload<DType::e4m3, 8>, DType::e4m3, 8, 1979, "FP8 Tensor Core");
+    wg(wgmma_workload<DType::e4m3, 16>, DType::e4m3, 16, 1979, "FP8 Tensor Core");
+    wg(wgmma_workload<DType::e4m3, 32>, DType::e4m3, 32, 1979, "FP8 Tensor Core");
+    wg(wgmma_workload<DType::e4m3, 64>, DType::e4m3, 64, 1979, "FP8 Tensor Core");
+    wg(wgmma_workload<DType::e4m3, 128>, DType::e4m3, 128, 1979, "FP8 Tensor Core");
+    wg(wgmma_workload<DType::e4m3, 256>, DType::e4m3, 256, 1979, "FP8 Tensor Core");
+    wg(wgmma_workload<DType::f16, 256>, DType::f16, 256, 989, "FP16 Tensor Core");
+    wg(wgmma_workload<DType::tf32, 256>, DType::tf32, 256, 495, "TF32 Tensor Core");
+    wg(wgmma_workload<DType::i8, 256>, DType::i8, 256, 1979, "INT8 Tensor Core");
 
     // Ratios between verified ceilings, as plain numbers: the report applies
     // RIGEL's accelerated rule to the ceilings (reproduce/verdicts.py).

@@ -477,8 +477,11 @@ std::vector<std::uint8_t> nonzero_pattern(std::size_t n, std::uint64_t seed) {
 // ---------------------------------------------------------------------------
 // cuBLASLt fp8 GEMM.
 
-std::string_view name(LtOutType t) { return t == LtOutType::f32 ? "f32" : "bf16"; }
-int lt_out_bytes(LtOutType t) { return t == LtOutType::f32 ? 4 : 2; }
+int lt_out_bytes(DType t) {
+    if (t != DType::f32 && t != DType::bf16)
+        throw std::invalid_argument("alignment: cuBLASLt's D is f32 or bf16 here, not " + std::string(name(t)));
+    return static_cast<int>(storage_bytes(t, 1));
+}
 
 std::int64_t lt_a_rows(const LtGemmCase& c) { return c.a_transposed ? c.k : c.m; }
 std::int64_t lt_a_cols(const LtGemmCase& c) { return c.a_transposed ? c.m : c.k; }
@@ -539,7 +542,7 @@ std::vector<std::uint8_t> lt_expected_d(const LtGemmCase& c, const std::vector<d
                 throw std::logic_error("lt_expected_d: the reference is not exact in fp32");
             const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
             const std::size_t at = static_cast<std::size_t>(c.d_offset + (i + j * c.ldd) * eb);
-            if (c.out == LtOutType::f32) {
+            if (c.out == DType::f32) {
                 std::memcpy(img.data() + at, &bits, 4);
             } else {
                 if ((bits & 0xFFFFu) != 0) throw std::logic_error("lt_expected_d: the reference is not exact in bf16");
@@ -558,7 +561,7 @@ LtOutputVerdict judge_lt_output(const LtGemmCase& c, std::span<const std::uint8_
     std::size_t wrong = 0;
     std::string first;
     auto value_at = [&](std::span<const std::uint8_t> img, std::size_t at) {
-        if (c.out == LtOutType::f32) {
+        if (c.out == DType::f32) {
             std::uint32_t u = 0;
             std::memcpy(&u, img.data() + at, 4);
             return static_cast<double>(std::bit_cast<float>(u));

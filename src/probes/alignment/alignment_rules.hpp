@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "probes/probe.hpp"
 
 namespace rigel {
@@ -172,9 +173,9 @@ std::vector<std::uint8_t> nonzero_pattern(std::size_t n, std::uint64_t seed);
 // ---------------------------------------------------------------------------
 // cuBLASLt fp8 GEMM: D (M x N) = op(A) op(B), column-major, e4m3 operands.
 
-enum class LtOutType : std::uint8_t { f32, bf16 };
-std::string_view name(LtOutType t);
-int lt_out_bytes(LtOutType t);
+// D is f32 or bf16 here: bytes of one element; any other DType throws
+// std::invalid_argument.
+int lt_out_bytes(DType t);
 
 struct LtGemmCase {
     std::string label;
@@ -185,7 +186,7 @@ struct LtGemmCase {
     int m = 32, n = 32, k = 64;
     std::int64_t lda = 64, ldb = 64, ldd = 32;
     int a_offset = 0, b_offset = 0, d_offset = 0;  // bytes past 256-byte-aligned allocations
-    LtOutType out = LtOutType::f32;
+    DType out = DType::f32;  // f32 or bf16
     bool honest_alignment = true;  // the heuristic is told each pointer's real alignment (else its default, 256)
 };
 std::int64_t lt_a_rows(const LtGemmCase& c);

@@ -28,6 +28,11 @@ constexpr std::string_view kCublasDoc =
 constexpr std::string_view kAmaxDoc = "cublasLt.h 13.1, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER";
 constexpr std::string_view kOcpFp8 = "OCP OFP8 rev 1.0 (e4m3 max 448, e5m2 max 57344)";
 
+[[noreturn]] void refuse_out_type(DType t) {
+    throw std::invalid_argument("fp8_gemm_overflow: no output type " + std::string(name(t)) +
+                                " (e4m3, e5m2, f16, bf16, f32)");
+}
+
 constexpr std::uint8_t kE4m3One = 0x38;  // 1.0 = 2^(7-7)
 constexpr int kMaxCandidates = 6;        // alternatives tried per term when backtracking
 
@@ -87,7 +92,7 @@ bool search(double remaining, int terms_left, bool e5m2, std::vector<std::uint8_
 struct CaseSpec {
     const char* label;
     bool b_e5m2;
-    GemmOutType d, c;
+    DType d, c;
     float alpha;
     std::vector<double> targets;       // sums (before alpha)
     double random_lo, random_hi;       // magnitude range of the random terms
@@ -97,31 +102,32 @@ std::vector<CaseSpec> case_specs() {
     const float alpha_big = std::ldexp(1.0f, 120);
     return {
         // e4m3: max 448; 464 is the midpoint to the next step (480), a tie that rounds to 448.
-        {"e4m3 x e4m3 -> e4m3", false, GemmOutType::e4m3, GemmOutType::bf16, 1.0f,
+        {"e4m3 x e4m3 -> e4m3", false, DType::e4m3, DType::bf16, 1.0f,
          {100, 440, 448, 456, 463, 464, 465, 472, 480, 512, 1000, 3584, -465, -1000}, 16, 448},
         // e5m2: max 57344; 61440 is the midpoint to 65536, a tie that rounds to 65536.
-        {"e4m3 x e5m2 -> e5m2", true, GemmOutType::e5m2, GemmOutType::bf16, 1.0f,
+        {"e4m3 x e5m2 -> e5m2", true, DType::e5m2, DType::bf16, 1.0f,
          {1000, 57344, 59392, 61440, 61952, 65536, 100000, 200000, -61952}, 1024, 57344},
         // f16 through alpha = 64: sums 1023.5 / 1023.625 / 1023.75 become 65504 (max), 65512, 65520 (the tie).
-        {"e4m3 x e4m3 -> f16", false, GemmOutType::f16, GemmOutType::f16, 64.0f,
+        {"e4m3 x e4m3 -> f16", false, DType::f16, DType::f16, 64.0f,
          {1000, 1023.5, 1023.625, 1023.75, 1024, 1600, 3584, -1023.75}, 16, 448},
         // bf16 and f32 through alpha = 2^120: 255 * 2^120 is the bf16 max; 255.5 * 2^120 the bf16 tie (fits
         // fp32); 256 * 2^120 = 2^128 overflows fp32 itself.
-        {"e4m3 x e4m3 -> bf16", false, GemmOutType::bf16, GemmOutType::bf16, alpha_big,
+        {"e4m3 x e4m3 -> bf16", false, DType::bf16, DType::bf16, alpha_big,
          {100, 255, 255.5, 256, 1000, -256}, 16, 448},
-        {"e4m3 x e4m3 -> f32", false, GemmOutType::f32, GemmOutType::f32, alpha_big, {100, 255.5, 256, 1000, -1000}, 16, 448},
+        {"e4m3 x e4m3 -> f32", false, DType::f32, DType::f32, alpha_big, {100, 255.5, 256, 1000, -1000}, 16, 448},
     };
 }
 
-double max_finite(GemmOutType t) {
+double max_finite(DType t) {
     switch (t) {
-        case GemmOutType::e4m3: return 448;
-        case GemmOutType::e5m2: return 57344;
-        case GemmOutType::f16: return 65504;
-        case GemmOutType::bf16: return static_cast<double>(std::bit_cast<float>(0x7F7F'0000u));
-        case GemmOutType::f32: return static_cast<double>(std::numeric_limits<float>::max());
+        case DType::e4m3: return 448;
+        case DType::e5m2: return 57344;
+        case DType::f16: return 65504;
+        case DType::bf16: return static_cast<double>(std::bit_cast<float>(0x7F7F'0000u));
+        case DType::f32: return static_cast<double>(std::numeric_limits<float>::max());
+        default: break;
     }
-    return 0;
+    refuse_out_type(t);
 }
 
 // Float64 -> float, the way the epilogue holds it before the final conversion
@@ -129,44 +135,45 @@ double max_finite(GemmOutType t) {
 float to_f32(double v) { return static_cast<float>(v); }
 
 // The code a value has in the output type, as "0x7E (448)".
-std::string code_and_value(GemmOutType t, std::uint32_t code, double value) {
-    return hex(code, 2 * out_bytes(t)) + " (" + num(value) + ")";
+std::string code_and_value(DType t, std::uint32_t code, double value) {
+    return hex(code, 2 * gemm_out_bytes(t)) + " (" + num(value) + ")";
 }
 
 // What the documented conversion writes for `exact`, with or without saturation.
-std::string expected_text(GemmOutType t, double exact, bool saturate) {
+std::string expected_text(DType t, double exact, bool saturate) {
     const float x = to_f32(exact);
     const double max = max_finite(t);
     const bool clamp = saturate && std::fabs(exact) > max;
     const std::uint32_t sign = std::signbit(exact) ? 1u : 0u;
     switch (t) {
-        case GemmOutType::e4m3: {
+        case DType::e4m3: {
             const std::uint8_t c = f32_to_e4m3(x, saturate ? Overflow::saturate : Overflow::non_saturate);
             return code_and_value(t, c, e4m3_to_f32(c));
         }
-        case GemmOutType::e5m2: {
+        case DType::e5m2: {
             const std::uint8_t c = f32_to_e5m2(x, saturate ? Overflow::saturate : Overflow::non_saturate);
             return code_and_value(t, c, e5m2_to_f32(c));
         }
-        case GemmOutType::f16: {
+        case DType::f16: {
             const std::uint16_t c = clamp ? static_cast<std::uint16_t>(sign << 15 | 0x7BFF) : f32_to_f16(x);
             return code_and_value(t, c, f16_to_f32(c));
         }
-        case GemmOutType::bf16: {
+        case DType::bf16: {
             const std::uint16_t c = clamp ? static_cast<std::uint16_t>(sign << 15 | 0x7F7F) : f32_to_bf16(x);
             return code_and_value(t, c, bf16_to_f32(c));
         }
-        case GemmOutType::f32: {
+        case DType::f32: {
             const float v = clamp ? std::copysign(std::numeric_limits<float>::max(), x) : x;
             return code_and_value(t, std::bit_cast<std::uint32_t>(v), v);
         }
+        default: break;
     }
-    return "";
+    refuse_out_type(t);
 }
 
 enum class Outcome { exact_rounding, saturated, to_inf, to_nan, other };
 
-Outcome classify(GemmOutType t, double exact, double device) {
+Outcome classify(DType t, double exact, double device) {
     const double nonsat = rounded_nonsaturating(t, exact), sat = rounded_saturating(t, exact);
     const bool overflow = !(nonsat == sat);  // NaN != NaN counts as overflow too
     if (!overflow) return device == nonsat ? Outcome::exact_rounding : Outcome::other;
@@ -199,26 +206,16 @@ Finding base(const GemmOverflowCase& c) {
 
 }  // namespace
 
-std::string_view name(GemmOutType t) {
+int gemm_out_bytes(DType t) {
     switch (t) {
-        case GemmOutType::e4m3: return "e4m3";
-        case GemmOutType::e5m2: return "e5m2";
-        case GemmOutType::f16: return "f16";
-        case GemmOutType::bf16: return "bf16";
-        case GemmOutType::f32: return "f32";
+        case DType::e4m3:
+        case DType::e5m2:
+        case DType::f16:
+        case DType::bf16:
+        case DType::f32: return static_cast<int>(storage_bytes(t, 1));
+        default: break;
     }
-    return "?";
-}
-
-int out_bytes(GemmOutType t) {
-    switch (t) {
-        case GemmOutType::e4m3:
-        case GemmOutType::e5m2: return 1;
-        case GemmOutType::f16:
-        case GemmOutType::bf16: return 2;
-        case GemmOutType::f32: return 4;
-    }
-    return 0;
+    refuse_out_type(t);
 }
 
 std::vector<std::uint8_t> decompose_sum(double target, bool e5m2) {
@@ -282,7 +279,7 @@ std::vector<GemmOverflowCase> make_gemm_overflow_cases(std::uint64_t seed) {
 }
 
 std::uint32_t device_code(const GemmOverflowCase& c, const GemmOverflowDevice& d, int idx) {
-    const int bytes = out_bytes(c.d_type);
+    const int bytes = gemm_out_bytes(c.d_type);
     const auto at = static_cast<std::size_t>(idx) * static_cast<std::size_t>(bytes);
     std::uint32_t u = 0;
     for (int b = bytes - 1; b >= 0; --b) u = (u << 8) | d.d[at + static_cast<std::size_t>(b)];
@@ -292,28 +289,30 @@ std::uint32_t device_code(const GemmOverflowCase& c, const GemmOverflowDevice& d
 double device_value(const GemmOverflowCase& c, const GemmOverflowDevice& d, int idx) {
     const std::uint32_t u = device_code(c, d, idx);
     switch (c.d_type) {
-        case GemmOutType::e4m3: return e4m3_to_f32(static_cast<std::uint8_t>(u));
-        case GemmOutType::e5m2: return e5m2_to_f32(static_cast<std::uint8_t>(u));
-        case GemmOutType::f16: return f16_to_f32(static_cast<std::uint16_t>(u));
-        case GemmOutType::bf16: return bf16_to_f32(static_cast<std::uint16_t>(u));
-        case GemmOutType::f32: return std::bit_cast<float>(u);
+        case DType::e4m3: return e4m3_to_f32(static_cast<std::uint8_t>(u));
+        case DType::e5m2: return e5m2_to_f32(static_cast<std::uint8_t>(u));
+        case DType::f16: return f16_to_f32(static_cast<std::uint16_t>(u));
+        case DType::bf16: return bf16_to_f32(static_cast<std::uint16_t>(u));
+        case DType::f32: return std::bit_cast<float>(u);
+        default: break;
     }
-    return std::numeric_limits<double>::quiet_NaN();
+    refuse_out_type(c.d_type);
 }
 
-double rounded_nonsaturating(GemmOutType t, double exact) {
+double rounded_nonsaturating(DType t, double exact) {
     const float x = to_f32(exact);
     switch (t) {
-        case GemmOutType::e4m3: return e4m3_to_f32(f32_to_e4m3(x, Overflow::non_saturate));
-        case GemmOutType::e5m2: return e5m2_to_f32(f32_to_e5m2(x, Overflow::non_saturate));
-        case GemmOutType::f16: return f16_to_f32(f32_to_f16(x));
-        case GemmOutType::bf16: return bf16_to_f32(f32_to_bf16(x));
-        case GemmOutType::f32: return x;
+        case DType::e4m3: return e4m3_to_f32(f32_to_e4m3(x, Overflow::non_saturate));
+        case DType::e5m2: return e5m2_to_f32(f32_to_e5m2(x, Overflow::non_saturate));
+        case DType::f16: return f16_to_f32(f32_to_f16(x));
+        case DType::bf16: return bf16_to_f32(f32_to_bf16(x));
+        case DType::f32: return x;
+        default: break;
     }
-    return std::numeric_limits<double>::quiet_NaN();
+    refuse_out_type(t);
 }
 
-double rounded_saturating(GemmOutType t, double exact) {
+double rounded_saturating(DType t, double exact) {
     const double max = max_finite(t);
     if (std::fabs(exact) > max) return std::copysign(max, exact);
     return rounded_nonsaturating(t, exact);
@@ -338,7 +337,7 @@ std::vector<Finding> analyze_gemm_overflow(const std::vector<GemmOverflowCase>& 
             continue;
         }
         const std::size_t outputs = static_cast<std::size_t>(c.m) * c.n;
-        if (d.d.size() != outputs * static_cast<std::size_t>(out_bytes(c.d_type)))
+        if (d.d.size() != outputs * static_cast<std::size_t>(gemm_out_bytes(c.d_type)))
             throw std::logic_error("fp8_gemm_overflow: D has the wrong size for " + c.label);
         const double max = max_finite(c.d_type);
 

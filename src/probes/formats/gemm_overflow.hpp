@@ -10,19 +10,21 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "probes/probe.hpp"
 
 namespace rigel {
 
-enum class GemmOutType : std::uint8_t { e4m3, e5m2, f16, bf16, f32 };
-std::string_view name(GemmOutType t);
-int out_bytes(GemmOutType t);
+// D and C take e4m3, e5m2, f16, bf16 or f32 here; the functions below refuse
+// any other DType with std::invalid_argument.
+// Bytes of one element of D or C.
+int gemm_out_bytes(DType t);
 
 struct GemmOverflowCase {
     std::string label;          // "e4m3 x e4m3 -> e4m3"
     bool b_e5m2 = false;        // B's type: e5m2, else e4m3 (A is always e4m3)
-    GemmOutType d_type = GemmOutType::e4m3;
-    GemmOutType c_type = GemmOutType::bf16;  // what cuBLASLt requires beside D
+    DType d_type = DType::e4m3;
+    DType c_type = DType::bf16;  // what cuBLASLt requires beside D
     float alpha = 1;            // a power of two: alpha * sum stays exact
     int m = 16, n = 16, k = 128;
     std::vector<std::uint8_t> a;  // M x K row-major (cuBLASLt: K x M column-major, op T)
@@ -61,8 +63,8 @@ std::uint32_t device_code(const GemmOverflowCase& c, const GemmOverflowDevice& d
 double device_value(const GemmOverflowCase& c, const GemmOverflowDevice& d, int idx);
 // The exact value rounded to D by the documented conversion (round to nearest
 // even; overflow to inf, or NaN for e4m3), and with saturation to MAX_NORM.
-double rounded_nonsaturating(GemmOutType t, double exact);
-double rounded_saturating(GemmOutType t, double exact);
+double rounded_nonsaturating(DType t, double exact);
+double rounded_saturating(DType t, double exact);
 
 std::vector<Finding> analyze_gemm_overflow(const std::vector<GemmOverflowCase>& cases,
                                            const std::vector<GemmOverflowDevice>& device);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "core/formats.hpp"
 
 namespace rigel::probes {
@@ -61,16 +62,17 @@ constexpr const char* ptx_name(MmaKind kind) {
     return "";
 }
 
-constexpr const char* dtype_name(MmaKind kind) {
+// The operand type of A and B.
+constexpr DType operand_type(MmaKind kind) {
     switch (kind) {
-        case MmaKind::f16_m16n8k16: return "f16";
-        case MmaKind::bf16_m16n8k16: return "bf16";
-        case MmaKind::tf32_m16n8k8: return "tf32";
-        case MmaKind::e4m3_m16n8k32: return "e4m3";
-        case MmaKind::s8_m16n8k32: return "i8";
-        case MmaKind::f64_m8n8k4: return "f64";
+        case MmaKind::f16_m16n8k16: return DType::f16;
+        case MmaKind::bf16_m16n8k16: return DType::bf16;
+        case MmaKind::tf32_m16n8k8: return DType::tf32;
+        case MmaKind::e4m3_m16n8k32: return DType::e4m3;
+        case MmaKind::s8_m16n8k32: return DType::i8;
+        case MmaKind::f64_m8n8k4: return DType::f64;
     }
-    return "";
+    return DType::f32;
 }
 
 // Compute capability x10 the instruction needs (PTX ISA target requirements).
@@ -201,7 +203,7 @@ inline std::uint64_t encode_element(MmaKind kind, double v) {
             back = v;
             break;
     }
-    if (back != v) throw std::invalid_argument("value not representable in " + std::string(dtype_name(kind)));
+    if (back != v) throw std::invalid_argument("value not representable in " + std::string(name(operand_type(kind))));
     return bits;
 }
 

@@ -31,7 +31,7 @@ enum class PathId : std::uint8_t { mma_f16, mma_bf16, mma_tf32, mma_e4m3, wgmma_
 struct NumPath {
     PathId id;
     const char* ptx;
-    NumType type;
+    DType type;
     int k_inst;
     int m, n;
     bool wgmma;
@@ -50,17 +50,17 @@ inline constexpr const char* mma_doc = "PTX ISA 9.0, mma, 'Precision and roundin
 inline constexpr const char* wgmma_doc = "PTX ISA 9.0, wgmma.mma_async, 'Precision and rounding'";
 
 inline const NumPath paths[] = {
-    {PathId::mma_f16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", NumType::f16, 16, 16, 8, false, 80, true,
+    {PathId::mma_f16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", DType::f16, 16, 16, 8, false, 80, true,
      mma_doc},
-    {PathId::mma_bf16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", NumType::bf16, 16, 16, 8, false, 80,
+    {PathId::mma_bf16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", DType::bf16, 16, 16, 8, false, 80,
      false, mma_doc},
-    {PathId::mma_tf32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", NumType::tf32, 8, 16, 8, false, 80, false,
+    {PathId::mma_tf32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", DType::tf32, 8, 16, 8, false, 80, false,
      mma_doc},
-    {PathId::mma_e4m3, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", NumType::e4m3, 32, 16, 8, false, 89,
+    {PathId::mma_e4m3, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", DType::e4m3, 32, 16, 8, false, 89,
      false, mma_doc},
-    {PathId::wgmma_bf16, "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16", NumType::bf16, 16, 64, 8, true, 90,
+    {PathId::wgmma_bf16, "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16", DType::bf16, 16, 64, 8, true, 90,
      false, wgmma_doc},
-    {PathId::wgmma_e4m3, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3", NumType::e4m3, 32, 64, 8, true, 90,
+    {PathId::wgmma_e4m3, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3", DType::e4m3, 32, 64, 8, true, 90,
      true, wgmma_doc},
 };
 
@@ -194,7 +194,7 @@ private:
 
     const NumPath& p_;
     const ProbeContext& ctx_;
-    const NumTypeFacts f_;
+    const TypeFacts f_;
     BatchRunner runner_;
     int e_big_ = 0;  // exponent of the large terms
     int g_max_ = 0;  // largest gap whose small term is still a product of two normal inputs
@@ -752,8 +752,8 @@ inline void PathProbe::model_check(std::vector<Finding>& out) {
     m.subnormal_out = subnormal_out_;
 
     // Random dot products over a wide exponent range, 10% zeros.
-    const int elo = p_.type == NumType::f16 ? -8 : p_.type == NumType::e4m3 ? -6 : -16;
-    const int ehi = p_.type == NumType::f16 ? 8 : p_.type == NumType::e4m3 ? 8 : 16;
+    const int elo = p_.type == DType::f16 ? -8 : p_.type == DType::e4m3 ? -6 : -16;
+    const int ehi = p_.type == DType::f16 ? 8 : p_.type == DType::e4m3 ? 8 : 16;
     SplitMix rng(ctx_.seed * 0x1000 + static_cast<std::uint64_t>(p_.id) + 1);
     const auto random_case = [&](int k_total) {
         DotCase dc = empty_case(k_total);

@@ -23,13 +23,18 @@
 #include <utility>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "core/formats.hpp"
 
 namespace rigel::probes {
 
-enum class NumType : std::uint8_t { f16, bf16, tf32, e4m3 };
+// The operand types of the probes' tensor-core paths are f16, bf16, tf32 and
+// e4m3; the functions below refuse any other DType.
+[[noreturn]] inline void refuse_operand_type(DType t) {
+    throw std::invalid_argument("numerics: no operand type " + std::string(name(t)) + " (f16, bf16, tf32, e4m3)");
+}
 
-struct NumTypeFacts {
+struct TypeFacts {
     const char* name;
     int precision;   // significand bits, hidden bit included
     int emin;        // exponent of the smallest normal
@@ -38,61 +43,64 @@ struct NumTypeFacts {
     int elem_bytes;  // storage
 };
 
-constexpr NumTypeFacts facts(NumType t) {
+constexpr TypeFacts facts(DType t) {
     switch (t) {
-        case NumType::f16: return {"f16", 11, -14, 15, -24, 2};
-        case NumType::bf16: return {"bf16", 8, -126, 127, -133, 2};
-        case NumType::tf32: return {"tf32", 11, -126, 127, -136, 4};
-        case NumType::e4m3: return {"e4m3", 4, -6, 8, -9, 1};
+        case DType::f16: return {"f16", 11, -14, 15, -24, 2};
+        case DType::bf16: return {"bf16", 8, -126, 127, -133, 2};
+        case DType::tf32: return {"tf32", 11, -126, 127, -136, 4};
+        case DType::e4m3: return {"e4m3", 4, -6, 8, -9, 1};
+        default: break;
     }
-    return {};
+    refuse_operand_type(t);
 }
 
 // Bits of v in type t (tf32: the fp32 word); nullopt when v is not exactly
 // representable.
-inline std::optional<std::uint32_t> encode(NumType t, double v) {
+inline std::optional<std::uint32_t> encode(DType t, double v) {
     const float f = static_cast<float>(v);
     if (static_cast<double>(f) != v || !std::isfinite(v)) return std::nullopt;
     std::uint32_t bits = 0;
     double back = 0;
     switch (t) {
-        case NumType::f16:
+        case DType::f16:
             bits = f32_to_f16(f);
             back = f16_to_f32(std::uint16_t(bits));
             break;
-        case NumType::bf16:
+        case DType::bf16:
             bits = f32_to_bf16(f);
             back = bf16_to_f32(std::uint16_t(bits));
             break;
-        case NumType::tf32: {
+        case DType::tf32: {
             const float r = f32_to_tf32(f);
             bits = std::bit_cast<std::uint32_t>(r);
             back = r;
             break;
         }
-        case NumType::e4m3:
+        case DType::e4m3:
             bits = f32_to_e4m3(f, Overflow::saturate);
             back = e4m3_to_f32(std::uint8_t(bits));
             break;
+        default: refuse_operand_type(t);
     }
     if (back != v) return std::nullopt;
     // Keep the sign of zero: -0.0 encodes with its sign bit in every type.
     return bits;
 }
 
-inline bool representable(NumType t, double v) { return encode(t, v).has_value(); }
+inline bool representable(DType t, double v) { return encode(t, v).has_value(); }
 
-inline double decode(NumType t, std::uint32_t bits) {
+inline double decode(DType t, std::uint32_t bits) {
     switch (t) {
-        case NumType::f16: return f16_to_f32(static_cast<std::uint16_t>(bits));
-        case NumType::bf16: return bf16_to_f32(static_cast<std::uint16_t>(bits));
-        case NumType::tf32: return std::bit_cast<float>(bits);
-        case NumType::e4m3: return e4m3_to_f32(static_cast<std::uint8_t>(bits));
+        case DType::f16: return f16_to_f32(static_cast<std::uint16_t>(bits));
+        case DType::bf16: return bf16_to_f32(static_cast<std::uint16_t>(bits));
+        case DType::tf32: return std::bit_cast<float>(bits);
+        case DType::e4m3: return e4m3_to_f32(static_cast<std::uint8_t>(bits));
+        default: break;
     }
-    return 0;
+    refuse_operand_type(t);
 }
 
-inline bool is_normal_in(NumType t, double v) {
+inline bool is_normal_in(DType t, double v) {
     if (v == 0) return false;
     return representable(t, v) && std::fabs(v) >= std::ldexp(1.0, facts(t).emin);
 }
@@ -107,7 +115,7 @@ inline int exponent_of(double v) {
 // a * b == target with both factors normal numbers of type t, b a power of
 // two when possible; the split closest to balanced is preferred (so that
 // neither factor sits at the edge of the type's range).
-inline std::optional<std::pair<double, double>> split_product(NumType t, double target) {
+inline std::optional<std::pair<double, double>> split_product(DType t, double target) {
     if (target == 0) return std::pair{0.0, 0.0};
     const int half = exponent_of(target) / 2;
     for (int d = 0; d <= 320; ++d)
@@ -356,7 +364,7 @@ inline double rounded(const std::vector<double>& terms, const BlockModel& m) {
 // (chained over dc.a.size() / k_inst instructions; the fp32 result of one is
 // the C of the next). A block whose products are all zero passes the running
 // sum through unchanged.
-inline double predict(const BlockModel& m, const DotCase& dc, int k_inst, NumType t) {
+inline double predict(const BlockModel& m, const DotCase& dc, int k_inst, DType t) {
     const double sub_limit = std::ldexp(1.0, facts(t).emin);
     const auto input = [&](double x) { return (!m.subnormal_in && std::fabs(x) < sub_limit) ? 0.0 : x; };
     double acc = dc.c;
@@ -538,7 +546,7 @@ private:
 
 // A random normal number of type t with exponent in [elo, ehi] and random
 // significand bits and sign.
-inline double random_value(SplitMix& rng, NumType t, int elo, int ehi) {
+inline double random_value(SplitMix& rng, DType t, int elo, int ehi) {
     const int p = facts(t).precision;
     const int e = rng.uniform(std::max(elo, facts(t).emin), std::min(ehi, facts(t).emax));
     const std::uint64_t frac = rng.next() & ((std::uint64_t(1) << (p - 1)) - 1);

@@ -3,7 +3,11 @@
 // reported for a kernel that provably did all of it.
 #pragma once
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
+
+#include "core/dtype.hpp"
 
 namespace rigel::probes {
 
@@ -44,6 +48,23 @@ inline double matrix_checksum(double accumulators, double ab_sum, int pairs, lon
 // chain c starts at c, `elems` accumulator elements per thread and chain.
 inline double chain_start_sum(long long threads, int chains, int elems) {
     return double(threads) * elems * (double(chains) * (chains - 1) / 2);
+}
+
+// The seed of a wgmma workload's random operands. The type's index is the
+// position the type had in the probe's own wgmma type list (bf16, f16, tf32,
+// e4m3, s8), which seeded the operands of every committed throughput run:
+// the data stays bit for bit what those runs measured.
+inline std::uint64_t wgmma_operand_seed(std::uint64_t seed, DType t, int n) {
+    std::uint64_t index = 0;
+    switch (t) {
+        case DType::bf16: index = 0; break;
+        case DType::f16: index = 1; break;
+        case DType::tf32: index = 2; break;
+        case DType::e4m3: index = 3; break;
+        case DType::i8: index = 4; break;
+        default: throw std::invalid_argument("throughput: no wgmma workload for " + std::string(name(t)));
+    }
+    return seed * 0x20000 + index * 1000 + static_cast<std::uint64_t>(n);
 }
 
 }  // namespace rigel::probes
