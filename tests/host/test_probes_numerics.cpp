@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cmath>
+#include <stdexcept>
 
 #include "probes/numerics/numerics_battery.hpp"
 #include "probes/numerics/numerics_model.hpp"
@@ -62,6 +63,14 @@ TEST(NumericsModel, SplitsProductsIntoNormalFactorsOfTheType) {
     EXPECT_FALSE(representable(DType::e4m3, 17.0));
     EXPECT_TRUE(representable(DType::tf32, 1.0 + 0x1p-10));
     EXPECT_FALSE(representable(DType::tf32, 1.0 + 0x1p-11));
+}
+
+TEST(NumericsModel, TypesOutsideTheTensorCorePathsAreRefused) {
+    for (DType t : {DType::f32, DType::f64, DType::i8, DType::e5m2}) {
+        EXPECT_THROW(facts(t), std::invalid_argument) << name(t);
+        EXPECT_THROW(encode(t, 1.0), std::invalid_argument) << name(t);
+        EXPECT_THROW(decode(t, 0), std::invalid_argument) << name(t);
+    }
 }
 
 namespace {
