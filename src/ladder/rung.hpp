@@ -2,6 +2,8 @@
 // runner walks the tables; nothing about a particular rung is hard-wired in
 // main. A rung declares what it can take (types, layout of B, minimum compute
 // capability, shape rules) and the runner checks all of it before launch.
+// Registry rows name their fields (C++20 designated initializers) and leave out
+// the ones that keep their defaults below.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -52,13 +54,13 @@ struct Rung {
     std::string_view group;       // cpu, simt, tensor, hopper, vendor
     std::uint32_t dtypes;         // dtype_mask(...)
     BLayout b_layout;
-    int min_sm;                   // minimum compute capability x10 (90 = sm_90); 0 = any
-    bool parallel;                // CPU: uses GemmProblem::threads
-    VendorRank vendor;
-    double max_work;              // M*N*K above which the default ladder skips it (too slow); 0 = no limit
+    int min_sm = 0;               // minimum compute capability x10 (90 = sm_90); 0 = any
+    bool parallel = false;        // CPU: uses GemmProblem::threads
+    VendorRank vendor = VendorRank::none;
+    double max_work = 0;          // M*N*K above which the default ladder skips it (too slow); 0 = no limit
     std::string_view lesson;      // one line: what this rung adds over the one below
     RunFn run;
-    CheckFn check;                // nullptr: any shape
+    CheckFn check = nullptr;      // nullptr: any shape
 };
 
 // The registries, one per part of the tree. The CUDA one is empty when rigel

@@ -28,35 +28,45 @@ constexpr std::uint32_t kFp8 = dtype_mask(DType::e4m3, DType::e5m2);
 constexpr int kSm90 = 90;
 
 const std::array kHopperRungs{
-    Rung{"k30_wgmma_tma", Backend::cuda, "hopper", kHalf, BLayout::n_by_k, kSm90, false, VendorRank::none, 0,
-         "wgmma reads A and B from shared memory that TMA filled in its 128B swizzle: no thread moves operands",
-         k30_wgmma_tma, hopper_tma_check},
-    Rung{"k31_wgmma_ws", Backend::cuda, "hopper", kHalf, BLayout::n_by_k, kSm90, false, VendorRank::none, 0,
-         "warp specialization: a TMA producer fills a 4-stage mbarrier ring, two 232-register consumers only "
-         "issue wgmma",
-         k31_wgmma_ws, hopper_tma_check},
-    Rung{"k32_wgmma_persistent", Backend::cuda, "hopper", kHalf, BLayout::n_by_k, kSm90, false, VendorRank::none, 0,
-         "persistent CTAs, one per SM, walk tiles in M-grouped order: loads overlap the epilogue and L2 is reused",
-         k32_wgmma_persistent, hopper_tma_check},
-    Rung{"k33_wgmma_fp8", Backend::cuda, "hopper", kFp8, BLayout::n_by_k, kSm90, false, VendorRank::none, 0,
-         "fp8 wgmma (k32 per instruction) in k32's pipeline: twice the flops per instruction, sums kept in the "
-         "tensor core",
-         k33_wgmma_fp8, hopper_tma_check},
-    Rung{"k34_wgmma_fp8_promoted", Backend::cuda, "hopper", kFp8, BLayout::n_by_k, kSm90, false, VendorRank::none,
-         0, "fp8 with the tensor core's partial sums promoted into fp32 every 128 of K (DeepSeek-V3, block scales 1)",
-         k34_wgmma_fp8_promoted, hopper_tma_check},
-    Rung{"k35_wgmma_cluster_multicast", Backend::cuda, "hopper", kHalf | kFp8, BLayout::n_by_k, kSm90, false,
-         VendorRank::none, 0,
-         "clusters of two CTAs share B through TMA multicast (a third less L2 traffic); the output leaves by "
-         "TMA store",
-         k35_wgmma_cluster_multicast, hopper_tma_check},
-    Rung{"k36_wgmma_fp8_promoted_cluster", Backend::cuda, "hopper", kFp8, BLayout::n_by_k, kSm90, false,
-         VendorRank::none, 0,
-         "fp8 promoted into fp32 every 128 of K in two half-width partials, so k35's 128 x 256 cluster tile fits",
-         k36_wgmma_fp8_promoted_cluster, hopper_tma_check},
-    Rung{"k37_wgmma_splitk", Backend::cuda, "hopper", kHalf | kFp8, BLayout::n_by_k, kSm90, false, VendorRank::none, 0,
-         "split K across CTAs when the output has too few tiles to fill the GPU", k37_wgmma_splitk,
-         hopper_tma_check},
+    Rung{.id = "k30_wgmma_tma", .backend = Backend::cuda, .group = "hopper", .dtypes = kHalf,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "wgmma reads A and B from shared memory that TMA filled in its 128B swizzle: no thread moves "
+                   "operands",
+         .run = k30_wgmma_tma, .check = hopper_tma_check},
+    Rung{.id = "k31_wgmma_ws", .backend = Backend::cuda, .group = "hopper", .dtypes = kHalf,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "warp specialization: a TMA producer fills a 4-stage mbarrier ring, two 232-register consumers "
+                   "only issue wgmma",
+         .run = k31_wgmma_ws, .check = hopper_tma_check},
+    Rung{.id = "k32_wgmma_persistent", .backend = Backend::cuda, .group = "hopper", .dtypes = kHalf,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "persistent CTAs, one per SM, walk tiles in M-grouped order: loads overlap the epilogue and L2 is "
+                   "reused",
+         .run = k32_wgmma_persistent, .check = hopper_tma_check},
+    Rung{.id = "k33_wgmma_fp8", .backend = Backend::cuda, .group = "hopper", .dtypes = kFp8,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "fp8 wgmma (k32 per instruction) in k32's pipeline: twice the flops per instruction, sums kept in "
+                   "the tensor core",
+         .run = k33_wgmma_fp8, .check = hopper_tma_check},
+    Rung{.id = "k34_wgmma_fp8_promoted", .backend = Backend::cuda, .group = "hopper", .dtypes = kFp8,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "fp8 with the tensor core's partial sums promoted into fp32 every 128 of K (DeepSeek-V3, block "
+                   "scales 1)",
+         .run = k34_wgmma_fp8_promoted, .check = hopper_tma_check},
+    Rung{.id = "k35_wgmma_cluster_multicast", .backend = Backend::cuda, .group = "hopper", .dtypes = kHalf | kFp8,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "clusters of two CTAs share B through TMA multicast (a third less L2 traffic); the output leaves "
+                   "by TMA store",
+         .run = k35_wgmma_cluster_multicast, .check = hopper_tma_check},
+    Rung{.id = "k36_wgmma_fp8_promoted_cluster", .backend = Backend::cuda, .group = "hopper", .dtypes = kFp8,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "fp8 promoted into fp32 every 128 of K in two half-width partials, so k35's 128 x 256 cluster tile "
+                   "fits",
+         .run = k36_wgmma_fp8_promoted_cluster, .check = hopper_tma_check},
+    Rung{.id = "k37_wgmma_splitk", .backend = Backend::cuda, .group = "hopper", .dtypes = kHalf | kFp8,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "split K across CTAs when the output has too few tiles to fill the GPU",
+         .run = k37_wgmma_splitk, .check = hopper_tma_check},
 };
 
 }  // namespace
