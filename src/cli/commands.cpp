@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "harness/report_io.hpp"
 #include "harness/timing.hpp"
 #include "ladder/runner.hpp"
+#include "ladder/suites.hpp"
 
 namespace rigel::cli {
 
@@ -103,13 +105,27 @@ void print_table(const std::vector<ResultRow>& rows) {
                         "-", "-", "SKIP", r.reason.c_str());
             continue;
         }
+        const auto type = parse_dtype(r.dtype);
+        const std::string rate = r.gflops > 0 && type ? format_rate(r.gflops, rate_unit(*type)) : "-";
         std::printf("%-34s %-5s %4d %14s %9s %9s %-6s %9s%s%s\n", r.rung.c_str(), r.backend.c_str(), r.threads,
-                    r.gflops > 0 ? format_rate(r.gflops).c_str() : "-", opt("%.1fx", r.x_over_naive).c_str(),
+                    rate.c_str(), opt("%.1fx", r.x_over_naive).c_str(),
                     opt("%.1f%%", r.pct_of_vendor).c_str(), std::string(name(r.status)).c_str(),
                     opt("%.2g", r.verdict.err_max_scaled).c_str(), r.reason.empty() ? "" : "  ",
                     r.reason.c_str());
     }
     std::fflush(stdout);
+}
+
+// The ladder's timing unless --warmup, --min-time or a suite says otherwise.
+// The CPU's rungs are slow enough that fewer repetitions settle the median;
+// max_time_s stops a slow rung early, but never before --min-time.
+constexpr TimingConfig kCpuTiming{.warmup_s = 0.1, .min_time_s = 0.5, .min_reps = 3, .max_reps = 200, .max_time_s = 20.0};
+constexpr TimingConfig kGpuTiming{.warmup_s = 0.3, .min_time_s = 0.5, .min_reps = 10, .max_reps = 2000, .max_time_s = 10.0};
+
+std::string num_text(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
 }
 
 // The options as typed: numbers stay text until plan_ladder checks them.
@@ -126,6 +142,8 @@ struct LadderArgs {
     bool verify_only = false;
     bool list = false;
     std::string warmup, min_time;
+    std::string suite;
+    bool list_suites = false;
 };
 
 // Every registered rung, CPU first. The program is where the registries
@@ -146,23 +164,92 @@ void list_rungs() {
     }
 }
 
+// Every suite, with what it runs, each checked against this build's registry:
+// a suite that names a rung or type the registry lacks is a defect of rigel,
+// and is reported as such.
+void list_suites() {
+    const auto rungs = all_rungs();
+    std::vector<std::string> broken;
+    std::printf("%-12s %-5s %s\n", "suite", "bknd", "purpose");
+    for (const Suite& s : suite_table()) {
+        const SuiteCheck check = check_suite(s, rungs);
+        std::printf("%-12s %-5s %s\n%-18s rigel ladder --suite %s = %s%s\n", std::string(s.name).c_str(),
+                    std::string(s.backend).c_str(), std::string(s.purpose).c_str(), "",
+                    std::string(s.name).c_str(), suite_options_text(s).c_str(),
+                    check.checked_rungs ? "" : " (its rungs are not in this build)");
+        for (const auto& p : check.problems) broken.push_back("suite " + std::string(s.name) + ": " + p);
+    }
+    std::fflush(stdout);
+    if (!broken.empty())
+        throw std::logic_error(broken.front() + (broken.size() > 1 ? " (and " + std::to_string(broken.size() - 1) +
+                                                                         " more)" : ""));
+}
+
+std::string names_text(const std::vector<std::string_view>& names, const char* sep) {
+    std::string out;
+    for (const auto n : names) out += (out.empty() ? "" : sep) + std::string(n);
+    return out;
+}
+
+std::vector<std::string_view> dtype_names() {
+    std::vector<std::string_view> out;
+    for (const auto& t : dtype_table()) out.push_back(t.name);
+    return out;
+}
+
+// The registry's groups, in the order they first appear.
+std::vector<std::string_view> rung_groups() {
+    std::vector<std::string_view> out;
+    for (const Rung* r : all_rungs())
+        if (std::find(out.begin(), out.end(), r->group) == out.end()) out.push_back(r->group);
+    return out;
+}
+
+std::vector<std::string_view> suite_names() {
+    std::vector<std::string_view> out;
+    for (const Suite& s : suite_table()) out.push_back(s.name);
+    return out;
+}
+
 // What the ladder command will do, every option checked.
 struct LadderPlan {
     LadderOptions opts;
     std::string backend;  // as asked: cpu, cuda or all
     std::string out;      // empty: print only
+    std::string suite;    // the named suite, if one was asked for
 };
+
+// The options a suite sets: given beside --suite they are refused, so that a
+// run under a suite's name is always that suite.
+constexpr std::array kSuiteSets{"--backend", "--rungs", "--dtype", "--sizes", "--warmup", "--min-time"};
+
+// The options as typed, with a suite's settings in place of those it sets.
+LadderArgs with_suite(const LadderArgs& a, const CLI::App& cmd) {
+    if (a.suite.empty() && !cmd.count("--suite")) return a;
+    const Suite* suite = find_suite(a.suite);
+    if (!suite)
+        throw std::invalid_argument("unknown suite '" + a.suite + "' (known: " + names_text(suite_names(), ", ") +
+                                    "; --list-suites shows what each runs)");
+    for (const char* option : kSuiteSets)
+        if (cmd.count(option))
+            throw std::invalid_argument(std::string("--suite takes no ") + option + " (a suite sets " +
+                                        names_text({kSuiteSets.begin(), kSuiteSets.end()}, " ") + "; " + a.suite +
+                                        " is " + suite_options_text(*suite) + ")");
+    LadderArgs out = a;
+    out.backend = std::string(suite->backend);
+    out.rungs = suite->rungs;
+    out.dtypes = suite->dtypes;
+    out.sizes = suite->sizes;
+    return out;
+}
 
 // The rungs of the selected backends that --rungs selects (ids, groups, all).
 std::vector<const Rung*> selected_rungs(const LadderOptions& opts) {
     std::vector<const Rung*> out;
-    for (const Rung* r : all_rungs()) {
-        if (std::find(opts.backends.begin(), opts.backends.end(), r->backend) == opts.backends.end()) continue;
-        if (opts.rungs.empty() || std::any_of(opts.rungs.begin(), opts.rungs.end(), [&](const std::string& f) {
-                return f == r->id || f == r->group || f == "all";
-            }))
+    for (const Rung* r : all_rungs())
+        if (std::find(opts.backends.begin(), opts.backends.end(), r->backend) != opts.backends.end() &&
+            rung_selected(*r, opts.rungs))
             out.push_back(r);
-    }
     return out;
 }
 
@@ -174,13 +261,16 @@ void refuse_repeats(const std::string& option, const std::vector<T>& values, con
                 throw std::invalid_argument(option + " names " + texts[j] + " twice (as '" + texts[i] + "')");
 }
 
-LadderPlan plan_ladder(const LadderArgs& a, const CLI::App& cmd) {
+LadderPlan plan_ladder(const LadderArgs& typed, const CLI::App& cmd) {
     refuse_beside(cmd, "--verify-only", {"--warmup", "--min-time"});
-    check_out_option(cmd, a.out);
+    check_out_option(cmd, typed.out);
+    const LadderArgs a = with_suite(typed, cmd);
+    const Suite* suite = find_suite(a.suite);
 
     LadderPlan p;
     p.backend = a.backend;
     p.out = a.out;
+    p.suite = a.suite;
     LadderOptions& opts = p.opts;
     if (a.backend == "cpu")
         opts.backends = {Backend::cpu};
@@ -218,7 +308,7 @@ LadderPlan plan_ladder(const LadderArgs& a, const CLI::App& cmd) {
     }
 
     const auto recipe = parse_recipe(a.recipe);
-    if (!recipe) throw std::invalid_argument("unknown recipe '" + a.recipe + "' (uniform, normal, small_int, hostile)");
+    if (!recipe) throw std::invalid_argument("unknown recipe '" + a.recipe + "' (" + names_text(recipe_names(), ", ") + ")");
     opts.recipe = *recipe;
     opts.seed = parse_seed("--seed", a.seed);
     opts.threads = parse_threads("--threads", a.threads);
@@ -227,11 +317,14 @@ LadderPlan plan_ladder(const LadderArgs& a, const CLI::App& cmd) {
         throw std::invalid_argument("--threads is used by no selected rung (only parallel CPU rungs take it)");
     opts.force = a.force;
     opts.verify_only = a.verify_only;
-    opts.cpu_timing = TimingConfig{.warmup_s = 0.1, .min_time_s = 0.5, .min_reps = 3, .max_reps = 200, .max_time_s = 20.0};
-    opts.gpu_timing = TimingConfig{.warmup_s = 0.3, .min_time_s = 0.5, .min_reps = 10, .max_reps = 2000, .max_time_s = 10.0};
+    opts.cpu_timing = kCpuTiming;
+    opts.gpu_timing = kGpuTiming;
     for (TimingConfig* tc : {&opts.cpu_timing, &opts.gpu_timing}) {
         if (cmd.count("--warmup")) tc->warmup_s = parse_seconds("--warmup", a.warmup);
         if (cmd.count("--min-time")) tc->min_time_s = parse_seconds("--min-time", a.min_time);
+        // A suite's timing is checked with the suite (check_suite) and again by measure().
+        if (suite && suite->warmup_s && !opts.verify_only) tc->warmup_s = *suite->warmup_s;
+        if (suite && suite->min_time_s && !opts.verify_only) tc->min_time_s = *suite->min_time_s;
         // The cap for slow rungs never cuts the span asked for.
         tc->max_time_s = std::max(tc->max_time_s, tc->min_time_s);
     }
@@ -243,8 +336,11 @@ LadderPlan plan_ladder(const LadderArgs& a, const CLI::App& cmd) {
 class LadderFiles {
 public:
     LadderFiles(const LadderPlan& p, const std::string& run_id, const GitState& git, Environment env)
-        : plan_(p), files_(p.out, utc_date() + "_" + git.commit.substr(0, 7) + "_ladder", run_id) {
+        : plan_(p),
+          files_(p.out, utc_date() + "_" + git.commit.substr(0, 7) + "_ladder" + (p.suite.empty() ? "" : "_" + p.suite),
+                 run_id) {
         side_.run_id = run_id;
+        side_.suite = p.suite;
         side_.what = "ladder";
         side_.git = git;
         side_.env = std::move(env);
@@ -298,8 +394,13 @@ int report_ladder(const std::vector<ResultRow>& rows, LadderFiles* files) {
 
 int run_ladder_command(const LadderArgs& a, const CLI::App& cmd) {
     refuse_beside(cmd, "--list", {});
+    refuse_beside(cmd, "--list-suites", {});
     if (a.list) {
         list_rungs();
+        return 0;
+    }
+    if (a.list_suites) {
+        list_suites();
         return 0;
     }
     const LadderPlan plan = plan_ladder(a, cmd);
@@ -314,6 +415,8 @@ int run_ladder_command(const LadderArgs& a, const CLI::App& cmd) {
                       .rungs = all_rungs()};
     if (plan.backend == "cuda" && !cuda->unavailable_reason().empty())
         throw DeviceUnavailable("skipped: " + cuda->unavailable_reason());
+    if (plan.backend == "all" && cuda_rungs().empty())
+        ctx.progress("cuda: " + cuda->unavailable_reason() + "; the cpu rungs run alone");
 
     // Check everything the run will need before anything runs or is written.
     validate_request(plan.opts, ctx);
@@ -366,21 +469,37 @@ int run(int argc, char** argv) {
     ladder->add_option("--backend", la.backend, "cpu, cuda or all")->capture_default_str();
     ladder->add_option("--sizes", la.sizes, "N (cube) or MxNxK, several allowed (default: 512 1024)");
     ladder->add_option("--dtype", la.dtypes,
-                       "operand types (f64 f32 tf32 f16 bf16 e4m3 e5m2 e2m1 mxfp4 i8), or all: every type the "
-                       "selected rungs take");
-    ladder->add_option("--rungs", la.rungs, "rung ids or groups (cpu simt tensor hopper vendor)");
-    ladder->add_option("--recipe", la.recipe, "input recipe: uniform normal small_int hostile")->capture_default_str();
+                       "operand types (" + names_text(dtype_names(), " ") +
+                           "), or all: every type the selected rungs take (default: each backend's usual types)");
+    ladder->add_option("--rungs", la.rungs,
+                       "rung ids (--list shows them) or groups (" + names_text(rung_groups(), " ") + "), or all");
+    ladder->add_option("--recipe", la.recipe, "input recipe: " + names_text(recipe_names(), " "))
+        ->capture_default_str();
+    ladder->add_option("--suite", la.suite,
+                       "a named suite (" + names_text(suite_names(), " ") +
+                           "): sets --backend --rungs --dtype --sizes and the timing; --list-suites shows each");
     ladder->add_option("--seed", la.seed, "input seed, 0 to 2^64-1")->capture_default_str();
     ladder->add_option("--threads", la.threads,
                        "threads for the parallel CPU rungs, up to the machine's hardware threads (0: all)")
         ->capture_default_str();
     ladder->add_option("--out", la.out, "folder for the CSV and its JSON sidecar (none: print only)");
-    ladder->add_option("--warmup", la.warmup, "warm-up seconds per measurement, 0 to 60 (default: CPU 0.1, GPU 0.3)");
-    ladder->add_option("--min-time", la.min_time, "minimum timed seconds per measurement, 0 to 60 (default 0.5; sampling also ends "
-                       "at 200 repetitions on the CPU, 2000 on the GPU)");
+    const std::string seconds_range = "0 to " + num_text(kMaxMeasureSeconds);
+    ladder->add_option("--warmup", la.warmup,
+                       "warm-up seconds per measurement, " + seconds_range + " (default: CPU " +
+                           num_text(kCpuTiming.warmup_s) + ", GPU " + num_text(kGpuTiming.warmup_s) + ")");
+    ladder->add_option("--min-time", la.min_time,
+                       "minimum timed seconds per measurement, " + seconds_range + " (default: CPU " +
+                           num_text(kCpuTiming.min_time_s) + ", GPU " + num_text(kGpuTiming.min_time_s) +
+                           "); at least " + std::to_string(kCpuTiming.min_reps) + " repetitions on the CPU and " +
+                           std::to_string(kGpuTiming.min_reps) + " on the GPU, at most " +
+                           std::to_string(kCpuTiming.max_reps) + " and " + std::to_string(kGpuTiming.max_reps) +
+                           ", and none begun after " + num_text(kCpuTiming.max_time_s) + " s (CPU) or " +
+                           num_text(kGpuTiming.max_time_s) + " s (GPU) unless --min-time is longer");
     ladder->add_flag("--force", la.force, "run rungs past their default size limit");
     ladder->add_flag("--verify-only", la.verify_only, "verify every rung; time none");
     ladder->add_flag("--list", la.list, "list the rungs and what each adds (takes no other option)");
+    ladder->add_flag("--list-suites", la.list_suites,
+                     "list the suites, what each measures and the options it stands for (takes no other option)");
 
     const auto hooks = add_probe_commands(app);
 

@@ -136,6 +136,12 @@ std::optional<Recipe> parse_recipe(std::string_view s) {
     return std::nullopt;
 }
 
+std::vector<std::string_view> recipe_names() {
+    std::vector<std::string_view> out;
+    for (const auto& r : kRecipes) out.push_back(r.second);
+    return out;
+}
+
 Rng::Rng(std::uint64_t seed) {
     std::uint64_t x = seed;
     for (auto& s : s_) {

@@ -23,6 +23,8 @@ enum class Recipe : std::uint8_t {
 
 std::string_view name(Recipe r);
 std::optional<Recipe> parse_recipe(std::string_view s);
+// Every recipe's name, in the order above (help texts and errors list them).
+std::vector<std::string_view> recipe_names();
 
 // xoshiro256** seeded through splitmix64.
 class Rng {

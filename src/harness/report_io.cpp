@@ -215,6 +215,7 @@ std::string sidecar_json(const Sidecar& s, const std::string& csv_name, std::siz
         .str("git_commit", s.git.commit)
         .boolean("git_dirty", s.git.dirty)
         .unsigned_integer("seed", s.seed)
+        .str("suite", s.suite)
         .boolean("complete", s.complete)
         .boolean("interrupted", s.interrupted)
         .integer("rows", static_cast<long long>(rows))

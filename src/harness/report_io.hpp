@@ -61,6 +61,7 @@ struct Sidecar {
     GitState git;
     Environment env;
     std::uint64_t seed = 0;
+    std::string suite;          // the named suite run (rigel ladder --suite); empty: options given one by one
     bool complete = false;      // the run reached its end
     bool interrupted = false;   // stopped early by SIGINT or SIGTERM
     JsonObject details;

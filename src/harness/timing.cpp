@@ -84,12 +84,14 @@ double gflops(double m, double n, double k, double seconds) {
     return seconds > 0 ? 2.0 * m * n * k / seconds * 1e-9 : 0.0;
 }
 
-std::string format_rate(double gflops) {
-    char buf[32];
-    if (gflops >= 1000)
-        std::snprintf(buf, sizeof buf, "%.1f Tflop/s", gflops / 1000);
+std::string format_rate(double giga_per_s, std::string_view giga_unit) {
+    // The unit's leading G becomes T from 1000 up: "Gop/s" -> "Top/s".
+    const std::string_view rest = giga_unit.substr(giga_unit.starts_with('G') ? 1 : 0);
+    char buf[48];
+    if (giga_per_s >= 1000 && giga_unit.starts_with('G'))
+        std::snprintf(buf, sizeof buf, "%.1f T%.*s", giga_per_s / 1000, static_cast<int>(rest.size()), rest.data());
     else
-        std::snprintf(buf, sizeof buf, "%.2f Gflop/s", gflops);
+        std::snprintf(buf, sizeof buf, "%.2f %.*s", giga_per_s, static_cast<int>(giga_unit.size()), giga_unit.data());
     return buf;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rigel {
@@ -42,7 +43,8 @@ TimingStats summarize(std::vector<double> samples);
 
 double gflops(double m, double n, double k, double seconds);
 
-// "612.3 Tflop/s" or "2.41 Gflop/s".
-std::string format_rate(double gflops);
+// A rate given in `giga_unit` ("Gflop/s", or "Gop/s" for integer products),
+// shown as "612.3 Tflop/s" or "2.41 Gflop/s" ("1417.5 Top/s" for Gop/s).
+std::string format_rate(double giga_per_s, std::string_view giga_unit);
 
 }  // namespace rigel

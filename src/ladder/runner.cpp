@@ -28,12 +28,6 @@ std::int64_t parse_dim(const std::string& s, const std::string& whole) {
     return v;
 }
 
-bool rung_selected(const Rung& r, const std::vector<std::string>& filters) {
-    if (filters.empty()) return true;
-    return std::any_of(filters.begin(), filters.end(),
-                       [&](const std::string& f) { return f == r.id || f == r.group || f == "all"; });
-}
-
 Executor* executor_for(Backend b, const LadderContext& ctx) { return b == Backend::cpu ? ctx.cpu : ctx.cuda; }
 
 std::string fmt(const char* f, double v) {
@@ -294,6 +288,22 @@ std::vector<DType> default_dtypes(Backend b) {
     return {DType::f32, DType::tf32, DType::f16, DType::bf16, DType::e4m3};
 }
 
+bool rung_selected(const Rung& r, const std::vector<std::string>& filters) {
+    if (filters.empty()) return true;
+    return std::any_of(filters.begin(), filters.end(),
+                       [&](const std::string& f) { return f == r.id || f == r.group || f == "all"; });
+}
+
+std::vector<DType> backend_types(Backend b, const LadderOptions& opts, const std::vector<const Rung*>& rungs) {
+    std::vector<DType> out;
+    for (DType t : opts.dtypes.empty() ? default_dtypes(b) : opts.dtypes)
+        if (std::any_of(rungs.begin(), rungs.end(), [&](const Rung* r) {
+                return r->backend == b && (r->dtypes & dtype_bit(t)) && rung_selected(*r, opts.rungs);
+            }))
+            out.push_back(t);
+    return out;
+}
+
 void validate_request(const LadderOptions& opts, const LadderContext& ctx) {
     if (opts.shapes.empty()) throw std::invalid_argument("no sizes given");
     const auto& rungs = ctx.rungs;
@@ -307,27 +317,40 @@ void validate_request(const LadderOptions& opts, const LadderContext& ctx) {
             throw std::invalid_argument("unknown rung '" + f + "' (known: " + ids + ")");
         }
     }
+    // A type is refused only when no selected rung of any selected backend
+    // takes it: with --backend all, bf16 runs on the CUDA rungs alone.
+    std::vector<DType> runnable;
+    for (Backend b : opts.backends)
+        for (DType t : backend_types(b, opts, rungs))
+            if (std::find(runnable.begin(), runnable.end(), t) == runnable.end()) runnable.push_back(t);
+    const auto taken_text = [&] {
+        std::string have;
+        for (const auto& d : dtype_table())
+            if (std::any_of(rungs.begin(), rungs.end(), [&](const Rung* r) {
+                    return std::find(opts.backends.begin(), opts.backends.end(), r->backend) != opts.backends.end() &&
+                           (r->dtypes & dtype_bit(d.type)) && rung_selected(*r, opts.rungs);
+                }))
+                have += (have.empty() ? "" : ", ") + std::string(d.name);
+        return " (they take: " + (have.empty() ? std::string("none") : have) + ")";
+    };
+    std::string backends;
+    for (Backend b : opts.backends) backends += (backends.empty() ? "" : "/") + std::string(name(b));
+    for (DType t : opts.dtypes)
+        if (std::find(runnable.begin(), runnable.end(), t) == runnable.end())
+            throw std::invalid_argument("no selected " + backends + " rung takes type " + std::string(name(t)) +
+                                        taken_text());
+    if (runnable.empty()) {
+        std::string defaults;
+        for (Backend b : opts.backends)
+            for (DType t : default_dtypes(b)) defaults += (defaults.empty() ? "" : ", ") + std::string(name(t));
+        throw std::invalid_argument("no selected " + backends + " rung takes a default type (" + defaults +
+                                    "); name one with --dtype" + taken_text());
+    }
     for (Backend b : opts.backends) {
-        const auto types = opts.dtypes.empty() ? default_dtypes(b) : opts.dtypes;
-        for (DType t : types) {
-            const bool any = std::any_of(rungs.begin(), rungs.end(), [&](const Rung* r) {
-                return r->backend == b && (r->dtypes & dtype_bit(t)) && rung_selected(*r, opts.rungs);
-            });
-            if (!any) {
-                std::string have;
-                for (const auto& d : dtype_table())
-                    if (std::any_of(rungs.begin(), rungs.end(), [&](const Rung* r) {
-                            return r->backend == b && (r->dtypes & dtype_bit(d.type)) && rung_selected(*r, opts.rungs);
-                        }))
-                        have += (have.empty() ? "" : ", ") + std::string(d.name);
-                throw std::invalid_argument("no selected " + std::string(name(b)) + " rung takes type " +
-                                            std::string(name(t)) + " (they take: " + (have.empty() ? "none" : have) +
-                                            ")");
-            }
-        }
         Executor* ex = executor_for(b, ctx);
         if (!ex) throw std::invalid_argument("backend " + std::string(name(b)) + " is not available");
         if (!ex->unavailable_reason().empty()) continue;  // the runner reports SKIP rows
+        const auto types = backend_types(b, opts, rungs);
         for (const Shape& s : opts.shapes)
             for (DType t : types) {
                 const double host = host_bytes_needed(s, t);
@@ -378,14 +401,14 @@ LadderPlan plan_ladder(const LadderOptions& opts, const LadderContext& ctx) {
 
     std::vector<DType> all_types;
     for (Backend b : opts.backends)
-        for (DType t : opts.dtypes.empty() ? default_dtypes(b) : opts.dtypes)
+        for (DType t : backend_types(b, opts, ctx.rungs))
             if (std::find(all_types.begin(), all_types.end(), t) == all_types.end()) all_types.push_back(t);
 
     for (const Shape& shape : opts.shapes)
         for (DType type : all_types) {
             PlannedGroup group{.shape = shape, .type = type, .runs = {}};
             for (Backend b : opts.backends) {
-                const auto types = opts.dtypes.empty() ? default_dtypes(b) : opts.dtypes;
+                const auto types = backend_types(b, opts, ctx.rungs);
                 if (std::find(types.begin(), types.end(), type) == types.end()) continue;
                 for (const Rung* r : ctx.rungs)
                     if (r->backend == b && (r->dtypes & dtype_bit(type)) && rung_selected(*r, opts.rungs))

@@ -110,8 +110,17 @@ struct LadderContext {
     std::vector<const Rung*> rungs;
 };
 
-// Validates the request (unknown rungs, types no rung of a backend takes,
-// memory) and throws std::invalid_argument before anything runs.
+// Whether --rungs `filters` (ids, groups, "all"; empty: every rung) select `r`.
+bool rung_selected(const Rung& r, const std::vector<std::string>& filters);
+
+// The types backend `b` runs: those asked for (or, none asked, its default
+// types) that one of its selected rungs in `rungs` takes.
+std::vector<DType> backend_types(Backend b, const LadderOptions& opts, const std::vector<const Rung*>& rungs);
+
+// Validates the request and throws std::invalid_argument before anything runs:
+// unknown rungs; a type asked for that no selected rung of any selected
+// backend takes (a type some backends take runs on those alone); no runnable
+// type at all; memory.
 void validate_request(const LadderOptions& opts, const LadderContext& ctx);
 
 // Validates the request, then expands shapes x types x selected rungs in the

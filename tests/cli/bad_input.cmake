@@ -69,6 +69,15 @@ expect_error(ladder --rungs k01_cpu_naive --threads 1 --sizes 8 --out ${WORK}/ou
 expect_error(ladder --dtype all f32 --sizes 8 --out ${WORK}/out)
 expect_error(ladder --dtype f32 f32 --sizes 8 --out ${WORK}/out)
 expect_error(ladder --sizes 8 8x8x8 --out ${WORK}/out)
+# A suite sets the backend, rungs, types, sizes and timing: an unknown suite,
+# and any of those options beside one, are refused.
+expect_error(ladder --suite no_such_suite --out ${WORK}/out)
+foreach(option "--sizes;8" "--dtype;f32" "--backend;cpu" "--rungs;k01_cpu_naive" "--warmup;0.1" "--min-time;0.1")
+  expect_error(ladder --suite cpu ${option} --out ${WORK}/out)
+endforeach()
+expect_error(ladder --suite gpu_short --threads 1 --out ${WORK}/out)
+expect_error(ladder --list-suites --suite cpu)
+expect_error(ladder --list-suites --out ${WORK}/out)
 expect_error(probe --list all)
 expect_error(probe --list --seed 3)
 # An empty folder name: once ran everything, wrote nothing and exited 0.
@@ -121,3 +130,58 @@ if(own STREQUAL theirs OR NOT EXISTS ${own})
   message(FATAL_ERROR "the run's sidecar is not its own: ${own}")
 endif()
 message(STATUS "ok: a foreign sidecar stayed; the run wrote ${csvs}")
+
+# `ladder --help` lists every type the README lists, and every suite.
+execute_process(COMMAND ${RIGEL} ladder --help RESULT_VARIABLE rc OUTPUT_VARIABLE help)
+file(READ ${CMAKE_CURRENT_LIST_DIR}/../../README.md readme)
+if(NOT rc EQUAL 0 OR NOT readme MATCHES "Types: `([a-z0-9 ]+)`")
+  message(FATAL_ERROR "ladder --help failed (${rc}), or the README lists no types")
+endif()
+string(REPLACE " " ";" readme_types "${CMAKE_MATCH_1}")
+foreach(t ${readme_types})
+  if(NOT help MATCHES "[( ]${t}[ )]")
+    message(FATAL_ERROR "ladder --help does not list the type ${t}:\n${help}")
+  endif()
+endforeach()
+
+# Every suite holds against this build's registry (with CUDA: the CUDA rungs
+# too), and each is named in the help.
+execute_process(COMMAND ${RIGEL} ladder --list-suites RESULT_VARIABLE rc OUTPUT_VARIABLE suites ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "ladder --list-suites failed (${rc}):\n${err}")
+endif()
+string(REGEX MATCHALL "rigel ladder --suite [a-z0-9_]+" named "${suites}")
+list(LENGTH named nsuites)
+if(nsuites LESS 2)
+  message(FATAL_ERROR "ladder --list-suites lists ${nsuites} suite(s):\n${suites}")
+endif()
+foreach(line ${named})
+  string(REPLACE "rigel ladder --suite " "" s "${line}")
+  if(NOT help MATCHES "[( ]${s}[ )]")
+    message(FATAL_ERROR "ladder --help does not name the suite ${s}")
+  endif()
+endforeach()
+message(STATUS "ok: ladder --help lists ${readme_types}; ${nsuites} suites hold")
+
+# A suite's run names the suite in its file names and its sidecar.
+execute_process(COMMAND ${RIGEL} ladder --suite cpu_f64 --verify-only --out ${WORK}/suite RESULT_VARIABLE rc
+                OUTPUT_QUIET ERROR_VARIABLE err)
+file(GLOB suite_json ${WORK}/suite/*_ladder_cpu_f64.json)
+if(NOT rc EQUAL 0 OR NOT suite_json)
+  message(FATAL_ERROR "ladder --suite cpu_f64 failed (${rc}) or wrote no *_ladder_cpu_f64.json:\n${err}")
+endif()
+file(READ ${suite_json} side)
+if(NOT side MATCHES "\"suite\": \"cpu_f64\"" OR NOT side MATCHES "\"dtypes\": \\[\"f64\"\\]")
+  message(FATAL_ERROR "the sidecar does not record the suite cpu_f64:\n${side}")
+endif()
+
+# --backend all takes each type on the backends whose rungs take it, also in a
+# build without CUDA (it once stopped: "no selected cuda rung takes type ...").
+foreach(types "f32" "all")
+  execute_process(COMMAND ${RIGEL} ladder --backend all --dtype ${types} --verify-only --sizes 8
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 AND NOT rc EQUAL 77)
+    message(FATAL_ERROR "ladder --backend all --dtype ${types} failed (${rc}):\n${err}")
+  endif()
+endforeach()
+message(STATUS "ok: suite runs are named; --backend all runs")

@@ -227,6 +227,14 @@ TEST(Timing, MeasureRefusesSettingsThatCouldRunForever) {
     EXPECT_NO_THROW(check_timing_config(TimingConfig{.warmup_s = kMaxMeasureSeconds, .min_time_s = 0}));
 }
 
+TEST(Timing, RatesShowTheirOwnUnit) {
+    EXPECT_EQ(format_rate(2.414, "Gflop/s"), "2.41 Gflop/s");
+    EXPECT_EQ(format_rate(612300, "Gflop/s"), "612.3 Tflop/s");
+    // Integer products are operations, not flops (the i8 rows once printed Tflop/s).
+    EXPECT_EQ(format_rate(1417500, "Gop/s"), "1417.5 Top/s");
+    EXPECT_EQ(format_rate(rate_unit(DType::i8) == "Gop/s" ? 12.5 : 0, rate_unit(DType::i8)), "12.50 Gop/s");
+}
+
 TEST(ReportIo, CsvQuotesAndRejectsRaggedRows) {
     EXPECT_EQ(csv_cell("plain"), "plain");
     EXPECT_EQ(csv_cell("a,b"), "\"a,b\"");
@@ -289,6 +297,7 @@ TEST(ResultFiles, SidecarCountsTheRowsBesideItAndEarlierFilesStay) {
     side.run_id = "RUN";
     side.what = "ladder";
     side.seed = 18446744073709551615ull;
+    side.suite = "bench";
     side.details.str("backend", "cpu");
     files.write({"a", "b"}, {{"1", "2"}}, side);
     side.interrupted = true;
@@ -300,6 +309,7 @@ TEST(ResultFiles, SidecarCountsTheRowsBesideItAndEarlierFilesStay) {
     EXPECT_NE(json.find("\"seed\": 18446744073709551615,"), std::string::npos) << json;
     EXPECT_NE(json.find("\"interrupted\": true"), std::string::npos) << json;
     EXPECT_NE(json.find("\"backend\": \"cpu\""), std::string::npos) << json;
+    EXPECT_NE(json.find("\"suite\": \"bench\","), std::string::npos) << json;
     EXPECT_EQ(read_file(dir / "d_c_ladder.csv"), "earlier\n");
     EXPECT_EQ(names_in(dir.path()).size(), 3u) << "no temporary file left behind";
 }

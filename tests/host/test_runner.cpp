@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cpu/cpu_rungs.hpp"
 #include "ladder/runner.hpp"
+#include "ladder/suites.hpp"
 
 namespace rigel {
 namespace {
@@ -205,6 +208,56 @@ TEST(Runner, RefusesUnknownRungsAndUntakenTypes) {
     EXPECT_THROW(validate_request(f.opts, f.ctx), std::invalid_argument) << "an empty registry runs nothing";
 }
 
+// A rung of the other backend, taking only bf16; planned, never run.
+const Rung kCudaBf16{.id = "t_cuda_bf16", .backend = Backend::cuda, .group = "test", .dtypes = dtype_mask(DType::bf16),
+                     .b_layout = BLayout::n_by_k, .lesson = "", .run = throws};
+
+std::vector<std::pair<std::string, std::string>> planned(const LadderPlan& plan) {
+    std::vector<std::pair<std::string, std::string>> out;  // (type, rung)
+    for (const PlannedGroup& g : plan.groups)
+        for (const PlannedRun& r : g.runs) out.emplace_back(std::string(name(g.type)), std::string(r.rung->id));
+    return out;
+}
+
+TEST(Runner, WithBothBackendsATypeRunsOnTheBackendsThatTakeIt) {
+    Fixture f;
+    f.ctx.rungs.push_back(&kCudaBf16);
+    f.opts.backends = {Backend::cpu, Backend::cuda};
+    f.opts.shapes = {parse_shape("8")};
+    f.opts.rungs = {"k01_cpu_naive", "t_cuda_bf16"};
+    // --backend all --dtype f32 bf16 (and so --dtype all): each backend its own types.
+    f.opts.dtypes = {DType::f32, DType::bf16};
+    using P = std::vector<std::pair<std::string, std::string>>;
+    EXPECT_EQ(planned(plan_ladder(f.opts, f.ctx)), (P{{"f32", "k01_cpu_naive"}, {"bf16", "t_cuda_bf16"}}));
+    f.opts.dtypes = {DType::bf16};
+    EXPECT_EQ(planned(plan_ladder(f.opts, f.ctx)), (P{{"bf16", "t_cuda_bf16"}}));
+    // No type asked: each backend's default types that its rungs take.
+    f.opts.dtypes = {};
+    EXPECT_EQ(planned(plan_ladder(f.opts, f.ctx)), (P{{"f32", "k01_cpu_naive"}, {"bf16", "t_cuda_bf16"}}));
+    // A type that no selected rung of any backend takes is still refused.
+    f.opts.dtypes = {DType::f32, DType::i8};
+    EXPECT_THROW(validate_request(f.opts, f.ctx), std::invalid_argument);
+    // So is one that the only backend asked for does not take.
+    f.opts.backends = {Backend::cuda};
+    f.opts.dtypes = {DType::f32};
+    EXPECT_THROW(validate_request(f.opts, f.ctx), std::invalid_argument);
+    f.opts.dtypes = {};
+    f.opts.rungs = {"k01_cpu_naive"};
+    EXPECT_THROW(validate_request(f.opts, f.ctx), std::invalid_argument) << "no selected rung takes a default type";
+}
+
+TEST(Runner, BothBackendsWithoutCudaRungsRunTheCpuRungs) {
+    // --backend all in a build without CUDA: the CUDA registry is empty.
+    Fixture f;
+    f.opts.backends = {Backend::cpu, Backend::cuda};
+    f.opts.rungs = {"k01_cpu_naive"};
+    for (const auto& types : {std::vector<DType>{}, std::vector<DType>{DType::f32}}) {
+        f.opts.dtypes = types;
+        const LadderPlan plan = plan_ladder(f.opts, f.ctx);
+        EXPECT_EQ(plan.steps, f.opts.shapes.size());
+    }
+}
+
 TEST(Runner, OnTheCpuRegistry) {
     Fixture f;
     f.ctx.rungs.clear();
@@ -247,6 +300,95 @@ TEST(Runner, CsvRowsNameTheirMachineAndTheirRateUnit) {
     ResultRow i8 = naive;
     i8.dtype = "i8";
     EXPECT_EQ(cell(i8, "rate_unit"), "Gop/s");
+}
+
+std::vector<const Rung*> registry_of(std::span<const Rung> rungs) {
+    std::vector<const Rung*> out;
+    for (const Rung& r : rungs) out.push_back(&r);
+    return out;
+}
+
+TEST(Suites, NamesAreUniqueAndEachSaysWhatItIsFor) {
+    ASSERT_FALSE(suite_table().empty());
+    for (std::size_t i = 0; i < suite_table().size(); ++i) {
+        const Suite& s = suite_table()[i];
+        EXPECT_FALSE(s.name.empty());
+        EXPECT_FALSE(s.purpose.empty()) << s.name;
+        EXPECT_EQ(s.purpose.find('\n'), std::string_view::npos) << s.name << ": the purpose is one line";
+        EXPECT_EQ(find_suite(s.name), &s) << s.name << " is found under its own name, and first";
+        for (std::size_t j = 0; j < i; ++j) EXPECT_NE(suite_table()[j].name, s.name);
+    }
+    EXPECT_EQ(find_suite("no_such_suite"), nullptr);
+    // The visit's steps and make run call these by name.
+    for (const char* name : {"cpu", "cpu_f64", "gpu_short", "gpu_ladder", "fp4", "splitk", "bench", "bench_llm"})
+        EXPECT_NE(find_suite(name), nullptr) << name;
+}
+
+TEST(Suites, EverySuiteHoldsAgainstTheRegistry) {
+    // The CPU registry is here; the CUDA one is in the binary, where
+    // `rigel ladder --list-suites` checks every suite against it
+    // (tests/cli/bad_input.cmake).
+    const auto cpu = registry_of(cpu_rungs());
+    for (const Suite& s : suite_table()) {
+        const SuiteCheck c = check_suite(s, cpu);
+        EXPECT_EQ(c.problems, std::vector<std::string>{}) << s.name;
+        EXPECT_EQ(c.checked_rungs, s.backend != "cuda") << s.name;
+    }
+}
+
+TEST(Suites, CheckNamesEveryProblem) {
+    Fixture f;
+    f.ctx.rungs.push_back(&kCudaBf16);
+    const Suite good{.name = "t", .purpose = "p", .backend = "cpu", .rungs = {"k01_cpu_naive", "vendor"},
+                     .dtypes = {"f32"}, .sizes = {"8", "8x8x9"}, .warmup_s = 1, .min_time_s = 0.4};
+    EXPECT_EQ(check_suite(good, f.ctx.rungs).problems, std::vector<std::string>{});
+    EXPECT_EQ(suite_options_text(good),
+              "--backend cpu --rungs k01_cpu_naive vendor --dtype f32 --sizes 8 8x8x9 --warmup 1 --min-time 0.4");
+
+    const auto problems = [&](Suite s) { return check_suite(s, f.ctx.rungs).problems.size(); };
+    Suite s = good;
+    s.backend = "gpu";
+    EXPECT_GE(problems(s), 1u);
+    s = good;
+    s.rungs = {"k99_nothing"};
+    EXPECT_EQ(problems(s), 2u) << "an unknown rung, and then f32 is taken by no selected rung";
+    s = good;
+    s.rungs = {"k01_cpu_naive", "t_cuda_bf16"};
+    EXPECT_EQ(problems(s), 1u) << "a rung of another backend";
+    s = good;
+    s.backend = "all";
+    s.rungs = {"k01_cpu_naive", "t_cuda_bf16"};
+    EXPECT_EQ(problems(s), 1u) << "t_cuda_bf16 takes none of the suite's types";
+    s.dtypes = {"f32", "bf16"};
+    EXPECT_EQ(problems(s), 0u);
+    s = good;
+    s.dtypes = {"bf16"};
+    EXPECT_EQ(problems(s), 3u) << "neither rung takes bf16, and no selected rung takes it";
+    for (const auto& types : {std::vector<std::string>{}, {"f12"}, {"f32", "f32"}, {"all", "f32"}}) {
+        s = good;
+        s.dtypes = types;
+        EXPECT_GE(problems(s), 1u) << (types.empty() ? "none" : types.back());
+    }
+    for (const auto& sizes : {std::vector<std::string>{}, {"0"}, {"8", "8x8x8"}, {"12x34"}}) {
+        s = good;
+        s.sizes = sizes;
+        EXPECT_EQ(problems(s), 1u) << (sizes.empty() ? "none" : sizes.back());
+    }
+    for (double bad : {-1.0, kMaxMeasureSeconds + 1, std::numeric_limits<double>::infinity()}) {
+        s = good;
+        s.warmup_s = bad;
+        EXPECT_EQ(problems(s), 1u) << bad;
+        s = good;
+        s.min_time_s = bad;
+        EXPECT_EQ(problems(s), 1u) << bad;
+    }
+    // A backend with no rungs here has its rungs and types left unchecked, and says so.
+    s = good;
+    s.backend = "cuda";
+    s.rungs = {"k99_nothing"};
+    const SuiteCheck c = check_suite(s, registry_of(cpu_rungs()));
+    EXPECT_FALSE(c.checked_rungs);
+    EXPECT_TRUE(c.problems.empty());
 }
 
 TEST(Runner, StatusNames) {
