@@ -136,53 +136,47 @@ if has alignment; then
   summary+=("alignment: rc $?")
 fi
 
+# The ladder steps run rigel's named suites (`rigel ladder --list-suites` shows
+# what each runs); each CSV and sidecar comes back named for its suite.
+suite() {  # suite STEP_FILE SUITE: append the run's table and log to STEP_FILE.txt/.err
+  $RIGEL ladder --suite "$2" --out "$OUT" >> "$OUT/$1.txt" 2>> "$OUT/$1.err"
+  summary+=("$1 (suite $2): rc $?")
+}
+
 if has cpu; then
   log "cpu ladder"
   lscpu > "$OUT/lscpu.txt" 2>&1
-  $RIGEL ladder --backend cpu --dtype f32 --sizes 2048 --out "$OUT" > "$OUT/cpu.txt" 2> "$OUT/cpu.err"
-  summary+=("cpu ladder f32: rc $?")
-  $RIGEL ladder --backend cpu --dtype f64 --sizes 1024 --out "$OUT" >> "$OUT/cpu.txt" 2>> "$OUT/cpu.err"
-  summary+=("cpu ladder f64: rc $?")
+  suite cpu cpu
+  suite cpu cpu_f64
 fi
 
 # The FP4 emulation against the f16 mma.sync rung it is built on.
 if has fp4; then
   log "fp4 emulation"
-  $RIGEL ladder --backend cuda --rungs k21_mma_sync k24_mma_sync_fp4 --dtype f16 e2m1 mxfp4 --warmup 1 \
-    --min-time 0.4 --sizes 4096 8192 --out "$OUT" > "$OUT/fp4.txt" 2> "$OUT/fp4.err"
-  summary+=("fp4: rc $?")
+  suite fp4 fp4
 fi
 
 # Split K on the skinny shapes where whole-tile rungs leave SMs idle.
 if has splitk; then
   log "split-K"
-  $RIGEL ladder --backend cuda --rungs k32_wgmma_persistent k35_wgmma_cluster_multicast k37_wgmma_splitk vendor \
-    --dtype bf16 e4m3 --warmup 1 --min-time 0.4 \
-    --sizes 16x4096x4096 128x7168x16384 64x8192x8192 8192x8192x1024 4096 17x33x8192 65x300x2048 --out "$OUT" > "$OUT/splitk.txt" 2> "$OUT/splitk.err"
-  summary+=("splitk: rc $?")
+  suite splitk splitk
 fi
 
 if has ladder; then
   log "ladder"
-  $RIGEL ladder --backend cuda --dtype all --sizes 4096 --out "$OUT" > "$OUT/ladder.txt" 2> "$OUT/ladder.err"
-  summary+=("ladder: rc $?")
+  suite ladder gpu_ladder
 fi
 
 # The shape sweep of the Hopper rungs against cuBLAS, in two parts that each fit
 # one device call: square sizes, then 16384^3 and LLM shapes.
 if has bench; then
   log "bench (square sizes)"
-  $RIGEL ladder --backend cuda --rungs hopper vendor --dtype bf16 e4m3 --warmup 1 --min-time 0.4 \
-    --sizes 512 1024 2048 4096 8192 --out "$OUT" > "$OUT/bench.txt" 2> "$OUT/bench.err"
-  summary+=("bench: rc $?")
+  suite bench bench
 fi
 
 if has bench_llm; then
   log "bench (16384^3 and LLM shapes)"
-  $RIGEL ladder --backend cuda --rungs hopper vendor --dtype bf16 e4m3 --warmup 1 --min-time 0.4 \
-    --sizes 16384 4096x11008x4096 8192x8192x1024 16x4096x4096 128x7168x16384 \
-    --out "$OUT" > "$OUT/bench_llm.txt" 2> "$OUT/bench_llm.err"
-  summary+=("bench_llm: rc $?")
+  suite bench_llm bench_llm
 fi
 
 for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done

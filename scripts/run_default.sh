@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make run`: the main job on what this machine has. The CPU ladder's default
 # always; when rigel finds a usable CUDA device, the GPU ladder's short default
-# too: the best SIMT rung in f32, then mma.sync, the persistent wgmma kernel and
-# the cluster-multicast kernel in bf16, each beside cuBLAS, at 2048^3 and
-# 4096^3 (a couple of minutes on the H200 machine). Each run ends in its table
+# too, the suite gpu_short: the best SIMT rung in f32, then mma.sync, the
+# persistent wgmma kernel and the cluster-multicast kernel in bf16, each beside
+# cuBLAS, at 2048^3 and 4096^3 (a couple of minutes on the H200 machine;
+# `rigel ladder --list-suites` shows its options). Each run ends in its table
 # and writes its CSV and JSON sidecar to OUT_DIR.
 set -euo pipefail
 
@@ -20,6 +21,4 @@ fi
 "$rigel" ladder --backend cpu --out "$out"
 
 [ "$cuda" = "available" ] || exit 0
-"$rigel" ladder --backend cuda \
-  --rungs k16_warptiled k21_mma_sync k32_wgmma_persistent k35_wgmma_cluster_multicast vendor \
-  --dtype f32 bf16 --sizes 2048 4096 --out "$out"
+"$rigel" ladder --suite gpu_short --out "$out"
