@@ -17,6 +17,7 @@
 
 #include "core/reference.hpp"
 #include "cuda/check.cuh"
+#include "cuda/vendor/vendor.cuh"
 #include "harness/executor.hpp"
 #include "harness/nvml_sampler.hpp"
 
@@ -60,7 +61,9 @@ public:
     }
 
     ~CudaExecutor() override {
-        // Errors here have nowhere to go: a destructor must not throw.
+        // Errors here have nowhere to go: a destructor must not throw. The vendor
+        // handles go first, while the context and the stream they are bound to live.
+        cuda::vendor::release_handles();
         if (flush_) (void)cudaFree(flush_);
         if (start_) (void)cudaEventDestroy(start_);
         if (stop_) (void)cudaEventDestroy(stop_);

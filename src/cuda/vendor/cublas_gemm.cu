@@ -24,15 +24,30 @@
 
 namespace rigel::cuda::vendor {
 
+namespace {
+
+// Trivially destructible, so nothing runs at exit after the CUDA context is
+// gone; release_handles() frees what it holds while the context lives.
+struct CublasState {
+    cublasHandle_t handle = nullptr;
+    void* workspace = nullptr;
+    cudaStream_t stream = nullptr;
+    bool bound = false;
+};
+CublasState cublas_state;
+
+}  // namespace
+
+void release_handles() noexcept {
+    // Runs from the executor's destructor: nothing here may throw.
+    if (cublas_state.handle) (void)cublasDestroy(cublas_state.handle);
+    if (cublas_state.workspace) (void)cudaFree(cublas_state.workspace);
+    cublas_state = CublasState{};
+    release_cublaslt();
+}
+
 cublasHandle_t cublas_on(cudaStream_t stream) {
-    struct State {
-        cublasHandle_t handle = nullptr;
-        void* workspace = nullptr;
-        cudaStream_t stream = nullptr;
-        bool bound = false;
-    };
-    // Never destroyed: a handle torn down after the CUDA context at exit errs.
-    static State* const s = new State;
+    CublasState* const s = &cublas_state;
     if (!s->handle) {
         RIGEL_CUDA_CHECK(cudaMalloc(&s->workspace, kWorkspaceBytes));
         RIGEL_CUBLAS_CHECK(cublasCreate(&s->handle));

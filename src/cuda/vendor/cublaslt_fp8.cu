@@ -30,17 +30,22 @@
 
 namespace rigel::cuda::vendor {
 
+namespace {
+
+// Trivially destructible, like cuBLAS's state: release_handles() frees it.
+LtContext lt_state{};
+
+}  // namespace
+
 LtContext cublaslt() {
-    // Never destroyed: a handle torn down after the CUDA context at exit errs.
-    static LtContext* ctx = nullptr;
-    if (!ctx) {
+    if (!lt_state.handle) {
         LtContext c{};
         RIGEL_CUBLAS_CHECK(cublasLtCreate(&c.handle));
         RIGEL_CUDA_CHECK(cudaMalloc(&c.workspace, kWorkspaceBytes));
         c.workspace_bytes = kWorkspaceBytes;
-        ctx = new LtContext(c);
+        lt_state = c;
     }
-    return *ctx;
+    return lt_state;
 }
 
 namespace {
@@ -57,10 +62,12 @@ struct Plan {
 
 using PlanKey = std::tuple<int, bool, std::int64_t, std::int64_t, std::int64_t>;
 
+// Plans live until release_cublaslt() destroys their descriptors.
+std::map<PlanKey, Plan> plans;
+
 const Plan& plan_for(const GemmProblem& p, cudaDataType fp8, bool fast_accum) {
-    static auto* const plans = new std::map<PlanKey, Plan>;  // never destroyed, like the handle
     const PlanKey key{static_cast<int>(fp8), fast_accum, p.m, p.n, p.k};
-    if (auto it = plans->find(key); it != plans->end()) return it->second;
+    if (auto it = plans.find(key); it != plans.end()) return it->second;
 
     const LtContext lt = cublaslt();
     const ColumnMajorGemm g = column_major(p, kTensorLayout);
@@ -100,7 +107,7 @@ const Plan& plan_for(const GemmProblem& p, cudaDataType fp8, bool fast_accum) {
     } else {
         plan.algo = result.algo;
     }
-    return plans->emplace(key, plan).first->second;
+    return plans.emplace(key, plan).first->second;
 }
 
 void run_fp8(const GemmProblem& p, cudaDataType fp8, bool fast_accum) {
@@ -130,6 +137,18 @@ std::string check_fp8(const GemmProblem& p, cudaDataType fp8, bool fast_accum) {
 }
 
 }  // namespace
+
+void release_cublaslt() noexcept {
+    for (auto& [key, plan] : plans) {
+        if (plan.desc) (void)cublasLtMatmulDescDestroy(plan.desc);
+        for (cublasLtMatrixLayout_t l : {plan.first, plan.second, plan.out})
+            if (l) (void)cublasLtMatrixLayoutDestroy(l);
+    }
+    plans.clear();
+    if (lt_state.handle) (void)cublasLtDestroy(lt_state.handle);
+    if (lt_state.workspace) (void)cudaFree(lt_state.workspace);
+    lt_state = LtContext{};
+}
 
 void cublaslt_e4m3(const GemmProblem& p) { run_fp8(p, CUDA_R_8F_E4M3, false); }
 void cublaslt_e4m3_fastacc(const GemmProblem& p) { run_fp8(p, CUDA_R_8F_E4M3, true); }

@@ -30,6 +30,13 @@ struct LtContext {
 };
 LtContext cublaslt();
 
+// Frees both handles, their workspaces and the cached cuBLASLt plans; the next
+// call of cublas_on() or cublaslt() makes them again. The CUDA executor calls it
+// while the context still lives (a handle torn down by a static destructor after
+// the context is gone errs), so a finished run leaks nothing.
+void release_handles() noexcept;
+void release_cublaslt() noexcept;  // the cuBLASLt half of release_handles()
+
 // The layout of B each row asks for; the table and the run functions read the
 // same constants. fp32 and fp64 take the textbook K x N layout the SIMT rungs
 // use; the tensor-core types take B as N x K (both operands K-major), the layout
