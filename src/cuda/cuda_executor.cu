@@ -17,7 +17,7 @@
 
 #include "core/reference.hpp"
 #include "cuda/check.cuh"
-#include "cuda/vendor/vendor.cuh"
+#include "cuda/device_cache.hpp"
 #include "harness/executor.hpp"
 #include "harness/nvml_sampler.hpp"
 
@@ -61,9 +61,9 @@ public:
     }
 
     ~CudaExecutor() override {
-        // Errors here have nowhere to go: a destructor must not throw. The vendor
-        // handles go first, while the context and the stream they are bound to live.
-        cuda::vendor::release_handles();
+        // Errors here have nowhere to go: a destructor must not throw. What rungs
+        // keep across calls goes first, while the context and this stream live.
+        cuda::release_device_caches();
         if (flush_) (void)cudaFree(flush_);
         if (start_) (void)cudaEventDestroy(start_);
         if (stop_) (void)cudaEventDestroy(stop_);

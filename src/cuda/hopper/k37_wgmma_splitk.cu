@@ -54,6 +54,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cuda/device_cache.hpp"
 #include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/hopper/warp_specialized.cuh"
 
@@ -82,18 +83,25 @@ int choose_splits(std::int64_t tiles, int k_tiles, int sms) {
 
 // The partial tiles' home, allocated on first use at its largest size (the
 // heuristic keeps splits x tiles <= SMs and a tile holds 128 x 256 floats), so
-// no timed call allocates. Never freed: freeing after the CUDA context is gone
-// at exit would fail.
+// no timed call allocates; freed by cuda::release_device_caches().
+float* split_parts = nullptr;
+std::size_t split_floats = 0;
+
+void release_split_workspace() noexcept {
+    if (split_parts) (void)cudaFree(split_parts);
+    split_parts = nullptr;
+    split_floats = 0;
+}
+
 float* split_workspace(std::size_t floats_needed, int sms, std::size_t tile_floats) {
-    static float* workspace = nullptr;
-    static std::size_t floats = 0;
-    if (workspace == nullptr) {
-        floats = static_cast<std::size_t>(sms) * tile_floats;
-        RIGEL_CUDA_CHECK(cudaMalloc(&workspace, floats * sizeof(float)));
+    if (split_parts == nullptr) {
+        register_release(&release_split_workspace);
+        split_floats = static_cast<std::size_t>(sms) * tile_floats;
+        RIGEL_CUDA_CHECK(cudaMalloc(&split_parts, split_floats * sizeof(float)));
     }
-    if (floats_needed > floats)
+    if (floats_needed > split_floats)
         throw std::logic_error("k37_wgmma_splitk: the split workspace is smaller than splits x M x N");
-    return workspace;
+    return split_parts;
 }
 
 __device__ __forceinline__ float add(float a, float b) { return a + b; }

@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "cuda/check.cuh"
+#include "cuda/device_cache.hpp"
 #include "cuda/vendor/vendor.cuh"
 
 namespace rigel::cuda::vendor {
@@ -27,7 +28,7 @@ namespace rigel::cuda::vendor {
 namespace {
 
 // Trivially destructible, so nothing runs at exit after the CUDA context is
-// gone; release_handles() frees what it holds while the context lives.
+// gone; release_cublas() frees what it holds while the context lives.
 struct CublasState {
     cublasHandle_t handle = nullptr;
     void* workspace = nullptr;
@@ -36,19 +37,18 @@ struct CublasState {
 };
 CublasState cublas_state;
 
-}  // namespace
-
-void release_handles() noexcept {
-    // Runs from the executor's destructor: nothing here may throw.
+void release_cublas() noexcept {
     if (cublas_state.handle) (void)cublasDestroy(cublas_state.handle);
     if (cublas_state.workspace) (void)cudaFree(cublas_state.workspace);
     cublas_state = CublasState{};
-    release_cublaslt();
 }
+
+}  // namespace
 
 cublasHandle_t cublas_on(cudaStream_t stream) {
     CublasState* const s = &cublas_state;
     if (!s->handle) {
+        register_release(&release_cublas);
         RIGEL_CUDA_CHECK(cudaMalloc(&s->workspace, kWorkspaceBytes));
         RIGEL_CUBLAS_CHECK(cublasCreate(&s->handle));
         RIGEL_CUBLAS_CHECK(cublasSetMathMode(s->handle, CUBLAS_DEFAULT_MATH));

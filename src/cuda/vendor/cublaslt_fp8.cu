@@ -26,19 +26,23 @@
 #include <tuple>
 
 #include "cuda/check.cuh"
+#include "cuda/device_cache.hpp"
 #include "cuda/vendor/vendor.cuh"
 
 namespace rigel::cuda::vendor {
 
 namespace {
 
-// Trivially destructible, like cuBLAS's state: release_handles() frees it.
+// Trivially destructible, like cuBLAS's state: release_cublaslt() frees it.
 LtContext lt_state{};
+
+void release_cublaslt() noexcept;
 
 }  // namespace
 
 LtContext cublaslt() {
     if (!lt_state.handle) {
+        register_release(&release_cublaslt);
         LtContext c{};
         RIGEL_CUBLAS_CHECK(cublasLtCreate(&c.handle));
         RIGEL_CUDA_CHECK(cudaMalloc(&c.workspace, kWorkspaceBytes));
@@ -136,8 +140,6 @@ std::string check_fp8(const GemmProblem& p, cudaDataType fp8, bool fast_accum) {
     }
 }
 
-}  // namespace
-
 void release_cublaslt() noexcept {
     for (auto& [key, plan] : plans) {
         if (plan.desc) (void)cublasLtMatmulDescDestroy(plan.desc);
@@ -149,6 +151,8 @@ void release_cublaslt() noexcept {
     if (lt_state.workspace) (void)cudaFree(lt_state.workspace);
     lt_state = LtContext{};
 }
+
+}  // namespace
 
 void cublaslt_e4m3(const GemmProblem& p) { run_fp8(p, CUDA_R_8F_E4M3, false); }
 void cublaslt_e4m3_fastacc(const GemmProblem& p) { run_fp8(p, CUDA_R_8F_E4M3, true); }

@@ -29,13 +29,8 @@ struct LtContext {
     std::size_t workspace_bytes;
 };
 LtContext cublaslt();
-
-// Frees both handles, their workspaces and the cached cuBLASLt plans; the next
-// call of cublas_on() or cublaslt() makes them again. The CUDA executor calls it
-// while the context still lives (a handle torn down by a static destructor after
-// the context is gone errs), so a finished run leaks nothing.
-void release_handles() noexcept;
-void release_cublaslt() noexcept;  // the cuBLASLt half of release_handles()
+// Both are made on first use and freed, with their workspaces and cached plans,
+// by cuda::release_device_caches() (device_cache.hpp); the next call makes them again.
 
 // The layout of B each row asks for; the table and the run functions read the
 // same constants. fp32 and fp64 take the textbook K x N layout the SIMT rungs
