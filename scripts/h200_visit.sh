@@ -101,7 +101,7 @@ sanitize_one() {  # tool target
   if [ "$target" = ladder ]; then
     args=(ladder --backend cuda --verify-only --dtype all --sizes 129x257x264 17x33x520)
   else
-    args=(probe all --quick --out "$OUT/sanitize_probes_$tool")
+    args=(probe all --quick --avoid-faults --out "$OUT/sanitize_probes_$tool")
   fi
   [ "$tool" = memcheck ] && extra=(--leak-check full)
   [ "$tool" = memcheck ] && [ "$target" = probes ] && extra+=(--report-api-errors no)

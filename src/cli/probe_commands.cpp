@@ -26,6 +26,7 @@ struct ProbeArgs {
     std::string out = ".";
     std::string seed = "1";  // checked by parse_seed
     bool quick = false;
+    bool avoid_faults = false;
     bool list = false;
 };
 
@@ -79,6 +80,7 @@ int run_probe_command(const ProbeArgs& a, const CLI::App& cmd) {
     ctx.compute_capability = compute_capability_of(facts);
     ctx.seed = seed;
     ctx.quick = a.quick;
+    ctx.avoid_faults = a.avoid_faults;
     ctx.progress = [](const std::string& s) { std::fprintf(stderr, "rigel: %s\n", s.c_str()); };
     const auto runs = run_probes(selected, ctx);
     const int errors = count_errors(runs);
@@ -98,6 +100,7 @@ int run_probe_command(const ProbeArgs& a, const CLI::App& cmd) {
         questions.str(std::string(p->name), std::string(p->question));
     }
     side.details.boolean("quick", a.quick)
+        .boolean("avoid_faults", a.avoid_faults)
         .integer("compute_capability", ctx.compute_capability)
         .array_of_str("probes", names)
         .object("questions", questions)
@@ -134,6 +137,8 @@ std::vector<SubcommandHook> add_probe_commands(CLI::App& app) {
     probe->add_option("--out", pa.out, "folder for the CSV and its JSON sidecar")->capture_default_str();
     probe->add_option("--seed", pa.seed, "seed for the probes' generated inputs, 0 to 2^64-1")->capture_default_str();
     probe->add_flag("--quick", pa.quick, "smaller sweeps and shorter timing (for tests)");
+    probe->add_flag("--avoid-faults", pa.avoid_faults,
+                    "leave out the cases known to fault the device (for runs under compute-sanitizer)");
     probe->add_flag("--list", pa.list, "list the probes and the question each asks (takes no other option)");
 
     return {{probe, [probe] { return run_probe_command(pa, *probe); }}};

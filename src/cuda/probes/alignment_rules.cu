@@ -214,6 +214,7 @@ struct TmaCase {
     TmaGeometry g;
     bool load = true;  // false: encode only (the tensor it describes cannot exist)
     std::optional<TmaLoadVerdict> verdict;
+    bool faults = false;  // its load faulted the device on the H200 machine (left out under --avoid-faults)
 };
 
 TmaGeometry tile_2d(int eb, std::uint64_t cols, std::uint64_t rows, std::uint64_t stride, std::uint32_t box0,
@@ -248,7 +249,7 @@ std::string type_name(int eb) { return eb == 2 ? "bf16" : "u8"; }
 
 void add(std::vector<TmaCase>& v, TmaRule rule, std::string label, std::int64_t value, bool legal, TmaGeometry g,
          bool load = true) {
-    TmaCase c{rule, {}, g, load, std::nullopt};
+    TmaCase c{rule, {}, g, load, std::nullopt, false};
     c.sc.label = std::move(label);
     c.sc.value = value;
     c.sc.doc_legal = legal;
@@ -375,6 +376,7 @@ std::vector<TmaCase> make_tma_cases() {
     for (int c0 : {4, 1}) {
         add(v, TmaRule::start_coords, "bf16 x=" + std::to_string(c0), c0, true,
             tile_2d(2, 104, 24, 208, 32, 8, 0, c0, 20));
+        v.back().faults = true;
     }
     return v;
 }
@@ -402,11 +404,16 @@ CUresult encode_map(const TmaGeometry& g, void* base, CUtensorMap* map) {
                                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
-void run_tma_case(TmaCase& c, std::uint64_t seed, DeviceState& dev) {
+void run_tma_case(TmaCase& c, std::uint64_t seed, DeviceState& dev, bool avoid_faults) {
     SweptCase& sc = c.sc;
     if (dev.lost) {
         sc.outcome = CaseOutcome::not_run;
         sc.evidence = dev.why;
+        return;
+    }
+    if (c.faults && avoid_faults) {
+        sc.outcome = CaseOutcome::not_run;
+        sc.evidence = "left out (--avoid-faults): this load faulted the device on the H200 machine";
         return;
     }
     const std::size_t bytes =
@@ -662,7 +669,7 @@ void run_tma_cases(TmaRun& run, const ProbeContext& ctx, DeviceState& dev, bool 
     if (!run.ready()) return;
     for (std::size_t i = 0; i < run.cases.size(); ++i)
         if ((run.cases[i].rule == TmaRule::start_coords) == start_coords)
-            run_tma_case(run.cases[i], ctx.seed ^ (0x746D6100ull + i), dev);
+            run_tma_case(run.cases[i], ctx.seed ^ (0x746D6100ull + i), dev, ctx.avoid_faults);
 }
 
 TmaRun prepare_tma(const ProbeContext& ctx) {
