@@ -703,17 +703,32 @@ def path_family(path):
     return p
 
 
-def throughput_accel_rows(probes):
-    """The accelerated rule on the latest throughput run's ceilings."""
+@dataclass
+class ProbeAccel:
+    """One low-precision ceiling against the f16 ceiling of the same path."""
+    family: str
+    dtype: str
+    path: str
+    tflops: float
+    ops: bool
+    f16_path: str
+    f16_tflops: float
+    verdict: object
+    source: str
+
+
+def throughput_accel_data(probes):
+    """The accelerated rule on the latest throughput run's ceilings, one
+    ProbeAccel per (path family, low-precision type) with an f16 ceiling."""
     f = latest_ceiling_run(probes)
     if not f:
-        return ""
+        return []
     t = f.table
     by_family = {}  # (family, type) -> row, the first of each
     for i in range(len(t.rows)):
         if is_ceiling_row(t, i) and t.cell(i, "verified") == "1":
             by_family.setdefault((path_family(t.cell(i, "path")), t.cell(i, "dtype")), i)
-    rows = ""
+    out = []
     for (family, dtype), i in sorted(by_family.items()):
         if dtype not in LOW_PRECISION_TYPES or (family, "f16") not in by_family:
             continue
@@ -721,43 +736,85 @@ def throughput_accel_rows(probes):
         lo, hi = rate_tflops(t, i), rate_tflops(t, h)
         if lo is None or hi is None:
             continue
-        v = accelerated_rule(lo, hi)
-        rows += (f"| {md_cell(family)} | {dtype} | {md_cell(t.cell(i, 'path'))} "
-                 f"{format_rate(lo * 1000, t.cell(i, 'unit').lower() == 'tops')} | {md_cell(t.cell(h, 'path'))} "
-                 f"{format_rate(hi * 1000)} | {ratio_text(v.ratio) if math.isfinite(v.ratio) else '-'} | "
-                 f"{v.label} | {md_cell(f.name)} |\n")
+        out.append(ProbeAccel(family, dtype, t.cell(i, "path"), lo, t.cell(i, "unit").lower() == "tops",
+                              t.cell(h, "path"), hi, accelerated_rule(lo, hi), f.name))
+    return out
+
+
+def throughput_accel_rows(probes):
+    """The accelerated rule on the latest throughput run's ceilings, as table rows."""
+    rows = ""
+    for a in throughput_accel_data(probes):
+        v = a.verdict
+        rows += (f"| {md_cell(a.family)} | {a.dtype} | {md_cell(a.path)} "
+                 f"{format_rate(a.tflops * 1000, a.ops)} | {md_cell(a.f16_path)} "
+                 f"{format_rate(a.f16_tflops * 1000)} | {ratio_text(v.ratio) if math.isfinite(v.ratio) else '-'} | "
+                 f"{v.label} | {md_cell(a.source)} |\n")
     return rows
 
 
-def render_ladder(ladder, probe_accel):
-    accel = win = ""
+@dataclass
+class LadderAccel:
+    """The best verified rung of a group in one type against the group's best
+    f16 rung at the same shape, in one ladder file."""
+    group: str
+    shape: tuple
+    dtype: str
+    rung: str
+    rate: float
+    ops: bool
+    f16: object  # (rate, rung, ops) or None
+    verdict: object
+    source: str
+
+
+def ladder_groups(t):
+    """Per ladder table: best rate per (group, m, n, k, type), best own CUDA rung
+    per (m, n, k, type), vendor rows per (m, n, k, type)."""
+    best_by_group = {}  # (group, m, n, k, dtype) -> (rate, rung, ops)
+    best_own = {}       # (m, n, k, dtype) -> (rate, rung, ops), own CUDA rungs
+    vendors = {}        # (m, n, k, dtype) -> [(rung, rate)]
+    for i in range(len(t.rows)):
+        g, ops = ladder_rate(t, i)
+        if t.cell(i, "status") != "PASS" or g <= 0:
+            continue
+        m, n, k = parse_int(t.cell(i, "m")), parse_int(t.cell(i, "n")), parse_int(t.cell(i, "k"))
+        dtype, rung = t.cell(i, "dtype"), t.cell(i, "rung")
+        gk = (t.cell(i, "group"), m, n, k, dtype)
+        if g > best_by_group.get(gk, (0.0,))[0]:
+            best_by_group[gk] = (g, rung, ops)
+        key = (m, n, k, dtype)
+        if t.cell(i, "vendor") == "1":
+            vendors.setdefault(key, []).append((rung, g))
+        elif t.cell(i, "backend") == "cuda" and g > best_own.get(key, (0.0,))[0]:
+            best_own[key] = (g, rung, ops)
+    return best_by_group, best_own, vendors
+
+
+def ladder_accel_data(ladder):
+    """The accelerated rule on every ladder file, in file order."""
+    out = []
     for f in ladder:
-        t = f.table
-        best_by_group = {}  # (group, m, n, k, dtype) -> (rate, rung, ops)
-        best_own = {}       # (m, n, k, dtype) -> (rate, rung, ops), own CUDA rungs
-        vendors = {}        # (m, n, k, dtype) -> [(rung, rate)]
-        for i in range(len(t.rows)):
-            g, ops = ladder_rate(t, i)
-            if t.cell(i, "status") != "PASS" or g <= 0:
-                continue
-            m, n, k = parse_int(t.cell(i, "m")), parse_int(t.cell(i, "n")), parse_int(t.cell(i, "k"))
-            dtype, rung = t.cell(i, "dtype"), t.cell(i, "rung")
-            gk = (t.cell(i, "group"), m, n, k, dtype)
-            if g > best_by_group.get(gk, (0.0,))[0]:
-                best_by_group[gk] = (g, rung, ops)
-            key = (m, n, k, dtype)
-            if t.cell(i, "vendor") == "1":
-                vendors.setdefault(key, []).append((rung, g))
-            elif t.cell(i, "backend") == "cuda" and g > best_own.get(key, (0.0,))[0]:
-                best_own[key] = (g, rung, ops)
+        best_by_group, _, _ = ladder_groups(f.table)
         for (group, m, n, k, dtype), (g, rung, ops) in sorted(best_by_group.items()):
             if dtype not in LOW_PRECISION_TYPES:
                 continue
             f16 = best_by_group.get((group, m, n, k, "f16"))
-            v = accelerated_rule(g, f16[0] if f16 else 0.0)
-            accel += (f"| {md_cell(group)} | {shape_text(m, n, k)} | {dtype} | {md_cell(rung)} {format_rate(g, ops)} | "
-                      + (f"{md_cell(f16[1])} {format_rate(f16[0], f16[2])}" if f16 else "-")
-                      + f" | {ratio_text(v.ratio) if math.isfinite(v.ratio) else '-'} | {v.label} | {f.name} |\n")
+            out.append(LadderAccel(group, (m, n, k), dtype, rung, g, ops, f16,
+                                   accelerated_rule(g, f16[0] if f16 else 0.0), f.name))
+    return out
+
+
+def render_ladder(ladder, probe_accel):
+    accel = win = ""
+    for a in ladder_accel_data(ladder):
+        v, f16 = a.verdict, a.f16
+        accel += (f"| {md_cell(a.group)} | {shape_text(*a.shape)} | {a.dtype} | {md_cell(a.rung)} "
+                  f"{format_rate(a.rate, a.ops)} | "
+                  + (f"{md_cell(f16[1])} {format_rate(f16[0], f16[2])}" if f16 else "-")
+                  + f" | {ratio_text(v.ratio) if math.isfinite(v.ratio) else '-'} | {v.label} | {a.source} |\n")
+    for f in ladder:
+        _, best_own, vendors = ladder_groups(f.table)
         for (m, n, k, dtype), (g, rung, ops) in sorted(best_own.items()):
             bases = vendors.get((m, n, k, dtype), [])
             v = win_rule(g, bases)

@@ -14,7 +14,6 @@ rewritten, so a second run leaves the tree as it was.
 import argparse
 import csv
 import hashlib
-import io
 import json
 import math
 import re
@@ -24,6 +23,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True  # regenerating leaves no __pycache__ in the tree
 import findings  # noqa: E402
+from figures import climb, style  # noqa: E402
 
 NAIVE = "k01_cpu_naive"
 
@@ -185,8 +185,9 @@ CLIMB = [
 ]
 
 
-def climb_table(rows):
-    """From the naive CPU loop to the top, with the factor over the naive loop."""
+def climb_data(rows):
+    """The steps of the climb that were measured: [(label, row)], the naive
+    loop's row first; [] when the naive loop was not measured."""
     ok = [r for r in rows if r["status"] == "PASS" and r["_rate"] > 0]
     latest = {}
     for r in ok:
@@ -196,24 +197,31 @@ def climb_table(rows):
         hits = [r for k, r in latest.items() if k[0] == rung and k[1] == dtype and k[2] == shape
                 and (threads is None or k[3] == threads)]
         return hits[-1] if hits else None
-    naive = find("k01_cpu_naive", "f32", 2048, "1")
-    if not naive:
-        return "", 0
-    base = naive["_rate"]
-    out = ["| step | rung | type | size | threads | rate | x naive | % of vendor (same run) | source |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    n = 0
+    if not find("k01_cpu_naive", "f32", 2048, "1"):
+        return []
+    steps = []
     for label, rung, dtype, size, threads in CLIMB:
         r = find(rung, dtype, size, threads)
-        if not r:
-            continue
+        if r:
+            steps.append((label, r))
+    return steps
+
+
+def climb_table(rows):
+    """From the naive CPU loop to the top, with the factor over the naive loop."""
+    steps = climb_data(rows)
+    if not steps:
+        return "", 0
+    base = steps[0][1]["_rate"]
+    out = ["| step | rung | type | size | threads | rate | x naive | % of vendor (same run) | source |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for label, r in steps:
         g = r["_rate"]
         pct = fnum(r["pct_of_vendor"])
-        out.append(f"| {label} | {rung} | {dtype} | {size}^3 | {r['threads']} | {rate(g, r['_ops'])} | "
+        out.append(f"| {label} | {r['rung']} | {r['dtype']} | {r['m']}^3 | {r['threads']} | {rate(g, r['_ops'])} | "
                    f"{g / base:,.0f}x | {'-' if math.isnan(pct) else f'{pct:.1f}%'} | "
                    f"{r['_machine']}/{r['_file']} |")
-        n += 1
-    return "\n".join(out), n
+    return "\n".join(out), len(steps)
 
 
 def baseline_for(rung, vendor_rows):
@@ -227,11 +235,13 @@ def baseline_for(rung, vendor_rows):
     return primary
 
 
-def vendor_sweep_table(rows):
+def vendor_sweep_data(rows):
     """Own Hopper rungs against cuBLAS/cuBLASLt across shapes (the bench runs):
-    one line per (type, shape), each rung's latest measurement as a ratio to
-    its baseline measured in the same run, so that where rigel loses is as
-    visible as where it wins."""
+    one entry per (type, shape), each rung's latest measurement as a ratio to
+    its baseline measured in the same run. Returns (own rung ids, entries);
+    each entry is a dict with dtype, shape, ratios {rung: ratio}, best
+    (ratio, rung, baseline rung) or None, vendors (the latest run's vendor
+    rows) and files, ordered by type, then volume."""
     ok = [r for r in rows if r["backend"] == "cuda" and r["status"] == "PASS" and r["_rate"] > 0
           and r["group"] in ("hopper", "vendor")]
     vendors_of_run = {}
@@ -246,33 +256,44 @@ def vendor_sweep_table(rows):
     for r in own:
         lines.setdefault((r["dtype"], shape_of(r)), []).append(r)
     own_ids = sorted({r["rung"] for r in own})
-    out = ["| type | shape (MxNxK) | vendor (latest run) | " + " | ".join(own_ids) + " | best own / vendor | sources |",
-           "|---|---|---|" + "---|" * len(own_ids) + "---|---|"]
     def volume(key):
         m, n, k = (int(x) for x in key[1].split("x"))
         return (key[0], m * n * k, key[1])
+    entries = []
     for key in sorted(lines, key=volume):
         rs = lines[key]
-        cells, best, files = [], None, []
+        ratios, best, files = {}, None, []
         for rid in own_ids:
             r = next((x for x in rs if x["rung"] == rid), None)
             base = baseline_for(rid, vendors_of_run[(r["run_id"], key[0], key[1])]) if r else None
             if not r or not base:
-                cells.append("-")
                 continue
             ratio = r["_rate"] / base["_rate"]
-            cells.append(f"{ratio:.2f}x")
+            ratios[rid] = ratio
             if r["_file"] not in files:
                 files.append(r["_file"])
             if best is None or ratio > best[0]:
                 best = (ratio, rid, base["rung"])
         latest_run = max(rs, key=lambda x: x["run_id"])["run_id"]
-        vendors = vendors_of_run[(latest_run, key[0], key[1])]
-        vtext = ", ".join(f"{v['rung'].replace('vendor_', '')} {rate(v['_rate'], v['_ops'])}" for v in vendors)
+        entries.append({"dtype": key[0], "shape": key[1], "ratios": ratios, "best": best,
+                        "vendors": vendors_of_run[(latest_run, key[0], key[1])], "files": files,
+                        "machine": rs[0]["_machine"]})
+    return own_ids, entries
+
+
+def vendor_sweep_table(rows):
+    """The sweep as a table, so that where rigel loses is as visible as where it wins."""
+    own_ids, entries = vendor_sweep_data(rows)
+    out = ["| type | shape (MxNxK) | vendor (latest run) | " + " | ".join(own_ids) + " | best own / vendor | sources |",
+           "|---|---|---|" + "---|" * len(own_ids) + "---|---|"]
+    for e in entries:
+        cells = [f"{e['ratios'][rid]:.2f}x" if rid in e["ratios"] else "-" for rid in own_ids]
+        vtext = ", ".join(f"{v['rung'].replace('vendor_', '')} {rate(v['_rate'], v['_ops'])}" for v in e["vendors"])
+        best = e["best"]
         btext = f"{best[0]:.2f}x ({best[1]} / {best[2].replace('vendor_', '')})" if best else "-"
-        out.append(f"| {key[0]} | {key[1]} | {vtext} | " + " | ".join(cells) + f" | {btext} | "
-                   + ", ".join(f"{rs[0]['_machine']}/{f}" for f in files) + " |")
-    return "\n".join(out), len(lines)
+        out.append(f"| {e['dtype']} | {e['shape']} | {vtext} | " + " | ".join(cells) + f" | {btext} | "
+                   + ", ".join(f"{e['machine']}/{f}" for f in e["files"]) + " |")
+    return "\n".join(out), len(entries)
 
 
 def write_if_changed(path, data):
@@ -295,22 +316,11 @@ def import_pyplot():
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    # Byte-stable output: no version stamp in the PNG, fixed hashing in SVGs.
-    matplotlib.rcParams["svg.hashsalt"] = "rigel"
+    style.setup(matplotlib)
     return plt
 
 
-def save_figure(fig, path):
-    """Saves a PNG without a software or date stamp, and rewrites the file only
-    when its bytes change."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
-    write_if_changed(path, buf.getvalue())
-
-
-def figures(rows, plt):
-    figdir = ROOT / "docs" / "figures"
-    figdir.mkdir(parents=True, exist_ok=True)
+def ladder_figures(rows, plt, figdir):
     for size in (2048, 4096, 8192):
         shape = f"{size}x{size}x{size}"
         sel = [r for r in rows if shape_of(r) == shape and r["status"] == "PASS" and r["_rate"] > 0]
@@ -328,7 +338,7 @@ def figures(rows, plt):
         ax.set_xlabel("Gflop/s (Gop/s for integer types; log scale), 2*M*N*K / median time")
         ax.set_title(f"rigel ladder at {shape} (grey: CPU, blue: own GPU rungs, red: vendor)")
         fig.tight_layout()
-        save_figure(fig, figdir / f"ladder_{size}.png")
+        style.save(fig, figdir / f"ladder_{size}.png", write_if_changed)
         plt.close(fig)
 
 
@@ -376,7 +386,10 @@ def main():
     write_if_changed(ROOT / "README.md", readme)
     write_if_changed(ROOT / "FINDINGS.md", findings_md)
     if plt:
-        figures(rows, plt)
+        figdir = ROOT / "docs" / "figures"
+        figdir.mkdir(parents=True, exist_ok=True)
+        ladder_figures(rows, plt, figdir)
+        climb.draw(plt, climb_data(rows), figdir / "climb.png", write_if_changed)
     print(f"reproduce: {len(rows)} ladder rows -> docs/ladder.md, README.md tables, FINDINGS.md"
           + (", docs/figures" if plt else " (figures skipped: --no-figures)"))
 

@@ -1,6 +1,7 @@
 """Shared fixtures of the report tests: result files written the way rigel
 writes them, in a temporary folder of each test's own."""
 import csv
+import hashlib
 import io
 import json
 import os
@@ -104,3 +105,14 @@ class TempDirTest(unittest.TestCase):
         with open(path, "wb") as f:
             f.write(content if isinstance(content, bytes) else content.encode("utf-8"))
         return path
+
+
+def tree_snapshot(tree):
+    """{relative path: sha256} of every file under `tree`."""
+    out = {}
+    for folder, _, files in os.walk(tree):
+        for name in files:
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, tree)] = hashlib.sha256(f.read()).hexdigest()
+    return out

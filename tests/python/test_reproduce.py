@@ -1,14 +1,13 @@
 """reproduce.py end to end on a temporary copy of a few committed results:
 one run writes README tables, docs/ and FINDINGS.md; a second run changes no
 byte; without matplotlib it stops with one line unless --no-figures is given."""
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import unittest
 
-from helpers import REPRODUCE, TempDirTest
+from helpers import REPRODUCE, TempDirTest, tree_snapshot
 
 ROOT = os.path.normpath(os.path.join(REPRODUCE, ".."))
 SCRIPT = os.path.join(REPRODUCE, "reproduce.py")
@@ -56,13 +55,7 @@ class Reproduce(TempDirTest):
                               capture_output=True, text=True, timeout=120)
 
     def snapshot(self):
-        out = {}
-        for folder, _, files in os.walk(self.tree):
-            for name in files:
-                path = os.path.join(folder, name)
-                with open(path, "rb") as f:
-                    out[os.path.relpath(path, self.tree)] = hashlib.sha256(f.read()).hexdigest()
-        return out
+        return tree_snapshot(self.tree)
 
     def test_without_matplotlib_it_says_so_and_fails_unless_told_to_skip_figures(self):
         r = self.run_reproduce("--update-manifest", block_matplotlib=True)

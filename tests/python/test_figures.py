@@ -1,0 +1,109 @@
+"""The figures from every committed result: reproduce.py on a temporary copy of
+results/ and README.md draws each figure the README links, every relative link
+of the README points at a file that exists (a figure: in the regenerated copy;
+anything else: in the checkout), and a second run changes no byte.
+
+The figures need matplotlib: the test runs reproduce.py with this interpreter
+when it has matplotlib, else with Debian's /usr/bin/python3 (the one the
+Makefile prefers and scripts/bootstrap.sh equips), and is skipped only when
+neither has it."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import unittest
+
+from helpers import REPRODUCE, TempDirTest, tree_snapshot
+
+ROOT = os.path.normpath(os.path.join(REPRODUCE, ".."))
+SCRIPT = os.path.join(REPRODUCE, "reproduce.py")
+# The figures of the report; each must be drawn and linked from the README.
+FIGURES = ["climb.png"]
+# Markdown links and images: [text](target) and ![alt](target), across line breaks.
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def python_with_matplotlib():
+    for exe in (sys.executable, "/usr/bin/python3"):
+        if exe and os.path.exists(exe) and subprocess.run(
+                [exe, "-c", "import matplotlib"], capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+PYTHON = python_with_matplotlib()
+
+
+def relative_links(markdown):
+    """Targets of the links that point into the tree (no scheme, no bare anchor),
+    without their #anchor."""
+    out = []
+    for target in LINK.findall(markdown):
+        if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+            continue
+        out.append(target.split("#", 1)[0])
+    return out
+
+
+@unittest.skipUnless(PYTHON, "matplotlib is installed for neither this python3 nor /usr/bin/python3")
+class Figures(TempDirTest):
+    @classmethod
+    def setUpClass(cls):
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+            cls.readme = f.read()
+
+    def setUp(self):
+        super().setUp()
+        self.tree = os.path.join(self.dir, "tree")
+        shutil.copytree(os.path.join(ROOT, "results"), os.path.join(self.tree, "results"))
+        shutil.copyfile(os.path.join(ROOT, "README.md"), os.path.join(self.tree, "README.md"))
+
+    def run_reproduce(self):
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        env.pop("PYTHONPATH", None)
+        r = subprocess.run([PYTHON, SCRIPT, "--root", self.tree], env=env, capture_output=True, text=True,
+                           timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r
+
+    def snapshot(self):
+        return tree_snapshot(self.tree)
+
+    def test_every_figure_is_drawn_from_the_committed_results_and_linked(self):
+        self.run_reproduce()
+        figdir = os.path.join(self.tree, "docs", "figures")
+        for name in FIGURES:
+            path = os.path.join(figdir, name)
+            self.assertTrue(os.path.isfile(path), f"{name} was not drawn")
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n", name)
+            self.assertIn(f"docs/figures/{name}", relative_links(self.readme), f"README.md does not link {name}")
+
+    def test_every_readme_link_points_at_a_file(self):
+        self.run_reproduce()
+        links = relative_links(self.readme)
+        self.assertTrue(links)
+        for target in links:
+            where = self.tree if target.startswith("docs/figures/") else ROOT
+            self.assertTrue(os.path.exists(os.path.join(where, target)),
+                            f"README.md links {target}, which does not exist")
+
+    def test_a_second_run_changes_no_byte(self):
+        self.run_reproduce()
+        first = self.snapshot()
+        self.run_reproduce()
+        self.assertEqual(self.snapshot(), first)
+
+
+class Links(unittest.TestCase):
+    """The link finder the test above relies on."""
+
+    def test_it_finds_images_and_links_across_lines_and_leaves_out_urls_and_anchors(self):
+        md = ("![a chart\nwith words](docs/figures/a.png) see [the table](#the-table), "
+              "[map](docs/map.md#rungs) and [site](https://example.org/x)")
+        self.assertEqual(relative_links(md), ["docs/figures/a.png", "docs/map.md"])
+
+
+if __name__ == "__main__":
+    unittest.main()
