@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True  # regenerating leaves no __pycache__ in the tree
 import findings  # noqa: E402
-from figures import climb, style  # noqa: E402
+from figures import climb, style, wins  # noqa: E402
 
 NAIVE = "k01_cpu_naive"
 
@@ -390,6 +390,7 @@ def main():
         figdir.mkdir(parents=True, exist_ok=True)
         ladder_figures(rows, plt, figdir)
         climb.draw(plt, climb_data(rows), figdir / "climb.png", write_if_changed)
+        wins.draw(plt, vendor_sweep_data(rows)[1], figdir / "wins.png", write_if_changed)
     print(f"reproduce: {len(rows)} ladder rows -> docs/ladder.md, README.md tables, FINDINGS.md"
           + (", docs/figures" if plt else " (figures skipped: --no-figures)"))
 
