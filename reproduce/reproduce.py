@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True  # regenerating leaves no __pycache__ in the tree
 import findings  # noqa: E402
-from figures import climb, style, wins  # noqa: E402
+from figures import climb, roofline, style, wins  # noqa: E402
 
 NAIVE = "k01_cpu_naive"
 
@@ -360,7 +360,8 @@ def main():
         update_manifest()
     check_manifest()
     try:
-        findings_md = findings.render_findings(findings.load_results(FINDINGS_RESULTS))
+        fin = findings.load_results(FINDINGS_RESULTS)
+        findings_md = findings.render_findings(fin)
     except findings.FindingsError as e:
         sys.exit(f"reproduce: error: {e}")
     rows = read_rows("ladder")
@@ -391,6 +392,7 @@ def main():
         ladder_figures(rows, plt, figdir)
         climb.draw(plt, climb_data(rows), figdir / "climb.png", write_if_changed)
         wins.draw(plt, vendor_sweep_data(rows)[1], figdir / "wins.png", write_if_changed)
+        roofline.draw(plt, rows, findings, fin.probes, figdir / "roofline.png", write_if_changed)
     print(f"reproduce: {len(rows)} ladder rows -> docs/ladder.md, README.md tables, FINDINGS.md"
           + (", docs/figures" if plt else " (figures skipped: --no-figures)"))
 
