@@ -826,7 +826,8 @@ def render_ladder(ladder, probe_accel):
     if accel or probe_accel:
         md += ("\n## Is a low-precision type accelerated, or only smaller?\n\n"
                "Rule: a low-precision type is *accelerated* only at >= 1.5x the fp16 rate of the same path; "
-               "otherwise *footprint only*.\n")
+               "otherwise *footprint only*. The ratios below, drawn against that line: "
+               "[docs/figures/speed_ratios.png](docs/figures/speed_ratios.png).\n")
     if accel:
         md += ("\nLadder: the best verified rung of the group against the group's best fp16 rung, same shape.\n\n"
                "| path (group) | shape | type | best rung | fp16 best rung | ratio | verdict | source |\n"

@@ -19,7 +19,7 @@ from helpers import REPRODUCE, TempDirTest, tree_snapshot
 ROOT = os.path.normpath(os.path.join(REPRODUCE, ".."))
 SCRIPT = os.path.join(REPRODUCE, "reproduce.py")
 # The figures of the report; each must be drawn and linked from the README.
-FIGURES = ["climb.png", "wins.png", "roofline.png"]
+FIGURES = ["climb.png", "wins.png", "roofline.png", "speed_ratios.png"]
 # Markdown links and images: [text](target) and ![alt](target), across line breaks.
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
@@ -80,7 +80,7 @@ class Figures(TempDirTest):
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n", name)
             self.assertIn(f"docs/figures/{name}", relative_links(self.readme), f"README.md does not link {name}")
 
-    def test_every_readme_link_points_at_a_file(self):
+    def test_every_readme_and_findings_link_points_at_a_file(self):
         self.run_reproduce()
         links = relative_links(self.readme)
         self.assertTrue(links)
@@ -88,6 +88,10 @@ class Figures(TempDirTest):
             where = self.tree if target.startswith("docs/figures/") else ROOT
             self.assertTrue(os.path.exists(os.path.join(where, target)),
                             f"README.md links {target}, which does not exist")
+        with open(os.path.join(self.tree, "FINDINGS.md"), encoding="utf-8") as f:
+            for target in relative_links(f.read()):
+                self.assertTrue(os.path.exists(os.path.join(self.tree, target)),
+                                f"FINDINGS.md links {target}, which was not generated")
 
     def test_a_second_run_changes_no_byte(self):
         self.run_reproduce()
