@@ -3,7 +3,8 @@
 
 Reads results/<machine>/*.csv (checked first against results/MANIFEST.sha256),
 writes docs/ladder.md, the tables between the generated-table markers in
-README.md, FINDINGS.md (findings.py) and docs/figures/*.png (matplotlib).
+README.md, FINDINGS.md (findings.py) and docs/figures/*.png (matplotlib; one
+module of reproduce/figures/ per figure, in one style).
 Needs no GPU and no build. A file whose content would not change is not
 rewritten, so a second run leaves the tree as it was.
 
@@ -329,13 +330,16 @@ def ladder_figures(rows, plt, figdir):
             continue
         labels = [f"{r['rung']} {r['dtype']}" + (f" x{r['threads']}" if r["threads"] != "1" else "") for r in sel]
         vals = [r["_rate"] for r in sel]
-        colors = ["#888" if r["backend"] == "cpu" else ("#c44" if r["vendor"] == "1" else "#46a") for r in sel]
+        colors = [style.CPU if r["backend"] == "cpu" else (style.VENDOR if r["vendor"] == "1" else style.OWN)
+                  for r in sel]
         fig, ax = plt.subplots(figsize=(9, 0.28 * len(sel) + 1.2))
-        ax.barh(range(len(sel)), vals, color=colors)
+        ax.barh(range(len(sel)), vals, color=colors, zorder=2)
         ax.set_yticks(range(len(sel)), labels, fontsize=7)
         ax.invert_yaxis()
         ax.set_xscale("log")
-        ax.set_xlabel("Gflop/s (Gop/s for integer types; log scale), 2*M*N*K / median time")
+        ax.set_xlim(min(vals) / 2, max(vals) * 1.3)
+        style.rate_axis(ax.xaxis, "rate, 2MNK / median time (op/s for integer types; log scale)")
+        ax.grid(axis="x", color="#eeeeee", zorder=0)
         ax.set_title(f"rigel ladder at {shape} (grey: CPU, blue: own GPU rungs, red: vendor)")
         fig.tight_layout()
         style.save(fig, figdir / f"ladder_{size}.png", write_if_changed)
