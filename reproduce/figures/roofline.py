@@ -90,7 +90,6 @@ def draw(plt, rows, findings, probes, path, write_if_changed):
                        linewidths=1.0, alpha=0.85)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    lo_x, hi_x = ax.get_xlim()
     top = max(v for _, v in roofs) * 1000
     ax.set_ylim(min(r["_rate"] for r in latest.values()) / 2, top * 1.6)
     for _, v in roofs:
