@@ -50,6 +50,7 @@ struct Finding {
     double temp_c = kNotMeasured;        // highest GPU temperature
     std::optional<std::uint64_t> clock_event_mask;  // OR of the NVML clock-event reasons seen
     std::string kernel;                  // symbol of the kernel that measured it
+    double swept = kNotMeasured;         // the swept input of a row that belongs to a sweep (e.g. a gap)
 };
 
 struct ProbeContext {

@@ -93,7 +93,8 @@ int count_errors(const std::vector<ProbeRun>& runs) {
 std::vector<std::string> probe_csv_header() {
     return {"run_id",  "probe",        "path",     "dtype",         "quantity",   "measured", "expected",
             "unit",    "verified",     "relation", "doc_statement", "doc_source", "detail",   "value",
-            "sm_clock_mhz", "power_w", "power_max_w", "temp_c", "clock_event_mask", "kernel"};
+            "sm_clock_mhz", "power_w", "power_max_w", "temp_c", "clock_event_mask", "kernel",
+            "swept"};
 }
 
 std::vector<std::vector<std::string>> probe_csv_rows(const std::vector<ProbeRun>& runs, const std::string& run_id) {
@@ -101,7 +102,7 @@ std::vector<std::vector<std::string>> probe_csv_rows(const std::vector<ProbeRun>
     for (const ProbeRun& r : runs) {
         if (!r.error.empty()) {
             rows.push_back({run_id, r.probe, "", "", "probe failed", "", "", "", "0", std::string(kErrorRelation), "",
-                            "", r.error, "", "", "", "", "", "", ""});
+                            "", r.error, "", "", "", "", "", "", "", ""});
             continue;
         }
         for (const Finding& f : r.findings)
@@ -109,7 +110,7 @@ std::vector<std::vector<std::string>> probe_csv_rows(const std::vector<ProbeRun>
                             f.verified ? "1" : "0", std::string(name(f.relation)), f.doc_statement, f.doc_source,
                             f.detail, number_cell(f.value), number_cell(f.sm_clock_mhz), number_cell(f.power_w),
                             number_cell(f.power_max_w), number_cell(f.temp_c), mask_cell(f.clock_event_mask),
-                            f.kernel});
+                            f.kernel, number_cell(f.swept)});
     }
     return rows;
 }
@@ -131,8 +132,15 @@ std::string probe_summary_table(const std::vector<ProbeRun>& runs) {
         if (confirmed)
             out += pad(clip(r.probe, w_probe), w_probe) + " (" + std::to_string(confirmed) +
                    " findings confirm the documentation; see the CSV)\n";
+        // A sweep's rows are points of a curve, drawn by reproduce, not read one by one.
+        const auto swept = std::count_if(r.findings.begin(), r.findings.end(), [](const Finding& f) {
+            return f.relation != DocRelation::confirms && std::isfinite(f.swept);
+        });
+        if (swept)
+            out += pad(clip(r.probe, w_probe), w_probe) + " (" + std::to_string(swept) +
+                   " rows of a sweep; see the CSV)\n";
         for (const Finding& f : r.findings) {
-            if (f.relation == DocRelation::confirms) continue;
+            if (f.relation == DocRelation::confirms || std::isfinite(f.swept)) continue;
             out += pad(clip(r.probe, w_probe), w_probe) + " " + pad(clip(f.quantity, w_quantity), w_quantity) + " " +
                    pad(clip(f.measured + (f.unit.empty() ? "" : " " + f.unit), w_measured), w_measured) + " " +
                    std::string(name(f.relation)) + "\n";

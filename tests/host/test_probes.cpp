@@ -114,7 +114,7 @@ TEST(ProbeRows, HeaderIsTheTidySchema) {
               (std::vector<std::string>{"run_id", "probe", "path", "dtype", "quantity", "measured", "expected", "unit",
                                         "verified", "relation", "doc_statement", "doc_source", "detail", "value",
                                         "sm_clock_mhz", "power_w", "power_max_w", "temp_c", "clock_event_mask",
-                                        "kernel"}));
+                                        "kernel", "swept"}));
 }
 
 namespace {
@@ -135,11 +135,13 @@ std::vector<Finding> one_ceiling(const ProbeContext&) {
     f.temp_c = 61;
     f.clock_event_mask = 0x4;
     f.kernel = "_ZN5rigel6probes17wgmma_tput_kernelILi256EEEvPKhS3_S3_xPdPi";
+    f.swept = 17;
     Finding unmeasured = f;  // a row that sampled nothing leaves the typed cells empty
     unmeasured.value = unmeasured.sm_clock_mhz = unmeasured.power_w = Finding::kNotMeasured;
     unmeasured.power_max_w = unmeasured.temp_c = Finding::kNotMeasured;
     unmeasured.clock_event_mask.reset();
     unmeasured.kernel.clear();
+    unmeasured.swept = Finding::kNotMeasured;
     return {f, unmeasured};
 }
 
@@ -162,8 +164,18 @@ TEST(ProbeRows, MeasuredNumbersHaveTypedColumns) {
     EXPECT_EQ(cell(0, "temp_c"), "61");
     EXPECT_EQ(cell(0, "clock_event_mask"), "0000000000000004");
     EXPECT_EQ(cell(0, "kernel"), "_ZN5rigel6probes17wgmma_tput_kernelILi256EEEvPKhS3_S3_xPdPi");
-    for (const char* col : {"value", "sm_clock_mhz", "power_w", "power_max_w", "temp_c", "clock_event_mask", "kernel"})
+    EXPECT_EQ(cell(0, "swept"), "17");
+    for (const char* col :
+         {"value", "sm_clock_mhz", "power_w", "power_max_w", "temp_c", "clock_event_mask", "kernel", "swept"})
         EXPECT_EQ(cell(1, col), "") << col;
+}
+
+TEST(ProbeRows, TheSummaryTableCountsASweepsRowsInsteadOfListingThem) {
+    const std::string table = probe_summary_table(run_probes(select_probes(kCeiling, "all"), ProbeContext{}));
+    EXPECT_NE(table.find("(1 rows of a sweep; see the CSV)"), std::string::npos) << table;
+    const auto first = table.find("sustained throughput ceiling");
+    ASSERT_NE(first, std::string::npos) << table;  // the row outside the sweep is listed
+    EXPECT_EQ(table.find("sustained throughput ceiling", first + 1), std::string::npos) << table;
 }
 
 TEST(ProbeRows, CsvQuotesCommasQuotesAndLineBreaks) {

@@ -366,3 +366,38 @@ TEST(AccumulationBattery, ReportsFlushingAndACutToMinusInfinity) {
     EXPECT_TRUE(starts(find(fs, "the model assembled").measured, "256/256 single, 32/32 chained"))
         << find(fs, "the model assembled").detail;
 }
+
+TEST(AccumulationBattery, TheHostileSumHasOneRowPerGap) {
+    const std::string per_gap = "RIGEL's hostile sum at one gap";
+    for (const int frac : {24, 13}) {
+        BlockModel m;
+        m.block = 16;
+        m.frac_bits = frac;
+        const auto fs = run_battery(PathId::wgmma_e4m3, m);
+        const Finding& summary = find(fs, "RIGEL's hostile sum: ");
+        const int g_max = std::stoi(summary.quantity.substr(summary.quantity.rfind("..") + 2));
+        std::vector<const Finding*> rows;
+        for (const Finding& f : fs)
+            if (starts(f.quantity, per_gap)) rows.push_back(&f);
+        ASSERT_EQ(rows.size(), std::size_t(g_max)) << frac;
+        int first_inexact = 0;
+        for (int g = 1; g <= g_max; ++g) {
+            const Finding& f = *rows[std::size_t(g - 1)];
+            EXPECT_EQ(f.swept, g);
+            EXPECT_EQ(f.path, summary.path);
+            EXPECT_EQ(f.dtype, summary.dtype);
+            EXPECT_EQ(f.relation, DocRelation::fills_in);
+            EXPECT_TRUE(f.verified);
+            // %.9g round-trips an fp32 number, %.17g a float64 one.
+            const double got = static_cast<float>(std::stod(f.measured)), sum = std::stod(f.expected);
+            EXPECT_DOUBLE_EQ(f.value, std::abs(got - sum) / sum) << "gap " << g;
+            if (f.value != 0 && !first_inexact) first_inexact = g;
+        }
+        // Any fp32 order is exact up to gap 23; 13 kept bits lose the small terms well before it.
+        if (frac >= 23)
+            EXPECT_TRUE(first_inexact == 0 || first_inexact > 23) << first_inexact;
+        else
+            EXPECT_TRUE(first_inexact > 0 && first_inexact <= frac + 2) << first_inexact;
+        EXPECT_TRUE(std::isnan(summary.swept));  // the summary row is no point of the sweep
+    }
+}

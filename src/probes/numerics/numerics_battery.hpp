@@ -7,6 +7,7 @@
 #pragma once
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <functional>
 #include <iterator>
 #include <optional>
@@ -684,6 +685,21 @@ inline void PathProbe::hostile(std::vector<Finding>& out) {
         "fp32 keeps them all.";
     finish(h, s0);
     out.push_back(h);
+
+    // One row per gap: the points of reproduce's accumulator figure.
+    for (int g = 1; g <= g_max_; ++g) {
+        const double sum = exact(cases[g - 1]), got = r.d[g - 1];
+        Finding pg = row("RIGEL's hostile sum at one gap: relative error of the 128-term sum");
+        pg.swept = g;
+        pg.value = got == sum ? 0.0 : std::abs(got - sum) / sum;
+        pg.measured = fmt_f32(got);
+        pg.expected = fmt_f64(sum);
+        pg.doc_statement = f.doc_statement;
+        pg.detail = "2^" + std::to_string(e_big_) + " + 127 x 2^(" + std::to_string(e_big_) + "-" +
+                    std::to_string(g) + "); value is |device - exact| / exact.";
+        finish(pg, s0);
+        out.push_back(pg);
+    }
 }
 
 inline void PathProbe::monotonicity(std::vector<Finding>& out) {
