@@ -35,7 +35,12 @@ SASS_KERNELS_SUFFIX = "_sass_kernels.csv"
 # below came later, and a file without them shows their values as not recorded.
 PROBE_COLUMNS = ["run_id", "probe", "path", "dtype", "quantity", "measured", "expected", "unit", "verified",
                  "relation", "doc_statement", "doc_source", "detail"]
-PROBE_TYPED_COLUMNS = ["value", "sm_clock_mhz", "power_w", "power_max_w", "temp_c", "clock_event_mask", "kernel"]
+PROBE_TYPED_COLUMNS = ["value", "sm_clock_mhz", "power_w", "power_max_w", "temp_c", "clock_event_mask", "kernel",
+                       "swept"]
+# Probes whose sweep rows (a number in `swept`) are drawn as a figure instead of
+# listed one by one: probe -> (the figure, what its points are).
+SWEEP_FIGURES = {"accumulation": ("docs/figures/accumulator.png",
+                                  "the relative error of RIGEL's hostile sum at each gap, one line per path")}
 LADDER_COLUMNS = ["rung", "backend", "group", "dtype", "m", "n", "k", "status", "vendor"]
 
 # A cell longer than this is cut in FINDINGS.md (the CSV keeps it whole): the
@@ -504,6 +509,35 @@ def roofline_cell(tflops, refs, dtype, s):
     return ratio_text(tflops / ref.tflops) + " " + ref.mnemonic
 
 
+def is_drawn_sweep_row(t, i):
+    """A row of a sweep that a figure draws (SWEEP_FIGURES), not a finding read alone."""
+    return t.cell(i, "probe") in SWEEP_FIGURES and parse_number(t.cell(i, "swept")) is not None
+
+
+def accumulator_data(probes):
+    """The accumulation probe's per-gap hostile sums from the latest probes file
+    that has them: (that file's name, {(path, dtype): [(gap, relative error)]}
+    sorted by gap), or (None, {}) when no file has them."""
+    latest = None
+    for f in probes:
+        t = f.table
+        if any(t.cell(i, "probe") == "accumulation" and is_drawn_sweep_row(t, i) for i in range(len(t.rows))):
+            if latest is None or run_age(f) >= run_age(latest):
+                latest = f
+    if latest is None:
+        return None, {}
+    t = latest.table
+    lines = {}
+    for i in range(len(t.rows)):
+        if t.cell(i, "probe") != "accumulation" or not is_drawn_sweep_row(t, i):
+            continue
+        err = parse_number(t.cell(i, "value"))
+        if err is not None and t.cell(i, "verified") == "1":
+            lines.setdefault((t.cell(i, "path"), t.cell(i, "dtype")), []).append(
+                (parse_number(t.cell(i, "swept")), err))
+    return latest.name, {k: sorted(v) for k, v in sorted(lines.items())}
+
+
 def latest_ceiling_run(probes):
     """The latest probes file that measured throughput ceilings; None when none did."""
     latest = None
@@ -872,20 +906,25 @@ def render_findings(fin):
     # A finding measured by several runs is shown from the latest only (run ids
     # start with the UTC time); earlier runs stay listed under Sources.
     def finding_key(t, i):
-        return (t.cell(i, "probe"), t.cell(i, "path"), t.cell(i, "dtype"), t.cell(i, "quantity"))
+        return (t.cell(i, "probe"), t.cell(i, "path"), t.cell(i, "dtype"), t.cell(i, "quantity"), t.cell(i, "swept"))
     latest = {}
     for n, f in enumerate(probes):
         for i in range(len(f.table.rows)):
             k = finding_key(f.table, i)
             if k not in latest or run_age(f) >= run_age(probes[latest[k]]):
                 latest[k] = n
-    question, groups, relation_count, contradictions = {}, {}, {}, []
+    question, groups, relation_count, contradictions, swept = {}, {}, {}, [], {}
     for n, f in enumerate(probes):
         if f.has_sidecar:
             for probe, q in f.sidecar.get("questions", {}).items():
                 question.setdefault(probe, q)
         for i in range(len(f.table.rows)):
             if latest[finding_key(f.table, i)] != n:
+                continue
+            if is_drawn_sweep_row(f.table, i):
+                probe = f.table.cell(i, "probe")
+                swept[probe] = swept.get(probe, 0) + 1
+                groups.setdefault(probe, [])
                 continue
             groups.setdefault(f.table.cell(i, "probe"), []).append((f, i))
             rel = f.table.cell(i, "relation")
@@ -920,6 +959,10 @@ def render_findings(fin):
             md += (f"| {c('quantity')} | {c('path')} | {c('dtype')} | {measured} | {c('expected')} | "
                    f"{relation_words(t.cell(i, 'relation'))} | {c('doc_statement')} | {c('doc_source')} | "
                    f"{c('detail')} | {c('run_id')} @ {md_cell(short_commit(f))} |\n")
+        if swept.get(probe):
+            figure, what = SWEEP_FIGURES[probe]
+            md += (f"\n{swept[probe]} rows of a sweep are not listed here: they are drawn in "
+                   f"[{figure}]({figure}), {what}.\n")
     md += render_dispatch(fin)
     md += render_ladder(ladder, throughput_accel_rows(probes))
     return md

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True  # regenerating leaves no __pycache__ in the tree
 import findings  # noqa: E402
-from figures import climb, roofline, speed_ratios, style, wins  # noqa: E402
+from figures import accumulator, climb, roofline, speed_ratios, style, wins  # noqa: E402
 
 NAIVE = "k01_cpu_naive"
 
@@ -399,6 +399,7 @@ def main():
         roofline.draw(plt, rows, findings, fin.probes, figdir / "roofline.png", write_if_changed)
         speed_ratios.draw(plt, findings, findings.throughput_accel_data(fin.probes),
                           findings.ladder_accel_data(fin.ladder), figdir / "speed_ratios.png", write_if_changed)
+        accumulator.draw(plt, findings.accumulator_data(fin.probes), figdir / "accumulator.png", write_if_changed)
     print(f"reproduce: {len(rows)} ladder rows -> docs/ladder.md, README.md tables, FINDINGS.md"
           + (", docs/figures" if plt else " (figures skipped: --no-figures)"))
 

@@ -7,6 +7,8 @@ The figures need matplotlib: the test runs reproduce.py with this interpreter
 when it has matplotlib, else with Debian's /usr/bin/python3 (the one the
 Makefile prefers and scripts/bootstrap.sh equips), and is skipped only when
 neither has it."""
+import csv
+import io
 import os
 import re
 import shutil
@@ -14,7 +16,7 @@ import subprocess
 import sys
 import unittest
 
-from helpers import REPRODUCE, TempDirTest, tree_snapshot
+from helpers import REPRODUCE, TempDirTest, findings, tree_snapshot
 
 ROOT = os.path.normpath(os.path.join(REPRODUCE, ".."))
 SCRIPT = os.path.join(REPRODUCE, "reproduce.py")
@@ -98,6 +100,91 @@ class Figures(TempDirTest):
         first = self.snapshot()
         self.run_reproduce()
         self.assertEqual(self.snapshot(), first)
+
+
+def update_manifest(tree):
+    """results/MANIFEST.sha256 of a temporary tree, after a result file was added or removed there."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTHONPATH", None)
+    r = subprocess.run([PYTHON, SCRIPT, "--root", tree, "--update-manifest", "--no-figures"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode:
+        raise AssertionError(r.stderr)
+
+
+def per_gap_rows(path, dtype, kept_bits, g_max=40):
+    """The accumulation probe's per-gap rows for a model accumulator that keeps
+    `kept_bits` bits below the large term: exact up to that gap, then the small
+    terms are lost."""
+    rows = []
+    for g in range(1, g_max + 1):
+        exact = 2.0 ** 20 + 127 * 2.0 ** (20 - g)
+        device = exact if g <= kept_bits else 2.0 ** 20
+        rows.append(["2099-01-01T00:00:00Z-acc", "accumulation", path, dtype,
+                     "RIGEL's hostile sum at one gap: relative error of the 128-term sum", repr(device), repr(exact),
+                     "", "1", "fills_in", "at least single precision", "PTX ISA", f"gap {g}.",
+                     repr(abs(device - exact) / exact), "", "", "", "", "", "", str(g)])
+    return rows
+
+
+@unittest.skipUnless(PYTHON, "matplotlib is installed for neither this python3 nor /usr/bin/python3")
+class Accumulator(Figures):
+    """The accumulator figure from a probes CSV that holds per-gap rows (written
+    into the temporary copy, with the manifest updated for it)."""
+
+    def setUp(self):
+        super().setUp()
+        rows = (per_gap_rows("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "f16", 25)
+                + per_gap_rows("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3", "e4m3", 13))
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(findings.PROBE_COLUMNS + findings.PROBE_TYPED_COLUMNS)
+        w.writerows(rows)
+        with open(os.path.join(self.tree, "results", "h200", "2099-01-01_acc0000_probes.csv"), "w",
+                  encoding="utf-8") as f:
+            f.write(buf.getvalue())
+        update_manifest(self.tree)
+
+    def test_the_accumulator_is_drawn_linked_from_findings_and_byte_stable(self):
+        r = self.run_reproduce()
+        self.assertNotIn("accumulator.png not drawn", r.stderr)
+        png = os.path.join(self.tree, "docs", "figures", "accumulator.png")
+        with open(png, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        with open(os.path.join(self.tree, "FINDINGS.md"), encoding="utf-8") as f:
+            md = f.read()
+        self.assertRegex(md, r"\n\d+ rows of a sweep are not listed here: they are drawn in \[docs/figures/accumulator")
+        self.assertIn("docs/figures/accumulator.png", relative_links(md))
+        self.assertNotIn("RIGEL's hostile sum at one gap", md)
+        first = self.snapshot()
+        self.run_reproduce()
+        self.assertEqual(self.snapshot(), first)
+
+    # The committed README does not link the figure until a committed CSV draws it.
+    test_every_figure_is_drawn_from_the_committed_results_and_linked = None
+    test_a_second_run_changes_no_byte = None
+
+
+class NoPerGapRows(Figures):
+    """Without per-gap rows reproduce still succeeds, draws no accumulator and says why."""
+    test_every_figure_is_drawn_from_the_committed_results_and_linked = None
+    test_every_readme_and_findings_link_points_at_a_file = None
+    test_a_second_run_changes_no_byte = None
+
+    def setUp(self):
+        super().setUp()
+        folder = os.path.join(self.tree, "results", "h200")
+        for name in os.listdir(folder):  # leave out any committed file that has a sweep column
+            if name.endswith("_probes.csv"):
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    if "swept" in f.readline().strip().split(","):
+                        os.remove(os.path.join(folder, name))
+        update_manifest(self.tree)
+
+    def test_reproduce_succeeds_and_says_the_accumulator_was_not_drawn(self):
+        r = self.run_reproduce()
+        self.assertFalse(os.path.exists(os.path.join(self.tree, "docs", "figures", "accumulator.png")))
+        self.assertIn("accumulator.png not drawn", r.stderr)
 
 
 class Links(unittest.TestCase):

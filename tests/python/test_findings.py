@@ -100,6 +100,35 @@ class Render(unittest.TestCase):
         self.assertNotIn("| 0x7BFF (65504) |", md)
         self.assertIn("2026-11-29_aaaaaaa_probes.csv", md)  # still a source
 
+    def test_a_sweeps_rows_are_drawn_not_listed_and_an_older_csv_renders_as_before(self):
+        typed = [""] * (len(findings.PROBE_TYPED_COLUMNS) - 2)  # between value and swept
+        summary = ["accumulation", "wgmma.m64n8k32.e4m3", "e4m3", "RIGEL's hostile sum: one 128-term sum",
+                   "exact up to 13", "", "bits", "1", "contradicts", "at least single precision", "PTX ISA", "", ""]
+        rows = [summary + typed + [""]]
+        for g, err in ((1, "0"), (2, "0"), (14, "0.0078")):
+            rows.append(["accumulation", "wgmma.m64n8k32.e4m3", "e4m3", "RIGEL's hostile sum at one gap", "1.5",
+                         "1.5", "", "1", "fills_in", "at least single precision", "PTX ISA", f"gap {g}", err]
+                        + typed + [str(g)])
+        fin = findings.FindingsInput()
+        fin.probes.append(result("2026-12-01_ccccccc_probes.csv", probes_csv("20261201T100000Z-c", rows, TYPED_HEADER)))
+        md = render(fin)
+        self.assertNotIn("RIGEL's hostile sum at one gap", md)
+        self.assertIn("| RIGEL's hostile sum: one 128-term sum |", md)
+        self.assertIn("\n3 rows of a sweep are not listed here: they are drawn in "
+                      "[docs/figures/accumulator.png](docs/figures/accumulator.png)", md)
+        self.assertIn("1 findings from 1 probes", md)
+        name, lines = findings.accumulator_data(fin.probes)
+        self.assertEqual(name, "2026-12-01_ccccccc_probes.csv")
+        self.assertEqual(lines, {("wgmma.m64n8k32.e4m3", "e4m3"): [(1.0, 0.0), (2.0, 0.0), (14.0, 0.0078)]})
+        # The same rows without the sweep column (an older CSV) are listed one by one, as before.
+        old = findings.FindingsInput()
+        old.probes.append(result("2026-12-01_ccccccc_probes.csv",
+                                 probes_csv("20261201T100000Z-c", [r[:-1] for r in rows], TYPED_HEADER[:-1])))
+        md = render(old)
+        self.assertEqual(md.count("RIGEL's hostile sum at one gap"), 3)
+        self.assertNotIn("rows of a sweep", md)
+        self.assertEqual(findings.accumulator_data(old.probes), (None, {}))
+
     def test_a_huge_cell_is_cut_with_a_marker_saying_how_long_it_was(self):
         row = list(RUN_A[1])
         row[11] = "x" * 1_000_000
@@ -119,7 +148,7 @@ class Render(unittest.TestCase):
 def ceiling(path, dtype, tflops, clock="", power="", kernel="", detail="median of 5 launches."):
     """A throughput ceiling row (without run_id) in the typed schema."""
     return ["throughput", path, dtype, "sustained throughput ceiling", tflops, "", "Tflop/s", "1", "fills_in", "", "",
-            detail, tflops, clock, power, power, "44", "0000000000000000", kernel]
+            detail, tflops, clock, power, power, "44", "0000000000000000", kernel, ""]
 
 
 def throughput_csv(rows=None):
