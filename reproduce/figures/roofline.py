@@ -56,6 +56,25 @@ def ceilings(findings, probes):
     return sorted(best.items(), key=lambda kv: kv[1]), f.name
 
 
+def bandwidth(findings, probes):
+    """(TB/s, path, file) of the highest verified sustained memory bandwidth in
+    the latest probes file that measured one (the bandwidth probe's typed
+    `value`); None when no committed file did."""
+    latest = None
+    for f in probes:
+        t = f.table
+        rows = [i for i in range(len(t.rows)) if t.cell(i, "probe") == "bandwidth"
+                and t.cell(i, "quantity") == "sustained memory bandwidth" and t.cell(i, "verified") == "1"
+                and t.cell(i, "unit") == "TB/s" and t.cell(i, "value")]
+        if rows and (latest is None or findings.run_age(f) >= findings.run_age(latest[0])):
+            latest = (f, rows)
+    if latest is None:
+        return None
+    f, rows = latest
+    best = max(rows, key=lambda i: float(f.table.cell(i, "value")))
+    return float(f.table.cell(best, "value")), f.table.cell(best, "path"), f.name
+
+
 def spread(values, gap, top):
     """Label positions (ascending, log10) at least `gap` apart, none above `top`,
     each as near its value as it can be."""
@@ -94,6 +113,15 @@ def draw(plt, rows, findings, probes, path, write_if_changed):
     ax.set_ylim(min(r["_rate"] for r in latest.values()) / 2, top * 1.6)
     for _, v in roofs:
         ax.axhline(v * 1000, color=style.CEILING, linewidth=0.8, linestyle="--", zorder=1)
+    bw = bandwidth(findings, probes)
+    if bw:
+        # Rate (Gflop/s) = bandwidth (GB/s) x intensity (flop/byte), up to the highest ceiling.
+        tbs, bw_path, bw_source = bw
+        x_lo = ax.get_xlim()[0]
+        x_top = top / (tbs * 1000)
+        ax.plot([x_lo, x_top], [tbs * 1000 * x_lo, top], color=style.CEILING, linewidth=1.0, zorder=1)
+        ax.text(x_lo * 1.15, tbs * 1000 * x_lo * 1.6, f"memory {tbs:.2f} TB/s ({bw_path})", fontsize=7.5,
+                color=style.CEILING, rotation=0)
     # Ceiling labels in a column right of the plot: ceilings within 10 % of each
     # other share a line, and lines are spread so that they never overlap.
     groups = []
@@ -123,9 +151,10 @@ def draw(plt, rows, findings, probes, path, write_if_changed):
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=7)
     from matplotlib.ticker import FuncFormatter
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    fig.text(0.01, 0.01, "No memory-bandwidth roof is drawn: no committed CSV holds a measured bandwidth.  "
-             f"Ceilings: {source}.  Points: every verified GPU row, the latest per rung, type and shape.",
-             fontsize=7.5, color=style.NOTE)
+    roof_note = (f"Memory roof: {bw_source}." if bw else
+                 "No memory-bandwidth roof is drawn: no committed CSV holds a measured bandwidth.")
+    fig.text(0.01, 0.01, f"{roof_note}  Ceilings: {source}.  Points: every verified GPU row, the latest per rung, "
+             "type and shape.", fontsize=7.5, color=style.NOTE)
     ax.set_title("Roofline on the H200: rungs and vendor rows under the measured ceilings")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     style.save(fig, path, write_if_changed)

@@ -70,4 +70,15 @@ bool kernel_has_image(Kernel kernel) {
     return true;
 }
 
+// The mangled symbol of a kernel, as cuobjdump names it, so its own SASS can be
+// found (empty where the runtime cannot say).
+inline std::string kernel_symbol(const void* kernel) {
+    const char* name = nullptr;
+    if (cudaFuncGetName(&name, kernel) != cudaSuccess || !name) {
+        (void)cudaGetLastError();
+        return {};
+    }
+    return name;
+}
+
 }  // namespace rigel::probes

@@ -346,16 +346,6 @@ struct Workload {
     std::string kernel;  // the kernel's symbol, as cuobjdump names it, so its own SASS can be found
 };
 
-// The mangled symbol of a kernel (empty where the runtime cannot say).
-std::string kernel_symbol(const void* kernel) {
-    const char* name = nullptr;
-    if (cudaFuncGetName(&name, kernel) != cudaSuccess || !name) {
-        (void)cudaGetLastError();
-        return {};
-    }
-    return name;
-}
-
 // The checksum of a matrix-instruction kernel: the sum of every thread's
 // result, refused when the kernel was built without its instruction.
 std::function<double()> checked_sum(std::shared_ptr<DeviceArray<double>> sums,

@@ -3,6 +3,7 @@
 
 namespace rigel::probes {
 std::vector<Finding> run_throughput(const ProbeContext& ctx);  // throughput_ceilings.cu
+std::vector<Finding> run_bandwidth(const ProbeContext& ctx);   // throughput_bandwidth.cu
 }
 
 namespace rigel::cuda {
@@ -13,6 +14,10 @@ std::span<const Probe> throughput_probes() {
          "What sustained throughput does each arithmetic path reach (scalar FMA, mma.sync per type, wgmma per type "
          "and N), at what clock and power?",
          &probes::run_throughput},
+        {"bandwidth",
+         "What device-memory bandwidth does the card sustain (a device-to-device copy and a streaming read), at "
+         "what clock and power?",
+         &probes::run_bandwidth},
     };
     return table;
 }
