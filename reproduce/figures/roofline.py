@@ -120,8 +120,6 @@ def draw(plt, rows, findings, probes, path, write_if_changed):
         x_lo = ax.get_xlim()[0]
         x_top = top / (tbs * 1000)
         ax.plot([x_lo, x_top], [tbs * 1000 * x_lo, top], color=style.CEILING, linewidth=1.0, zorder=1)
-        ax.text(x_lo * 1.15, tbs * 1000 * x_lo * 1.6, f"memory {tbs:.2f} TB/s ({bw_path})", fontsize=7.5,
-                color=style.CEILING, rotation=0)
     # Ceiling labels in a column right of the plot: ceilings within 10 % of each
     # other share a line, and lines are spread so that they never overlap.
     groups = []
@@ -146,9 +144,12 @@ def draw(plt, rows, findings, probes, path, write_if_changed):
                Line2D([], [], marker="o", linestyle="", markerfacecolor="none", color=style.VENDOR,
                       label="vendor library (open)"),
                Line2D([], [], linestyle="--", color=style.CEILING, label="sustained ceiling (throughput probe)")]
+    if bw:
+        handles.append(Line2D([], [], color=style.CEILING,
+                              label=f"memory roof {bw[0]:.2f} TB/s (bandwidth probe)"))
     handles += [Line2D([], [], marker=MARKERS[t], linestyle="", color="#333333", markerfacecolor="none", label=t)
                 for t in types]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=7)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=6)
     from matplotlib.ticker import FuncFormatter
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     roof_note = (f"Memory roof: {bw_source}." if bw else
