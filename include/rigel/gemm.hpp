@@ -1,0 +1,148 @@
+// rigel's GEMM as a library: the one header a program includes.
+//
+//     D = epilogue(alpha * op(A) op(B) + beta * C)
+//
+// on the H200 machine's tensor cores (sm_90a), with rigel's own Hopper kernels
+// (the k32 pipeline of the ladder: TMA producer, wgmma consumers, persistent
+// CTAs), any storage order of A and B, f32/bf16/f16 output and the epilogues a
+// transformer needs, fused into the kernel's store.
+//
+//     #include <rigel/gemm.hpp>
+//     rigel::gemm::Desc desc{.m = 16384, .n = 3072, .k = 768, .b_op = rigel::gemm::Op::t,
+//                            .epilogue = rigel::gemm::Epilogue::bias_gelu};   // a GPT-2 MLP up-projection
+//     rigel::gemm::Plan plan(desc);            // checks the shape, picks the kernel; throws on refusal
+//     plan.run({.a = x, .b = w, .d = h, .bias = b}, stream);
+//
+// Storage. Every matrix is stored row-major with a row stride ("leading
+// dimension") in elements; an operand's op says how it is used:
+//   A  op n: A is stored M x K (lda >= K);   op t: A is stored K x M (lda >= M), and used transposed
+//   B  op n: B is stored K x N (ldb >= N);   op t: B is stored N x K (ldb >= K), and used transposed
+//   D, C and aux are M x N (ld >= N); bias and bgrad have N elements (one per column of D).
+// So torch.nn.Linear's forward, Y = X W^T with W stored out x in, is (a_op n, b_op t); its input
+// gradient dX = dY W is (n, n); its weight gradient dW = dY^T X is (t, n). The layout is named
+// by the two letters, a_op then b_op: "NT" is the forward.
+//
+// Types. A and B: bf16 or f16 (both the same), or e4m3/e5m2 (any pair). fp8 wgmma reads only
+// K-major operands, so fp8 takes only the "NT" layout; any other is refused (no hidden transpose).
+// fp8 partial sums are promoted into fp32 every 128 of K (DeepSeek-V3's remedy, scales 1).
+// D, C and aux: f32, bf16 or f16 (C has D's type); bf16 and f16 outputs round to nearest even.
+// bias: D's type when D is bf16 or f16, f32 when D is f32. bgrad: always f32.
+//
+// Epilogues, with pre = alpha * op(A) op(B) + beta * C (+ bias[col] where named):
+//   none            D = pre
+//   bias            D = pre + bias
+//   bias_relu       D = max(pre + bias, 0)
+//   bias_gelu       D = gelu_tanh(pre + bias)      GPT-2's GELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+//   bias_gelu_erf   D = gelu_erf(pre + bias)       the exact form: 0.5 x (1 + erf(x / sqrt(2)))
+//   bias_gelu_aux   D = gelu_tanh(pre + bias), aux = pre + bias (kept for the backward pass)
+//   dgelu_bgrad     D = pre * gelu_tanh'(aux), bgrad[col] = sum over rows of D (as computed in fp32,
+//                   before D's rounding); the backward of bias_gelu_aux
+// Residual add: beta = 1 with C the residual (D may be C itself: in-place is allowed for C, never
+// for A or B). alpha and beta are per call; C is read only when beta != 0.
+// bgrad is accumulated with fp32 atomic adds (its order, and so its last bits, may vary from run to
+// run); Plan::run zeroes it first, on the stream.
+//
+// Refusals. Plan's constructor refuses, with one sentence in std::invalid_argument, what the
+// kernels cannot take (rigel::gemm::check says why without throwing); Plan::run refuses null,
+// misaligned or aliasing pointers before anything is launched. Nothing is launched for a refused call.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+struct CUstream_st;
+
+namespace rigel::gemm {
+
+using Stream = CUstream_st*;  // a cudaStream_t; nullptr is the legacy default stream
+
+enum class Type : std::uint8_t { f32, bf16, f16, e4m3, e5m2 };
+enum class Op : std::uint8_t { n, t };
+enum class Epilogue : std::uint8_t {
+    none,
+    bias,
+    bias_relu,
+    bias_gelu,
+    bias_gelu_erf,
+    bias_gelu_aux,
+    dgelu_bgrad,
+};
+
+// The shape, types, layouts and epilogue of one GEMM: everything a plan is built for.
+// A leading dimension of 0 means "packed" (the stored matrix's row length).
+struct Desc {
+    std::int64_t m = 0, n = 0, k = 0;
+    Type a_type = Type::bf16, b_type = Type::bf16;
+    Op a_op = Op::n, b_op = Op::n;
+    Type d_type = Type::bf16;  // also C's and aux's type
+    Epilogue epilogue = Epilogue::none;
+    std::int64_t lda = 0, ldb = 0, ldd = 0, ldc = 0, ldaux = 0;
+};
+
+// The pointers and scalars of one call (device memory).
+struct Args {
+    const void* a = nullptr;
+    const void* b = nullptr;
+    void* d = nullptr;
+    const void* c = nullptr;     // read when beta != 0
+    const void* bias = nullptr;  // every epilogue named bias_*
+    void* aux = nullptr;         // bias_gelu_aux writes it; dgelu_bgrad reads it
+    float* bgrad = nullptr;      // dgelu_bgrad writes it
+    float alpha = 1.0f, beta = 0.0f;
+};
+
+// How a plan computes: the kernel the dispatcher chose for the shape.
+struct Choice {
+    int tile_m = 128, tile_n = 256;  // output tile of one CTA
+    int splits = 1;                  // > 1: split-K, partial tiles in fp32, then a reduction that applies the epilogue
+    int ctas = 0;                    // CTAs launched by the GEMM kernel
+    std::string why;                 // one sentence: why this kernel for this shape
+};
+
+// Descriptive names: "bf16", "NT", "bias_gelu". parse_* return false on an unknown name.
+const char* name(Type t);
+const char* name(Epilogue e);
+std::string layout_name(Op a, Op b);
+bool parse_type(const std::string& s, Type& out);
+bool parse_epilogue(const std::string& s, Epilogue& out);
+bool parse_layout(const std::string& s, Op& a, Op& b);
+int type_bytes(Type t);
+
+// The desc with every leading dimension of 0 replaced by the packed one.
+Desc with_packed_leading_dimensions(Desc d);
+// Empty when a plan can be built for `d`, else one sentence saying why not.
+std::string check(const Desc& d);
+// The dispatcher: which kernel computes `d` on a GPU with `sms` SMs (see dispatch.cpp for the rules).
+// Pure host code; `d` must pass check().
+Choice choose(const Desc& d, int sms);
+// Empty when `args` suits `d` (pointers present, 16-byte aligned for TMA, D not aliasing A or B),
+// else one sentence saying why not.
+std::string check_args(const Desc& d, const Args& args);
+
+// A plan: the checked desc, the dispatcher's choice and the kernel's launch configuration, built
+// once per shape; tensor maps are encoded on the first run and kept while the operand pointers
+// stay the same, so a repeated call does no host work beyond the launch.
+class Plan {
+public:
+    explicit Plan(const Desc& d);  // throws std::invalid_argument with check()'s sentence
+    Plan(const Desc& d, const Choice& forced);  // a chosen kernel instead of the dispatcher's (benchmarks, tests)
+    ~Plan();
+    Plan(Plan&&) noexcept;
+    Plan& operator=(Plan&&) noexcept;
+
+    const Desc& desc() const { return desc_; }
+    const Choice& choice() const { return choice_; }
+    // Enqueues the GEMM on `stream` (asynchronous). Throws std::invalid_argument for bad args
+    // (check_args), std::runtime_error if built without CUDA or a CUDA call fails.
+    void run(const Args& args, Stream stream = nullptr);
+    // Workspace the plan holds on the device (split-K partials), in bytes.
+    std::size_t workspace_bytes() const;
+
+private:
+    Desc desc_;
+    Choice choice_;
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace rigel::gemm
