@@ -46,6 +46,7 @@
 // kernels cannot take (rigel::gemm::check says why without throwing); Plan::run refuses null,
 // misaligned or aliasing pointers before anything is launched. Nothing is launched for a refused call.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -107,6 +108,14 @@ bool parse_type(const std::string& s, Type& out);
 bool parse_epilogue(const std::string& s, Epilogue& out);
 bool parse_layout(const std::string& s, Op& a, Op& b);
 int type_bytes(Type t);
+// What an epilogue reads and writes besides A, B, C and D.
+struct EpilogueTraits {
+    bool bias = false;     // reads bias
+    bool aux_out = false;  // writes aux (the pre-activation)
+    bool aux_in = false;   // reads aux
+    bool bgrad = false;    // writes bgrad
+};
+EpilogueTraits traits(Epilogue e);
 
 // The desc with every leading dimension of 0 replaced by the packed one.
 Desc with_packed_leading_dimensions(Desc d);
@@ -135,6 +144,11 @@ public:
     // Enqueues the GEMM on `stream` (asynchronous). Throws std::invalid_argument for bad args
     // (check_args), std::runtime_error if built without CUDA or a CUDA call fails.
     void run(const Args& args, Stream stream = nullptr);
+    // The decomposed path, for comparison: the same GEMM with no epilogue writing D (in D's type),
+    // then a separate elementwise kernel that reads D back and applies the epilogue (and writes aux,
+    // bgrad). What a program without fused epilogues does; equal to run() up to the rounding of the
+    // intermediate D.
+    void run_decomposed(const Args& args, Stream stream = nullptr);
     // Workspace the plan holds on the device (split-K partials), in bytes.
     std::size_t workspace_bytes() const;
 

@@ -5,6 +5,7 @@
 #include "harness/executor.hpp"
 #include "ladder/rung.hpp"
 #include "probes/probe.hpp"
+#include "rigel/gemm.hpp"
 
 namespace rigel {
 namespace {
@@ -36,3 +37,24 @@ std::span<const Rung> cuda_rungs() { return {}; }
 std::span<const Probe> cuda_probes() { return {}; }
 
 }  // namespace rigel
+
+// The library's plans check and dispatch on any machine (for 132 SMs, the
+// H200's count); running one needs the CUDA build.
+namespace rigel::gemm {
+
+struct Plan::State {};
+
+Plan::Plan(const Desc& d) : Plan(d, choose(d, 132)) {}
+Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dimensions(d)), choice_(forced) {
+    if (const std::string why = check(d); !why.empty()) throw std::invalid_argument(why);
+}
+Plan::~Plan() = default;
+Plan::Plan(Plan&&) noexcept = default;
+Plan& Plan::operator=(Plan&&) noexcept = default;
+void Plan::run(const Args&, Stream) { throw std::runtime_error("rigel::gemm::Plan::run: rigel was built without CUDA"); }
+void Plan::run_decomposed(const Args&, Stream) {
+    throw std::runtime_error("rigel::gemm::Plan::run_decomposed: rigel was built without CUDA");
+}
+std::size_t Plan::workspace_bytes() const { return 0; }
+
+}  // namespace rigel::gemm

@@ -1,0 +1,263 @@
+// The library's host half: names, the shape check, the argument check and the
+// dispatcher. Pure C++ (no CUDA), so all of it is unit-tested on any machine
+// (tests/host/test_gemm_dispatch.cpp); the kernels are in src/cuda/gemm/.
+//
+// The dispatcher's rules, in order (constants below):
+//   1. fp8 runs the promoted kernel with 128 x 128 tiles (two accumulator sets
+//      must fit the registers); bf16/f16 start from 128 x 256, k32's tile.
+//   2. If 128 x 256 tiles would leave more than a quarter of the SMs idle in
+//      the one wave there is (tiles < 3/4 of the SMs), 128 x 128 tiles: twice
+//      as many, each half the work.
+//   3. If even then fewer tiles than half the SMs exist, and K holds at least
+//      kMinKTilesPerSplit k-tiles per split, split K: as many splits as fill
+//      the SMs (at most kMaxSplits), the partial tiles going to an fp32
+//      workspace that a second kernel sums and passes through the epilogue.
+// These are the rules measured on the H200 machine; `rigel gemm bench --suite
+// small` and the dispatcher's bench rows show where they stand.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "rigel/gemm.hpp"
+
+namespace rigel::gemm {
+
+namespace {
+
+constexpr int kTileM = 128;
+constexpr int kWideTileN = 256;
+constexpr int kNarrowTileN = 128;
+constexpr int kMaxSplits = 16;
+constexpr int kMinKTilesPerSplit = 2;
+constexpr std::int64_t kMaxWorkspaceBytes = std::int64_t{1} << 30;
+constexpr std::int64_t kMaxInt = std::numeric_limits<std::int32_t>::max();
+
+struct TypeRow {
+    Type type;
+    const char* name;
+    int bytes;
+};
+constexpr std::array kTypes{
+    TypeRow{Type::f32, "f32", 4}, TypeRow{Type::bf16, "bf16", 2}, TypeRow{Type::f16, "f16", 2},
+    TypeRow{Type::e4m3, "e4m3", 1}, TypeRow{Type::e5m2, "e5m2", 1},
+};
+
+struct EpilogueRow {
+    Epilogue epilogue;
+    const char* name;
+    bool bias, aux_out, aux_in, bgrad;
+};
+constexpr std::array kEpilogues{
+    EpilogueRow{Epilogue::none, "none", false, false, false, false},
+    EpilogueRow{Epilogue::bias, "bias", true, false, false, false},
+    EpilogueRow{Epilogue::bias_relu, "bias_relu", true, false, false, false},
+    EpilogueRow{Epilogue::bias_gelu, "bias_gelu", true, false, false, false},
+    EpilogueRow{Epilogue::bias_gelu_erf, "bias_gelu_erf", true, false, false, false},
+    EpilogueRow{Epilogue::bias_gelu_aux, "bias_gelu_aux", true, true, false, false},
+    EpilogueRow{Epilogue::dgelu_bgrad, "dgelu_bgrad", false, false, true, true},
+};
+
+const EpilogueRow& row_of(Epilogue e) {
+    for (const auto& r : kEpilogues)
+        if (r.epilogue == e) return r;
+    return kEpilogues[0];
+}
+
+bool is_fp8(Type t) { return t == Type::e4m3 || t == Type::e5m2; }
+bool is_16bit(Type t) { return t == Type::bf16 || t == Type::f16; }
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// The stored matrix of an operand: rows x cols, row-major.
+struct Stored {
+    std::int64_t rows, cols;
+};
+Stored stored_a(const Desc& d) { return d.a_op == Op::n ? Stored{d.m, d.k} : Stored{d.k, d.m}; }
+Stored stored_b(const Desc& d) { return d.b_op == Op::n ? Stored{d.k, d.n} : Stored{d.n, d.k}; }
+
+std::string check_operand_ld(const char* what, Stored s, std::int64_t ld, Type t) {
+    const std::string w(what);
+    if (ld < s.cols)
+        return "ld" + w + " " + std::to_string(ld) + " is smaller than the " + std::to_string(s.cols) +
+               " elements of a stored row of " + (w == "a" ? "A" : "B");
+    if (ld * type_bytes(t) % 16 != 0)
+        return "ld" + w + " x " + std::to_string(type_bytes(t)) + " bytes must be a multiple of 16 (TMA row strides)";
+    return {};
+}
+
+// Bytes from the first to one past the last element of a stored matrix.
+std::uint64_t span_bytes(Stored s, std::int64_t ld, Type t) {
+    return (static_cast<std::uint64_t>(s.rows - 1) * static_cast<std::uint64_t>(ld) +
+            static_cast<std::uint64_t>(s.cols)) *
+           static_cast<std::uint64_t>(type_bytes(t));
+}
+
+bool overlap(const void* p, std::uint64_t p_bytes, const void* q, std::uint64_t q_bytes) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p), b = reinterpret_cast<std::uintptr_t>(q);
+    return a < b + q_bytes && b < a + p_bytes;
+}
+
+}  // namespace
+
+const char* name(Type t) {
+    for (const auto& r : kTypes)
+        if (r.type == t) return r.name;
+    return "?";
+}
+
+int type_bytes(Type t) {
+    for (const auto& r : kTypes)
+        if (r.type == t) return r.bytes;
+    return 0;
+}
+
+const char* name(Epilogue e) { return row_of(e).name; }
+
+EpilogueTraits traits(Epilogue e) {
+    const EpilogueRow& r = row_of(e);
+    return {.bias = r.bias, .aux_out = r.aux_out, .aux_in = r.aux_in, .bgrad = r.bgrad};
+}
+
+std::string layout_name(Op a, Op b) {
+    return std::string(1, a == Op::n ? 'N' : 'T') + std::string(1, b == Op::n ? 'N' : 'T');
+}
+
+bool parse_type(const std::string& s, Type& out) {
+    for (const auto& r : kTypes)
+        if (s == r.name) return out = r.type, true;
+    return false;
+}
+
+bool parse_epilogue(const std::string& s, Epilogue& out) {
+    for (const auto& r : kEpilogues)
+        if (s == r.name) return out = r.epilogue, true;
+    return false;
+}
+
+bool parse_layout(const std::string& s, Op& a, Op& b) {
+    auto op = [](char c, Op& o) {
+        if (c == 'N' || c == 'n') return o = Op::n, true;
+        if (c == 'T' || c == 't') return o = Op::t, true;
+        return false;
+    };
+    Op pa{}, pb{};
+    if (s.size() != 2 || !op(s[0], pa) || !op(s[1], pb)) return false;
+    a = pa;
+    b = pb;
+    return true;
+}
+
+Desc with_packed_leading_dimensions(Desc d) {
+    if (d.lda == 0) d.lda = stored_a(d).cols;
+    if (d.ldb == 0) d.ldb = stored_b(d).cols;
+    if (d.ldd == 0) d.ldd = d.n;
+    if (d.ldc == 0) d.ldc = d.n;
+    if (d.ldaux == 0) d.ldaux = d.n;
+    return d;
+}
+
+std::string check(const Desc& desc) {
+    const Desc d = with_packed_leading_dimensions(desc);
+    if (d.m < 1 || d.n < 1 || d.k < 1) return "M, N and K must be at least 1";
+    if (d.m > kMaxInt || d.n > kMaxInt || d.k > kMaxInt) return "M, N and K must be below 2^31";
+    if (!is_16bit(d.a_type) && !is_fp8(d.a_type))
+        return std::string("A's type must be bf16, f16, e4m3 or e5m2, not ") + name(d.a_type);
+    if (d.a_type != d.b_type)
+        return std::string("A and B must have one type (") + name(d.a_type) + " x " + name(d.b_type) +
+               " is not a kernel rigel has)";
+    if (is_fp8(d.d_type)) return std::string("D must be f32, bf16 or f16, not ") + name(d.d_type);
+    if (is_fp8(d.a_type) && !(d.a_op == Op::n && d.b_op == Op::t))
+        return "fp8 wgmma reads only K-major operands: fp8 takes layout NT (A stored M x K, B stored N x K), not " +
+               layout_name(d.a_op, d.b_op);
+    for (const auto& r : {check_operand_ld("a", stored_a(d), d.lda, d.a_type),
+                          check_operand_ld("b", stored_b(d), d.ldb, d.b_type)})
+        if (!r.empty()) return r;
+    if (d.ldd < d.n) return "ldd " + std::to_string(d.ldd) + " is smaller than N = " + std::to_string(d.n);
+    if (d.ldc < d.n) return "ldc " + std::to_string(d.ldc) + " is smaller than N = " + std::to_string(d.n);
+    if (d.ldaux < d.n) return "ldaux " + std::to_string(d.ldaux) + " is smaller than N = " + std::to_string(d.n);
+    for (std::int64_t ld : {d.lda, d.ldb, d.ldd, d.ldc, d.ldaux})
+        if (ld > kMaxInt) return "leading dimensions must be below 2^31";
+    if (ceil_div(d.m, kTileM) * ceil_div(d.n, kNarrowTileN) > kMaxInt)
+        return "ceil(M/128) * ceil(N/128) output tiles exceed 2^31 - 1";
+    return {};
+}
+
+Choice choose(const Desc& desc, int sms) {
+    const Desc d = with_packed_leading_dimensions(desc);
+    sms = std::max(sms, 1);
+    Choice c;
+    c.tile_m = kTileM;
+    const std::int64_t k_tile = is_fp8(d.a_type) ? 128 : 64;
+    const std::int64_t k_tiles = ceil_div(d.k, k_tile);
+    auto tiles_for = [&](int tile_n) { return ceil_div(d.m, kTileM) * ceil_div(d.n, tile_n); };
+
+    if (is_fp8(d.a_type)) {
+        c.tile_n = kNarrowTileN;
+        c.why = "fp8: the promoted kernel, 128 x 128 tiles (two accumulator sets in registers)";
+    } else if (tiles_for(kWideTileN) * 4 < static_cast<std::int64_t>(sms) * 3) {
+        c.tile_n = kNarrowTileN;
+        c.why = std::to_string(tiles_for(kWideTileN)) + " tiles of 128 x 256 would leave over a quarter of the " +
+                std::to_string(sms) + " SMs idle: 128 x 128 tiles";
+    } else {
+        c.tile_n = kWideTileN;
+        c.why = "128 x 256 tiles fill the " + std::to_string(sms) + " SMs (k32's tile)";
+    }
+    const std::int64_t tiles = tiles_for(c.tile_n);
+    if (tiles * 2 < sms && k_tiles >= 2 * kMinKTilesPerSplit) {
+        std::int64_t splits = std::min<std::int64_t>({sms / tiles, k_tiles / kMinKTilesPerSplit, kMaxSplits});
+        const std::int64_t per_split_bytes = d.m * d.n * 4;
+        splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, kMaxWorkspaceBytes / per_split_bytes));
+        if (splits > 1) {
+            c.splits = static_cast<int>(splits);
+            c.why += "; " + std::to_string(tiles) + " tiles fill under half the SMs: split K " +
+                     std::to_string(splits) + " ways";
+        }
+    }
+    c.ctas = static_cast<int>(c.splits > 1 ? tiles * c.splits : std::min<std::int64_t>(tiles, sms));
+    return c;
+}
+
+std::string check_args(const Desc& desc, const Args& args) {
+    const Desc d = with_packed_leading_dimensions(desc);
+    const EpilogueRow& e = row_of(d.epilogue);
+    auto misaligned = [](const void* p, std::uintptr_t to) { return reinterpret_cast<std::uintptr_t>(p) % to != 0; };
+    if (!args.a || !args.b || !args.d) return "A, B and D must not be null";
+    if (misaligned(args.a, 16) || misaligned(args.b, 16)) return "A and B must start on 16-byte boundaries (TMA)";
+    const std::uintptr_t out_align = static_cast<std::uintptr_t>(type_bytes(d.d_type));
+    if (misaligned(args.d, out_align)) return std::string("D must be aligned to its ") + name(d.d_type) + " elements";
+    if (!std::isfinite(args.alpha) || !std::isfinite(args.beta)) return "alpha and beta must be finite";
+    if (args.beta != 0.0f) {
+        if (!args.c) return "beta is not 0, so C must not be null";
+        if (misaligned(args.c, out_align)) return std::string("C must be aligned to its ") + name(d.d_type) + " elements";
+    }
+    if (e.bias && !args.bias) return std::string("epilogue ") + e.name + " needs a bias";
+    if (e.bias && misaligned(args.bias, out_align)) return "bias must be aligned to its elements";
+    if ((e.aux_out || e.aux_in) && !args.aux) return std::string("epilogue ") + e.name + " needs aux";
+    if ((e.aux_out || e.aux_in) && misaligned(args.aux, out_align)) return "aux must be aligned to its elements";
+    if (e.bgrad && !args.bgrad) return std::string("epilogue ") + e.name + " needs bgrad";
+    if (e.bgrad && misaligned(args.bgrad, 4)) return "bgrad must be aligned to 4 bytes";
+
+    const std::uint64_t a_bytes = span_bytes(stored_a(d), d.lda, d.a_type);
+    const std::uint64_t b_bytes = span_bytes(stored_b(d), d.ldb, d.b_type);
+    const std::uint64_t d_bytes = span_bytes({d.m, d.n}, d.ldd, d.d_type);
+    if (overlap(args.d, d_bytes, args.a, a_bytes) || overlap(args.d, d_bytes, args.b, b_bytes))
+        return "D overlaps A or B: the kernel would overwrite operands it is still reading";
+    if (args.aux && e.aux_out) {
+        const std::uint64_t aux_bytes = span_bytes({d.m, d.n}, d.ldaux, d.d_type);
+        if (overlap(args.aux, aux_bytes, args.d, d_bytes) || overlap(args.aux, aux_bytes, args.a, a_bytes) ||
+            overlap(args.aux, aux_bytes, args.b, b_bytes))
+            return "aux overlaps D, A or B";
+    }
+    if (args.beta != 0.0f && args.c != args.d) {
+        const std::uint64_t c_bytes = span_bytes({d.m, d.n}, d.ldc, d.d_type);
+        if (overlap(args.c, c_bytes, args.d, d_bytes))
+            return "C partly overlaps D: C may be D itself (same pointer and ld), or apart from it";
+    }
+    if (args.beta != 0.0f && args.c == args.d && d.ldc != d.ldd) return "C is D but ldc differs from ldd";
+    return {};
+}
+
+}  // namespace rigel::gemm
