@@ -1,0 +1,93 @@
+// Paired timing: one common warm-up, then pairs in alternating order.
+#include "harness/paired.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <vector>
+
+namespace rigel {
+namespace {
+
+double checked_sample(const std::function<double()>& f, const char* side) {
+    const double t = f();
+    if (!std::isfinite(t) || t <= 0) {
+        char buf[120];
+        std::snprintf(buf, sizeof buf, "paired timing: side %s returned %g s, not a finite positive duration", side, t);
+        throw std::runtime_error(buf);
+    }
+    return t;
+}
+
+}  // namespace
+
+void check_paired_config(const PairedConfig& cfg) {
+    // The same bounds as a single measurement's, so that no setting runs forever.
+    check_timing_config(TimingConfig{.warmup_s = cfg.warmup_s,
+                                     .min_time_s = cfg.min_time_s,
+                                     .min_reps = 1,
+                                     .max_reps = 1,
+                                     .max_time_s = cfg.max_time_s});
+    if (cfg.min_pairs < 1 || cfg.max_pairs < cfg.min_pairs)
+        throw std::invalid_argument("pairs must satisfy 1 <= min_pairs <= max_pairs");
+}
+
+PairedStats summarize_pairs(const std::vector<double>& a, const std::vector<double>& b) {
+    if (a.size() != b.size()) throw std::logic_error("summarize_pairs: the two sides have different sample counts");
+    std::vector<double> ratios(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) ratios[i] = b[i] / a[i];
+    // The ratios' order statistics are those of any sample set.
+    const TimingStats r = summarize(std::move(ratios));
+    PairedStats s;
+    s.a = summarize(a);
+    s.b = summarize(b);
+    s.ratio_median = r.median_s;
+    s.ratio_p10 = r.p10_s;
+    s.ratio_p90 = r.p90_s;
+    s.pairs = r.reps;
+    return s;
+}
+
+PairedStats measure_paired(const std::function<double()>& a, const std::function<double()>& b,
+                           const PairedConfig& cfg) {
+    check_paired_config(cfg);
+    using clock = std::chrono::steady_clock;
+    const auto since = [](clock::time_point t0) {
+        return std::chrono::duration<double>(clock::now() - t0).count();
+    };
+    const auto warm_start = clock::now();
+    do {
+        a();
+        b();
+    } while (since(warm_start) < cfg.warmup_s);
+
+    std::vector<double> ta, tb;
+    double total = 0;
+    const auto start = clock::now();
+    const double cap_s = std::max(cfg.max_time_s, cfg.min_time_s);
+    while (static_cast<int>(ta.size()) < cfg.max_pairs) {
+        // Even pairs A then B, odd pairs B then A.
+        const bool a_first = ta.size() % 2 == 0;
+        double x = 0, y = 0;
+        if (a_first) {
+            x = checked_sample(a, "A");
+            y = checked_sample(b, "B");
+        } else {
+            y = checked_sample(b, "B");
+            x = checked_sample(a, "A");
+        }
+        ta.push_back(x);
+        tb.push_back(y);
+        total += x + y;
+        // Stop only after a B-first pair: each order then has as many pairs,
+        // and a penalty for running second cancels in the median.
+        if (ta.size() % 2 != 0) continue;
+        const bool enough = total >= cfg.min_time_s && static_cast<int>(ta.size()) >= cfg.min_pairs;
+        if (enough || since(start) > cap_s) break;
+    }
+    return summarize_pairs(ta, tb);
+}
+
+}  // namespace rigel

@@ -1,0 +1,49 @@
+// Paired timing: a head-to-head ratio of two computations, measured so that the
+// device's drift cancels. Under a power cap the SM clock wanders with
+// temperature (back-to-back runs of one cuBLAS call differ by up to 10 % on the
+// H200 machine), so two medians taken a minute apart are biased by whichever
+// ran cooler. Here A and B share one warm-up, then alternate, one sample of
+// each per pair, the order flipped every pair (A B, B A, A B, ...): a drift
+// within a pair then favours A and B equally often. The ratio is taken per
+// pair, where both sides saw the same clock, and summarized by its median and
+// spread.
+#pragma once
+#include <functional>
+
+#include "harness/timing.hpp"
+
+namespace rigel {
+
+struct PairedConfig {
+    double warmup_s = 0.5;    // A and B alternately, untimed, until this much wall time has passed
+    double min_time_s = 1.0;  // keep pairing until the samples of both sides add up to this...
+    int min_pairs = 10;       // ...and at least this many pairs were taken
+    int max_pairs = 2000;     // the run ends after an even number of pairs, unless this cap is odd
+    double max_time_s = 30.0; // no pair is begun after this much wall time (never before min_time_s)
+};
+
+struct PairedStats {
+    TimingStats a, b;  // each side's samples, as measure() summarizes them
+    // rate_A / rate_B = t_B / t_A per pair: above 1, A is faster.
+    double ratio_median = 0, ratio_p10 = 0, ratio_p90 = 0;
+    int pairs = 0;
+};
+
+// Throws std::invalid_argument, naming the field, unless warmup_s and
+// min_time_s lie in [0, kMaxMeasureSeconds], max_time_s is finite and
+// positive, and 1 <= min_pairs <= max_pairs.
+void check_paired_config(const PairedConfig& cfg);
+
+// `a` and `b` each run one repetition and return its duration in seconds (on
+// the GPU: CUDA events around one launch after an L2 flush, Executor::time_once).
+// The configuration is checked first. A sample that is not a finite positive
+// number of seconds is an error (std::runtime_error): a ratio cannot be
+// taken of it.
+PairedStats measure_paired(const std::function<double()>& a, const std::function<double()>& b,
+                           const PairedConfig& cfg);
+
+// The pairs' statistics from their samples, a[i] and b[i] taken in pair i
+// (exposed for tests).
+PairedStats summarize_pairs(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace rigel

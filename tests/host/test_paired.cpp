@@ -1,0 +1,121 @@
+// Paired timing against synthetic clocks: a drift that biases each side's
+// median leaves the per-pair ratio right, the order alternates so that a
+// penalty for running second cancels, and nonsense settings are refused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "harness/paired.hpp"
+#include "harness/timing.hpp"
+
+using namespace rigel;
+
+namespace {
+
+// Timing only from the returned samples: no wall-clock warm-up, a fixed span.
+constexpr PairedConfig kFast{.warmup_s = 0, .min_time_s = 0, .min_pairs = 40, .max_pairs = 40, .max_time_s = 30};
+
+// A device whose clock slows by `drift` per call (a card heating under its
+// power cap): a computation of true duration t returns t * (1 + drift * call).
+struct DriftingDevice {
+    double drift;
+    int calls = 0;
+    double run(double true_s) { return true_s * (1.0 + drift * calls++); }
+};
+
+constexpr double kTrueA = 1e-3, kTrueB = 1.25e-3;  // A is 1.25x as fast as B
+
+}  // namespace
+
+TEST(Paired, DriftBiasesEachMedianButNotThePairedRatio) {
+    DriftingDevice dev{.drift = 0.002};
+    const PairedStats s = measure_paired([&] { return dev.run(kTrueA); }, [&] { return dev.run(kTrueB); }, kFast);
+    EXPECT_EQ(s.pairs, 40);
+    EXPECT_EQ(s.a.reps, 40);
+    EXPECT_EQ(s.b.reps, 40);
+    // Each side's median has drifted about 8 % off its true duration...
+    EXPECT_GT(s.a.median_s / kTrueA, 1.05);
+    EXPECT_GT(s.b.median_s / kTrueB, 1.05);
+    // ...while the per-pair ratio stays within the drift of one call.
+    EXPECT_NEAR(s.ratio_median, kTrueB / kTrueA, 1.25 * 0.003);
+    EXPECT_LE(s.ratio_p10, s.ratio_median);
+    EXPECT_GE(s.ratio_p90, s.ratio_median);
+}
+
+TEST(Paired, TwoSeparateMeasurementsOnTheSameDeviceAreBiased) {
+    // What the pairing replaces: A measured, then B, each with its own median.
+    DriftingDevice dev{.drift = 0.002};
+    const TimingConfig one{.warmup_s = 0, .min_time_s = 0, .min_reps = 40, .max_reps = 40, .max_time_s = 30};
+    const double ta = measure([&] { return dev.run(kTrueA); }, one).median_s;
+    const double tb = measure([&] { return dev.run(kTrueB); }, one).median_s;
+    EXPECT_GT(std::abs(tb / ta / (kTrueB / kTrueA) - 1.0), 0.05);
+}
+
+TEST(Paired, OrderAlternatesSoThatRunningSecondCancels) {
+    // Whichever side runs second in a pair is 5 % slower (a clock that drops
+    // after the first launch of a pair, say). With one fixed order the ratio
+    // would be 1.25 * 1.05; alternating, half the pairs see each penalty.
+    std::vector<char> order;
+    int in_pair = 0;
+    const auto side = [&](char name, double t) {
+        order.push_back(name);
+        const double out = in_pair == 1 ? t * 1.05 : t;
+        in_pair = (in_pair + 1) % 2;
+        return out;
+    };
+    const PairedStats s = measure_paired([&] { return side('A', kTrueA); }, [&] { return side('B', kTrueB); }, kFast);
+    // The warm-up's one pair (A then B), then A B, B A, A B, ...
+    ASSERT_EQ(order.size(), 2u + 2u * 40u);
+    for (std::size_t pair = 0; pair < 40; ++pair) {
+        const char first = order[2 + 2 * pair], second = order[3 + 2 * pair];
+        EXPECT_EQ(first, pair % 2 == 0 ? 'A' : 'B') << pair;
+        EXPECT_NE(first, second) << pair;
+    }
+    const double fixed_order_ratio = 1.25 * 1.05;
+    EXPECT_NEAR(s.ratio_median, 1.25, 0.005);
+    EXPECT_GT(fixed_order_ratio - s.ratio_median, 0.05);
+}
+
+TEST(Paired, StopsAfterTheMinimumSpanAndAnEvenPairCount) {
+    int calls = 0;
+    const PairedConfig cfg{.warmup_s = 0, .min_time_s = 0.01, .min_pairs = 3, .max_pairs = 1000, .max_time_s = 30};
+    const PairedStats s = measure_paired([&] { ++calls; return 0.001; }, [&] { ++calls; return 0.001; }, cfg);
+    // 0.01 s of samples is 5 pairs; the run ends on the next even count.
+    EXPECT_EQ(s.pairs, 6);
+    EXPECT_EQ(calls, 2 + 2 * 6);
+    EXPECT_DOUBLE_EQ(s.ratio_median, 1.0);
+}
+
+TEST(Paired, SummarizesTheRatioOfEachPair) {
+    const PairedStats s = summarize_pairs({1.0, 2.0, 4.0}, {2.0, 2.0, 2.0});
+    EXPECT_EQ(s.pairs, 3);
+    EXPECT_DOUBLE_EQ(s.ratio_median, 1.0);  // ratios 2, 1, 0.5
+    EXPECT_DOUBLE_EQ(s.ratio_p10, 0.6);
+    EXPECT_DOUBLE_EQ(s.ratio_p90, 1.8);
+    EXPECT_DOUBLE_EQ(s.a.median_s, 2.0);
+    EXPECT_THROW(summarize_pairs({1.0}, {1.0, 2.0}), std::logic_error);
+}
+
+TEST(Paired, RefusesNonsenseSettingsAndSamples) {
+    const auto one = [] { return 1e-3; };
+    const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    for (double bad : {-1.0, inf, nan, kMaxMeasureSeconds + 1}) {
+        EXPECT_THROW(measure_paired(one, one, PairedConfig{.warmup_s = bad}), std::invalid_argument) << bad;
+        EXPECT_THROW(measure_paired(one, one, PairedConfig{.min_time_s = bad}), std::invalid_argument) << bad;
+    }
+    EXPECT_THROW(measure_paired(one, one, PairedConfig{.max_time_s = inf}), std::invalid_argument);
+    EXPECT_THROW(measure_paired(one, one, PairedConfig{.max_time_s = 0}), std::invalid_argument);
+    EXPECT_THROW(measure_paired(one, one, PairedConfig{.min_pairs = 0}), std::invalid_argument);
+    EXPECT_THROW(measure_paired(one, one, PairedConfig{.min_pairs = 10, .max_pairs = 5}), std::invalid_argument);
+    EXPECT_NO_THROW(check_paired_config(PairedConfig{.warmup_s = kMaxMeasureSeconds, .min_time_s = 0}));
+
+    // A duration of zero, a negative one or NaN gives no ratio: refused.
+    for (double bad : {0.0, -1e-3, nan, inf}) {
+        const auto broken = [bad] { return bad; };
+        EXPECT_THROW(measure_paired(one, broken, kFast), std::runtime_error) << bad;
+        EXPECT_THROW(measure_paired(broken, one, kFast), std::runtime_error) << bad;
+    }
+}
