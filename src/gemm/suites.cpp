@@ -1,0 +1,420 @@
+// The suite tables. The shapes of the model suites are those of real training
+// steps; the verify suite is generated (every layout x output type x epilogue
+// on shapes that are multiples of no tile, fp8, split K), since a table of its
+// 200-odd rows typed out would hide the one that is missing.
+#include "gemm/suites.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <stdexcept>
+#include <utility>
+
+namespace rigel::gemm {
+namespace {
+
+constexpr std::array kLayouts{std::pair{Op::n, Op::n}, std::pair{Op::n, Op::t}, std::pair{Op::t, Op::n},
+                              std::pair{Op::t, Op::t}};
+constexpr std::array kOutTypes{Type::f32, Type::bf16, Type::f16};
+constexpr std::array kEpilogues{Epilogue::none,          Epilogue::bias,          Epilogue::bias_relu,
+                                Epilogue::bias_gelu,     Epilogue::bias_gelu_erf, Epilogue::bias_gelu_aux,
+                                Epilogue::dgelu_bgrad};
+
+// GPT-2 124M: width 768, MLP 3072, the vocabulary padded to 50304 (a multiple
+// of 128, as llm.c pads it), 12 layers, one step of 16384 tokens (B * T).
+constexpr std::int64_t kGpt2Tokens = 16384, kGpt2Width = 768, kGpt2Mlp = 3072, kGpt2Vocab = 50304;
+constexpr int kGpt2Layers = 12;
+// A 7B-class model (Llama 2 7B): width 4096, MLP 11008 (gate and up, one each),
+// Q, K and V fused to 12288, 32 layers, 4096 tokens per step.
+constexpr std::int64_t kLlamaTokens = 4096, kLlamaWidth = 4096, kLlamaMlp = 11008, kLlamaQkv = 12288;
+constexpr int kLlamaLayers = 32;
+
+struct Product {
+    const char* name;
+    std::int64_t m, n, k;
+    Op a_op, b_op;
+    Epilogue epilogue = Epilogue::none;
+    float beta = 0.0f;  // 1: the residual stream added through C
+    int count = 1;
+};
+
+// bf16 in and out throughout: what a mixed-precision trainer's activations
+// and gradients are. The weight gradients are bf16 too (a trainer that keeps
+// fp32 master weights may want f32 dW; that is one d_type away).
+GemmCase model_case(const Product& p) {
+    return GemmCase{.name = p.name,
+                    .desc = Desc{.m = p.m, .n = p.n, .k = p.k, .a_op = p.a_op, .b_op = p.b_op,
+                                 .d_type = Type::bf16, .epilogue = p.epilogue},
+                    .beta = p.beta,
+                    .count = p.count};
+}
+
+// Every GEMM of one GPT-2 training step, each distinct product once. A linear
+// layer Y = X W^T (W stored out x in) is NT forward; its input gradient
+// dX = dY W is NN, its weight gradient dW = dY^T X is TN with M = out
+// features, N = in features and K = the tokens. The MLP's down projection's
+// dX is d(GELU output); fused with dgelu_bgrad it becomes the gradient of the
+// MLP's pre-activation (times GELU'(aux), aux being the up projection's
+// pre-activation kept by bias_gelu_aux) and the up projection's bias gradient.
+std::vector<GemmCase> gpt2_cases() {
+    constexpr std::int64_t t = kGpt2Tokens, d = kGpt2Width, h = kGpt2Mlp, v = kGpt2Vocab;
+    constexpr int l = kGpt2Layers;
+    const Product products[] = {
+        {"fwd_qkv", t, 3 * d, d, Op::n, Op::t, Epilogue::bias, 0.0f, l},
+        {"fwd_attn_proj", t, d, d, Op::n, Op::t, Epilogue::bias, 1.0f, l},
+        {"fwd_mlp_up", t, h, d, Op::n, Op::t, Epilogue::bias_gelu_aux, 0.0f, l},
+        {"fwd_mlp_down", t, d, h, Op::n, Op::t, Epilogue::bias, 1.0f, l},
+        {"fwd_lm_head", t, v, d, Op::n, Op::t, Epilogue::none, 0.0f, 1},
+        {"bwd_lm_head_dx", t, d, v, Op::n, Op::n, Epilogue::none, 0.0f, 1},
+        {"bwd_lm_head_dw", v, d, t, Op::t, Op::n, Epilogue::none, 0.0f, 1},
+        {"bwd_mlp_down_dx", t, h, d, Op::n, Op::n, Epilogue::dgelu_bgrad, 0.0f, l},
+        {"bwd_mlp_down_dw", d, h, t, Op::t, Op::n, Epilogue::none, 0.0f, l},
+        {"bwd_mlp_up_dx", t, d, h, Op::n, Op::n, Epilogue::none, 0.0f, l},
+        {"bwd_mlp_up_dw", h, d, t, Op::t, Op::n, Epilogue::none, 0.0f, l},
+        {"bwd_attn_proj_dx", t, d, d, Op::n, Op::n, Epilogue::none, 0.0f, l},
+        {"bwd_attn_proj_dw", d, d, t, Op::t, Op::n, Epilogue::none, 0.0f, l},
+        {"bwd_qkv_dx", t, d, 3 * d, Op::n, Op::n, Epilogue::none, 0.0f, l},
+        {"bwd_qkv_dw", 3 * d, d, t, Op::t, Op::n, Epilogue::none, 0.0f, l},
+    };
+    std::vector<GemmCase> out;
+    for (const Product& p : products) out.push_back(model_case(p));
+    return out;
+}
+
+// The 7B-class set: the MLP's gate and up projections (one shape, twice per
+// layer), its down projection and the fused QKV projection, forward and
+// backward; no biases.
+std::vector<GemmCase> llama7b_cases() {
+    constexpr std::int64_t t = kLlamaTokens, d = kLlamaWidth, h = kLlamaMlp, q = kLlamaQkv;
+    constexpr int l = kLlamaLayers;
+    const Product products[] = {
+        {"fwd_gate_up", t, h, d, Op::n, Op::t, Epilogue::none, 0.0f, 2 * l},
+        {"fwd_down", t, d, h, Op::n, Op::t, Epilogue::none, 0.0f, l},
+        {"fwd_qkv", t, q, d, Op::n, Op::t, Epilogue::none, 0.0f, l},
+        {"bwd_gate_up_dx", t, d, h, Op::n, Op::n, Epilogue::none, 0.0f, 2 * l},
+        {"bwd_gate_up_dw", h, d, t, Op::t, Op::n, Epilogue::none, 0.0f, 2 * l},
+        {"bwd_down_dx", t, h, d, Op::n, Op::n, Epilogue::none, 0.0f, l},
+        {"bwd_down_dw", d, h, t, Op::t, Op::n, Epilogue::none, 0.0f, l},
+        {"bwd_qkv_dx", t, d, q, Op::n, Op::n, Epilogue::none, 0.0f, l},
+        {"bwd_qkv_dw", q, d, t, Op::t, Op::n, Epilogue::none, 0.0f, l},
+    };
+    std::vector<GemmCase> out;
+    for (const Product& p : products) out.push_back(model_case(p));
+    return out;
+}
+
+std::string size_text(std::int64_t m, std::int64_t n, std::int64_t k) {
+    return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+}
+
+GemmCase square_case(const std::string& prefix, std::int64_t n, Op a, Op b, Epilogue e) {
+    return GemmCase{.name = prefix + "_" + std::to_string(n),
+                    .desc = Desc{.m = n, .n = n, .k = n, .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e}};
+}
+
+// The fused epilogue's gain against the size: from L2-resident (512^3) to
+// where the O(n^3) product drowns the O(n^2) traffic fusion saves.
+std::vector<GemmCase> fused_cases() {
+    std::vector<GemmCase> out;
+    for (std::int64_t n : {512, 1024, 2048, 4096, 8192, 16384})
+        out.push_back(square_case("bias_gelu", n, Op::n, Op::t, Epilogue::bias_gelu));
+    return out;
+}
+
+std::vector<GemmCase> layout_cases() {
+    std::vector<GemmCase> out;
+    for (const auto& [a, b] : kLayouts) out.push_back(square_case(layout_name(a, b), 4096, a, b, Epilogue::none));
+    return out;
+}
+
+std::vector<GemmCase> small_cases() {
+    std::vector<GemmCase> out;
+    for (std::int64_t n : {512, 1024, 2048}) out.push_back(square_case("NT", n, Op::n, Op::t, Epilogue::none));
+    return out;
+}
+
+std::int64_t round_up(std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; }
+
+// A leading dimension past the extent that TMA still takes: the next multiple
+// of 16 bytes, plus 16 bytes.
+std::int64_t padded_ld(std::int64_t extent, Type t) {
+    const std::int64_t per_16_bytes = 16 / type_bytes(t);
+    return round_up(extent, per_16_bytes) + per_16_bytes;
+}
+
+// Every leading dimension padded (D, C and aux by 8 elements in any type).
+Desc padded(Desc d) {
+    d.lda = padded_ld(d.a_op == Op::n ? d.k : d.m, d.a_type);
+    d.ldb = padded_ld(d.b_op == Op::n ? d.n : d.k, d.b_type);
+    d.ldd = d.ldc = d.ldaux = round_up(d.n, 8) + 8;
+    return d;
+}
+
+struct VerifyShape {
+    std::int64_t m, n, k;
+    float alpha, beta;
+    bool pad;
+};
+
+std::string number_text(float v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", static_cast<double>(v));
+    return buf;
+}
+
+GemmCase verify_case(const Desc& desc, float alpha, float beta, bool pad, const std::string& suffix = {}) {
+    const Desc d = pad ? padded(desc) : desc;
+    std::string name = layout_name(d.a_op, d.b_op) + "_" + gemm::name(d.a_type) + "_" + gemm::name(d.d_type) + "_" +
+                       gemm::name(d.epilogue) + "_" + size_text(d.m, d.n, d.k) + (pad ? "_padded" : "");
+    if (alpha != 1.0f || beta != 0.0f) name += "_alpha" + number_text(alpha) + "_beta" + number_text(beta);
+    return GemmCase{.name = name + suffix, .desc = d, .alpha = alpha, .beta = beta};
+}
+
+// Every combination the library takes, checked against float64 on shapes that
+// are multiples of no tile (M vs 128, N vs 128 and 256, K vs 64 and 128).
+std::vector<GemmCase> verify_cases() {
+    std::vector<GemmCase> out;
+    // bf16 operands on two shapes, f16 on one: each layout x output type x epilogue.
+    const VerifyShape odd[] = {{300, 520, 136, 1.0f, 0.0f, true}, {129, 257, 264, -0.75f, 0.5f, true}};
+    const VerifyShape odd_f16{300, 520, 136, 0.5f, 1.0f, true};
+    for (const auto& [ab, s] : {std::pair{Type::bf16, odd[0]}, std::pair{Type::bf16, odd[1]},
+                                std::pair{Type::f16, odd_f16}})
+        for (const auto& [a, b] : kLayouts)
+            for (Type t : kOutTypes)
+                for (Epilogue e : kEpilogues)
+                    out.push_back(verify_case(Desc{.m = s.m, .n = s.n, .k = s.k, .a_type = ab, .b_type = ab,
+                                                   .a_op = a, .b_op = b, .d_type = t, .epilogue = e},
+                                              s.alpha, s.beta, s.pad));
+    // fp8 (layout NT only), each type x output type x epilogue; one shape with
+    // packed leading dimensions (D's row of 257 elements unaligned).
+    const VerifyShape fp8[] = {{300, 520, 272, 1.0f, 0.0f, true}, {129, 257, 528, 2.0f, -1.0f, false}};
+    for (const VerifyShape& s : fp8)
+        for (Type ab : {Type::e4m3, Type::e5m2})
+            for (Type t : kOutTypes)
+                for (Epilogue e : kEpilogues)
+                    out.push_back(verify_case(Desc{.m = s.m, .n = s.n, .k = s.k, .a_type = ab, .b_type = ab,
+                                                   .a_op = Op::n, .b_op = Op::t, .d_type = t, .epilogue = e},
+                                              s.alpha, s.beta, s.pad));
+    // Split K: one tile of output and a long K, so that the dispatcher splits;
+    // the reduction kernel applies every epilogue, with and without C.
+    for (Type t : kOutTypes)
+        for (std::size_t i = 0; i < kEpilogues.size(); ++i) {
+            const bool scaled = i % 2 == 1;
+            out.push_back(verify_case(Desc{.m = 100, .n = 136, .k = 4104, .a_op = Op::n, .b_op = Op::t, .d_type = t,
+                                           .epilogue = kEpilogues[i]},
+                                      scaled ? 1.5f : 1.0f, scaled ? 0.25f : 0.0f, true, "_splitk"));
+        }
+    for (const auto& [a, b] : kLayouts)
+        if (layout_name(a, b) != "NT")
+            out.push_back(verify_case(Desc{.m = 100, .n = 136, .k = 4104, .a_op = a, .b_op = b, .d_type = Type::bf16},
+                                      1.0f, 0.0f, true, "_splitk"));
+    for (Epilogue e : kEpilogues)
+        out.push_back(verify_case(Desc{.m = 64, .n = 120, .k = 8192, .a_type = Type::e4m3, .b_type = Type::e4m3,
+                                       .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
+                                  1.0f, 0.0f, false, "_splitk"));
+    // In place: C is D, the residual add of a trainer that overwrites its stream.
+    GemmCase in_place = verify_case(Desc{.m = 300, .n = 520, .k = 136, .a_op = Op::n, .b_op = Op::t,
+                                         .d_type = Type::bf16, .epilogue = Epilogue::bias},
+                                    1.0f, 1.0f, true, "_inplace");
+    in_place.in_place = true;
+    out.push_back(in_place);
+    return out;
+}
+
+const std::vector<GemmSuite>& table() {
+    static const std::vector<GemmSuite> suites{
+        GemmSuite{.name = "gpt2",
+                  .purpose = "every GEMM of one GPT-2 124M training step at 16384 tokens, forward and backward in "
+                             "their real layouts and epilogues, bf16 in and out",
+                  .cases = gpt2_cases(),
+                  .baselines = {Contender::cublaslt, Contender::rigel_decomposed}},
+        GemmSuite{.name = "llama7b",
+                  .purpose = "a 7B-class model's MLP and QKV products at 4096 tokens, forward and backward, bf16",
+                  .cases = llama7b_cases(),
+                  .baselines = {Contender::cublaslt}},
+        GemmSuite{.name = "fused",
+                  .purpose = "bias + GELU fused into the store against the decomposed path and cuBLASLt's "
+                             "GELU_BIAS, square n = 512 to 16384",
+                  .cases = fused_cases(),
+                  .baselines = {Contender::cublaslt, Contender::rigel_decomposed}},
+        GemmSuite{.name = "layouts",
+                  .purpose = "every storage order of A and B at 4096^3, bf16 out, no epilogue",
+                  .cases = layout_cases(),
+                  .baselines = {Contender::cublaslt, Contender::cublas}},
+        GemmSuite{.name = "small",
+                  .purpose = "512^3 to 2048^3, where tiles leave SMs idle and launch cost shows, against cuBLAS",
+                  .cases = small_cases(),
+                  .baselines = {Contender::cublas, Contender::cublaslt}},
+        GemmSuite{.name = "verify",
+                  .purpose = "every layout x output type x epilogue on shapes that are multiples of no tile, fp8, "
+                             "split K, alpha and beta, C in place: checked against float64, not timed",
+                  .cases = verify_cases(),
+                  .baselines = {}},
+    };
+    return suites;
+}
+
+constexpr std::array kContenders{std::pair{Contender::rigel, "rigel"},
+                                 std::pair{Contender::rigel_decomposed, "rigel_decomposed"},
+                                 std::pair{Contender::cublaslt, "cublaslt"}, std::pair{Contender::cublas, "cublas"}};
+
+}  // namespace
+
+const char* name(Contender c) {
+    for (const auto& [k, n] : kContenders)
+        if (k == c) return n;
+    return "?";
+}
+
+std::span<const GemmSuite> gemm_suites() { return table(); }
+
+const GemmSuite* find_gemm_suite(std::string_view name) {
+    for (const GemmSuite& s : table())
+        if (s.name == name) return &s;
+    return nullptr;
+}
+
+std::vector<const GemmSuite*> bench_suites() {
+    std::vector<const GemmSuite*> out;
+    for (const GemmSuite& s : table())
+        if (!s.baselines.empty()) out.push_back(&s);
+    return out;
+}
+
+bool applies(Contender baseline, const GemmCase& c) {
+    const Desc& d = c.desc;
+    switch (baseline) {
+        case Contender::rigel: return false;
+        case Contender::rigel_decomposed: return d.epilogue != Epilogue::none;
+        case Contender::cublaslt: return true;
+        case Contender::cublas:
+            // cublasGemmEx computes alpha op(A) op(B) + beta D: no epilogue, and C only as D itself.
+            return d.epilogue == Epilogue::none && (c.beta == 0.0f || c.in_place) &&
+                   (d.a_type == Type::bf16 || d.a_type == Type::f16) && (d.d_type == Type::f32 || d.d_type == d.a_type);
+    }
+    return false;
+}
+
+std::vector<std::string> check_gemm_suite(const GemmSuite& s) {
+    std::vector<std::string> problems;
+    const auto problem = [&](const std::string& what) { problems.push_back(what); };
+    if (s.cases.empty()) problem("has no case");
+    std::vector<std::string> names;
+    for (const GemmCase& c : s.cases) {
+        const std::string what = "case " + (c.name.empty() ? std::string("(unnamed)") : c.name) + ": ";
+        if (c.name.empty()) problem(what + "has no name");
+        if (std::find(names.begin(), names.end(), c.name) != names.end()) problem(what + "repeats a name");
+        names.push_back(c.name);
+        if (const std::string why = check(c.desc); !why.empty()) problem(what + why);
+        if (c.count < 1) problem(what + "count " + std::to_string(c.count) + " is below 1");
+        if (c.in_place && c.beta == 0.0f) problem(what + "is in place but beta is 0, so C is never read");
+        const Desc d = with_packed_leading_dimensions(c.desc);
+        if (c.in_place && d.ldc != d.ldd) problem(what + "is in place but ldc differs from ldd");
+    }
+    for (Contender b : s.baselines) {
+        if (b == Contender::rigel) problem("names rigel as a baseline of itself");
+        else if (std::none_of(s.cases.begin(), s.cases.end(), [&](const GemmCase& c) { return applies(b, c); }))
+            problem(std::string("baseline ") + name(b) + " applies to no case");
+    }
+    for (std::size_t i = 0; i < s.baselines.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            if (s.baselines[i] == s.baselines[j]) problem(std::string("baseline ") + name(s.baselines[i]) + " repeats");
+    return problems;
+}
+
+std::string kernel_text(const Choice& c) {
+    return std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + " splits " + std::to_string(c.splits);
+}
+
+std::span<const RefusalCase> refusal_cases() {
+    // 256^3 bf16 NT: every buffer several kilobytes, so that a pointer moved
+    // 256 bytes into one still lies inside it.
+    constexpr Desc base{.m = 256, .n = 256, .k = 256, .a_op = Op::n, .b_op = Op::t};
+    const auto with = [&](auto&& change) {
+        Desc d = base;
+        change(d);
+        return d;
+    };
+    static const std::vector<RefusalCase> cases{
+        {.name = "fp8_layout_NN",
+         .desc = with([](Desc& d) { d.a_type = d.b_type = Type::e4m3; d.b_op = Op::n; }),
+         .expect = "fp8 takes layout NT"},
+        {.name = "lda_below_extent", .desc = with([](Desc& d) { d.lda = 248; }),
+         .expect = "lda 248 is smaller than the 256 elements"},
+        {.name = "ldb_not_16_bytes", .desc = with([](Desc& d) { d.ldb = 260; }),
+         .expect = "must be a multiple of 16 (TMA row strides)"},
+        {.name = "ldd_below_extent", .desc = with([](Desc& d) { d.ldd = 255; }),
+         .expect = "ldd 255 is smaller than N = 256"},
+        {.name = "mixed_operand_types", .desc = with([](Desc& d) { d.b_type = Type::f16; }),
+         .expect = "A and B must have one type"},
+        {.name = "fp8_output", .desc = with([](Desc& d) { d.d_type = Type::e4m3; }),
+         .expect = "D must be f32, bf16 or f16"},
+        {.name = "empty_shape", .desc = with([](Desc& d) { d.k = 0; }), .expect = "M, N and K must be at least 1"},
+        {.name = "misaligned_a", .desc = base, .breakage = Breakage::misaligned_a,
+         .expect = "A and B must start on 16-byte boundaries"},
+        {.name = "misaligned_b", .desc = with([](Desc& d) { d.epilogue = Epilogue::bias_gelu; }),
+         .breakage = Breakage::misaligned_b, .expect = "A and B must start on 16-byte boundaries"},
+        {.name = "null_d", .desc = base, .breakage = Breakage::null_d, .expect = "A, B and D must not be null"},
+        {.name = "d_aliases_a", .desc = base, .breakage = Breakage::d_aliases_a, .expect = "D overlaps A or B"},
+        {.name = "d_aliases_b", .desc = with([](Desc& d) { d.d_type = Type::f32; }),
+         .breakage = Breakage::d_aliases_b, .expect = "D overlaps A or B"},
+        {.name = "c_missing", .desc = base, .breakage = Breakage::c_missing, .beta = 1.0f,
+         .expect = "beta is not 0, so C must not be null"},
+        {.name = "c_overlaps_d", .desc = base, .breakage = Breakage::c_overlaps_d, .beta = 1.0f,
+         .expect = "C partly overlaps D"},
+        {.name = "bias_missing", .desc = with([](Desc& d) { d.epilogue = Epilogue::bias_gelu; }),
+         .breakage = Breakage::bias_missing, .expect = "epilogue bias_gelu needs a bias"},
+        {.name = "aux_missing", .desc = with([](Desc& d) { d.epilogue = Epilogue::bias_gelu_aux; }),
+         .breakage = Breakage::aux_missing, .expect = "epilogue bias_gelu_aux needs aux"},
+        {.name = "bgrad_missing", .desc = with([](Desc& d) { d.epilogue = Epilogue::dgelu_bgrad; }),
+         .breakage = Breakage::bgrad_missing, .expect = "epilogue dgelu_bgrad needs bgrad"},
+    };
+    return cases;
+}
+
+RefusalLayout refusal_layout(const Desc& desc, float beta, Breakage breakage, std::uintptr_t base) {
+    RefusalLayout out;
+    const Desc d = with_packed_leading_dimensions(desc);
+    const EpilogueTraits e = traits(d.epilogue);
+    const auto rows_of = [](Op op, std::int64_t n_rows, std::int64_t t_rows) { return op == Op::n ? n_rows : t_rows; };
+    const auto matrix = [](std::int64_t rows, std::int64_t ld, Type t) {
+        return static_cast<std::size_t>(rows * ld * type_bytes(t));
+    };
+    const std::size_t out_bytes = static_cast<std::size_t>(type_bytes(d.d_type));
+    // Each buffer on its own 256-byte boundary, with 256 bytes to spare past its end.
+    std::size_t at = 0;
+    const auto place = [&](std::size_t bytes) {
+        const std::size_t start = at;
+        at += (bytes + 256 + 255) / 256 * 256;
+        return reinterpret_cast<void*>(base + start);
+    };
+    out.args.a = place(matrix(rows_of(d.a_op, d.m, d.k), d.lda, d.a_type));
+    out.args.b = place(matrix(rows_of(d.b_op, d.k, d.n), d.ldb, d.b_type));
+    out.args.d = place(matrix(d.m, d.ldd, d.d_type));
+    if (beta != 0.0f) out.args.c = place(matrix(d.m, d.ldc, d.d_type));
+    if (e.bias) out.args.bias = place(static_cast<std::size_t>(d.n) * out_bytes);
+    if (e.aux_in || e.aux_out) out.args.aux = place(matrix(d.m, d.ldaux, d.d_type));
+    if (e.bgrad) out.args.bgrad = static_cast<float*>(place(static_cast<std::size_t>(d.n) * 4));
+    out.args.beta = beta;
+    out.bytes = at;
+
+    const auto moved = [](const void* p, std::size_t by) {
+        return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(p) + by);
+    };
+    switch (breakage) {
+        case Breakage::none: break;
+        case Breakage::misaligned_a: out.args.a = moved(out.args.a, 2); break;
+        case Breakage::misaligned_b: out.args.b = moved(out.args.b, 2); break;
+        case Breakage::null_d: out.args.d = nullptr; break;
+        case Breakage::d_aliases_a: out.args.d = moved(out.args.a, 256); break;
+        case Breakage::d_aliases_b: out.args.d = moved(out.args.b, 256); break;
+        case Breakage::c_missing: out.args.c = nullptr; break;
+        case Breakage::c_overlaps_d: out.args.c = moved(out.args.d, 256); break;
+        case Breakage::bias_missing: out.args.bias = nullptr; break;
+        case Breakage::aux_missing: out.args.aux = nullptr; break;
+        case Breakage::bgrad_missing: out.args.bgrad = nullptr; break;
+    }
+    return out;
+}
+
+}  // namespace rigel::gemm

@@ -1,0 +1,101 @@
+// The GEMM library's named suites: the cases `rigel gemm verify` checks and
+// `rigel gemm bench` times, as tables, so that a suite is asked for by name,
+// recorded by name in the CSV and the sidecar, and the same on every visit.
+// Pure host code, unit-tested (tests/host/test_gemm_suites.cpp): every case
+// passes rigel::gemm::check and every refusal is refused for the reason named.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rigel/gemm.hpp"
+
+namespace rigel::gemm {
+
+// What a candidate is timed against (the bench CSV's candidate and baseline columns).
+enum class Contender : std::uint8_t {
+    rigel,             // Plan::run: the fused kernel
+    rigel_decomposed,  // Plan::run_decomposed: the GEMM, then a separate epilogue kernel
+    cublaslt,          // cuBLASLt with the same layouts, types and epilogue, best of its heuristic's algorithms
+    cublas,            // cublasGemmEx: epilogue none, beta 0 (or C == D), bf16/f16 operands only
+};
+const char* name(Contender c);
+
+// One GEMM of a suite.
+struct GemmCase {
+    std::string name;        // unique within its suite
+    Desc desc{};
+    float alpha = 1.0f, beta = 0.0f;  // beta != 0: C is read (a separate buffer, or D itself when in_place)
+    bool in_place = false;   // C is D (same pointer and ld)
+    int count = 1;           // how often the product occurs per training step (gpt2, llama7b); 1 elsewhere
+};
+
+struct GemmSuite {
+    std::string_view name;
+    std::string_view purpose{};   // one line: what the suite measures, and why
+    std::vector<GemmCase> cases{};
+    // The baselines rigel is timed against (bench), each where it applies
+    // (applies()): rigel_decomposed only with an epilogue, cublas only
+    // without one.
+    std::vector<Contender> baselines{};
+};
+
+// Every suite: gpt2, llama7b, fused, layouts, small (timed), verify (checked only).
+std::span<const GemmSuite> gemm_suites();
+// nullptr when no suite has that name.
+const GemmSuite* find_gemm_suite(std::string_view name);
+// The suites `bench --suite all` runs, in order: every suite that names baselines.
+std::vector<const GemmSuite*> bench_suites();
+
+// Whether `baseline` computes the same thing as rigel for `c`, so that a pair can be timed.
+bool applies(Contender baseline, const GemmCase& c);
+
+// What is wrong with a suite, one sentence each (empty: nothing): no case, a
+// case without a name or with a repeated one, a case check() refuses, a count
+// below 1, an in-place case that never reads C (beta 0) or whose ldc is not
+// ldd; rigel as a baseline, a repeated baseline, one that applies to no case.
+std::vector<std::string> check_gemm_suite(const GemmSuite& s);
+
+// "128x256 splits 1": a plan's kernel as the CSVs name it.
+std::string kernel_text(const Choice& c);
+
+// The refusals the GPU test checks (rigel gemm verify --suite refusals): a
+// desc or a call that Plan must refuse before anything is launched, with the
+// text the refusal must contain.
+enum class Breakage : std::uint8_t {
+    none,           // the desc itself is refused (Plan's constructor)
+    misaligned_a,   // A starts 2 bytes past a 16-byte boundary
+    misaligned_b,
+    null_d,
+    d_aliases_a,    // D starts inside A
+    d_aliases_b,
+    c_missing,      // beta != 0 and no C
+    bias_missing,   // a bias epilogue without a bias
+    aux_missing,    // bias_gelu_aux without aux
+    bgrad_missing,  // dgelu_bgrad without bgrad
+    c_overlaps_d,   // C starts inside D, not at it
+};
+struct RefusalCase {
+    std::string name;
+    Desc desc{};
+    Breakage breakage = Breakage::none;
+    float beta = 0.0f;
+    std::string expect{};  // a part of the refusal's sentence
+};
+std::span<const RefusalCase> refusal_cases();
+
+// The arguments of a call to `d` (with `beta`) with every buffer it needs,
+// at offsets into one allocation that starts at `base` (16-byte aligned),
+// then broken as `b` says (Breakage::none: the intact call). Only addresses:
+// nothing is dereferenced, so the host tests pass a made-up base and the GPU
+// test a real allocation. `d` must pass check().
+struct RefusalLayout {
+    Args args;
+    std::size_t bytes = 0;  // the allocation the buffers need
+};
+RefusalLayout refusal_layout(const Desc& d, float beta, Breakage b, std::uintptr_t base);
+
+}  // namespace rigel::gemm
