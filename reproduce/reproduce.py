@@ -24,7 +24,8 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True  # regenerating leaves no __pycache__ in the tree
 import findings  # noqa: E402
-from figures import accumulator, climb, roofline, speed_ratios, style, wins  # noqa: E402
+import gemm_report  # noqa: E402
+from figures import accumulator, climb, fused_gain, roofline, speed_ratios, style, wins  # noqa: E402
 
 NAIVE = "k01_cpu_naive"
 
@@ -387,6 +388,11 @@ def main():
     if n:
         parts += ["\n## Hopper rungs against cuBLAS across shapes\n", table + "\n"]
         readme = replace_block(readme, "hopper-sweep", table)
+    for name, body in gemm_report.readme_blocks(fin).items():
+        readme = replace_block(readme, name, body)
+    if not fin.gemm_bench:
+        print("reproduce: the GEMM library's README blocks say 'not measured': no committed *_gemm.csv",
+              file=sys.stderr)
     write_if_changed(docs / "ladder.md", "".join(parts))
     write_if_changed(ROOT / "README.md", readme)
     write_if_changed(ROOT / "FINDINGS.md", findings_md)
@@ -400,6 +406,7 @@ def main():
         speed_ratios.draw(plt, findings, findings.throughput_accel_data(fin.probes),
                           findings.ladder_accel_data(fin.ladder), figdir / "speed_ratios.png", write_if_changed)
         accumulator.draw(plt, findings.accumulator_data(fin.probes), figdir / "accumulator.png", write_if_changed)
+        fused_gain.draw(plt, gemm_report.fused_gain_data(fin), figdir / "fused_gain.png", write_if_changed)
     print(f"reproduce: {len(rows)} ladder rows -> docs/ladder.md, README.md tables, FINDINGS.md"
           + (", docs/figures" if plt else " (figures skipped: --no-figures)"))
 
