@@ -30,6 +30,12 @@ namespace rigel::gemm {
 // apart from a NaN it computed.
 constexpr std::uint8_t kPoisonByte = 0xFF;
 
+// Element `idx` of a buffer of type t, decoded exactly with rigel's codecs
+// (core/formats.hpp); and the store of a float into one, rounded to nearest
+// even (fp8 saturating).
+float load_element(Type t, const void* buf, std::int64_t idx);
+void store_element(Type t, void* buf, std::int64_t idx, float value);
+
 // Bytes of each buffer of a GEMM, as the device holds them: every stored
 // matrix has all its rows at its leading dimension (padding of the last row
 // included), so A is (M or K) x lda, D is M x ldd, and so on. c, bias, aux and
@@ -70,8 +76,11 @@ enum class Path : std::uint8_t { fused, decomposed };
 
 struct VerifyOptions {
     Path path = Path::fused;
-    // Rows of D checked against the reference: all when M N K <= full_limit,
-    // else a spread sample of about full_limit / (N K) rows (reference.cpp).
+    // Rows of D checked against the reference: all when M N (K + 64) <=
+    // full_limit (64: an element's allowance costs about that many
+    // multiply-adds), else the first, the last and one random row in every
+    // block of consecutive rows, about full_limit / (N (K + 64)) rows in all.
+    // 2^31 checks every row of a 1024^3 problem and 501 of 2000^3's.
     double full_limit = 0x1p31;
 };
 
