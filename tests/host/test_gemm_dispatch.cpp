@@ -1,0 +1,409 @@
+// The library's host half (src/gemm/dispatch.cpp): names, the shape check,
+// the argument check and the dispatcher, on any machine.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rigel/gemm.hpp"
+
+namespace rigel::gemm {
+namespace {
+
+constexpr Type kTypes[] = {Type::f32, Type::bf16, Type::f16, Type::e4m3, Type::e5m2};
+constexpr Epilogue kEpilogues[] = {Epilogue::none,          Epilogue::bias,          Epilogue::bias_relu,
+                                   Epilogue::bias_gelu,     Epilogue::bias_gelu_erf, Epilogue::bias_gelu_aux,
+                                   Epilogue::dgelu_bgrad};
+constexpr int kH200Sms = 132;
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+Desc square(std::int64_t n, Type t = Type::bf16) {
+    return {.m = n, .n = n, .k = n, .a_type = t, .b_type = t, .a_op = Op::n, .b_op = Op::t};
+}
+
+TEST(GemmNames, TypesEpiloguesAndLayoutsRoundTrip) {
+    std::vector<std::string> seen;
+    for (Type t : kTypes) {
+        Type back = Type::f32;
+        ASSERT_TRUE(parse_type(name(t), back)) << name(t);
+        EXPECT_EQ(back, t);
+        seen.emplace_back(name(t));
+    }
+    for (Epilogue e : kEpilogues) {
+        Epilogue back = Epilogue::none;
+        ASSERT_TRUE(parse_epilogue(name(e), back)) << name(e);
+        EXPECT_EQ(back, e);
+        seen.emplace_back(name(e));
+    }
+    for (Op a : {Op::n, Op::t})
+        for (Op b : {Op::n, Op::t}) {
+            Op pa = a == Op::n ? Op::t : Op::n, pb = b == Op::n ? Op::t : Op::n;
+            ASSERT_TRUE(parse_layout(layout_name(a, b), pa, pb));
+            EXPECT_EQ(pa, a);
+            EXPECT_EQ(pb, b);
+            seen.push_back(layout_name(a, b));
+        }
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end()) << "every name is distinct";
+    EXPECT_EQ(layout_name(Op::n, Op::t), "NT");  // a_op, then b_op
+    EXPECT_EQ(type_bytes(Type::f32), 4);
+    EXPECT_EQ(type_bytes(Type::bf16), 2);
+    EXPECT_EQ(type_bytes(Type::f16), 2);
+    EXPECT_EQ(type_bytes(Type::e4m3), 1);
+    EXPECT_EQ(type_bytes(Type::e5m2), 1);
+}
+
+TEST(GemmNames, UnknownNamesAreRefusedAndLeaveTheOutputAlone) {
+    Type t = Type::f16;
+    EXPECT_FALSE(parse_type("fp16", t));
+    EXPECT_FALSE(parse_type("", t));
+    EXPECT_EQ(t, Type::f16);
+    Epilogue e = Epilogue::bias;
+    EXPECT_FALSE(parse_epilogue("gelu", e));
+    EXPECT_FALSE(parse_epilogue("bias_gelu ", e));
+    EXPECT_EQ(e, Epilogue::bias);
+    Op a = Op::t, b = Op::t;
+    for (const char* bad : {"", "N", "NTN", "NX", "XT", "tn "}) EXPECT_FALSE(parse_layout(bad, a, b)) << bad;
+    EXPECT_EQ(a, Op::t);
+    EXPECT_EQ(b, Op::t);
+    ASSERT_TRUE(parse_layout("tn", a, b));  // either case
+    EXPECT_EQ(a, Op::t);
+    EXPECT_EQ(b, Op::n);
+}
+
+TEST(GemmNames, EpilogueTraitsSayWhatEachReadsAndWrites) {
+    for (Epilogue e : kEpilogues) {
+        const EpilogueTraits t = traits(e);
+        const std::string n = name(e);
+        EXPECT_EQ(t.bias, n.rfind("bias", 0) == 0) << n;
+        EXPECT_EQ(t.aux_out, e == Epilogue::bias_gelu_aux) << n;
+        EXPECT_EQ(t.aux_in, e == Epilogue::dgelu_bgrad) << n;
+        EXPECT_EQ(t.bgrad, e == Epilogue::dgelu_bgrad) << n;
+    }
+}
+
+TEST(GemmCheck, PackedLeadingDimensionsFollowTheStoredShape) {
+    Desc d{.m = 30, .n = 50, .k = 70, .a_op = Op::t, .b_op = Op::t};
+    Desc p = with_packed_leading_dimensions(d);
+    EXPECT_EQ(p.lda, 30);  // A op t: stored K x M
+    EXPECT_EQ(p.ldb, 70);  // B op t: stored N x K
+    EXPECT_EQ(p.ldd, 50);
+    EXPECT_EQ(p.ldc, 50);
+    EXPECT_EQ(p.ldaux, 50);
+    d.a_op = d.b_op = Op::n;
+    d.ldd = 64;
+    p = with_packed_leading_dimensions(d);
+    EXPECT_EQ(p.lda, 70);
+    EXPECT_EQ(p.ldb, 50);
+    EXPECT_EQ(p.ldd, 64);  // given ones stay
+}
+
+TEST(GemmCheck, AcceptsEveryLayoutOutputAndEpilogueOnPaddedOddShapes) {
+    for (Type in : {Type::bf16, Type::f16})
+        for (Type out : {Type::f32, Type::bf16, Type::f16})
+            for (Epilogue e : kEpilogues)
+                for (Op a : {Op::n, Op::t})
+                    for (Op b : {Op::n, Op::t}) {
+                        Desc d{.m = 37, .n = 45, .k = 29, .a_type = in, .b_type = in, .a_op = a, .b_op = b,
+                               .d_type = out, .epilogue = e};
+                        d.lda = d.ldb = 48;  // 96 bytes: a multiple of 16, above every stored row
+                        d.ldd = d.ldc = d.ldaux = 47;
+                        EXPECT_EQ(check(d), "") << name(in) << " " << layout_name(a, b) << " " << name(e);
+                    }
+    for (Type fp8 : {Type::e4m3, Type::e5m2}) EXPECT_EQ(check(square(4096, fp8)), "");
+}
+
+TEST(GemmCheck, RefusesFp8OutsideNtWithASentenceNamingNt) {
+    for (Op a : {Op::n, Op::t})
+        for (Op b : {Op::n, Op::t}) {
+            if (a == Op::n && b == Op::t) continue;
+            Desc d = square(256, Type::e4m3);
+            d.a_op = a;
+            d.b_op = b;
+            const std::string why = check(d);
+            EXPECT_TRUE(contains(why, "NT")) << why;
+            EXPECT_TRUE(contains(why, layout_name(a, b))) << why;
+            EXPECT_TRUE(contains(why, "K-major")) << why;
+        }
+}
+
+TEST(GemmCheck, RefusesTypesNoKernelTakes) {
+    Desc d = square(256);
+    d.a_type = d.b_type = Type::f32;
+    EXPECT_TRUE(contains(check(d), "A's type")) << check(d);
+    d = square(256);
+    d.b_type = Type::f16;
+    EXPECT_TRUE(contains(check(d), "one type")) << check(d);
+    // Mixed fp8 too: the library's fp8 kernels are e4m3 x e4m3 and e5m2 x e5m2
+    // (src/cuda/gemm/gemm_fp8.cu).
+    d = square(256, Type::e4m3);
+    d.b_type = Type::e5m2;
+    EXPECT_TRUE(contains(check(d), "one type")) << check(d);
+    d = square(256);
+    d.d_type = Type::e4m3;
+    EXPECT_TRUE(contains(check(d), "D must be f32, bf16 or f16")) << check(d);
+}
+
+TEST(GemmCheck, RefusesShapesAndLeadingDimensionsTmaCannotTake) {
+    for (auto [m, n, k] : {std::array<std::int64_t, 3>{0, 8, 8}, {8, 0, 8}, {8, 8, 0}, {-1, 8, 8}}) {
+        Desc d = square(8);
+        d.m = m;
+        d.n = n;
+        d.k = k;
+        EXPECT_EQ(check(d), "M, N and K must be at least 1");
+    }
+    Desc d = square(64);
+    d.k = std::int64_t{1} << 31;
+    EXPECT_EQ(check(d), "M, N and K must be below 2^31");
+
+    // lda smaller than A's stored row (A op n: K elements).
+    d = square(64);
+    d.b_op = Op::n;
+    d.lda = 56;
+    EXPECT_TRUE(contains(check(d), "lda 56 is smaller than the 64 elements of a stored row of A")) << check(d);
+    // A op t stores K x M: lda is measured against M.
+    d = Desc{.m = 64, .n = 64, .k = 200, .a_op = Op::t, .lda = 64};
+    EXPECT_EQ(check(d), "");
+    d.lda = 63;
+    EXPECT_TRUE(contains(check(d), "lda 63")) << check(d);
+    d = square(64);
+    d.ldb = 32;  // B op t: stored N x K
+    EXPECT_TRUE(contains(check(d), "ldb 32 is smaller")) << check(d);
+
+    // Row strides of A and B must be multiples of 16 bytes: a packed odd K is refused.
+    d = Desc{.m = 37, .n = 45, .k = 29};
+    EXPECT_TRUE(contains(check(d), "lda x 2 bytes must be a multiple of 16")) << check(d);
+    d.lda = 36;  // 72 bytes
+    EXPECT_TRUE(contains(check(d), "lda x 2 bytes")) << check(d);
+    d.lda = 40;  // 80 bytes
+    d.ldb = 45;
+    EXPECT_TRUE(contains(check(d), "ldb x 2 bytes")) << check(d);
+    d.ldb = 48;
+    EXPECT_EQ(check(d), "");
+    Desc f8 = square(64, Type::e4m3);
+    f8.lda = 72;  // 72 bytes
+    EXPECT_TRUE(contains(check(f8), "lda x 1 bytes must be a multiple of 16")) << check(f8);
+
+    for (auto member : {&Desc::ldd, &Desc::ldc, &Desc::ldaux}) {
+        d = Desc{.m = 32, .n = 40, .k = 32};
+        d.*member = 39;
+        EXPECT_TRUE(contains(check(d), "is smaller than N = 40")) << check(d);
+    }
+    d = Desc{.m = 32, .n = 40, .k = 32, .ldd = std::int64_t{1} << 31};
+    EXPECT_EQ(check(d), "leading dimensions must be below 2^31");
+}
+
+TEST(GemmChoose, SmallSquareOnTheH200TakesNarrowTilesAndSplitsK) {
+    // 512^3: 4 x 2 tiles of 128 x 256 would fill 8 of 132 SMs; 128 x 128 gives
+    // 16, still under half, and K = 512 holds 8 k-tiles of 64: split 4 ways
+    // (2 k-tiles per split), 64 CTAs.
+    const Choice c = choose(square(512), kH200Sms);
+    EXPECT_EQ(c.tile_m, 128);
+    EXPECT_EQ(c.tile_n, 128);
+    EXPECT_EQ(c.splits, 4);
+    EXPECT_EQ(c.ctas, 64);
+    EXPECT_TRUE(contains(c.why, "split K 4 ways")) << c.why;
+    // 1024^3: 8 x 8 = 64 narrow tiles, under 66; 16 k-tiles: split 2 ways (132 / 64).
+    const Choice c1 = choose(square(1024), kH200Sms);
+    EXPECT_EQ(c1.tile_n, 128);
+    EXPECT_EQ(c1.splits, 2);
+    EXPECT_EQ(c1.ctas, 128);
+}
+
+TEST(GemmChoose, LargeSquareTakesWideTilesWithoutSplit) {
+    const Choice c = choose(square(4096), kH200Sms);
+    EXPECT_EQ(c.tile_m, 128);
+    EXPECT_EQ(c.tile_n, 256);
+    EXPECT_EQ(c.splits, 1);
+    EXPECT_EQ(c.ctas, kH200Sms);  // persistent: one CTA per SM for 512 tiles
+    EXPECT_TRUE(contains(c.why, "128 x 256")) << c.why;
+    // GPT-2's MLP up-projection: 128 x 12 tiles of 128 x 256.
+    const Choice g = choose(Desc{.m = 16384, .n = 3072, .k = 768, .b_op = Op::t}, kH200Sms);
+    EXPECT_EQ(g.tile_n, 256);
+    EXPECT_EQ(g.splits, 1);
+    EXPECT_EQ(g.ctas, kH200Sms);
+}
+
+TEST(GemmChoose, TileRulesAtTheirBoundaries) {
+    // 99 = 3/4 of 132: 99 wide tiles leave exactly a quarter idle and stay wide.
+    EXPECT_EQ(choose(Desc{.m = 128 * 99, .n = 256, .k = 64}, kH200Sms).tile_n, 256);
+    EXPECT_EQ(choose(Desc{.m = 128 * 98, .n = 256, .k = 64}, kH200Sms).tile_n, 128);
+    // 196 narrow tiles: more than half the SMs, no split however long K is.
+    const Choice c = choose(Desc{.m = 128 * 98, .n = 256, .k = 1 << 16}, kH200Sms);
+    EXPECT_EQ(c.splits, 1);
+    EXPECT_EQ(c.ctas, kH200Sms);
+    // Too short a K to split: 3 k-tiles of 64 cannot give two splits of 2.
+    const Choice s = choose(Desc{.m = 128, .n = 128, .k = 192}, kH200Sms);
+    EXPECT_EQ(s.splits, 1);
+    EXPECT_EQ(s.ctas, 1);
+    // 4 k-tiles: two splits.
+    EXPECT_EQ(choose(Desc{.m = 128, .n = 128, .k = 256}, kH200Sms).splits, 2);
+    // Splits are capped at 16 however many SMs there are.
+    EXPECT_EQ(choose(Desc{.m = 128, .n = 128, .k = 1 << 16}, kH200Sms).splits, 16);
+    // And by the 1 GiB fp32 workspace: 8192^2 floats are 256 MiB a split.
+    const Choice w = choose(Desc{.m = 8192, .n = 8192, .k = 1 << 16}, 100000);
+    EXPECT_EQ(w.splits, 4);
+    EXPECT_EQ(w.ctas, 64 * 64 * 4);
+}
+
+TEST(GemmChoose, Fp8TakesNarrowTilesAndLongerKTiles) {
+    const Choice c = choose(square(4096, Type::e4m3), kH200Sms);
+    EXPECT_EQ(c.tile_n, 128);
+    EXPECT_EQ(c.splits, 1);
+    EXPECT_TRUE(contains(c.why, "fp8")) << c.why;
+    // k-tiles of 128: K = 384 has 3, too few to split; K = 512 has 4.
+    EXPECT_EQ(choose(Desc{.m = 128, .n = 128, .k = 384, .a_type = Type::e4m3, .b_type = Type::e4m3,
+                          .b_op = Op::t},
+                     kH200Sms)
+                  .splits,
+              1);
+    EXPECT_EQ(choose(Desc{.m = 128, .n = 128, .k = 512, .a_type = Type::e4m3, .b_type = Type::e4m3,
+                          .b_op = Op::t},
+                     kH200Sms)
+                  .splits,
+              2);
+}
+
+TEST(GemmChoose, NoSmsCountsAsOne) {
+    const Choice c = choose(square(512), 0);
+    EXPECT_EQ(c.splits, 1);
+    EXPECT_EQ(c.ctas, 1);
+}
+
+// Host buffers standing in for device pointers: check_args looks only at the addresses.
+struct Buffers {
+    alignas(64) std::uint8_t a[64 * 64 * 2 + 64];
+    alignas(64) std::uint8_t b[64 * 64 * 2 + 64];
+    alignas(64) std::uint8_t d[64 * 64 * 4 + 64];
+    alignas(64) std::uint8_t c[64 * 64 * 4 + 64];
+    alignas(64) std::uint8_t bias[64 * 4 + 64];
+    alignas(64) std::uint8_t aux[64 * 64 * 4 + 64];
+    alignas(64) float bgrad[64];
+    Args args(Epilogue e) {
+        Args r{.a = a, .b = b, .d = d};
+        if (traits(e).bias) r.bias = bias;
+        if (traits(e).aux_in || traits(e).aux_out) r.aux = aux;
+        if (traits(e).bgrad) r.bgrad = bgrad;
+        return r;
+    }
+};
+
+TEST(GemmCheckArgs, AcceptsEveryEpilogueWithWhatItNeeds) {
+    static Buffers buf;
+    for (Epilogue e : kEpilogues) {
+        Desc d = square(64);
+        d.epilogue = e;
+        EXPECT_EQ(check_args(d, buf.args(e)), "") << name(e);
+        Args in_place = buf.args(e);
+        in_place.c = buf.d;  // residual add into D itself
+        in_place.beta = 1.0f;
+        EXPECT_EQ(check_args(d, in_place), "") << name(e);
+    }
+}
+
+TEST(GemmCheckArgs, RefusesMissingPointers) {
+    static Buffers buf;
+    const Desc d = square(64);
+    for (auto member : {&Args::a, &Args::b}) {
+        Args a = buf.args(Epilogue::none);
+        a.*member = nullptr;
+        EXPECT_EQ(check_args(d, a), "A, B and D must not be null");
+    }
+    Args a = buf.args(Epilogue::none);
+    a.d = nullptr;
+    EXPECT_EQ(check_args(d, a), "A, B and D must not be null");
+    a = buf.args(Epilogue::none);
+    a.beta = 0.5f;
+    EXPECT_EQ(check_args(d, a), "beta is not 0, so C must not be null");
+    for (Epilogue e : {Epilogue::bias, Epilogue::bias_gelu_aux, Epilogue::dgelu_bgrad}) {
+        Desc de = d;
+        de.epilogue = e;
+        Args m = buf.args(e);
+        if (traits(e).bias) m.bias = nullptr;
+        else if (traits(e).bgrad) m.bgrad = nullptr;
+        EXPECT_TRUE(contains(check_args(de, m), std::string("epilogue ") + name(e) + " needs")) << name(e);
+        if (traits(e).aux_out || traits(e).aux_in) {
+            m = buf.args(e);
+            m.aux = nullptr;
+            EXPECT_EQ(check_args(de, m), std::string("epilogue ") + name(e) + " needs aux");
+        }
+    }
+}
+
+TEST(GemmCheckArgs, RefusesMisalignedPointersAndNonFiniteScalars) {
+    static Buffers buf;
+    const Desc d = square(64);
+    Args a = buf.args(Epilogue::none);
+    a.a = buf.a + 8;  // 8-byte aligned is not enough for TMA
+    EXPECT_EQ(check_args(d, a), "A and B must start on 16-byte boundaries (TMA)");
+    a = buf.args(Epilogue::none);
+    a.b = buf.b + 2;
+    EXPECT_EQ(check_args(d, a), "A and B must start on 16-byte boundaries (TMA)");
+    a = buf.args(Epilogue::none);
+    a.d = buf.d + 1;
+    EXPECT_EQ(check_args(d, a), "D must be aligned to its bf16 elements");
+    a.d = buf.d + 2;  // bf16 D needs 2 bytes only
+    EXPECT_EQ(check_args(d, a), "");
+    Desc f = d;
+    f.d_type = Type::f32;
+    EXPECT_EQ(check_args(f, a), "D must be aligned to its f32 elements");
+    a = buf.args(Epilogue::none);
+    a.beta = 1.0f;
+    a.c = buf.c + 1;
+    EXPECT_EQ(check_args(d, a), "C must be aligned to its bf16 elements");
+    Desc e = d;
+    e.epilogue = Epilogue::dgelu_bgrad;
+    a = buf.args(Epilogue::dgelu_bgrad);
+    a.bgrad = reinterpret_cast<float*>(reinterpret_cast<std::uint8_t*>(buf.bgrad) + 2);
+    EXPECT_EQ(check_args(e, a), "bgrad must be aligned to 4 bytes");
+    a = buf.args(Epilogue::none);
+    a.alpha = INFINITY;
+    EXPECT_EQ(check_args(d, a), "alpha and beta must be finite");
+    a.alpha = 1.0f;
+    a.beta = NAN;
+    EXPECT_EQ(check_args(d, a), "alpha and beta must be finite");
+}
+
+TEST(GemmCheckArgs, RefusesAliasingThatWouldOverwriteOperands) {
+    static Buffers buf;
+    const Desc d = Desc{.m = 32, .n = 32, .k = 32, .b_op = Op::t, .d_type = Type::bf16};
+    Args a = buf.args(Epilogue::none);
+    a.d = buf.a;  // D is A
+    EXPECT_TRUE(contains(check_args(d, a), "D overlaps A or B")) << check_args(d, a);
+    a.d = buf.a + 32 * 32 * 2 - 2;  // D starts on A's last element
+    EXPECT_TRUE(contains(check_args(d, a), "D overlaps A or B"));
+    a.d = buf.b + 16;
+    EXPECT_TRUE(contains(check_args(d, a), "D overlaps A or B"));
+    // Adjacent is not overlapping: D right after A's last byte.
+    Args ok = buf.args(Epilogue::none);
+    ok.a = buf.d;
+    ok.d = buf.d + 32 * 32 * 2;
+    EXPECT_EQ(check_args(d, ok), "");
+
+    Desc x = d;
+    x.epilogue = Epilogue::bias_gelu_aux;
+    a = buf.args(Epilogue::bias_gelu_aux);
+    a.aux = buf.d;
+    EXPECT_EQ(check_args(x, a), "aux overlaps D, A or B");
+
+    // C: D itself (in place) or apart, never partly over D.
+    a = buf.args(Epilogue::none);
+    a.beta = 1.0f;
+    a.c = buf.d + 64;
+    EXPECT_TRUE(contains(check_args(d, a), "C partly overlaps D")) << check_args(d, a);
+    a.c = buf.d;
+    Desc ld = d;
+    ld.ldc = 40;
+    EXPECT_EQ(check_args(ld, a), "C is D but ldc differs from ldd");
+    a.beta = 0.0f;  // C is not read: nothing to refuse
+    a.c = buf.d + 64;
+    EXPECT_EQ(check_args(d, a), "");
+}
+
+}  // namespace
+}  // namespace rigel::gemm
