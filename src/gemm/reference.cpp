@@ -102,8 +102,10 @@ void parallel_for(std::int64_t count, int threads, Fn fn) {
 
 double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x))); }
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); }
+// d/dx gelu_erf(x) = Phi(x) + x phi(x), phi the standard normal density.
 double gelu_erf_grad(double x) {
-    return 0.5 * (1.0 + std::erf(x / std::numbers::sqrt2)) + x * std::exp(-0.5 * x * x) * (0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2);
+    constexpr double kInvSqrt2Pi = 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2;
+    return 0.5 * (1.0 + std::erf(x / std::numbers::sqrt2)) + x * std::exp(-0.5 * x * x) * kInvSqrt2Pi;
 }
 
 // gelu_tanh'(x) = 0.5 (1 + t) + h, h = 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 c x^2), and the

@@ -198,6 +198,36 @@ TEST(GemmReference, PoisonIsANaNInEveryStoredType) {
         EXPECT_TRUE(std::isnan(load_element(t, poison, 0))) << name(t);
 }
 
+TEST(GemmReference, AllowanceIsTheDocumentedSum) {
+    // 1 x 1 x 1, a = b = 0.5, alpha 2, beta 0.5 with c = -0.25, bias 0.125.
+    constexpr double u = 0x1p-24;
+    Desc d{.m = 1, .n = 1, .k = 1, .a_type = Type::bf16, .b_type = Type::bf16, .d_type = Type::bf16,
+           .epilogue = Epilogue::bias};
+    HostInputs in;
+    in.a = in.b = in.c = in.bias = std::vector<std::uint8_t>(2);
+    in.alpha = 2.0f;
+    in.beta = 0.5f;
+    store_element(Type::bf16, in.a.data(), 0, 0.5f);
+    store_element(Type::bf16, in.b.data(), 0, 0.5f);
+    store_element(Type::bf16, in.c.data(), 0, -0.25f);
+    store_element(Type::bf16, in.bias.data(), 0, 0.125f);
+    // pre = 2 * 0.25 - 0.125 + 0.125 = 0.5; S = 0.25; accumulation 16u (K = 1: the floor).
+    const double e = 16 * u * 2 * 0.25 + 4 * u * (2 * 0.25 + 0.125 + 0.125);
+    ElementBound b = element_bound(d, in, 0, 0);
+    EXPECT_EQ(b.d_ref, 0.5);
+    EXPECT_DOUBLE_EQ(b.unrounded_allowed, e);
+    EXPECT_DOUBLE_EQ(b.d_allowed, e * (1 + 0x1p-8) + 0x1p-8 * 0.5 + 0x1p-134);
+    // The decomposed path rounds alpha p + beta c = 0.375 once more.
+    const double e_dec = e + 0x1p-8 * (0.5 + 0.125 + e) + 0x1p-134;
+    EXPECT_DOUBLE_EQ(element_bound(d, in, 0, 0, Path::decomposed).unrounded_allowed, e_dec);
+    // ReLU clamps a negative pre-activation to 0 with the same allowance.
+    d.epilogue = Epilogue::bias_relu;
+    in.alpha = -2.0f;
+    b = element_bound(d, in, 0, 0);
+    EXPECT_EQ(b.d_ref, 0.0);
+    EXPECT_DOUBLE_EQ(b.unrounded_allowed, e);
+}
+
 TEST(GemmReference, PassesAnHonestKernelForEveryEpilogueOutputAndLayout) {
     int runs = 0;
     for (Epilogue ep : kEpilogues)
