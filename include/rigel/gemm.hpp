@@ -22,7 +22,7 @@
 // gradient dX = dY W is (n, n); its weight gradient dW = dY^T X is (t, n). The layout is named
 // by the two letters, a_op then b_op: "NT" is the forward.
 //
-// Types. A and B: bf16 or f16 (both the same), or e4m3/e5m2 (any pair). fp8 wgmma reads only
+// Types. A and B: bf16, f16, e4m3 or e5m2, both the same (mixed fp8 pairs have no kernel yet). fp8 wgmma reads only
 // K-major operands, so fp8 takes only the "NT" layout; any other is refused (no hidden transpose).
 // fp8 partial sums are promoted into fp32 every 128 of K (DeepSeek-V3's remedy, scales 1).
 // D, C and aux: f32, bf16 or f16 (C has D's type); bf16 and f16 outputs round to nearest even.
@@ -152,10 +152,11 @@ public:
     // Workspace the plan holds on the device (split-K partials), in bytes.
     std::size_t workspace_bytes() const;
 
+    struct State;  // the kernels, tensor maps and workspace (src/cuda/gemm/plan.cu)
+
 private:
     Desc desc_;
     Choice choice_;
-    struct State;
     std::unique_ptr<State> state_;
 };
 

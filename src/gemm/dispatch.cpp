@@ -251,6 +251,19 @@ std::string check_args(const Desc& desc, const Args& args) {
             overlap(args.aux, aux_bytes, args.b, b_bytes))
             return "aux overlaps D, A or B";
     }
+    // What the epilogue reads while D is being written must not lie inside D.
+    if (e.bias && overlap(args.bias, static_cast<std::uint64_t>(d.n) * type_bytes(d.d_type), args.d, d_bytes))
+        return "bias overlaps D";
+    if (e.bgrad && (overlap(args.bgrad, static_cast<std::uint64_t>(d.n) * 4, args.d, d_bytes) ||
+                    (args.aux && overlap(args.bgrad, static_cast<std::uint64_t>(d.n) * 4, args.aux,
+                                         span_bytes({d.m, d.n}, d.ldaux, d.d_type)))))
+        return "bgrad overlaps D or aux";
+    if (e.aux_in && overlap(args.aux, span_bytes({d.m, d.n}, d.ldaux, d.d_type), args.d, d_bytes) &&
+        !(args.aux == args.d && d.ldaux == d.ldd))
+        return "aux partly overlaps D: it may be D itself (same pointer and ld), or apart from it";
+    if (e.aux_out && args.beta != 0.0f && args.c &&
+        overlap(args.aux, span_bytes({d.m, d.n}, d.ldaux, d.d_type), args.c, span_bytes({d.m, d.n}, d.ldc, d.d_type)))
+        return "aux overlaps C";
     if (args.beta != 0.0f && args.c != args.d) {
         const std::uint64_t c_bytes = span_bytes({d.m, d.n}, d.ldc, d.d_type);
         if (overlap(args.c, c_bytes, args.d, d_bytes))

@@ -170,8 +170,8 @@ void run_split_k(const GemmProblem& p, const char* rung) {
     // One wave: tiles x splits <= SMs, so splits x M <= SMs x 128 stays far
     // below the kernel's 2^31 limit on slab rows.
     const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(splits));
-    warp_specialized_kernel<G><<<grid, G::kThreads, G::kSmemBytes, stream>>>(ma, mb, parts, m, n, k, tiles_m,
-                                                                             tiles_n);
+    warp_specialized_kernel<G><<<grid, G::kThreads, G::kSmemBytes, stream>>>(ma, mb, StoreF32::Params{parts}, m, n, k,
+                                                                             tiles_m, tiles_n);
     RIGEL_CUDA_CHECK_LAUNCH();
 
     float* const c = static_cast<float*>(p.c);

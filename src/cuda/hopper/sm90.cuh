@@ -293,15 +293,19 @@ inline CUtensorMapDataType tensor_map_type(DType t) {
     }
 }
 
-// The tensor map of a K-major operand: `rows` rows of `k` elements, row stride
-// k * element bytes (a multiple of 16: the CheckFn's rule), boxes of box_rows
-// rows x 128 bytes, 128B swizzle, zero fill outside. The map is a 128-byte
-// struct passed to the kernel by value as a __grid_constant__ parameter.
-inline CUtensorMap make_kmajor_map(const void* base, DType t, std::int64_t rows, std::int64_t k, int box_rows) {
+// The tensor map of a row-major matrix of `rows` rows of `cols` elements,
+// row stride `ld` elements (ld * element bytes a multiple of 16: TMA's rule),
+// in boxes of box_rows rows x 128 bytes, 128B swizzle, zero fill outside. A
+// K-major operand has cols = K and box_rows = the tile's rows; an MN-major one
+// (the library's transposed operands) is stored K x M and has box_rows = the
+// k-tile. The map is a 128-byte struct passed to the kernel by value as a
+// __grid_constant__ parameter.
+inline CUtensorMap make_map_128b(const void* base, DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                                 int box_rows) {
     const int eb = elem_bytes(t);
     CUtensorMap map{};
-    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
-    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k) * static_cast<cuuint64_t>(eb)};
+    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * static_cast<cuuint64_t>(eb)};
     const cuuint32_t box[2] = {static_cast<cuuint32_t>(kRowBytes / eb), static_cast<cuuint32_t>(box_rows)};
     const cuuint32_t elem_strides[2] = {1, 1};
     const CUresult r = tensor_map_encoder()(&map, tensor_map_type(t), 2, const_cast<void*>(base), dims, strides,
@@ -310,9 +314,14 @@ inline CUtensorMap make_kmajor_map(const void* base, DType t, std::int64_t rows,
                                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         throw std::runtime_error("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
-                                 ") for a " + std::to_string(rows) + " x " + std::to_string(k) + " " +
-                                 std::string(name(t)) + " operand");
+                                 ") for a " + std::to_string(rows) + " x " + std::to_string(cols) + " " +
+                                 std::string(name(t)) + " operand with row stride " + std::to_string(ld));
     return map;
+}
+
+// A K-major operand packed: `rows` rows of `k` elements.
+inline CUtensorMap make_kmajor_map(const void* base, DType t, std::int64_t rows, std::int64_t k, int box_rows) {
+    return make_map_128b(base, t, rows, k, k, box_rows);
 }
 
 // Encoding a map is host work of a microsecond or so, inside the timed region
@@ -320,10 +329,15 @@ inline CUtensorMap make_kmajor_map(const void* base, DType t, std::int64_t rows,
 // everything it encodes.
 class TensorMapCache {
 public:
+    // A packed K-major operand (the ladder's).
     const CUtensorMap& get(const void* base, DType t, std::int64_t rows, std::int64_t k, int box_rows) {
-        const Key key{base, t, rows, k, box_rows};
+        return get(base, t, rows, k, k, box_rows);
+    }
+    const CUtensorMap& get(const void* base, DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                           int box_rows) {
+        const Key key{base, t, rows, cols, ld, box_rows};
         if (!valid_ || !(key == key_)) {
-            map_ = make_kmajor_map(base, t, rows, k, box_rows);
+            map_ = make_map_128b(base, t, rows, cols, ld, box_rows);
             key_ = key;
             valid_ = true;
         }
@@ -334,7 +348,7 @@ private:
     struct Key {
         const void* base;
         DType t;
-        std::int64_t rows, k;
+        std::int64_t rows, cols, ld;
         int box_rows;
         bool operator==(const Key&) const = default;
     };

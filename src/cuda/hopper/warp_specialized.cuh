@@ -29,6 +29,21 @@
 // slab of c, which is then k37's workspace (splits x M < 2^31); a consumer
 // whose 64 rows all lie past M issues no wgmma; the launch is k37's own).
 //
+// Operand order (Major): k, as every ladder rung takes them (A stored M x K,
+// B stored N x K: 128 bytes of K per tile row, one TMA box per tile), or mn,
+// which the GEMM library (src/cuda/gemm/) uses for transposed operands of
+// f16/bf16: the operand is stored K x M (or K x N), so a tile arrives as
+// BM/64 (BN/64) boxes of 64 K-rows x 128 bytes (64 elements of M or N), each
+// 8 KB and swizzled like the K-major rows. wgmma reads it with imm-trans set
+// and an MN-major descriptor: SBO 1024 (8 K-rows), LBO 8 KB (the next 64
+// columns), each k-step 16 K-rows = 2 KB further on. fp8 wgmma has no
+// transpose, so fp8 is K-major only.
+//
+// Epilogue (Epi): what the consumers do with a finished tile. StoreF32 (the
+// ladder's): guarded fp32 stores of the accumulators; the library's fused
+// epilogues: src/cuda/gemm/fused_epilogue.cuh. The kernel takes Epi::Params
+// by value.
+//
 // Accumulation: tensor_core keeps one accumulator set and one wgmma group in
 // flight. promoted (fp8 only) accumulates each k-tile (128 of K = 4 wgmma
 // k-steps) into a fresh register set inside the tensor core, waits, and adds
@@ -48,14 +63,19 @@ namespace rigel::cuda::sm90 {
 
 enum class Schedule : std::uint8_t { one_tile_per_cta, persistent_grouped, split_k };
 enum class Accumulation : std::uint8_t { tensor_core, promoted };
+enum class Major : std::uint8_t { k, mn };
 
-template <DType T, int BN, int Stages, Schedule S, Accumulation A>
+template <DType T, int BN, int Stages, Schedule S, Accumulation A, Major MA = Major::k, Major MB = Major::k>
 struct WarpSpecialized {
     static constexpr DType kType = T;
     static constexpr int kBN = BN;
     static constexpr int kStages = Stages;
     static constexpr Schedule kSchedule = S;
     static constexpr Accumulation kAccumulation = A;
+    static constexpr Major kMajorA = MA;
+    static constexpr Major kMajorB = MB;
+    static constexpr int kTransA = MA == Major::mn ? 1 : 0;  // wgmma imm-trans-a
+    static constexpr int kTransB = MB == Major::mn ? 1 : 0;
 
     static constexpr int kBM = 2 * kWgmmaM;                  // two consumers, 64 rows each
     static constexpr int kBK = kRowBytes / elem_bytes(T);    // K elements per stage: 64 or 128
@@ -78,6 +98,8 @@ struct WarpSpecialized {
     static_assert(A == Accumulation::tensor_core || elem_bytes(T) == 1, "promotion is the fp8 remedy");
     static_assert(A == Accumulation::tensor_core || 2 * kAcc <= 160,
                   "promotion needs two accumulator sets within the consumers' registers");
+    static_assert((MA == Major::k && MB == Major::k) || elem_bytes(T) == 2,
+                  "only f16/bf16 wgmma reads M- or N-major operands");
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
 };
 
@@ -118,10 +140,59 @@ __device__ __forceinline__ void k_tile_range(int k_tiles, int& begin, int& end) 
     }
 }
 
-template <class G>
+// The ladder's epilogue: the fp32 accumulators stored as they are.
+struct StoreF32 {
+    struct Params {
+        float* c;
+    };
+    template <int BN>
+    static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
+                                                 int col0) {
+        store_accumulators<BN>(acc, p.c, m, n, row0, col0);
+    }
+};
+
+// One k-tile of an operand into shared memory: one box of `rows` x 128 bytes
+// (K-major), or rows/64 boxes of 64 K-rows x 128 bytes (MN-major), 8 KB apart.
+template <Major M, int Rows, int BK>
+__device__ __forceinline__ void tma_load_operand(unsigned char* dst, const CUtensorMap* map, std::uint64_t* bar,
+                                                 int kt, int row) {
+    if constexpr (M == Major::k) {
+        tma_load_2d(dst, map, bar, kt * BK, row);
+    } else {
+#pragma unroll
+        for (int q = 0; q < Rows / 64; ++q) tma_load_2d(dst + q * BK * kRowBytes, map, bar, row + 64 * q, kt * BK);
+    }
+}
+
+// The wgmma descriptor of an operand tile (K-major: sw128_kmajor_desc) and
+// its k-step j: 32 bytes along each row (K-major) or 16 K-rows further on
+// (MN-major: 16 x 128 bytes).
+template <Major M, int BK>
+__device__ __forceinline__ std::uint64_t operand_desc(const unsigned char* tile) {
+    if constexpr (M == Major::k) {
+        return sw128_kmajor_desc(tile);
+    } else {
+        return SmemDescriptor{.start_address = smem_u32(tile),
+                              .leading_byte_offset = static_cast<std::uint32_t>(BK * kRowBytes),
+                              .stride_byte_offset = kSwizzleAtom,
+                              .swizzle = Swizzle::b128}
+            .encode();
+    }
+}
+template <Major M>
+__device__ __forceinline__ std::uint64_t operand_k_step(std::uint64_t desc, int j) {
+    if constexpr (M == Major::k) {
+        return desc_k_step(desc, j);
+    } else {
+        return desc_advance(desc, j * 16 * kRowBytes);
+    }
+}
+
+template <class G, class Epi = StoreF32>
 __global__ void __launch_bounds__(G::kThreads, 1)
     warp_specialized_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                            float* __restrict__ c, int m, int n, int k, int tiles_m, int tiles_n) {
+                            const typename Epi::Params epi, int m, int n, int k, int tiles_m, int tiles_n) {
 #if RIGEL_SM90A_DEVICE
     constexpr int kStages = G::kStages;
     extern __shared__ unsigned char smem_raw[];
@@ -164,8 +235,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     const int stage = ring.stage();
                     mbar_wait(&empty[stage], ring.phase());
                     mbar_arrive_expect_tx(&full[stage], G::kStageBytes);
-                    tma_load_2d(a_tile(stage), &map_a, &full[stage], kt * G::kBK, tm * G::kBM);
-                    tma_load_2d(b_tile(stage), &map_b, &full[stage], kt * G::kBK, tn * G::kBN);
+                    tma_load_operand<G::kMajorA, G::kBM, G::kBK>(a_tile(stage), &map_a, &full[stage], kt, tm * G::kBM);
+                    tma_load_operand<G::kMajorB, G::kBN, G::kBK>(b_tile(stage), &map_b, &full[stage], kt, tn * G::kBN);
                     ring.advance();
                 }
             }
@@ -174,8 +245,10 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         setmaxnreg_inc<G::kConsumerRegs>();
         const int consumer = warpgroup - 1;
         const bool arriving_lane = (threadIdx.x % 32) == 0;
-        // Rows 64c..64c+63 of the A tile start 64 rows x 128 B = 8 KB in.
+        // Rows 64c..64c+63 of the A tile start 8 KB in: 64 rows x 128 B
+        // (K-major), or the second box of 64 K-rows x 128 B (MN-major, BK = 64).
         const std::uint32_t a_offset = static_cast<std::uint32_t>(consumer * kWgmmaM * kRowBytes);
+        static_assert(G::kMajorA == Major::k || G::kBK == kWgmmaM, "MN-major A: one 8 KB box per consumer");
 
         float acc[G::kAcc];
 #pragma unroll
@@ -197,16 +270,17 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             for (int kt = kt_begin; kt < kt_end; ++kt) {
                 const int stage = ring.stage();
                 mbar_wait(&full[stage], ring.phase());
-                const std::uint64_t da = sw128_kmajor_desc(a_tile(stage) + a_offset);
-                const std::uint64_t db = sw128_kmajor_desc(b_tile(stage));
+                const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + a_offset);
+                const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
                 if constexpr (G::kAccumulation == Accumulation::tensor_core) {
                     if (has_rows) {
                         fence_registers(acc);
                         wgmma_fence();
 #pragma unroll
                         for (int j = 0; j < kKStepsPerTile; ++j)  // scale_d 0 on a tile's first step: acc = A*B
-                            Wgmma<G::kType, G::kBN>::mma(acc, desc_k_step(da, j), desc_k_step(db, j),
-                                                         (kt > kt_begin || j > 0) ? 1u : 0u);
+                            Wgmma<G::kType, G::kBN>::template mma<G::kTransA, G::kTransB>(
+                                acc, operand_k_step<G::kMajorA>(da, j), operand_k_step<G::kMajorB>(db, j),
+                                (kt > kt_begin || j > 0) ? 1u : 0u);
                         wgmma_commit();
                         // This k-tile's group stays in flight; the previous one has
                         // finished reading its stage, which goes back to the producer.
@@ -219,7 +293,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     wgmma_fence();
 #pragma unroll
                     for (int j = 0; j < kKStepsPerTile; ++j)  // a fresh partial sum per 128 of K
-                        Wgmma<G::kType, G::kBN>::mma(part, desc_k_step(da, j), desc_k_step(db, j), j > 0 ? 1u : 0u);
+                        Wgmma<G::kType, G::kBN>::mma(part, desc_k_step(da, j), desc_k_step(db, j), j > 0 ? 1u : 0u);  // fp8: K-major
                     wgmma_commit();
                     wgmma_wait<0>();
                     fence_registers(part);
@@ -241,8 +315,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             // at row blockIdx.y * m. (Passing c itself, not a pointer offset
             // to the slab, is what keeps this kernel free of register spills.)
             const int slab_row = G::kSchedule == Schedule::split_k ? static_cast<int>(blockIdx.y) * m : 0;
-            store_accumulators<G::kBN>(acc, c, slab_row + m, n, slab_row + tm * G::kBM + consumer * kWgmmaM,
-                                       tn * G::kBN);
+            Epi::template store<G::kBN>(epi, acc, slab_row + m, n, slab_row + tm * G::kBM + consumer * kWgmmaM,
+                                        tn * G::kBN);
             if constexpr (G::kAccumulation == Accumulation::promoted) {
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] = 0.0f;
@@ -250,17 +324,17 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         }
     }
 #else
-    (void)map_a, (void)map_b, (void)c, (void)m, (void)n, (void)k, (void)tiles_m, (void)tiles_n;
+    (void)map_a, (void)map_b, (void)epi, (void)m, (void)n, (void)k, (void)tiles_m, (void)tiles_n;
     trap_without_sm90a("warp_specialized_kernel (k31-k34)");
 #endif
 }
 
 // Lets warp_specialized_kernel<G> use its dynamic shared memory (once per
 // configuration) and returns the device's SM count.
-template <class G>
+template <class G, class Epi = StoreF32>
 int prepare_warp_specialized() {
     static const int sms = [] {
-        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(warp_specialized_kernel<G>,
+        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(warp_specialized_kernel<G, Epi>,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
         return sm_count();
     }();
@@ -284,7 +358,7 @@ void launch_warp_specialized(const GemmProblem& p, const char* rung) {
     if (tiles > INT32_MAX) throw std::invalid_argument(std::string(rung) + ": more than 2^31 - 1 output tiles");
     const std::int64_t grid = G::kSchedule == Schedule::one_tile_per_cta ? tiles : std::min<std::int64_t>(tiles, sms);
     warp_specialized_kernel<G><<<static_cast<unsigned>(grid), G::kThreads, G::kSmemBytes, stream_of(p)>>>(
-        ma, mb, static_cast<float*>(p.c), m, n, k, tiles_m, tiles_n);
+        ma, mb, StoreF32::Params{static_cast<float*>(p.c)}, m, n, k, tiles_m, tiles_n);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 

@@ -14,17 +14,18 @@ import sys
 OUT = pathlib.Path(__file__).with_name("wgmma_mma.cuh")
 
 # DType -> (PTX .dtype.atype.btype, asm constraint of D, immediates after the
-# scale-d predicate: imm-scale-a, imm-scale-b and, for f16/bf16 only,
-# imm-trans-a, imm-trans-b). Every operand is K-major (trans 0) and no
-# operand is negated (scale 1); integer wgmma has no scale or transpose
-# immediates.
+# scale-d predicate: imm-scale-a, imm-scale-b, and whether the type takes
+# imm-trans-a, imm-trans-b). No operand is negated (scale 1); integer wgmma
+# has no scale immediates. Only f16 and bf16 take the transpose immediates:
+# mma<TransA, TransB> passes them (0: K-major, 1: M- or N-major); every
+# other type reads K-major operands only, and mma<0, 0> is all it has.
 TYPES = {
-    "bf16": ("f32.bf16.bf16", "f", ", 1, 1, 0, 0"),
-    "f16": ("f32.f16.f16", "f", ", 1, 1, 0, 0"),
-    "tf32": ("f32.tf32.tf32", "f", ", 1, 1"),
-    "e4m3": ("f32.e4m3.e4m3", "f", ", 1, 1"),
-    "e5m2": ("f32.e5m2.e5m2", "f", ", 1, 1"),
-    "i8": ("s32.s8.s8", "r", ""),
+    "bf16": ("f32.bf16.bf16", "f", ", 1, 1", True),
+    "f16": ("f32.f16.f16", "f", ", 1, 1", True),
+    "tf32": ("f32.tf32.tf32", "f", ", 1, 1", False),
+    "e4m3": ("f32.e4m3.e4m3", "f", ", 1, 1", False),
+    "e5m2": ("f32.e5m2.e5m2", "f", ", 1, 1", False),
+    "i8": ("s32.s8.s8", "r", "", False),
 }
 K = {"bf16": 16, "f16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32, "i8": 32}
 
@@ -45,7 +46,7 @@ OUTS_PER_LINE = 6  # asm outputs per line
 
 
 def specialization(t: str, n: int) -> str:
-    ptx_types, con, imm = TYPES[t]
+    ptx_types, con, imm, transposable = TYPES[t]
     r = n // 2
     acc = "std::int32_t" if con == "r" else "float"
     regs = [f"%{i}" for i in range(r)]
@@ -55,17 +56,25 @@ def specialization(t: str, n: int) -> str:
     outs = [f'"+{con}"(d[{i}])' for i in range(r)]
     out_lines = [", ".join(outs[i : i + OUTS_PER_LINE]) for i in range(0, r, OUTS_PER_LINE)]
     outputs = ",\n              ".join(out_lines)
+    if transposable:
+        trans_imm, trans_in = f", %{r + 3}, %{r + 4}", ', "n"(TransA), "n"(TransB)'
+        trans_rule = "static_assert((TransA | TransB) >> 1 == 0, \"imm-trans is 0 or 1\");"
+    else:
+        trans_imm, trans_in = "", ""
+        trans_rule = f"static_assert(TransA == 0 && TransB == 0, \"{t} wgmma reads K-major operands only\");"
     return f"""template <>
 struct Wgmma<DType::{t}, {n}> : WgmmaType<DType::{t}> {{
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma({acc} (&d)[{r}], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {{
+        {trans_rule}
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{r + 2}, 0;\\n"
             "wgmma.mma_async.sync.aligned.m64n{n}k{K[t]}.{ptx_types} {{"
-{ptx_regs}            "}}, %{r}, %{r + 1}, p{imm};\\n}}\\n"
+{ptx_regs}            "}}, %{r}, %{r + 1}, p{imm}{trans_imm};\\n}}\\n"
             : {outputs}
-            : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+            : "l"(desc_a), "l"(desc_b), "r"(scale_d){trans_in});
 #else
         (void)d, (void)desc_a, (void)desc_b, (void)scale_d;
 #endif

@@ -8,16 +8,18 @@ namespace rigel::cuda::sm90 {
 
 template <>
 struct Wgmma<DType::bf16, 8> : WgmmaType<DType::bf16> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[4], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert((TransA | TransB) >> 1 == 0, "imm-trans is 0 or 1");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
             "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {"
             "%0, %1, %2, %3"
-            "}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+            "}, %4, %5, p, 1, 1, %7, %8;\n}\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+            : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB));
 #else
         (void)d, (void)desc_a, (void)desc_b, (void)scale_d;
 #endif
@@ -26,17 +28,19 @@ struct Wgmma<DType::bf16, 8> : WgmmaType<DType::bf16> {
 
 template <>
 struct Wgmma<DType::bf16, 16> : WgmmaType<DType::bf16> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[8], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert((TransA | TransB) >> 1 == 0, "imm-trans is 0 or 1");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
             "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {"
             "%0, %1, %2, %3, %4, %5, %6, %7"
-            "}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+            "}, %8, %9, p, 1, 1, %11, %12;\n}\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
               "+f"(d[6]), "+f"(d[7])
-            : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+            : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB));
 #else
         (void)d, (void)desc_a, (void)desc_b, (void)scale_d;
 #endif
@@ -45,19 +49,21 @@ struct Wgmma<DType::bf16, 16> : WgmmaType<DType::bf16> {
 
 template <>
 struct Wgmma<DType::bf16, 32> : WgmmaType<DType::bf16> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[16], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert((TransA | TransB) >> 1 == 0, "imm-trans is 0 or 1");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
             "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
             "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
             "%12, %13, %14, %15"
-            "}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+            "}, %16, %17, p, 1, 1, %19, %20;\n}\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
               "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
               "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-            : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+            : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB));
 #else
         (void)d, (void)desc_a, (void)desc_b, (void)scale_d;
 #endif
@@ -66,8 +72,10 @@ struct Wgmma<DType::bf16, 32> : WgmmaType<DType::bf16> {
 
 template <>
 struct Wgmma<DType::bf16, 64> : WgmmaType<DType::bf16> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert((TransA | TransB) >> 1 == 0, "imm-trans is 0 or 1");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
@@ -75,14 +83,14 @@ struct Wgmma<DType::bf16, 64> : WgmmaType<DType::bf16> {
             "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
             "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
             "%24, %25, %26, %27, %28, %29, %30, %31"
-            "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+            "}, %32, %33, p, 1, 1, %35, %36;\n}\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
               "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
               "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
               "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
               "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
               "+f"(d[30]), "+f"(d[31])
-            : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+            : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB));
 #else
         (void)d, (void)desc_a, (void)desc_b, (void)scale_d;
 #endif
@@ -91,8 +99,10 @@ struct Wgmma<DType::bf16, 64> : WgmmaType<DType::bf16> {
 
 template <>
 struct Wgmma<DType::bf16, 128> : WgmmaType<DType::bf16> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert((TransA | TransB) >> 1 == 0, "imm-trans is 0 or 1");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -103,7 +113,7 @@ struct Wgmma<DType::bf16, 128> : WgmmaType<DType::bf16> {
             "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
             "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "
             "%60, %61, %62, %63"
-            "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+            "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
               "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
               "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
@@ -115,7 +125,7 @@ struct Wgmma<DType::bf16, 128> : WgmmaType<DType::bf16> {
               "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
               "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
               "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-            : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+            : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB));
 #else
         (void)d, (void)desc_a, (void)desc_b, (void)scale_d;
 #endif
@@ -124,8 +134,10 @@ struct Wgmma<DType::bf16, 128> : WgmmaType<DType::bf16> {
 
 template <>
 struct Wgmma<DType::bf16, 256> : WgmmaType<DType::bf16> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert((TransA | TransB) >> 1 == 0, "imm-trans is 0 or 1");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
@@ -141,7 +153,7 @@ struct Wgmma<DType::bf16, 256> : WgmmaType<DType::bf16> {
             "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, "
             "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, "
             "%120, %121, %122, %123, %124, %125, %126, %127"
-            "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+            "}, %128, %129, p, 1, 1, %131, %132;\n}\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
               "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
               "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
@@ -164,7 +176,7 @@ struct Wgmma<DType::bf16, 256> : WgmmaType<DType::bf16> {
               "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
               "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),
               "+f"(d[126]), "+f"(d[127])
-            : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+            : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB));
 #else
         (void)d, (void)desc_a, (void)desc_b, (void)scale_d;
 #endif
@@ -173,8 +185,10 @@ struct Wgmma<DType::bf16, 256> : WgmmaType<DType::bf16> {
 
 template <>
 struct Wgmma<DType::f16, 128> : WgmmaType<DType::f16> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert((TransA | TransB) >> 1 == 0, "imm-trans is 0 or 1");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -185,7 +199,7 @@ struct Wgmma<DType::f16, 128> : WgmmaType<DType::f16> {
             "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
             "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "
             "%60, %61, %62, %63"
-            "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+            "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
               "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
               "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
@@ -197,7 +211,7 @@ struct Wgmma<DType::f16, 128> : WgmmaType<DType::f16> {
               "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
               "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
               "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-            : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+            : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB));
 #else
         (void)d, (void)desc_a, (void)desc_b, (void)scale_d;
 #endif
@@ -206,8 +220,10 @@ struct Wgmma<DType::f16, 128> : WgmmaType<DType::f16> {
 
 template <>
 struct Wgmma<DType::f16, 256> : WgmmaType<DType::f16> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert((TransA | TransB) >> 1 == 0, "imm-trans is 0 or 1");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
@@ -223,7 +239,7 @@ struct Wgmma<DType::f16, 256> : WgmmaType<DType::f16> {
             "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, "
             "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, "
             "%120, %121, %122, %123, %124, %125, %126, %127"
-            "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+            "}, %128, %129, p, 1, 1, %131, %132;\n}\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
               "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
               "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
@@ -246,7 +262,7 @@ struct Wgmma<DType::f16, 256> : WgmmaType<DType::f16> {
               "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
               "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),
               "+f"(d[126]), "+f"(d[127])
-            : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+            : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB));
 #else
         (void)d, (void)desc_a, (void)desc_b, (void)scale_d;
 #endif
@@ -255,8 +271,10 @@ struct Wgmma<DType::f16, 256> : WgmmaType<DType::f16> {
 
 template <>
 struct Wgmma<DType::tf32, 256> : WgmmaType<DType::tf32> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert(TransA == 0 && TransB == 0, "tf32 wgmma reads K-major operands only");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
@@ -304,8 +322,10 @@ struct Wgmma<DType::tf32, 256> : WgmmaType<DType::tf32> {
 
 template <>
 struct Wgmma<DType::e4m3, 8> : WgmmaType<DType::e4m3> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[4], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert(TransA == 0 && TransB == 0, "e4m3 wgmma reads K-major operands only");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
@@ -322,8 +342,10 @@ struct Wgmma<DType::e4m3, 8> : WgmmaType<DType::e4m3> {
 
 template <>
 struct Wgmma<DType::e4m3, 16> : WgmmaType<DType::e4m3> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[8], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert(TransA == 0 && TransB == 0, "e4m3 wgmma reads K-major operands only");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
@@ -341,8 +363,10 @@ struct Wgmma<DType::e4m3, 16> : WgmmaType<DType::e4m3> {
 
 template <>
 struct Wgmma<DType::e4m3, 32> : WgmmaType<DType::e4m3> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[16], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert(TransA == 0 && TransB == 0, "e4m3 wgmma reads K-major operands only");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
@@ -362,8 +386,10 @@ struct Wgmma<DType::e4m3, 32> : WgmmaType<DType::e4m3> {
 
 template <>
 struct Wgmma<DType::e4m3, 64> : WgmmaType<DType::e4m3> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert(TransA == 0 && TransB == 0, "e4m3 wgmma reads K-major operands only");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
@@ -387,8 +413,10 @@ struct Wgmma<DType::e4m3, 64> : WgmmaType<DType::e4m3> {
 
 template <>
 struct Wgmma<DType::e4m3, 128> : WgmmaType<DType::e4m3> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert(TransA == 0 && TransB == 0, "e4m3 wgmma reads K-major operands only");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -420,8 +448,10 @@ struct Wgmma<DType::e4m3, 128> : WgmmaType<DType::e4m3> {
 
 template <>
 struct Wgmma<DType::e4m3, 256> : WgmmaType<DType::e4m3> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert(TransA == 0 && TransB == 0, "e4m3 wgmma reads K-major operands only");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
@@ -469,8 +499,10 @@ struct Wgmma<DType::e4m3, 256> : WgmmaType<DType::e4m3> {
 
 template <>
 struct Wgmma<DType::e5m2, 128> : WgmmaType<DType::e5m2> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert(TransA == 0 && TransB == 0, "e5m2 wgmma reads K-major operands only");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -502,8 +534,10 @@ struct Wgmma<DType::e5m2, 128> : WgmmaType<DType::e5m2> {
 
 template <>
 struct Wgmma<DType::e5m2, 256> : WgmmaType<DType::e5m2> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert(TransA == 0 && TransB == 0, "e5m2 wgmma reads K-major operands only");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
@@ -551,8 +585,10 @@ struct Wgmma<DType::e5m2, 256> : WgmmaType<DType::e5m2> {
 
 template <>
 struct Wgmma<DType::i8, 256> : WgmmaType<DType::i8> {
+    template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(std::int32_t (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b,
                                                std::uint32_t scale_d) {
+        static_assert(TransA == 0 && TransB == 0, "i8 wgmma reads K-major operands only");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"

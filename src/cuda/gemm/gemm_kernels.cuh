@@ -1,0 +1,120 @@
+// The library's kernel registry: every GEMM kernel a plan can launch, as table
+// rows keyed by (operand type, layout, tile width, split-K). Each kernel is
+// warp_specialized_kernel (src/cuda/hopper/warp_specialized.cuh), the ladder's
+// k32 pipeline, instantiated with the operands' majors and an epilogue policy:
+//   fused rows: persistent grouped schedule, FusedEpilogue (fused_epilogue.cuh)
+//     applied in registers; 128 x 256 tiles (4 stages) or 128 x 128 (6 stages);
+//   split rows: 128 x 128 tiles, Schedule::split_k, fp32 partial tiles stored
+//     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
+//     applies the epilogue.
+// fp8 rows accumulate as k34 does (promoted into fp32 every 128 of K) and are
+// K-major only.
+#pragma once
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstddef>
+#include <span>
+#include <type_traits>
+
+#include "cuda/check.cuh"
+#include "cuda/gemm/fused_epilogue.cuh"
+#include "cuda/hopper/warp_specialized.cuh"
+#include "rigel/gemm.hpp"
+
+namespace rigel::cuda::gemm_kernels {
+
+// One launch, as the plan prepared it.
+struct Launch {
+    CUtensorMap map_a{}, map_b{};
+    EpilogueParams epi;          // fused rows
+    float* workspace = nullptr;  // split rows: splits stacked M x N fp32 slabs
+    int m = 0, n = 0, k = 0, tiles_m = 0, tiles_n = 0;
+    dim3 grid;
+    cudaStream_t stream = nullptr;
+};
+
+struct KernelKey {
+    Type type;
+    gemm::Op a_op, b_op;
+    int tile_n;
+    bool split;
+    bool operator==(const KernelKey&) const = default;
+};
+
+using LaunchFn = void (*)(const Launch&);
+
+struct KernelEntry {
+    KernelKey key;
+    LaunchFn launch;
+    int k_tile;  // K elements per pipeline stage (64 for 16-bit types, 128 for fp8)
+};
+
+// One table per translation unit: the 16-bit ones generated from
+// gemm_table.cu.in (type x layout, named by the layout's letters), fp8 in
+// gemm_fp8.cu. kernel_tables() lists them all.
+std::span<const KernelEntry> kernels_bf16_nn();
+std::span<const KernelEntry> kernels_bf16_nt();
+std::span<const KernelEntry> kernels_bf16_tn();
+std::span<const KernelEntry> kernels_bf16_tt();
+std::span<const KernelEntry> kernels_f16_nn();
+std::span<const KernelEntry> kernels_f16_nt();
+std::span<const KernelEntry> kernels_f16_tn();
+std::span<const KernelEntry> kernels_f16_tt();
+std::span<const KernelEntry> fp8_kernels();
+using KernelTable = std::span<const KernelEntry> (*)();
+inline constexpr std::array<KernelTable, 9> kernel_tables{
+    kernels_bf16_nn, kernels_bf16_nt, kernels_bf16_tn, kernels_bf16_tt, kernels_f16_nn,
+    kernels_f16_nt,  kernels_f16_tn,  kernels_f16_tt,  fp8_kernels};
+
+// -- instantiation helpers for the table files ------------------------------------
+using sm90::Accumulation;
+using sm90::Major;
+using sm90::Schedule;
+using sm90::WarpSpecialized;
+
+// a_op n: A stored M x K, K-major; t: stored K x M, M-major.
+// b_op t: B stored N x K, K-major; n: stored K x N, N-major.
+constexpr Major major_a(gemm::Op op) { return op == gemm::Op::n ? Major::k : Major::mn; }
+constexpr Major major_b(gemm::Op op) { return op == gemm::Op::t ? Major::k : Major::mn; }
+
+template <class G, class Epi>
+void launch_kernel(const Launch& l) {
+    static const bool configured = [] {
+        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::warp_specialized_kernel<G, Epi>,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
+        return true;
+    }();
+    (void)configured;
+    if constexpr (std::is_same_v<Epi, FusedEpilogue>) {
+        sm90::warp_specialized_kernel<G, Epi><<<l.grid, G::kThreads, G::kSmemBytes, l.stream>>>(
+            l.map_a, l.map_b, l.epi, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
+    } else {
+        sm90::warp_specialized_kernel<G, Epi><<<l.grid, G::kThreads, G::kSmemBytes, l.stream>>>(
+            l.map_a, l.map_b, sm90::StoreF32::Params{l.workspace}, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
+    }
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+// The three rows of one 16-bit type and layout: wide fused, narrow fused, split.
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
+constexpr std::array<KernelEntry, 3> half_rows() {
+    constexpr Major MA = major_a(OA), MB = major_b(OB);
+    using Wide = WarpSpecialized<T, 256, 4, Schedule::persistent_grouped, Accumulation::tensor_core, MA, MB>;
+    using Narrow = WarpSpecialized<T, 128, 6, Schedule::persistent_grouped, Accumulation::tensor_core, MA, MB>;
+    using Split = WarpSpecialized<T, 128, 6, Schedule::split_k, Accumulation::tensor_core, MA, MB>;
+    return {KernelEntry{{Tg, OA, OB, 256, false}, launch_kernel<Wide, FusedEpilogue>, Wide::kBK},
+            KernelEntry{{Tg, OA, OB, 128, false}, launch_kernel<Narrow, FusedEpilogue>, Narrow::kBK},
+            KernelEntry{{Tg, OA, OB, 128, true}, launch_kernel<Split, sm90::StoreF32>, Split::kBK}};
+}
+
+// -- the elementwise pass (epilogue_kernel.cu) ---------------------------------------
+// Applies p's epilogue to every element of an M x N matrix: the sum of
+// `splits` fp32 slabs (slabs != nullptr: the split-K reduction; alpha and
+// beta apply), or D itself in D's type (slabs == nullptr: the decomposed
+// path's second kernel; p.alpha 1, p.beta 0). bgrad, if asked for, must be
+// zeroed before.
+void launch_epilogue(const EpilogueParams& p, const float* slabs, int splits, int m, int n, cudaStream_t stream);
+
+}  // namespace rigel::cuda::gemm_kernels

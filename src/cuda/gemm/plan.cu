@@ -1,0 +1,164 @@
+// rigel::gemm::Plan on the GPU: finds the plan's kernels in the registry
+// (gemm_kernels.cuh), keeps its tensor maps and split-K workspace, and
+// launches. The shape and argument checks and the dispatcher are host code
+// (src/gemm/dispatch.cpp); nothing here runs before they have passed.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "cuda/check.cuh"
+#include "cuda/gemm/gemm_kernels.cuh"
+#include "rigel/gemm.hpp"
+
+namespace rigel::gemm {
+
+using cuda::gemm_kernels::EpilogueParams;
+using cuda::gemm_kernels::KernelEntry;
+using cuda::gemm_kernels::KernelKey;
+using cuda::gemm_kernels::Launch;
+
+namespace {
+
+DType dtype_of(Type t) {
+    switch (t) {
+        case Type::bf16: return DType::bf16;
+        case Type::f16: return DType::f16;
+        case Type::e4m3: return DType::e4m3;
+        case Type::e5m2: return DType::e5m2;
+        case Type::f32: break;
+    }
+    return DType::f32;
+}
+
+const KernelEntry* find_kernel(const KernelKey& key) {
+    for (const auto table : cuda::gemm_kernels::kernel_tables)
+        for (const KernelEntry& e : table())
+            if (e.key == key) return &e;
+    return nullptr;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+bool aligned(const void* p, std::uintptr_t to) { return reinterpret_cast<std::uintptr_t>(p) % to == 0; }
+
+}  // namespace
+
+struct Plan::State {
+    const KernelEntry* kernel = nullptr;
+    cuda::sm90::TensorMapCache maps_a, maps_b;
+    float* workspace = nullptr;
+    std::size_t workspace_bytes = 0;
+    int sms = 0;
+
+    ~State() {
+        if (workspace) cudaFree(workspace);  // an error here (context already gone) changes nothing
+    }
+};
+
+
+Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {}
+
+Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dimensions(d)), choice_(forced) {
+    if (const std::string why = check(d); !why.empty()) throw std::invalid_argument(why);
+    const bool split = forced.splits > 1;
+    const KernelKey key{desc_.a_type, desc_.a_op, desc_.b_op, forced.tile_n, split};
+    state_ = std::make_unique<State>();
+    state_->kernel = find_kernel(key);
+    if (!state_->kernel || forced.tile_m != 128 || forced.splits < 1)
+        throw std::invalid_argument("no " + std::string(name(desc_.a_type)) + " " +
+                                    layout_name(desc_.a_op, desc_.b_op) + " kernel with " +
+                                    std::to_string(forced.tile_m) + " x " + std::to_string(forced.tile_n) +
+                                    " tiles" + (split ? " and split-K" : ""));
+    const std::int64_t k_tiles = ceil_div(desc_.k, state_->kernel->k_tile);
+    if (forced.splits > k_tiles)
+        throw std::invalid_argument(std::to_string(forced.splits) + " splits exceed the " + std::to_string(k_tiles) +
+                                    " k-tiles of K = " + std::to_string(desc_.k));
+    state_->sms = cuda::sm90::sm_count();
+    const std::int64_t tiles = ceil_div(desc_.m, choice_.tile_m) * ceil_div(desc_.n, choice_.tile_n);
+    choice_.ctas = static_cast<int>(split ? tiles * forced.splits : std::min<std::int64_t>(tiles, state_->sms));
+    if (split) state_->workspace_bytes = static_cast<std::size_t>(forced.splits) * desc_.m * desc_.n * sizeof(float);
+}
+
+Plan::~Plan() = default;
+Plan::Plan(Plan&&) noexcept = default;
+Plan& Plan::operator=(Plan&&) noexcept = default;
+
+std::size_t Plan::workspace_bytes() const { return state_ ? state_->workspace_bytes : 0; }
+
+namespace {
+
+// Launches the GEMM with epilogue `p` (fused, or through the split path).
+void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const Args& args, const EpilogueParams& p,
+                 cudaStream_t stream) {
+    const DType t = dtype_of(d.a_type);
+    const int k_tile = s.kernel->k_tile;
+    Launch l;
+    // K-major operands come in boxes of a tile's rows x 128 bytes; MN-major
+    // ones (stored K x M or K x N) in boxes of k_tile K-rows x 128 bytes.
+    l.map_a = d.a_op == Op::n ? s.maps_a.get(args.a, t, d.m, d.k, d.lda, c.tile_m)
+                              : s.maps_a.get(args.a, t, d.k, d.m, d.lda, k_tile);
+    l.map_b = d.b_op == Op::t ? s.maps_b.get(args.b, t, d.n, d.k, d.ldb, c.tile_n)
+                              : s.maps_b.get(args.b, t, d.k, d.n, d.ldb, k_tile);
+    l.m = static_cast<int>(d.m);
+    l.n = static_cast<int>(d.n);
+    l.k = static_cast<int>(d.k);
+    l.tiles_m = static_cast<int>(ceil_div(d.m, c.tile_m));
+    l.tiles_n = static_cast<int>(ceil_div(d.n, c.tile_n));
+    l.stream = stream;
+    if (c.splits == 1) {
+        l.epi = p;
+        l.grid = dim3(static_cast<unsigned>(c.ctas));
+        s.kernel->launch(l);
+        return;
+    }
+    if (!s.workspace) RIGEL_CUDA_CHECK(cudaMalloc(&s.workspace, s.workspace_bytes));
+    l.workspace = s.workspace;
+    l.grid = dim3(static_cast<unsigned>(l.tiles_m * l.tiles_n), static_cast<unsigned>(c.splits));
+    s.kernel->launch(l);
+    cuda::gemm_kernels::launch_epilogue(p, s.workspace, c.splits, l.m, l.n, stream);
+}
+
+EpilogueParams epilogue_params(const Desc& d, const Args& a) {
+    // Two elements at a time wherever every row of every output-shaped matrix
+    // starts on a pair boundary.
+    const std::uintptr_t pair = 2 * static_cast<std::uintptr_t>(type_bytes(d.d_type));
+    const bool paired = d.ldd % 2 == 0 && d.ldc % 2 == 0 && d.ldaux % 2 == 0 && aligned(a.d, pair) &&
+                        (a.beta == 0.0f || aligned(a.c, pair)) && (!a.bias || aligned(a.bias, pair)) &&
+                        (!a.aux || aligned(a.aux, pair));
+    return {.d = a.d, .c = a.c, .bias = a.bias, .aux = a.aux, .bgrad = a.bgrad,
+            .ldd = d.ldd, .ldc = d.ldc, .ldaux = d.ldaux, .alpha = a.alpha, .beta = a.beta,
+            .kind = d.epilogue, .d_type = d.d_type, .paired = paired};
+}
+
+void refuse_bad_args(const Desc& d, const Args& args) {
+    if (const std::string why = check_args(d, args); !why.empty()) throw std::invalid_argument(why);
+}
+
+}  // namespace
+
+void Plan::run(const Args& args, Stream stream) {
+    refuse_bad_args(desc_, args);
+    const auto s = static_cast<cudaStream_t>(stream);
+    if (desc_.epilogue == Epilogue::dgelu_bgrad)
+        RIGEL_CUDA_CHECK(cudaMemsetAsync(args.bgrad, 0, static_cast<std::size_t>(desc_.n) * sizeof(float), s));
+    launch_gemm(desc_, choice_, *state_, args, epilogue_params(desc_, args), s);
+}
+
+void Plan::run_decomposed(const Args& args, Stream stream) {
+    refuse_bad_args(desc_, args);
+    const auto s = static_cast<cudaStream_t>(stream);
+    EpilogueParams gemm_only = epilogue_params(desc_, args);
+    gemm_only.kind = Epilogue::none;
+    launch_gemm(desc_, choice_, *state_, args, gemm_only, s);
+    if (desc_.epilogue == Epilogue::none) return;
+    if (desc_.epilogue == Epilogue::dgelu_bgrad)
+        RIGEL_CUDA_CHECK(cudaMemsetAsync(args.bgrad, 0, static_cast<std::size_t>(desc_.n) * sizeof(float), s));
+    EpilogueParams second = epilogue_params(desc_, args);
+    second.alpha = 1.0f;
+    second.beta = 0.0f;
+    cuda::gemm_kernels::launch_epilogue(second, nullptr, 1, static_cast<int>(desc_.m), static_cast<int>(desc_.n), s);
+}
+
+}  // namespace rigel::gemm
