@@ -99,14 +99,20 @@ std::string lt_version() {
     return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
 
-// "bf16 x bf16 -> bf16, layout NT, epilogue bias_gelu", with what may make cuBLASLt say no.
+// "bf16 x bf16 -> bf16, layout NT, epilogue bias_gelu"
+std::string describe_gemm(const Desc& d) {
+    return std::string(gemm::name(d.a_type)) + " x " + gemm::name(d.b_type) + " -> " + gemm::name(d.d_type) +
+           ", layout " + gemm::layout_name(d.a_op, d.b_op) + ", epilogue " + gemm::name(d.epilogue);
+}
+
+const char* vector_name(const Desc& d) { return d.epilogue == Epilogue::dgelu_bgrad ? "bias gradient" : "bias"; }
+
+// describe_gemm with the vector type where it may be what makes cuBLASLt say no.
 std::string describe(const Desc& d) {
     const gemm::EpilogueTraits t = gemm::traits(d.epilogue);
-    std::string s = std::string(gemm::name(d.a_type)) + " x " + gemm::name(d.b_type) + " -> " +
-                    gemm::name(d.d_type) + ", layout " + gemm::layout_name(d.a_op, d.b_op) + ", epilogue " +
-                    gemm::name(d.epilogue);
+    std::string s = describe_gemm(d);
     if (set_vector_type(d) && (t.bias || t.bgrad))
-        s += std::string(t.bgrad ? " with bias gradient type " : " with bias type ") + gemm::name(vector_type(d));
+        s += std::string(" with ") + vector_name(d) + " type " + gemm::name(vector_type(d));
     return s;
 }
 
@@ -138,8 +144,17 @@ std::uint32_t alignment_of(const void* p) {
 // only its alignment (cublasLt.h: such routines do not dereference these pointers).
 const void* const kAlignedPlaceholder = reinterpret_cast<const void*>(std::uintptr_t{kMaxAlignment});
 
-struct Tuned {
+// What an algorithm is chosen for besides the desc: the alignments of the call's pointers, and
+// whether C is D (beta 0, or in place). cuBLASLt takes C == D only with one layout for both, so
+// then D's descriptor serves as C's (a C layout with another ld is refused as an invalid value).
+struct Variant {
     Alignments alignments{};
+    bool c_is_d = true;
+    bool operator==(const Variant&) const = default;
+};
+
+struct Tuned {
+    Variant variant;
     cublasLtMatmulAlgo_t algo{};
     std::string line;
 };
@@ -259,7 +274,8 @@ struct Heuristic {
     cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
 };
 
-Heuristic ask_heuristic(const Plan& p, const Alignments& al, int count) {
+Heuristic ask_heuristic(const Plan& p, const Variant& v, int count) {
+    const Alignments& al = v.alignments;
     const LtContext lt = cublaslt();
     Preference pref;
     pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, std::uint64_t{lt.workspace_bytes});
@@ -270,7 +286,7 @@ Heuristic ask_heuristic(const Plan& p, const Alignments& al, int count) {
     pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al[kD]);
     Heuristic h;
     int found = 0;
-    h.status = cublasLtMatmulAlgoGetHeuristic(lt.handle, p.op, p.a, p.b, p.c, p.d, pref.pref,
+    h.status = cublasLtMatmulAlgoGetHeuristic(lt.handle, p.op, p.a, p.b, v.c_is_d ? p.d : p.c, p.d, pref.pref,
                                               std::min(count, kCandidates), h.results.data(), &found);
     if (h.status != CUBLAS_STATUS_SUCCESS) found = 0;
     const auto end = std::remove_if(h.results.begin(), h.results.begin() + std::clamp(found, 0, kCandidates),
@@ -285,6 +301,22 @@ std::string no_algorithm(const Plan& p, const Heuristic& h, const std::string& p
            (h.status == CUBLAS_STATUS_SUCCESS ? std::string("0 results") : cublas_status_text(h.status)) + ")";
 }
 
+// Why the heuristic has nothing for a plan. When rigel's bias or bgrad type differs from cuBLASLt's
+// default (D's type; bf16 beside an fp8 GEMM's f32 D) and the default would be taken, that is the
+// sentence; the plan is refused either way, so its descriptor may be changed for the question.
+std::string refusal_from_heuristic(Plan& p, const Variant& v, const Heuristic& h) {
+    const Desc& d = p.desc;
+    const gemm::EpilogueTraits t = gemm::traits(d.epilogue);
+    const Type fallback = is_fp8(d.a_type) && d.d_type == Type::f32 ? Type::bf16 : d.d_type;
+    if ((t.bias || t.bgrad) && fallback != vector_type(d)) {
+        set_attribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<std::int32_t>(lt_type(fallback)));
+        if (ask_heuristic(p, v, 1).count > 0)
+            return "cuBLASLt " + lt_version() + " takes the " + vector_name(d) + " of " + describe_gemm(d) +
+                   " only in " + gemm::name(fallback) + ", not in rigel's " + gemm::name(vector_type(d));
+    }
+    return no_algorithm(p, h, " with 256-byte aligned pointers");
+}
+
 Plan& plan_for(const Desc& desc) {
     const Desc d = gemm::with_packed_leading_dimensions(desc);
     const Key key = key_of(d);
@@ -297,10 +329,10 @@ Plan& plan_for(const Desc& desc) {
     if (!p.refusal.empty()) return p;
     try {
         make_descriptors(p);
-        Alignments all{};
-        all.fill(kMaxAlignment);
-        if (const Heuristic h = ask_heuristic(p, all, 1); h.count == 0)
-            p.refusal = no_algorithm(p, h, " with 256-byte aligned pointers");
+        Variant aligned;
+        aligned.alignments.fill(kMaxAlignment);
+        if (const Heuristic h = ask_heuristic(p, aligned, 1); h.count == 0)
+            p.refusal = refusal_from_heuristic(p, aligned, h);
     } catch (...) {
         // Not cached: a failure to set cuBLASLt up is not an answer about the desc.
         destroy(p);
@@ -321,8 +353,8 @@ struct Operands {
 cublasStatus_t launch(const Plan& p, const cublasLtMatmulAlgo_t& algo, const Operands& o, const gemm::Args& args,
                       cudaStream_t s) {
     const LtContext lt = cublaslt();
-    return cublasLtMatmul(lt.handle, p.op, &args.alpha, o.first, p.a, o.second, p.b, &args.beta, o.c, p.c, o.d, p.d,
-                          &algo, lt.workspace, lt.workspace_bytes, s);
+    return cublasLtMatmul(lt.handle, p.op, &args.alpha, o.first, p.a, o.second, p.b, &args.beta, o.c,
+                          o.c == o.d ? p.d : p.c, o.d, p.d, &algo, lt.workspace, lt.workspace_bytes, s);
 }
 
 template <typename T>
@@ -436,9 +468,10 @@ float time_algorithm(const Plan& p, const cublasLtMatmulAlgo_t& algo, const Oper
 
 // Asks the heuristic for up to kCandidates algorithms for these alignments, times each on the
 // call's arguments and keeps the fastest.
-const Tuned& tune(Plan& p, const Alignments& al, const Operands& call, const gemm::Args& args, cudaStream_t s) {
-    const Heuristic h = ask_heuristic(p, al, kCandidates);
+const Tuned& tune(Plan& p, const Variant& v, const Operands& call, const gemm::Args& args, cudaStream_t s) {
+    const Heuristic h = ask_heuristic(p, v, kCandidates);
     if (h.count == 0) {
+        const Alignments& al = v.alignments;
         std::ostringstream why;
         why << " with pointers aligned to A " << al[kA] << ", B " << al[kB] << ", C " << al[kC] << ", D " << al[kD]
             << ", bias/bgrad " << al[kVector] << ", aux " << al[kAux] << " bytes";
@@ -484,7 +517,7 @@ const Tuned& tune(Plan& p, const Alignments& al, const Operands& call, const gem
     if (static_cast<std::size_t>(timed_count) < h.count)
         line << "; " << h.count - static_cast<std::size_t>(timed_count) << " refused at launch";
     line << ")";
-    p.tuned.push_back({.alignments = al, .algo = h.results[static_cast<std::size_t>(best)].algo, .line = line.str()});
+    p.tuned.push_back({.variant = v, .algo = h.results[static_cast<std::size_t>(best)].algo, .line = line.str()});
     p.latest = static_cast<int>(p.tuned.size()) - 1;
     return p.tuned.back();
 }
@@ -509,13 +542,14 @@ void cublaslt_gemm(const gemm::Desc& desc, const gemm::Args& args, gemm::Stream 
     const void* aux = t.aux_in || t.aux_out ? args.aux : nullptr;
     // C is not read when beta is 0 (gemm.hpp): D stands in for it, so a null C is never passed.
     const Operands o{.first = args.b, .second = args.a, .c = args.beta != 0.0f ? args.c : args.d, .d = args.d};
-    const Alignments al{alignment_of(o.second), alignment_of(o.first), alignment_of(o.c),
-                        alignment_of(o.d),      alignment_of(vector),  alignment_of(aux)};
+    const Variant v{.alignments = {alignment_of(o.second), alignment_of(o.first), alignment_of(o.c),
+                                   alignment_of(o.d), alignment_of(vector), alignment_of(aux)},
+                    .c_is_d = o.c == o.d};
     point(p, vector, aux);
 
-    const auto known = std::find_if(p.tuned.begin(), p.tuned.end(), [&](const Tuned& x) { return x.alignments == al; });
+    const auto known = std::find_if(p.tuned.begin(), p.tuned.end(), [&](const Tuned& x) { return x.variant == v; });
     if (known != p.tuned.end()) p.latest = static_cast<int>(known - p.tuned.begin());
-    const Tuned& chosen = known != p.tuned.end() ? *known : tune(p, al, o, args, s);
+    const Tuned& chosen = known != p.tuned.end() ? *known : tune(p, v, o, args, s);
     launch_checked(p, chosen.algo, o, args, s);
 }
 
