@@ -466,8 +466,8 @@ float time_algorithm(const Plan& p, const cublasLtMatmulAlgo_t& algo, const Oper
     return ms[kTimedRuns / 2];
 }
 
-// Asks the heuristic for up to kCandidates algorithms for these alignments, times each on the
-// call's arguments and keeps the fastest.
+// Asks the heuristic for up to kCandidates algorithms for this variant, times each on the call's
+// arguments and keeps the fastest.
 const Tuned& tune(Plan& p, const Variant& v, const Operands& call, const gemm::Args& args, cudaStream_t s) {
     const Heuristic h = ask_heuristic(p, v, kCandidates);
     if (h.count == 0) {

@@ -17,9 +17,10 @@ namespace rigel::cuda::vendor {
 std::string cublaslt_gemm_support(const gemm::Desc& d);
 
 // Runs D = epilogue(alpha op(A) op(B) + beta C) exactly as gemm.hpp defines it, on `s`.
-// The first call for a desc (and for each new alignment of its pointers) asks the heuristic for
-// up to 8 algorithms, times each on the given arguments (one warm-up, then a few timed runs, on
-// `s` with CUDA events) and keeps the fastest. Later calls check the arguments and launch.
+// The first call for a desc (and again for each new alignment of its pointers, and for C being D
+// or not: beta 0 or in place) asks the heuristic for up to 8 algorithms, times each on the given
+// arguments (one warm-up, then a few timed runs, on `s` with CUDA events) and keeps the fastest.
+// Later calls check the arguments and launch.
 // Throws std::invalid_argument with one sentence for an unsupported desc or bad arguments
 // (gemm::check_args' rules), std::runtime_error when a CUDA or cuBLAS call fails.
 // One workspace serves every call: calls on different streams must not overlap.
