@@ -3,7 +3,8 @@
 # build/h200, run the GPU tests, then whatever is asked for, and copy the CSV
 # and JSON results and the logs into $OUT/visit.tar.gz. The last thing printed is a short
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
-# [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] (default: tests ladder probes sass). Reads nothing outside the checkout; needs
+# [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
+# (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -184,6 +185,22 @@ if has bench_llm; then
   suite bench_llm bench_llm
 fi
 
+# The GEMM library: every combination verified against float64, then rigel
+# against cuBLASLt, cuBLAS and its decomposed path in paired samples, every
+# timed suite (gemm), or the fused and small suites alone (gemm_quick, for a
+# short visit).
+if has gemm || has gemm_quick; then
+  log "gemm verify"
+  $RIGEL gemm verify --out "$OUT" > "$OUT/gemm_verify.txt" 2> "$OUT/gemm_verify.err"
+  summary+=("gemm verify: rc $?")
+  if has gemm; then gemm_suites=(all); else gemm_suites=(fused small); fi
+  for s in "${gemm_suites[@]}"; do
+    log "gemm bench $s"
+    $RIGEL gemm bench --suite "$s" --out "$OUT" >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
+    summary+=("gemm bench (suite $s): rc $?")
+  done
+fi
+
 for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/cpu.txt" ] && tail -30 "$OUT/cpu.txt"
 [ -f "$OUT/ladder.txt" ] && tail -60 "$OUT/ladder.txt"
@@ -193,4 +210,6 @@ for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/alignment.txt" ] && tail -12 "$OUT/alignment.txt"
 [ -f "$OUT/fp4.txt" ] && tail -20 "$OUT/fp4.txt"
 [ -f "$OUT/splitk.txt" ] && tail -45 "$OUT/splitk.txt"
+[ -f "$OUT/gemm_verify.txt" ] && grep -c " pass " "$OUT/gemm_verify.txt" && grep " FAIL " "$OUT/gemm_verify.txt" | head -20
+[ -f "$OUT/gemm_bench.txt" ] && tail -50 "$OUT/gemm_bench.txt"
 printf '%s\n' "${summary[@]}"

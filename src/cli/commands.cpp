@@ -501,7 +501,8 @@ int run(int argc, char** argv) {
     ladder->add_flag("--list-suites", la.list_suites,
                      "list the suites, what each measures and the options it stands for (takes no other option)");
 
-    const auto hooks = add_probe_commands(app);
+    auto hooks = add_probe_commands(app);
+    for (auto& h : add_gemm_commands(app)) hooks.push_back(std::move(h));
 
     try {
         app.parse(argc, argv);

@@ -42,5 +42,7 @@ void check_out_option(const CLI::App& cmd, const std::string& out);
 
 // `probe` and `findings` (src/cli/probe_commands.cpp).
 std::vector<SubcommandHook> add_probe_commands(CLI::App& app);
+// `gemm verify|bench|run|list` (src/cli/gemm_commands.cpp).
+std::vector<SubcommandHook> add_gemm_commands(CLI::App& app);
 
 }  // namespace rigel::cli

@@ -2,6 +2,7 @@
 // empty and the executor says why.
 #include <stdexcept>
 
+#include "gemm/driver.hpp"
 #include "harness/executor.hpp"
 #include "ladder/rung.hpp"
 #include "probes/probe.hpp"
@@ -56,5 +57,17 @@ void Plan::run_decomposed(const Args&, Stream) {
     throw std::runtime_error("rigel::gemm::Plan::run_decomposed: rigel was built without CUDA");
 }
 std::size_t Plan::workspace_bytes() const { return 0; }
+
+// `rigel gemm` says "skipped" before it reaches the driver; a call here is a defect.
+std::vector<VerifyRow> verify_case(Executor&, const GemmCase&, std::uint64_t, int) {
+    throw std::logic_error("rigel::gemm::verify_case: rigel was built without CUDA");
+}
+VerifyRow check_refusal(Executor&, const RefusalCase&) {
+    throw std::logic_error("rigel::gemm::check_refusal: rigel was built without CUDA");
+}
+BenchOutcome bench_case(Executor&, const GemmCase&, std::span<const Contender>, const PairedConfig&, std::uint64_t,
+                        int) {
+    throw std::logic_error("rigel::gemm::bench_case: rigel was built without CUDA");
+}
 
 }  // namespace rigel::gemm

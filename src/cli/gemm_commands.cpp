@@ -1,0 +1,546 @@
+// `rigel gemm`: the GEMM library verified and timed on the device.
+//   rigel gemm verify [--suite verify|refusals|NAME]   every case against float64 (exit 1 if one fails)
+//   rigel gemm bench --suite NAME|all                  rigel against its baselines in paired samples
+//   rigel gemm run --m M --n N --k K [...]             one case: verified, then timed
+//   rigel gemm list [--suite NAME]                     the suites, or one suite's cases
+// Every option is checked before the device is looked for, so a typo is an
+// error on any machine; without a device the commands say "skipped" (exit 77).
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "gemm/driver.hpp"
+#include "gemm/suites.hpp"
+#include "harness/executor.hpp"
+#include "harness/interrupt.hpp"
+#include "harness/paired.hpp"
+#include "harness/provenance.hpp"
+#include "harness/report_io.hpp"
+#include "harness/timing.hpp"
+
+namespace rigel::cli {
+namespace {
+
+using gemm::BenchRow;
+using gemm::Contender;
+using gemm::GemmCase;
+using gemm::GemmSuite;
+using gemm::VerifyRow;
+
+// The refusal test is a verify suite of its own (no GEMM is computed).
+constexpr const char* kRefusalSuite = "refusals";
+
+// Paired timing unless --warmup or --min-time say otherwise: a warm-up long
+// enough for the clock to settle, then about half a second of samples per side.
+constexpr PairedConfig kBenchTiming{.warmup_s = 0.5, .min_time_s = 1.0, .min_pairs = 10, .max_pairs = 2000,
+                                    .max_time_s = 30.0};
+
+// The options verify, bench and run share (bench and run: the timing too).
+struct CommonArgs {
+    std::string out, seed = "1", threads = "0", warmup, min_time;
+};
+struct VerifyArgs {
+    std::string suite = "verify";
+    CommonArgs common;
+};
+struct BenchArgs {
+    std::string suite;
+    CommonArgs common;
+};
+struct RunArgs {
+    std::string m, n, k, layout = "NT", type = "bf16", out_type = "bf16", epilogue = "none", alpha = "1", beta = "0";
+    CommonArgs common;
+};
+struct ListArgs {
+    std::string suite;
+};
+
+std::string num(double v) {
+    if (!std::isfinite(v)) return "";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+std::string host_name() {
+    char buf[256] = {};
+    if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown";
+    return buf;
+}
+
+std::string suite_names() {
+    std::string out;
+    for (const GemmSuite& s : gemm::gemm_suites()) out += (out.empty() ? "" : ", ") + std::string(s.name);
+    return out;
+}
+
+const GemmSuite& suite_named(const std::string& name, const std::string& also = {}) {
+    const GemmSuite* s = gemm::find_gemm_suite(name);
+    if (!s) throw std::invalid_argument("unknown suite '" + name + "' (known: " + suite_names() + also + ")");
+    return *s;
+}
+
+std::int64_t parse_extent(const std::string& option, const std::string& text) {
+    std::int64_t v = 0;
+    const char* end = text.data() + text.size();
+    const auto [p, ec] = std::from_chars(text.data(), end, v);
+    if (text.empty() || ec != std::errc() || p != end || v < 1 || v > std::numeric_limits<std::int32_t>::max())
+        throw std::invalid_argument(option + " '" + text + "' is not an integer from 1 to 2147483647");
+    return v;
+}
+
+float parse_scalar(const std::string& option, const std::string& text) {
+    float v = 0;
+    const char* end = text.data() + text.size();
+    const auto [p, ec] = std::from_chars(text.data(), end, v);
+    if (text.empty() || ec != std::errc() || p != end || !std::isfinite(v))
+        throw std::invalid_argument(option + " '" + text + "' is not a finite number");
+    return v;
+}
+
+PairedConfig timing_of(const CLI::App& cmd, const CommonArgs& a) {
+    PairedConfig t = kBenchTiming;
+    if (cmd.count("--warmup")) t.warmup_s = parse_seconds("--warmup", a.warmup);
+    if (cmd.count("--min-time")) t.min_time_s = parse_seconds("--min-time", a.min_time);
+    return t;
+}
+
+void add_common_options(CLI::App* cmd, CommonArgs& a, bool timed) {
+    cmd->add_option("--out", a.out, "folder for the CSV and its JSON sidecar (none: print only)");
+    cmd->add_option("--seed", a.seed, "input seed, 0 to 2^64-1")->capture_default_str();
+    cmd->add_option("--threads", a.threads, "threads for the float64 reference (0: all)")->capture_default_str();
+    if (!timed) return;
+    const std::string seconds = "0 to " + std::to_string(static_cast<int>(kMaxMeasureSeconds));
+    cmd->add_option("--warmup", a.warmup, "common warm-up seconds of each paired measurement, " + seconds +
+                                              " (default " + num(kBenchTiming.warmup_s) + ")");
+    cmd->add_option("--min-time", a.min_time, "seconds of samples, both sides together, of each paired measurement, " +
+                                                  seconds + " (default " + num(kBenchTiming.min_time_s) + "; at least " +
+                                                  std::to_string(kBenchTiming.min_pairs) + " pairs)");
+}
+
+// The device the library runs on: a CUDA device of compute capability 9.0
+// (the kernels are sm_90a); otherwise the command is skipped.
+std::unique_ptr<Executor> gemm_device() {
+    auto ex = make_cuda_executor();
+    if (const std::string why = ex->unavailable_reason(); !why.empty()) throw DeviceUnavailable("skipped: " + why);
+    if (ex->compute_capability() != 90)
+        throw DeviceUnavailable("skipped: rigel's GEMM library needs sm_90a (compute capability 9.0); " +
+                                ex->device_name() + " is " + std::to_string(ex->compute_capability() / 10) + "." +
+                                std::to_string(ex->compute_capability() % 10));
+    return ex;
+}
+
+std::string shape_text(const gemm::Desc& d) {
+    return std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + " " +
+           gemm::layout_name(d.a_op, d.b_op) + " " + gemm::name(d.a_type) + " -> " + gemm::name(d.d_type) + " " +
+           gemm::name(d.epilogue);
+}
+
+void say(const std::string& s) { std::fprintf(stderr, "rigel: %s\n", s.c_str()); }
+
+// ---- result files --------------------------------------------------------------
+
+const std::vector<std::string>& verify_header() {
+    static const std::vector<std::string> h{"run_id", "host", "device", "case", "m", "n", "k", "layout",
+                                            "a_type", "b_type", "d_type", "epilogue", "lda", "ldb", "ldd",
+                                            "kernel", "pass", "err_max_scaled", "tolerance", "reason"};
+    return h;
+}
+
+const std::vector<std::string>& bench_header() {
+    static const std::vector<std::string> h{
+        "run_id", "host", "device", "suite", "case", "m", "n", "k", "layout", "a_type", "b_type", "d_type", "epilogue",
+        "candidate", "baseline", "kernel", "pairs", "candidate_tflops", "baseline_tflops", "ratio_median", "ratio_p10",
+        "ratio_p90", "sm_clock_mhz", "power_w", "temp_c"};
+    return h;
+}
+
+// The columns every row shares: the case's shape, layout, types and epilogue.
+std::vector<std::string> desc_cells(const gemm::Desc& d) {
+    return {std::to_string(d.m),
+            std::to_string(d.n),
+            std::to_string(d.k),
+            gemm::layout_name(d.a_op, d.b_op),
+            gemm::name(d.a_type),
+            gemm::name(d.b_type),
+            gemm::name(d.d_type),
+            gemm::name(d.epilogue)};
+}
+
+struct RowContext {
+    std::string run_id, host, device;
+};
+
+std::vector<std::string> verify_cells(const RowContext& x, const VerifyRow& r) {
+    std::vector<std::string> c{x.run_id, x.host, x.device, r.case_name};
+    for (auto& cell : desc_cells(r.desc)) c.push_back(std::move(cell));
+    for (auto& cell : {std::to_string(r.desc.lda), std::to_string(r.desc.ldb), std::to_string(r.desc.ldd), r.kernel,
+                       std::string(r.pass ? "1" : "0"), num(r.err_max_scaled), num(r.tolerance), r.reason})
+        c.push_back(cell);
+    return c;
+}
+
+std::vector<std::string> bench_cells(const RowContext& x, const std::string& suite, const BenchRow& r) {
+    std::vector<std::string> c{x.run_id, x.host, x.device, suite, r.case_name};
+    for (auto& cell : desc_cells(r.desc)) c.push_back(std::move(cell));
+    const DeviceSample& d = r.sample;
+    for (auto& cell : {std::string(gemm::name(r.candidate)), std::string(gemm::name(r.baseline)), r.kernel,
+                       std::to_string(r.stats.pairs), num(r.candidate_tflops), num(r.baseline_tflops),
+                       num(r.stats.ratio_median), num(r.stats.ratio_p10), num(r.stats.ratio_p90),
+                       d.valid ? num(d.sm_clock_mhz) : "", d.valid ? num(d.power_w) : "",
+                       d.valid ? num(d.temp_c) : ""})
+        c.push_back(cell);
+    return c;
+}
+
+// One run's CSV and sidecar, claimed before the first case and rewritten
+// after every case; absent without --out.
+class GemmFiles {
+public:
+    GemmFiles(const std::string& out, const std::string& kind, const std::string& suite, std::uint64_t seed,
+              Executor& ex) {
+        row_.run_id = make_run_id();
+        row_.host = host_name();
+        row_.device = ex.device_name();
+        if (out.empty()) return;
+        ensure_writable_dir(out);
+        auto facts = ex.describe();
+        for (const auto& f : make_host_executor()->describe()) facts.push_back(f);
+        side_.run_id = row_.run_id;
+        side_.what = kind == "bench" ? "gemm_bench" : "gemm_verify";
+        side_.git = git_state();
+        side_.env = collect_environment(facts);
+        side_.seed = seed;
+        side_.suite = suite;
+        header_ = kind == "bench" ? &bench_header() : &verify_header();
+        // <date>_<commit>_<suite>_gemm.csv (bench) or _gemm_verify.csv: the report finds them by that ending.
+        const std::string base = utc_date() + "_" + side_.git.commit.substr(0, 7) + "_" + suite +
+                                 (kind == "bench" ? "_gemm" : "_gemm_verify");
+        const WriteGuard claimed_and_written;
+        files_.emplace(out, base, row_.run_id);
+        write({}, JsonObject{}, false);
+    }
+    const RowContext& rows() const { return row_; }
+    void write(const std::vector<std::vector<std::string>>& cells, const JsonObject& details, bool complete) {
+        if (!files_) return;
+        side_.complete = complete;
+        side_.interrupted = stop_requested();
+        side_.details = details;
+        files_->write(*header_, cells, side_);
+    }
+    void report(std::size_t rows) const {
+        if (files_)
+            say(std::string(stop_requested() ? "interrupted: kept " : "wrote ") + std::to_string(rows) + " row(s) in " +
+                files_->csv().string() + " and " + files_->json().filename().string());
+        else if (stop_requested())
+            say("interrupted after " + std::to_string(rows) + " row(s); nothing written (no --out)");
+    }
+private:
+    RowContext row_;
+    Sidecar side_;
+    const std::vector<std::string>* header_ = nullptr;
+    std::optional<ResultFiles> files_;
+};
+
+// ---- verify --------------------------------------------------------------------
+
+void print_verify_row(const VerifyRow& r) {
+    std::printf("%-58s %-16s %-24s %-4s %9s  %s\n", r.case_name.c_str(), gemm::name(r.path), r.kernel.c_str(),
+                r.pass ? "pass" : "FAIL", num(r.err_max_scaled).c_str(), r.reason.c_str());
+    std::fflush(stdout);
+}
+
+std::vector<std::vector<std::string>> verify_table(const RowContext& x, const std::vector<VerifyRow>& rows) {
+    std::vector<std::vector<std::string>> cells;
+    for (const VerifyRow& r : rows) cells.push_back(verify_cells(x, r));
+    return cells;
+}
+
+int finish_verify(const std::vector<VerifyRow>& rows, GemmFiles& files, const JsonObject& details) {
+    files.write(verify_table(files.rows(), rows), details, !stop_requested());
+    files.report(rows.size());
+    if (stop_requested()) return 128 + stop_signal();
+    const auto failed = std::count_if(rows.begin(), rows.end(), [](const VerifyRow& r) { return !r.pass; });
+    if (failed) {
+        const auto first = std::find_if(rows.begin(), rows.end(), [](const VerifyRow& r) { return !r.pass; });
+        say(std::to_string(failed) + " of " + std::to_string(rows.size()) + " check(s) FAILED (first: " +
+            first->case_name + ", " + gemm::name(first->path) + ": " + first->reason + ")");
+        return 1;
+    }
+    say("all " + std::to_string(rows.size()) + " check(s) passed");
+    return 0;
+}
+
+int run_verify(const VerifyArgs& v, const CLI::App& cmd) {
+    const CommonArgs& a = v.common;
+    check_out_option(cmd, a.out);
+    const bool refusals = v.suite == kRefusalSuite;
+    const GemmSuite* suite = refusals ? nullptr : &suite_named(v.suite, std::string(", ") + kRefusalSuite);
+    const std::uint64_t seed = parse_seed("--seed", a.seed);
+    const int threads = parse_threads("--threads", a.threads);
+    auto ex = gemm_device();
+    install_stop_handlers();
+    GemmFiles files(a.out, "verify", v.suite, seed, *ex);
+
+    std::vector<VerifyRow> rows;
+    const std::size_t total = refusals ? gemm::refusal_cases().size() : suite->cases.size();
+    int failed = 0;
+    const auto details = [&] {
+        JsonObject d;
+        d.str("suite", v.suite).integer("cases", static_cast<long long>(total)).integer("threads", threads)
+            .integer("failed", failed);
+        return d;
+    };
+    for (std::size_t i = 0; i < total && !stop_requested(); ++i) {
+        std::vector<VerifyRow> got;
+        if (refusals)
+            got.push_back(gemm::check_refusal(*ex, gemm::refusal_cases()[i]));
+        else
+            got = gemm::verify_case(*ex, suite->cases[i], seed, threads);
+        for (const VerifyRow& r : got) {
+            failed += !r.pass;
+            print_verify_row(r);
+            rows.push_back(r);
+        }
+        files.write(verify_table(files.rows(), rows), details(), false);
+    }
+    return finish_verify(rows, files, details());
+}
+
+// ---- bench ---------------------------------------------------------------------
+
+struct TimedRow {
+    std::string suite;
+    BenchRow row;
+};
+
+void print_bench_table(const std::vector<TimedRow>& rows) {
+    std::printf("\n%-8s %-20s %-28s %-24s %s\n", "suite", "case", "candidate/baseline", "ratio median [p10, p90]",
+                "Tflop/s candidate / baseline");
+    for (const TimedRow& t : rows) {
+        const BenchRow& r = t.row;
+        char ratio[64], rate[64];
+        std::snprintf(ratio, sizeof ratio, "%.3f [%.3f, %.3f]", r.stats.ratio_median, r.stats.ratio_p10,
+                      r.stats.ratio_p90);
+        std::snprintf(rate, sizeof rate, "%.1f / %.1f", r.candidate_tflops, r.baseline_tflops);
+        std::printf("%-8s %-20s %-28s %-24s %s\n", t.suite.c_str(), r.case_name.c_str(),
+                    (std::string(gemm::name(r.candidate)) + "/" + gemm::name(r.baseline)).c_str(), ratio, rate);
+    }
+    std::fflush(stdout);
+}
+
+// Verifies and times `cases` of each suite against its baselines; the printed
+// table comes last.
+int run_bench_cases(const std::vector<std::pair<std::string, std::vector<GemmCase>>>& work,
+                    const std::vector<std::vector<Contender>>& baselines, const std::string& suite_name,
+                    const PairedConfig& timing, std::uint64_t seed, int threads, const std::string& out) {
+    check_paired_config(timing);
+    auto ex = gemm_device();
+    install_stop_handlers();
+    GemmFiles files(out, "bench", suite_name, seed, *ex);
+
+    std::vector<TimedRow> timed;
+    std::vector<std::string> failures, skipped;
+    std::size_t cases = 0;
+    const auto write = [&](bool complete) {
+        std::vector<std::vector<std::string>> cells;
+        for (const TimedRow& t : timed) cells.push_back(bench_cells(files.rows(), t.suite, t.row));
+        JsonObject d;
+        d.str("suite", suite_name)
+            .integer("cases", static_cast<long long>(cases))
+            .num("warmup_s", timing.warmup_s)
+            .num("min_time_s", timing.min_time_s)
+            .integer("min_pairs", timing.min_pairs)
+            .integer("max_pairs", timing.max_pairs)
+            .array_of_str("verification_failures", failures)
+            .array_of_str("baselines_skipped", skipped);
+        files.write(cells, d, complete);
+    };
+    for (std::size_t s = 0; s < work.size() && !stop_requested(); ++s) {
+        const auto& [suite, list] = work[s];
+        for (const GemmCase& c : list) {
+            if (stop_requested()) break;
+            say(suite + " " + c.name + " (" + shape_text(c.desc) + "): verifying, then timing");
+            const gemm::BenchOutcome o = gemm::bench_case(*ex, c, baselines[s], timing, seed, threads);
+            ++cases;
+            for (const VerifyRow& v : o.verified) {
+                say("  " + std::string(gemm::name(v.path)) + " (" + v.kernel + "): " +
+                    (v.pass ? "pass, error " + num(v.err_max_scaled) + " of its allowance" : "FAIL: " + v.reason));
+                if (!v.pass) failures.push_back(suite + " " + c.name + " " + gemm::name(v.path) + ": " + v.reason);
+            }
+            for (const std::string& why : o.skipped) {
+                skipped.push_back(suite + " " + c.name + " " + why);
+                say("  not timed against " + why);
+            }
+            for (const BenchRow& r : o.rows) {
+                char line[160];
+                std::snprintf(line, sizeof line, "  %s/%s %.3f [%.3f, %.3f], %d pairs", gemm::name(r.candidate),
+                              gemm::name(r.baseline), r.stats.ratio_median, r.stats.ratio_p10, r.stats.ratio_p90,
+                              r.stats.pairs);
+                say(line);
+                timed.push_back({suite, r});
+            }
+            write(false);
+        }
+    }
+    write(!stop_requested());
+    print_bench_table(timed);
+    files.report(timed.size());
+    if (stop_requested()) return 128 + stop_signal();
+    if (!failures.empty()) {
+        say(std::to_string(failures.size()) + " verification(s) FAILED, those pairs not timed (first: " +
+            failures.front() + ")");
+        return 1;
+    }
+    return 0;
+}
+
+int run_bench(const BenchArgs& b, const CLI::App& cmd) {
+    const CommonArgs& a = b.common;
+    check_out_option(cmd, a.out);
+    if (b.suite.empty()) throw std::invalid_argument("--suite is required: a suite name or all (rigel gemm list)");
+    std::vector<const GemmSuite*> suites;
+    if (b.suite == "all") {
+        suites = gemm::bench_suites();
+    } else {
+        const GemmSuite& s = suite_named(b.suite);
+        if (s.baselines.empty())
+            throw std::invalid_argument("suite " + b.suite + " is not timed (it names no baseline): rigel gemm verify "
+                                        "--suite " + b.suite + " checks it");
+        suites.push_back(&s);
+    }
+    const PairedConfig timing = timing_of(cmd, a);
+    const std::uint64_t seed = parse_seed("--seed", a.seed);
+    const int threads = parse_threads("--threads", a.threads);
+    std::vector<std::pair<std::string, std::vector<GemmCase>>> work;
+    std::vector<std::vector<Contender>> baselines;
+    for (const GemmSuite* s : suites) {
+        work.emplace_back(std::string(s->name), s->cases);
+        baselines.push_back(s->baselines);
+    }
+    return run_bench_cases(work, baselines, b.suite, timing, seed, threads, a.out);
+}
+
+// ---- run: one case -------------------------------------------------------------
+
+int run_one(const RunArgs& a, const CLI::App& cmd) {
+    check_out_option(cmd, a.common.out);
+    gemm::Desc d;
+    d.m = parse_extent("--m", a.m);
+    d.n = parse_extent("--n", a.n);
+    d.k = parse_extent("--k", a.k);
+    if (!gemm::parse_layout(a.layout, d.a_op, d.b_op))
+        throw std::invalid_argument("--layout '" + a.layout + "' is not NN, NT, TN or TT");
+    if (!gemm::parse_type(a.type, d.a_type))
+        throw std::invalid_argument("--type '" + a.type + "' is not bf16, f16, e4m3 or e5m2");
+    d.b_type = d.a_type;
+    if (!gemm::parse_type(a.out_type, d.d_type))
+        throw std::invalid_argument("--out-type '" + a.out_type + "' is not f32, bf16 or f16");
+    if (!gemm::parse_epilogue(a.epilogue, d.epilogue))
+        throw std::invalid_argument("--epilogue '" + a.epilogue +
+                                    "' is not none, bias, bias_relu, bias_gelu, bias_gelu_erf, bias_gelu_aux or "
+                                    "dgelu_bgrad");
+    if (const std::string why = gemm::check(d); !why.empty()) throw std::invalid_argument(why);
+    const GemmCase c{.name = std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + "_" +
+                             a.layout + "_" + a.type + "_" + a.out_type + "_" + a.epilogue,
+                     .desc = d,
+                     .alpha = parse_scalar("--alpha", a.alpha),
+                     .beta = parse_scalar("--beta", a.beta)};
+    std::vector<Contender> baselines;
+    for (Contender b : {Contender::cublaslt, Contender::rigel_decomposed, Contender::cublas})
+        if (gemm::applies(b, c)) baselines.push_back(b);
+    const PairedConfig timing = timing_of(cmd, a.common);
+    const std::uint64_t seed = parse_seed("--seed", a.common.seed);
+    const int threads = parse_threads("--threads", a.common.threads);
+    return run_bench_cases({{"run", {c}}}, {baselines}, "run", timing, seed, threads, a.common.out);
+}
+
+// ---- list ----------------------------------------------------------------------
+
+int run_list(const ListArgs& a) {
+    if (a.suite.empty()) {
+        std::printf("%-9s %5s  %-28s %s\n", "suite", "cases", "baselines", "purpose");
+        for (const GemmSuite& s : gemm::gemm_suites()) {
+            std::string b;
+            for (Contender c : s.baselines) b += (b.empty() ? "" : " ") + std::string(gemm::name(c));
+            std::printf("%-9s %5zu  %-28s %s\n", std::string(s.name).c_str(), s.cases.size(),
+                        b.empty() ? "(verify only)" : b.c_str(), std::string(s.purpose).c_str());
+        }
+        std::printf("%-9s %5zu  %-28s %s\n", kRefusalSuite, gemm::refusal_cases().size(), "(verify only)",
+                    "calls Plan must refuse before launch, each for its reason");
+        return 0;
+    }
+    if (a.suite == kRefusalSuite) {
+        for (const auto& r : gemm::refusal_cases()) std::printf("%-22s %s\n", r.name.c_str(), r.expect.c_str());
+        return 0;
+    }
+    const GemmSuite& s = suite_named(a.suite, std::string(", ") + kRefusalSuite);
+    for (const GemmCase& c : s.cases) {
+        const gemm::Desc d = gemm::with_packed_leading_dimensions(c.desc);
+        std::printf("%-58s %-44s lda %-5lld ldb %-5lld ldd %-5lld alpha %g beta %g%s x%d\n", c.name.c_str(),
+                    shape_text(d).c_str(), static_cast<long long>(d.lda), static_cast<long long>(d.ldb),
+                    static_cast<long long>(d.ldd), static_cast<double>(c.alpha), static_cast<double>(c.beta),
+                    c.in_place ? " in place" : "", c.count);
+    }
+    return 0;
+}
+
+}  // namespace
+
+std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
+    // The hooks outlive this call: the arguments live as long as the program.
+    static VerifyArgs va;
+    static BenchArgs ba;
+    static RunArgs ra;
+    static ListArgs la;
+    auto* gemm_cmd = app.add_subcommand("gemm", "The GEMM library on the device: verify it, time it against cuBLASLt "
+                                                "and cuBLAS, run one case");
+    gemm_cmd->require_subcommand(1);
+
+    auto* verify = gemm_cmd->add_subcommand("verify", "Check every case of a suite against float64 (exit 1 if one "
+                                                      "fails)");
+    verify->add_option("--suite", va.suite, "a suite (" + suite_names() + "), or refusals")->capture_default_str();
+    add_common_options(verify, va.common, false);
+
+    auto* bench = gemm_cmd->add_subcommand("bench", "Time rigel against its baselines in paired samples, each pair "
+                                                    "verified first");
+    std::string timed;
+    for (const GemmSuite* s : gemm::bench_suites()) timed += (timed.empty() ? "" : ", ") + std::string(s->name);
+    bench->add_option("--suite", ba.suite, "a timed suite (" + timed + "), or all");
+    add_common_options(bench, ba.common, true);
+
+    auto* run = gemm_cmd->add_subcommand("run", "One case: verified, then timed against its baselines");
+    run->add_option("--m", ra.m, "rows of D")->required();
+    run->add_option("--n", ra.n, "columns of D")->required();
+    run->add_option("--k", ra.k, "the inner dimension")->required();
+    run->add_option("--layout", ra.layout, "A's op then B's: NN, NT, TN or TT")->capture_default_str();
+    run->add_option("--type", ra.type, "A's and B's type: bf16, f16, e4m3, e5m2")->capture_default_str();
+    run->add_option("--out-type", ra.out_type, "D's type: f32, bf16, f16")->capture_default_str();
+    run->add_option("--epilogue", ra.epilogue, "none, bias, bias_relu, bias_gelu, bias_gelu_erf, bias_gelu_aux, "
+                                               "dgelu_bgrad")->capture_default_str();
+    run->add_option("--alpha", ra.alpha, "alpha")->capture_default_str();
+    run->add_option("--beta", ra.beta, "beta (not 0: C is read)")->capture_default_str();
+    add_common_options(run, ra.common, true);
+
+    auto* list = gemm_cmd->add_subcommand("list", "The suites, or the cases of one");
+    list->add_option("--suite", la.suite, "a suite, or refusals");
+
+    return {{verify, [verify] { return run_verify(va, *verify); }},
+            {bench, [bench] { return run_bench(ba, *bench); }},
+            {run, [run] { return run_one(ra, *run); }},
+            {list, [] { return run_list(la); }}};
+}
+
+}  // namespace rigel::cli

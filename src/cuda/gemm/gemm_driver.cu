@@ -1,0 +1,314 @@
+// The GPU driver of `rigel gemm` (src/gemm/driver.hpp): buffers on the
+// executor's stream, the reference's random inputs uploaded, outputs poisoned
+// with 0xFF bytes (a NaN in every output type, padding included), one run of a
+// contender, the bytes back and verify_gemm on them; then paired timing of
+// rigel against each baseline, with CUDA events after an L2 flush
+// (Executor::time_once) and NVML sampling around the pairs.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuda/check.cuh"
+#include "cuda/vendor/cublaslt_gemm.hpp"
+#include "cuda/vendor/vendor.cuh"
+#include "gemm/driver.hpp"
+#include "gemm/reference.hpp"
+
+namespace rigel::gemm {
+namespace {
+
+// What the refusal test fills its allocation with: not the poison, so that a
+// kernel's NaN or a memset of bgrad would both show.
+constexpr int kRefusalFill = 0x5A;
+
+cudaStream_t stream_of(Executor& ex) { return static_cast<cudaStream_t>(ex.stream()); }
+
+cudaDataType_t cuda_type(Type t) {
+    switch (t) {
+        case Type::f32: return CUDA_R_32F;
+        case Type::bf16: return CUDA_R_16BF;
+        case Type::f16: return CUDA_R_16F;
+        case Type::e4m3: return CUDA_R_8F_E4M3;
+        case Type::e5m2: return CUDA_R_8F_E5M2;
+    }
+    return CUDA_R_32F;
+}
+
+// cublasGemmEx on rigel's row-major storage (the mapping is cuBLASLt's, see
+// cublaslt_gemm.hpp): no epilogue, and C only as D itself.
+void cublas_gemm(const Desc& desc, const Args& args, cudaStream_t s) {
+    const Desc d = with_packed_leading_dimensions(desc);
+    if (const std::string why = check_args(d, args); !why.empty()) throw std::invalid_argument(why);
+    if (d.epilogue != Epilogue::none || (args.beta != 0.0f && args.c != args.d))
+        throw std::invalid_argument("cublasGemmEx takes no epilogue and no C apart from D");
+    const cuda::vendor::LtGemm g = cuda::vendor::lt_gemm(d);
+    const float alpha = args.alpha, beta = args.beta;
+    RIGEL_CUBLAS_CHECK(cublasGemmEx(cuda::vendor::cublas_on(s), g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                    g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(g.m),
+                                    static_cast<int>(g.n), static_cast<int>(g.k), &alpha, args.b,
+                                    cuda_type(d.b_type), static_cast<int>(g.a.ld), args.a, cuda_type(d.a_type),
+                                    static_cast<int>(g.b.ld), &beta, args.d, cuda_type(d.d_type),
+                                    static_cast<int>(g.d.ld), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+// The device buffers of one case, with the host inputs they were filled from.
+class DeviceCase {
+public:
+    DeviceCase(Executor& ex, const GemmCase& c, std::uint64_t seed)
+        : ex_(ex),
+          desc_(with_packed_leading_dimensions(c.desc)),
+          in_place_(c.in_place),
+          sizes_(buffer_sizes(desc_, c.beta)),
+          in_(random_inputs(desc_, seed, c.alpha, c.beta)) {
+        const EpilogueTraits e = traits(desc_.epilogue);
+        a_ = buffer(sizes_.a);
+        b_ = buffer(sizes_.b);
+        d_ = buffer(sizes_.d);
+        if (sizes_.c && !in_place_) c_ = buffer(sizes_.c);
+        if (sizes_.bias) bias_ = buffer(sizes_.bias);
+        if (sizes_.aux) aux_ = buffer(sizes_.aux);
+        if (sizes_.bgrad) bgrad_ = buffer(sizes_.bgrad);
+        ex.upload(a_->get(), in_.a.data(), in_.a.size());
+        ex.upload(b_->get(), in_.b.data(), in_.b.size());
+        if (c_) ex.upload(c_->get(), in_.c.data(), in_.c.size());
+        if (bias_) ex.upload(bias_->get(), in_.bias.data(), in_.bias.size());
+        if (aux_ && e.aux_in) ex.upload(aux_->get(), in_.aux.data(), in_.aux.size());
+        args_ = Args{.a = a_->get(),
+                     .b = b_->get(),
+                     .d = d_->get(),
+                     .c = c_ ? c_->get() : (in_place_ && c.beta != 0.0f ? d_->get() : nullptr),
+                     .bias = bias_ ? bias_->get() : nullptr,
+                     .aux = aux_ ? aux_->get() : nullptr,
+                     .bgrad = bgrad_ ? static_cast<float*>(bgrad_->get()) : nullptr,
+                     .alpha = c.alpha,
+                     .beta = c.beta};
+    }
+
+    const Desc& desc() const { return desc_; }
+    const Args& args() const { return args_; }
+
+    // Every output byte poisoned (padding included); in place, D holds C again.
+    void prepare_outputs() {
+        const cudaStream_t s = stream_of(ex_);
+        if (in_place_ && !in_.c.empty())
+            ex_.upload(d_->get(), in_.c.data(), in_.c.size());
+        else
+            RIGEL_CUDA_CHECK(cudaMemsetAsync(d_->get(), kPoisonByte, sizes_.d, s));
+        if (aux_ && traits(desc_.epilogue).aux_out) RIGEL_CUDA_CHECK(cudaMemsetAsync(aux_->get(), kPoisonByte, sizes_.aux, s));
+        if (bgrad_) RIGEL_CUDA_CHECK(cudaMemsetAsync(bgrad_->get(), kPoisonByte, sizes_.bgrad, s));
+        ex_.synchronize();
+    }
+
+    GemmVerdict check_outputs(Path path, std::uint64_t seed, int threads) {
+        const EpilogueTraits e = traits(desc_.epilogue);
+        std::vector<std::uint8_t> d(sizes_.d), aux, bgrad;
+        ex_.download(d.data(), d_->get(), d.size());
+        if (e.aux_out) {
+            aux.resize(sizes_.aux);
+            ex_.download(aux.data(), aux_->get(), aux.size());
+        }
+        if (e.bgrad) {
+            bgrad.resize(sizes_.bgrad);
+            ex_.download(bgrad.data(), bgrad_->get(), bgrad.size());
+        }
+        const DeviceOutputs out{.d = d.data(),
+                                .aux = aux.empty() ? nullptr : aux.data(),
+                                .bgrad = bgrad.empty() ? nullptr : reinterpret_cast<const float*>(bgrad.data())};
+        return verify_gemm(desc_, in_, out, seed, threads, VerifyOptions{.path = path});
+    }
+
+private:
+    std::unique_ptr<DeviceBuffer> buffer(std::size_t bytes) { return std::make_unique<DeviceBuffer>(ex_, bytes); }
+
+    Executor& ex_;
+    Desc desc_;
+    bool in_place_;
+    BufferSizes sizes_;
+    HostInputs in_;
+    std::unique_ptr<DeviceBuffer> a_, b_, c_, d_, bias_, aux_, bgrad_;
+    Args args_;
+};
+
+// One contender's launch on the case's buffers.
+struct Runner {
+    Contender who;
+    std::function<void()> launch;
+    std::function<std::string()> kernel;  // asked after the first launch (cuBLASLt names its algorithm then)
+};
+
+Runner runner(Contender who, Plan& plan, const DeviceCase& dc, Executor& ex) {
+    const cudaStream_t s = stream_of(ex);
+    const Args args = dc.args();
+    const Desc desc = dc.desc();
+    switch (who) {
+        case Contender::rigel:
+            return {who, [&plan, args, s] { plan.run(args, s); }, [&plan] { return kernel_text(plan.choice()); }};
+        case Contender::rigel_decomposed:
+            return {who, [&plan, args, s] { plan.run_decomposed(args, s); },
+                    [&plan] { return kernel_text(plan.choice()) + " + epilogue kernel"; }};
+        case Contender::cublaslt:
+            return {who, [desc, args, s] { cuda::vendor::cublaslt_gemm(desc, args, s); },
+                    [desc] { return cuda::vendor::cublaslt_gemm_algorithm(desc); }};
+        case Contender::cublas:
+            return {who, [desc, args, s] { cublas_gemm(desc, args, s); }, [] { return std::string("cublasGemmEx"); }};
+    }
+    throw std::logic_error("unknown contender");
+}
+
+// NVML sampling around one measurement, stopped however it ends.
+class Sampling {
+public:
+    explicit Sampling(Executor& ex) : ex_(ex) { ex_.begin_sampling(); }
+    ~Sampling() {
+        if (open_) (void)ex_.end_sampling();
+    }
+    Sampling(const Sampling&) = delete;
+    Sampling& operator=(const Sampling&) = delete;
+    DeviceSample stop() {
+        open_ = false;
+        return ex_.end_sampling();
+    }
+private:
+    Executor& ex_;
+    bool open_ = true;
+};
+
+// Poison, one launch, the bytes back against float64.
+VerifyRow verify_one(const GemmCase& c, DeviceCase& dc, Runner& r, Executor& ex, std::uint64_t seed, int threads) {
+    VerifyRow row{.case_name = c.name, .desc = dc.desc(), .path = r.who};
+    try {
+        dc.prepare_outputs();
+        r.launch();
+        ex.synchronize();
+        row.kernel = r.kernel();
+        const GemmVerdict v =
+            dc.check_outputs(r.who == Contender::rigel_decomposed ? Path::decomposed : Path::fused, seed, threads);
+        row.pass = v.pass;
+        row.err_max_scaled = v.err_max_scaled;
+        row.tolerance = v.tolerance;
+        row.reason = v.reason;
+    } catch (const std::exception& e) {
+        // A refusal or a failed CUDA call is this row's failure, not the run's:
+        // a sticky device error fails every later row too, each saying so.
+        row.pass = false;
+        row.reason = std::string("error: ") + e.what();
+    }
+    return row;
+}
+
+}  // namespace
+
+std::vector<VerifyRow> verify_case(Executor& ex, const GemmCase& c, std::uint64_t seed, int threads) {
+    Plan plan(c.desc);
+    DeviceCase dc(ex, c, seed);
+    std::vector<VerifyRow> rows;
+    for (Contender who : {Contender::rigel, Contender::rigel_decomposed}) {
+        if (who == Contender::rigel_decomposed && !applies(who, c)) continue;
+        Runner r = runner(who, plan, dc, ex);
+        rows.push_back(verify_one(c, dc, r, ex, seed, threads));
+    }
+    return rows;
+}
+
+VerifyRow check_refusal(Executor& ex, const RefusalCase& r) {
+    VerifyRow row{.case_name = r.name, .desc = with_packed_leading_dimensions(r.desc)};
+    const auto refused_as_expected = [&](const std::string& what, const std::invalid_argument& e) {
+        row.reason = e.what();
+        if (row.reason.find(r.expect) == std::string::npos) {
+            row.reason = what + " refused for another reason than '" + r.expect + "': " + row.reason;
+            return false;
+        }
+        return true;
+    };
+    if (r.breakage == Breakage::none) {
+        try {
+            Plan plan(r.desc);
+            row.reason = "Plan accepted a desc it must refuse ('" + r.expect + "')";
+        } catch (const std::invalid_argument& e) {
+            row.pass = refused_as_expected("Plan", e);
+        }
+        return row;
+    }
+
+    Plan plan(r.desc);
+    row.kernel = kernel_text(plan.choice());
+    const std::size_t bytes = refusal_layout(r.desc, r.beta, r.breakage, 0).bytes;
+    DeviceBuffer buf(ex, bytes);
+    const RefusalLayout l = refusal_layout(r.desc, r.beta, r.breakage, reinterpret_cast<std::uintptr_t>(buf.get()));
+    RIGEL_CUDA_CHECK(cudaMemsetAsync(buf.get(), kRefusalFill, bytes, stream_of(ex)));
+    ex.synchronize();
+    bool refused = true;
+    for (const auto& [what, call] :
+         {std::pair<std::string, std::function<void()>>{"Plan::run", [&] { plan.run(l.args, stream_of(ex)); }},
+          {"Plan::run_decomposed", [&] { plan.run_decomposed(l.args, stream_of(ex)); }}}) {
+        try {
+            call();
+            refused = false;
+            row.reason = what + " accepted a call it must refuse ('" + r.expect + "')";
+        } catch (const std::invalid_argument& e) {
+            refused = refused && refused_as_expected(what, e);
+        }
+        if (!refused) break;
+    }
+    ex.synchronize();  // a launch that faulted would show here
+    std::vector<unsigned char> after(bytes);
+    ex.download(after.data(), buf.get(), bytes);
+    std::size_t changed = 0;
+    for (unsigned char byte : after) changed += byte != kRefusalFill;
+    row.pass = refused && changed == 0;
+    if (refused && changed)
+        row.reason = "refused, but " + std::to_string(changed) + " byte(s) of the call's buffers changed: " + row.reason;
+    return row;
+}
+
+BenchOutcome bench_case(Executor& ex, const GemmCase& c, std::span<const Contender> baselines,
+                        const PairedConfig& timing, std::uint64_t seed, int threads) {
+    BenchOutcome out;
+    Plan plan(c.desc);
+    DeviceCase dc(ex, c, seed);
+    Runner rigel = runner(Contender::rigel, plan, dc, ex);
+    out.verified.push_back(verify_one(c, dc, rigel, ex, seed, threads));
+    const bool rigel_ok = out.verified.back().pass;
+    std::vector<Runner> against;
+    for (Contender b : baselines) {
+        if (!applies(b, c)) continue;
+        if (b == Contender::cublaslt)
+            if (const std::string why = cuda::vendor::cublaslt_gemm_support(dc.desc()); !why.empty()) {
+                out.skipped.push_back(std::string(name(b)) + ": " + why);
+                continue;
+            }
+        Runner r = runner(b, plan, dc, ex);
+        // The baseline is held to the same check: a pair is timed only where
+        // both compute the same thing.
+        out.verified.push_back(verify_one(c, dc, r, ex, seed, threads));
+        if (out.verified.back().pass) against.push_back(std::move(r));
+    }
+    if (!rigel_ok) return out;
+
+    const Desc& d = dc.desc();
+    const double flop = 2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
+    for (Runner& b : against) {
+        Sampling sampling(ex);
+        const PairedStats s = measure_paired([&] { return ex.time_once(rigel.launch); },
+                                             [&] { return ex.time_once(b.launch); }, timing);
+        BenchRow row{.case_name = c.name,
+                     .desc = d,
+                     .candidate = Contender::rigel,
+                     .baseline = b.who,
+                     .kernel = rigel.kernel(),
+                     .stats = s,
+                     .sample = sampling.stop()};
+        row.candidate_tflops = flop / s.a.median_s * 1e-12;
+        row.baseline_tflops = flop / s.b.median_s * 1e-12;
+        out.rows.push_back(std::move(row));
+    }
+    return out;
+}
+
+}  // namespace rigel::gemm

@@ -1,0 +1,66 @@
+// The GPU side of `rigel gemm`: one case verified (device buffers filled from
+// the reference's random inputs, the outputs poisoned, the plan run, the bytes
+// checked against float64), one case timed against its baselines in paired
+// samples, and one refusal checked (refused before anything is launched, not
+// a byte written). Plain C++; the CUDA implementation is
+// src/cuda/gemm/gemm_driver.cu, and a build without CUDA throws from every
+// call (the CLI says "skipped" before it gets here).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gemm/suites.hpp"
+#include "harness/executor.hpp"
+#include "harness/paired.hpp"
+#include "rigel/gemm.hpp"
+
+namespace rigel::gemm {
+
+// One path of one case against float64 (a row of the verify CSV).
+struct VerifyRow {
+    std::string case_name;
+    Desc desc{};  // leading dimensions filled in
+    Contender path = Contender::rigel;
+    // kernel_text of the plan's choice ("+ epilogue kernel" on the decomposed
+    // path); a baseline's algorithm as its library names it.
+    std::string kernel{};
+    bool pass = false;
+    double err_max_scaled = 0, tolerance = 0;
+    std::string reason{};  // the first failure, or the refusal's sentence
+};
+
+// One timed pair (a row of the bench CSV): rigel against one baseline.
+struct BenchRow {
+    std::string case_name;
+    Desc desc{};
+    Contender candidate = Contender::rigel, baseline = Contender::cublaslt;
+    std::string kernel{};   // the candidate's plan, kernel_text
+    PairedStats stats{};    // side A the candidate, side B the baseline
+    DeviceSample sample{};  // clocks, power and temperature over the pairs
+    double candidate_tflops = 0, baseline_tflops = 0;  // 2 M N K / median time
+};
+
+struct BenchOutcome {
+    std::vector<VerifyRow> verified;   // every contender's output checked once before any timing
+    std::vector<BenchRow> rows;        // a pair for each baseline that applies, runs here and passed
+    std::vector<std::string> skipped;  // "cublaslt: why", a baseline that cannot compute the case
+};
+
+// Verifies the fused path of `c` (Plan::run), and the decomposed one
+// (Plan::run_decomposed) when the case has an epilogue. `seed` makes the
+// inputs and picks the sampled rows; `threads` computes the reference.
+std::vector<VerifyRow> verify_case(Executor& ex, const GemmCase& c, std::uint64_t seed, int threads);
+
+// Checks that Plan refuses `r` with a sentence containing r.expect, and that
+// nothing was launched: a refused call leaves every byte of its buffers as
+// they were. pass is false, with the reason, otherwise.
+VerifyRow check_refusal(Executor& ex, const RefusalCase& r);
+
+// Verifies rigel and each baseline of `baselines` that applies to `c`
+// (applies()), then times rigel against each that passed, in pairs.
+BenchOutcome bench_case(Executor& ex, const GemmCase& c, std::span<const Contender> baselines,
+                        const PairedConfig& timing, std::uint64_t seed, int threads);
+
+}  // namespace rigel::gemm
