@@ -187,8 +187,12 @@ VerifyRow verify_one(const GemmCase& c, DeviceCase& dc, Runner& r, Executor& ex,
         r.launch();
         ex.synchronize();
         row.kernel = r.kernel();
-        const GemmVerdict v =
-            dc.check_outputs(r.who == Contender::rigel_decomposed ? Path::decomposed : Path::fused, seed, threads);
+        // Only rigel's fused path is held to the fused allowance; the decomposed
+        // path rounds the product to D's type before its epilogue, and a vendor
+        // library may do the same (cuBLASLt's GELU_AUX_BIAS misses the fused
+        // allowance by about one bf16 rounding of the pre-activation on the H200
+        // machine), so both get the decomposed path's one extra rounding.
+        const GemmVerdict v = dc.check_outputs(r.who == Contender::rigel ? Path::fused : Path::decomposed, seed, threads);
         row.pass = v.pass;
         row.err_max_scaled = v.err_max_scaled;
         row.tolerance = v.tolerance;

@@ -83,15 +83,16 @@ template <class G, class Epi>
 void launch_kernel(const Launch& l) {
     static const bool configured = [] {
         RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::warp_specialized_kernel<G, Epi>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              sm90::kernel_smem_bytes<G, Epi>));
         return true;
     }();
     (void)configured;
     if constexpr (std::is_same_v<Epi, FusedEpilogue>) {
-        sm90::warp_specialized_kernel<G, Epi><<<l.grid, G::kThreads, G::kSmemBytes, l.stream>>>(
+        sm90::warp_specialized_kernel<G, Epi><<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, Epi>, l.stream>>>(
             l.map_a, l.map_b, l.epi, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
     } else {
-        sm90::warp_specialized_kernel<G, Epi><<<l.grid, G::kThreads, G::kSmemBytes, l.stream>>>(
+        sm90::warp_specialized_kernel<G, Epi><<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, Epi>, l.stream>>>(
             l.map_a, l.map_b, sm90::StoreF32::Params{l.workspace}, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
     }
     RIGEL_CUDA_CHECK_LAUNCH();

@@ -42,7 +42,8 @@
 // Epilogue (Epi): what the consumers do with a finished tile. StoreF32 (the
 // ladder's): guarded fp32 stores of the accumulators; the library's fused
 // epilogues: src/cuda/gemm/fused_epilogue.cuh. The kernel takes Epi::Params
-// by value.
+// by value, and gives each consumer Epi::kStagingBytes of shared memory after
+// the ring (kernel_smem_bytes<G, Epi>).
 //
 // Accumulation: tensor_core keeps one accumulator set and one wgmma group in
 // flight. promoted (fp8 only) accumulates each k-tile (128 of K = 4 wgmma
@@ -145,12 +146,18 @@ struct StoreF32 {
     struct Params {
         float* c;
     };
+    static constexpr int kStagingBytes = 0;
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
-                                                 int col0) {
+                                                 int col0, float* /*staging*/) {
         store_accumulators<BN>(acc, p.c, m, n, row0, col0);
     }
 };
+
+// Dynamic shared memory of warp_specialized_kernel<G, Epi>: the ring and
+// each consumer's epilogue staging.
+template <class G, class Epi>
+inline constexpr int kernel_smem_bytes = G::kSmemBytes + 2 * Epi::kStagingBytes;
 
 // One k-tile of an operand into shared memory: one box of `rows` x 128 bytes
 // (K-major), or rows/64 boxes of 64 K-rows x 128 bytes (MN-major), 8 KB apart.
@@ -245,6 +252,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         setmaxnreg_inc<G::kConsumerRegs>();
         const int consumer = warpgroup - 1;
         const bool arriving_lane = (threadIdx.x % 32) == 0;
+        float* const staging = reinterpret_cast<float*>(smem + kStages * G::kStageBytes + consumer * Epi::kStagingBytes);
+        static_assert(kernel_smem_bytes<G, Epi> <= 227 * 1024, "the per-block shared-memory limit of sm_90");
         // Rows 64c..64c+63 of the A tile start 8 KB in: 64 rows x 128 B
         // (K-major), or the second box of 64 K-rows x 128 B (MN-major, BK = 64).
         const std::uint32_t a_offset = static_cast<std::uint32_t>(consumer * kWgmmaM * kRowBytes);
@@ -316,7 +325,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             // to the slab, is what keeps this kernel free of register spills.)
             const int slab_row = G::kSchedule == Schedule::split_k ? static_cast<int>(blockIdx.y) * m : 0;
             Epi::template store<G::kBN>(epi, acc, slab_row + m, n, slab_row + tm * G::kBM + consumer * kWgmmaM,
-                                        tn * G::kBN);
+                                        tn * G::kBN, staging);
             if constexpr (G::kAccumulation == Accumulation::promoted) {
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] = 0.0f;
@@ -335,7 +344,7 @@ template <class G, class Epi = StoreF32>
 int prepare_warp_specialized() {
     static const int sms = [] {
         RIGEL_CUDA_CHECK(cudaFuncSetAttribute(warp_specialized_kernel<G, Epi>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kernel_smem_bytes<G, Epi>));
         return sm_count();
     }();
     return sms;
