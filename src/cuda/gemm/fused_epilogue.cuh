@@ -186,43 +186,77 @@ struct FusedEpilogue {
     }
 
     // The staged chunk through the epilogue: this thread's columns 2 (t % 16)
-    // and + 1 of rows t / 16 + 8 i. Returns the columns' sums (bgrad).
-    template <class T>
-    static __device__ __forceinline__ float2 finish_chunk(const Params& p, const float* staging, int rows_left,
-                                                          int cols_left, std::int64_t row0, int col0, int t) {
-        const int col = 2 * (t % 16);
+    // and + 1 of rows t / 16 + 8 i, both inside N and stored as one pair.
+    // Returns the columns' sums (bgrad). One instance per output type and
+    // epilogue (K), chosen once per chunk, so that the row loop carries no
+    // switch and the bias pair is loaded once.
+    template <class T, Epilogue K>
+    static __device__ __forceinline__ float2 finish_pairs(const Params& p, const float* staging, int rows_left,
+                                                          std::int64_t row0, int cc, int col, int t) {
         float2 sum = make_float2(0.0f, 0.0f);
-        if (col >= cols_left) return sum;
-#pragma unroll 2
+        float2 bv = make_float2(0.0f, 0.0f);
+        if constexpr (takes_bias(K)) bv = Elem<T>::load2(p.bias, cc);
+#pragma unroll
         for (int i = 0; i < sm90::kWgmmaM / 8; ++i) {
             const int r = t / 16 + 8 * i;
             if (r >= rows_left) break;
             const float2 a = *reinterpret_cast<const float2*>(staging + r * kStagingStride + col);
             const std::int64_t row = row0 + r;
-            const int cc = col0 + col;
-            if (p.paired && col + 1 < cols_left) {
-                float x0 = p.alpha * a.x, x1 = p.alpha * a.y;
-                if (p.beta != 0.0f) {
-                    const float2 cv = Elem<T>::load2(p.c, row * p.ldc + cc);
-                    x0 += p.beta * cv.x;
-                    x1 += p.beta * cv.y;
-                }
-                float2 bv = make_float2(0.0f, 0.0f), av = make_float2(0.0f, 0.0f);
-                if (takes_bias(p.kind)) bv = Elem<T>::load2(p.bias, cc);
-                if (p.kind == Epilogue::dgelu_bgrad) av = Elem<T>::load2(p.aux, row * p.ldaux + cc);
-                float pre0 = 0.0f, pre1 = 0.0f;
-                const float v0 = finish(p.kind, x0, bv.x, av.x, pre0);
-                const float v1 = finish(p.kind, x1, bv.y, av.y, pre1);
-                if (p.kind == Epilogue::bias_gelu_aux) Elem<T>::store2(p.aux, row * p.ldaux + cc, pre0, pre1);
-                Elem<T>::store2(p.d, row * p.ldd + cc, v0, v1);
-                sum.x += v0;
-                sum.y += v1;
-            } else {
-                sum.x += epilogue_element<T>(p, a.x, row, cc);
-                if (col + 1 < cols_left) sum.y += epilogue_element<T>(p, a.y, row, cc + 1);
+            float x0 = p.alpha * a.x, x1 = p.alpha * a.y;
+            if (p.beta != 0.0f) {
+                const float2 cv = Elem<T>::load2(p.c, row * p.ldc + cc);
+                x0 += p.beta * cv.x;
+                x1 += p.beta * cv.y;
             }
+            float2 av = make_float2(0.0f, 0.0f);
+            if constexpr (K == Epilogue::dgelu_bgrad) av = Elem<T>::load2(p.aux, row * p.ldaux + cc);
+            float pre0 = 0.0f, pre1 = 0.0f;
+            const float v0 = finish(K, x0, bv.x, av.x, pre0);
+            const float v1 = finish(K, x1, bv.y, av.y, pre1);
+            if constexpr (K == Epilogue::bias_gelu_aux) Elem<T>::store2(p.aux, row * p.ldaux + cc, pre0, pre1);
+            Elem<T>::store2(p.d, row * p.ldd + cc, v0, v1);
+            sum.x += v0;
+            sum.y += v1;
         }
         return sum;
+    }
+
+    // The same, one element at a time: the last column of an odd N, or
+    // leading dimensions or pointers that do not allow pairs.
+    template <class T>
+    static __device__ __noinline__ float2 finish_singles(const Params& p, const float* staging, int rows_left,
+                                                         int cols_left, std::int64_t row0, int cc, int col, int t) {
+        float2 sum = make_float2(0.0f, 0.0f);
+        for (int r = t / 16; r < rows_left && r < sm90::kWgmmaM; r += 8) {
+            const float2 a = *reinterpret_cast<const float2*>(staging + r * kStagingStride + col);
+            sum.x += epilogue_element<T>(p, a.x, row0 + r, cc);
+            if (col + 1 < cols_left) sum.y += epilogue_element<T>(p, a.y, row0 + r, cc + 1);
+        }
+        return sum;
+    }
+
+    template <class T>
+    static __device__ __forceinline__ float2 finish_chunk(const Params& p, const float* staging, int rows_left,
+                                                          int cols_left, std::int64_t row0, int col0, int t) {
+        const int col = 2 * (t % 16);
+        if (col >= cols_left) return make_float2(0.0f, 0.0f);
+        const int cc = col0 + col;
+        if (!p.paired || col + 1 >= cols_left) return finish_singles<T>(p, staging, rows_left, cols_left, row0, cc, col, t);
+        switch (p.kind) {
+            case Epilogue::none: return finish_pairs<T, Epilogue::none>(p, staging, rows_left, row0, cc, col, t);
+            case Epilogue::bias: return finish_pairs<T, Epilogue::bias>(p, staging, rows_left, row0, cc, col, t);
+            case Epilogue::bias_relu:
+                return finish_pairs<T, Epilogue::bias_relu>(p, staging, rows_left, row0, cc, col, t);
+            case Epilogue::bias_gelu:
+                return finish_pairs<T, Epilogue::bias_gelu>(p, staging, rows_left, row0, cc, col, t);
+            case Epilogue::bias_gelu_erf:
+                return finish_pairs<T, Epilogue::bias_gelu_erf>(p, staging, rows_left, row0, cc, col, t);
+            case Epilogue::bias_gelu_aux:
+                return finish_pairs<T, Epilogue::bias_gelu_aux>(p, staging, rows_left, row0, cc, col, t);
+            case Epilogue::dgelu_bgrad:
+                return finish_pairs<T, Epilogue::dgelu_bgrad>(p, staging, rows_left, row0, cc, col, t);
+        }
+        return make_float2(0.0f, 0.0f);
     }
 
     template <int BN>
