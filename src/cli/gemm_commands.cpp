@@ -125,9 +125,10 @@ void add_common_options(CLI::App* cmd, CommonArgs& a, bool timed) {
     const std::string seconds = "0 to " + std::to_string(static_cast<int>(kMaxMeasureSeconds));
     cmd->add_option("--warmup", a.warmup, "common warm-up seconds of each paired measurement, " + seconds +
                                               " (default " + num(kBenchTiming.warmup_s) + ")");
-    cmd->add_option("--min-time", a.min_time, "seconds of samples, both sides together, of each paired measurement, " +
-                                                  seconds + " (default " + num(kBenchTiming.min_time_s) + "; at least " +
-                                                  std::to_string(kBenchTiming.min_pairs) + " pairs)");
+    cmd->add_option("--min-time", a.min_time,
+                    "seconds of samples, both sides together, of each paired measurement, " + seconds + " (default " +
+                        num(kBenchTiming.min_time_s) + "; at least " + std::to_string(kBenchTiming.min_pairs) +
+                        " pairs)");
 }
 
 // The device the library runs on: a CUDA device of compute capability 9.0

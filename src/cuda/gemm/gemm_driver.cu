@@ -100,7 +100,8 @@ public:
             ex_.upload(d_->get(), in_.c.data(), in_.c.size());
         else
             RIGEL_CUDA_CHECK(cudaMemsetAsync(d_->get(), kPoisonByte, sizes_.d, s));
-        if (aux_ && traits(desc_.epilogue).aux_out) RIGEL_CUDA_CHECK(cudaMemsetAsync(aux_->get(), kPoisonByte, sizes_.aux, s));
+        if (aux_ && traits(desc_.epilogue).aux_out)
+            RIGEL_CUDA_CHECK(cudaMemsetAsync(aux_->get(), kPoisonByte, sizes_.aux, s));
         if (bgrad_) RIGEL_CUDA_CHECK(cudaMemsetAsync(bgrad_->get(), kPoisonByte, sizes_.bgrad, s));
         ex_.synchronize();
     }
@@ -192,7 +193,8 @@ VerifyRow verify_one(const GemmCase& c, DeviceCase& dc, Runner& r, Executor& ex,
         // library may do the same (cuBLASLt's GELU_AUX_BIAS misses the fused
         // allowance by about one bf16 rounding of the pre-activation on the H200
         // machine), so both get the decomposed path's one extra rounding.
-        const GemmVerdict v = dc.check_outputs(r.who == Contender::rigel ? Path::fused : Path::decomposed, seed, threads);
+        const Path path = r.who == Contender::rigel ? Path::fused : Path::decomposed;
+        const GemmVerdict v = dc.check_outputs(path, seed, threads);
         row.pass = v.pass;
         row.err_max_scaled = v.err_max_scaled;
         row.tolerance = v.tolerance;
@@ -267,7 +269,8 @@ VerifyRow check_refusal(Executor& ex, const RefusalCase& r) {
     for (unsigned char byte : after) changed += byte != kRefusalFill;
     row.pass = refused && changed == 0;
     if (refused && changed)
-        row.reason = "refused, but " + std::to_string(changed) + " byte(s) of the call's buffers changed: " + row.reason;
+        row.reason =
+            "refused, but " + std::to_string(changed) + " byte(s) of the call's buffers changed: " + row.reason;
     return row;
 }
 
