@@ -21,7 +21,7 @@ from helpers import REPRODUCE, TempDirTest, findings, tree_snapshot
 ROOT = os.path.normpath(os.path.join(REPRODUCE, ".."))
 SCRIPT = os.path.join(REPRODUCE, "reproduce.py")
 # The figures of the report; each must be drawn and linked from the README.
-FIGURES = ["climb.png", "wins.png", "roofline.png", "speed_ratios.png", "accumulator.png"]
+FIGURES = ["climb.png", "wins.png", "roofline.png", "speed_ratios.png", "accumulator.png", "fused_gain.png"]
 # Markdown links and images: [text](target) and ![alt](target), across line breaks.
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
