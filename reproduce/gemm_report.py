@@ -109,8 +109,15 @@ class BenchRow:
 # ---- reading -----------------------------------------------------------------------
 
 
+# A run whose name was taken in its output folder writes <base>_<run id>.csv or
+# <base>_<run id>_<n>.csv instead (claim_stem, src/harness/report_io.cpp); run
+# ids look like 20261201T084944Z-d2bf30.
+CLAIMED_TAIL = re.compile(r"_\d{8}T\d{6}Z-[0-9a-f]+(_\d+)?\.csv$")
+
+
 def kind_of(name):
     """"bench", "verify" or None, from a result file's name."""
+    name = CLAIMED_TAIL.sub(".csv", name)
     if name.endswith(VERIFY_SUFFIX):
         return "verify"
     if name.endswith(BENCH_SUFFIX):

@@ -432,5 +432,22 @@ class EndToEnd(Fixture):
             self.assertIn("Not measured yet: no committed `*_gemm.csv` has the fused suite", f.read())
 
 
+
+class FileKinds(unittest.TestCase):
+    def test_claimed_names_keep_their_kind(self):
+        # A run whose name was taken appends its run id (and a counter) to the stem.
+        cases = {
+            "2026-12-01_d2eeedf_all_gemm.csv": "bench",
+            "2026-12-01_d2eeedf_all_gemm_20261201T084944Z-d2bf30.csv": "bench",
+            "2026-12-01_d2eeedf_all_gemm_20261201T084944Z-d2bf30_2.csv": "bench",
+            "2026-12-01_d2eeedf_verify_gemm_verify.csv": "verify",
+            "2026-12-01_d2eeedf_verify_gemm_verify_20261201T084944Z-d2bf30.csv": "verify",
+            "2026-12-01_d2eeedf_ladder.csv": None,
+            "2026-12-01_d2eeedf_ladder_20261201T084944Z-d2bf30.csv": None,
+        }
+        for name, kind in cases.items():
+            self.assertEqual(gemm_report.kind_of(name), kind, name)
+
+
 if __name__ == "__main__":
     unittest.main()
