@@ -297,7 +297,23 @@ def suite_table(suite, rows):
         out.append(f"rigel / {SHOWN_NAME.get(b, b)}: geometric mean of the median ratios **{s.geomean:.2f}x** over "
                    f"{products(s.measured)}{missing}; lowest **{low.ratio:.2f}x** ({findings.md_cell(low.case)}, "
                    f"{findings.md_cell(low.layout)}); rigel faster in {s.faster} of {s.measured}.")
+    if suite != "fused":  # the fused suite's own finding is in FINDINGS.md
+        out += decomposed_lines(rows, {r.case for r in vs})
     return "\n".join(out)
+
+
+def decomposed_lines(rows, vendor_cases):
+    """rigel's fused epilogues against its decomposed path in the same run, and
+    the products that have no vendor row at all (the library refused them)."""
+    dec = [r for r in rows if r.candidate == "rigel" and r.baseline == DECOMPOSED and r.measured]
+    if not dec:
+        return []
+    parts = []
+    for r in dec:
+        alone = "" if r.case in vendor_cases else ", no vendor baseline"
+        parts.append(f"{findings.md_cell(r.case)} ({findings.md_cell(r.epilogue)}{alone}) {ratio_spread(r)}")
+    return ["", "rigel's fused epilogue / its decomposed path (the same GEMM, then an elementwise kernel), same run: "
+            + "; ".join(parts) + "."]
 
 
 def library_block(bench_files):

@@ -150,6 +150,18 @@ class SuiteTables(Fixture):
         self.assertIn("\n\nrigel / cuBLASLt: geometric mean of the median ratios **0.70x** over 1 product;", small)
         self.assertNotIn("rigel decomposed", lib)
 
+    def test_fused_against_decomposed_is_listed_and_a_product_without_vendor_row_says_so(self):
+        rows = fixture_rows() + [bench_row("gpt2", "dgelu_dx", 3072, "rigel", "rigel_decomposed", 0.74, 0.73, 0.75,
+                                           120.0, m=16384, k=768, layout="NN", epilogue="dgelu_bgrad")]
+        lib = self.blocks(bench=rows)["gemm-library"]
+        gpt2 = lib[lib.find("**gpt2**"):lib.find("**llama7b**")]
+        self.assertIn("\n\nrigel's fused epilogue / its decomposed path (the same GEMM, then an elementwise kernel), "
+                      "same run: mlp_up (bias_gelu_aux) 1.05x [1.04, 1.06]; dgelu_dx (dgelu_bgrad, no vendor "
+                      "baseline) 0.74x [0.73, 0.75].", gpt2)
+        # The fused suite's own comparison is FINDINGS.md's, not repeated under its table.
+        fused = lib[lib.find("**fused**"):lib.find("**layouts**")]
+        self.assertNotIn("decomposed path", fused)
+
     def test_geomean_and_summary_numbers(self):
         self.assertAlmostEqual(gemm_report.geomean([1.2, 0.8, 1.0]), 0.96 ** (1 / 3), places=12)
         self.assertTrue(math.isnan(gemm_report.geomean([])))
