@@ -84,7 +84,9 @@ std::string check_operand_ld(const char* what, Stored s, std::int64_t ld, Type t
         return "ld" + w + " " + std::to_string(ld) + " is smaller than the " + std::to_string(s.cols) +
                " elements of a stored row of " + (w == "a" ? "A" : "B");
     if (ld * type_bytes(t) % 16 != 0)
-        return "ld" + w + " x " + std::to_string(type_bytes(t)) + " bytes must be a multiple of 16 (TMA row strides)";
+        return "ld" + w + " x " + std::to_string(type_bytes(t)) + " bytes must be a multiple of 16 (TMA row strides): ld" +
+               w + " is " + std::to_string(ld) + ", so pad the stored rows to a multiple of " +
+               std::to_string(16 / type_bytes(t)) + " elements";
     return {};
 }
 

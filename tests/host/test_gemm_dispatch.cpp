@@ -178,6 +178,7 @@ TEST(GemmCheck, RefusesShapesAndLeadingDimensionsTmaCannotTake) {
     // Row strides of A and B must be multiples of 16 bytes: a packed odd K is refused.
     d = Desc{.m = 37, .n = 45, .k = 29};
     EXPECT_TRUE(contains(check(d), "lda x 2 bytes must be a multiple of 16")) << check(d);
+    EXPECT_TRUE(contains(check(d), "pad the stored rows to a multiple of 8 elements")) << check(d);
     d.lda = 36;  // 72 bytes
     EXPECT_TRUE(contains(check(d), "lda x 2 bytes")) << check(d);
     d.lda = 40;  // 80 bytes
