@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "cuda/hopper/sm90.cuh"
+#include "cuda/hopper/sm90_cluster.cuh"
 #include "rigel/gemm.hpp"
 
 namespace rigel::cuda::gemm_kernels {
@@ -266,13 +267,14 @@ struct FusedEpilogue {
         if (rows_left <= 0) return;
         const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
         const int warp = t / 32, lane = t % 32;
-        const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;  // 2, 3: one per consumer
+        // Named barriers 2 and 3, one per consumer (0 is __syncthreads'; the producer never takes part).
+        const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;
 #pragma unroll 1
         for (int chunk = 0; chunk < BN / kChunkCols; ++chunk) {
             const int chunk_col0 = col0 + chunk * kChunkCols;
             if (chunk_col0 >= n) break;
             stage<BN>(acc, chunk, staging, warp, lane);
-            named_barrier_sync(barrier);
+            sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
             float2 sum;
             switch (p.d_type) {
                 case Type::bf16:
@@ -290,14 +292,8 @@ struct FusedEpilogue {
                 if (lane < 16 && col < n - chunk_col0) atomicAdd(p.bgrad + chunk_col0 + col, sum.x);
                 if (lane < 16 && col + 1 < n - chunk_col0) atomicAdd(p.bgrad + chunk_col0 + col + 1, sum.y);
             }
-            named_barrier_sync(barrier);  // the chunk is read before the next one is staged
+            sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);  // the chunk is read before the next one is staged
         }
-    }
-
-    // bar.sync with the 128 threads of one consumer warpgroup (id 0 is
-    // __syncthreads'; the producer never takes part).
-    static __device__ __forceinline__ void named_barrier_sync(int id) {
-        asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(sm90::kWarpgroup) : "memory");
     }
 };
 
