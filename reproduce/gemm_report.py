@@ -162,11 +162,20 @@ def bench_rows(f):
             for i in range(len(t.rows))]
 
 
+def dispatcher_run(f):
+    """Whether a bench file timed the dispatcher's choices: `rigel gemm bench
+    --kernel NAME` forces one kernel for comparison, and says so in its
+    sidecar; the README's tables and targets come from the dispatcher's runs."""
+    return f.side("kernel") in ("", "auto")
+
+
 def newest_per_suite(bench_files):
     """{suite: rows of that suite from the newest bench file that has it}, in
     SUITE_ORDER, then any other suite by name."""
     newest = {}
     for f in sorted(bench_files, key=findings.run_age):
+        if not dispatcher_run(f):
+            continue
         by_suite = {}
         for r in bench_rows(f):
             by_suite.setdefault(r.suite, []).append(r)

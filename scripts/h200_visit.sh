@@ -4,6 +4,7 @@
 # and JSON results and the logs into $OUT/visit.tar.gz. The last thing printed is a short
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
+# [gemm_compare]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -189,15 +190,28 @@ fi
 # against cuBLASLt, cuBLAS and its decomposed path in paired samples, every
 # timed suite (gemm), or the fused and small suites alone (gemm_quick, for a
 # short visit).
+# Each command under a time limit (SIGINT: rigel keeps the rows it has), so
+# that a kernel that hangs costs minutes, not the visit.
 if has gemm || has gemm_quick; then
   log "gemm verify"
-  $RIGEL gemm verify --out "$OUT" > "$OUT/gemm_verify.txt" 2> "$OUT/gemm_verify.err"
+  timeout -s INT 300 $RIGEL gemm verify --out "$OUT" > "$OUT/gemm_verify.txt" 2> "$OUT/gemm_verify.err"
   summary+=("gemm verify: rc $?")
   if has gemm; then gemm_suites=(all); else gemm_suites=(fused small); fi
   for s in "${gemm_suites[@]}"; do
     log "gemm bench $s"
-    $RIGEL gemm bench --suite "$s" --out "$OUT" >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
+    timeout -s INT 360 $RIGEL gemm bench --suite "$s" --out "$OUT" >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
     summary+=("gemm bench (suite $s): rc $?")
+  done
+fi
+# gemm_compare: the GPT-2, fused and small suites again with every case on
+# the cooperative 128 x 256 kernel (k32's tile) instead of the dispatcher's
+# choice, in the same visit (shorter samples); files named ..._128x256_gemm.csv.
+if has gemm_compare; then
+  for s in gpt2 fused small; do
+    log "gemm bench $s --kernel 128x256"
+    timeout -s INT 240 $RIGEL gemm bench --suite "$s" --kernel 128x256 --min-time 0.5 --out "$OUT" \
+      >> "$OUT/gemm_compare.txt" 2>> "$OUT/gemm_compare.err"
+    summary+=("gemm bench (suite $s, kernel 128x256): rc $?")
   done
 fi
 
@@ -211,5 +225,6 @@ for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/fp4.txt" ] && tail -20 "$OUT/fp4.txt"
 [ -f "$OUT/splitk.txt" ] && tail -45 "$OUT/splitk.txt"
 [ -f "$OUT/gemm_verify.txt" ] && grep -c " pass " "$OUT/gemm_verify.txt" && grep " FAIL " "$OUT/gemm_verify.txt" | head -20
+[ -f "$OUT/gemm_compare.txt" ] && tail -40 "$OUT/gemm_compare.txt"
 [ -f "$OUT/gemm_bench.txt" ] && tail -50 "$OUT/gemm_bench.txt"
 printf '%s\n' "${summary[@]}"

@@ -49,7 +49,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 struct CUstream_st;
 
@@ -96,6 +98,9 @@ struct Args {
 struct Choice {
     int tile_m = 128, tile_n = 256;  // output tile of one CTA
     int splits = 1;                  // > 1: split-K, partial tiles in fp32, then a reduction that applies the epilogue
+    // The two consumer warpgroups of a CTA take turns on tiles of their own (128 x 128, f16/bf16
+    // only), so that one's epilogue runs under the other's main loop; false: they share each tile.
+    bool pingpong = false;
     int ctas = 0;                    // CTAs launched by the GEMM kernel
     std::string why;                 // one sentence: why this kernel for this shape
 };
@@ -124,6 +129,12 @@ std::string check(const Desc& d);
 // The dispatcher: which kernel computes `d` on a GPU with `sms` SMs (see dispatch.cpp for the rules).
 // Pure host code; `d` must pass check().
 Choice choose(const Desc& d, int sms);
+// A kernel asked for by name instead of the dispatcher's: "128x256" and "128x128" (cooperative),
+// "pingpong" (128 x 128, ping-pong), none of them split; "auto" is choose(). nullopt when the name
+// is unknown or d's operand type has no such kernel (fp8: 128x128 only).
+std::optional<Choice> kernel_named(const Desc& d, std::string_view kernel, int sms);
+// The names kernel_named takes, for help texts: "auto, 128x256, 128x128, pingpong".
+std::string kernel_names();
 // Empty when `args` suits `d` (pointers present, 16-byte aligned for TMA, D not aliasing A or B),
 // else one sentence saying why not.
 std::string check_args(const Desc& d, const Args& args);

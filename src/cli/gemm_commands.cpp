@@ -56,11 +56,12 @@ struct VerifyArgs {
     CommonArgs common;
 };
 struct BenchArgs {
-    std::string suite;
+    std::string suite, kernel = "auto";
     CommonArgs common;
 };
 struct RunArgs {
     std::string m, n, k, layout = "NT", type = "bf16", out_type = "bf16", epilogue = "none", alpha = "1", beta = "0";
+    std::string kernel = "auto";
     CommonArgs common;
 };
 struct ListArgs {
@@ -108,6 +109,30 @@ float parse_scalar(const std::string& option, const std::string& text) {
     if (text.empty() || ec != std::errc() || p != end || !std::isfinite(v))
         throw std::invalid_argument(option + " '" + text + "' is not a finite number");
     return v;
+}
+
+// --kernel: a name kernel_named() takes.
+void check_kernel_option(const std::string& kernel) {
+    if (!gemm::kernel_named(gemm::Desc{.m = 1, .n = 1, .k = 1}, kernel, 1))
+        throw std::invalid_argument("--kernel '" + kernel + "' is not one of " + gemm::kernel_names());
+}
+
+void say(const std::string& s);
+
+// The cases with `kernel` forced instead of the dispatcher's choice; a case
+// whose operand type has no such kernel is left out, and said so.
+std::vector<GemmCase> with_kernel(const std::vector<GemmCase>& cases, const std::string& kernel) {
+    if (kernel == "auto") return cases;
+    std::vector<GemmCase> out;
+    for (GemmCase c : cases) {
+        if (!gemm::kernel_named(c.desc, kernel, 1)) {
+            say("left out " + c.name + ": " + gemm::name(c.desc.a_type) + " has no kernel " + kernel);
+            continue;
+        }
+        c.kernel = kernel;
+        out.push_back(std::move(c));
+    }
+    return out;
 }
 
 PairedConfig timing_of(const CLI::App& cmd, const CommonArgs& a) {
@@ -346,11 +371,14 @@ void print_bench_table(const std::vector<TimedRow>& rows) {
 // table comes last.
 int run_bench_cases(const std::vector<std::pair<std::string, std::vector<GemmCase>>>& work,
                     const std::vector<std::vector<Contender>>& baselines, const std::string& suite_name,
-                    const PairedConfig& timing, std::uint64_t seed, int threads, const std::string& out) {
+                    const PairedConfig& timing, std::uint64_t seed, int threads, const std::string& out,
+                    const std::string& kernel) {
     check_paired_config(timing);
     auto ex = gemm_device();
     install_stop_handlers();
-    GemmFiles files(out, "bench", suite_name, seed, *ex);
+    // A forced kernel's files are named after it, and their sidecar says so:
+    // the report takes only the dispatcher's runs.
+    GemmFiles files(out, "bench", kernel == "auto" ? suite_name : suite_name + "_" + kernel, seed, *ex);
 
     std::vector<TimedRow> timed;
     std::vector<std::string> failures, skipped;
@@ -360,6 +388,7 @@ int run_bench_cases(const std::vector<std::pair<std::string, std::vector<GemmCas
         for (const TimedRow& t : timed) cells.push_back(bench_cells(files.rows(), t.suite, t.row));
         JsonObject d;
         d.str("suite", suite_name)
+            .str("kernel", kernel)
             .integer("cases", static_cast<long long>(cases))
             .num("warmup_s", timing.warmup_s)
             .num("min_time_s", timing.min_time_s)
@@ -422,16 +451,17 @@ int run_bench(const BenchArgs& b, const CLI::App& cmd) {
                                         "--suite " + b.suite + " checks it");
         suites.push_back(&s);
     }
+    check_kernel_option(b.kernel);
     const PairedConfig timing = timing_of(cmd, a);
     const std::uint64_t seed = parse_seed("--seed", a.seed);
     const int threads = parse_threads("--threads", a.threads);
     std::vector<std::pair<std::string, std::vector<GemmCase>>> work;
     std::vector<std::vector<Contender>> baselines;
     for (const GemmSuite* s : suites) {
-        work.emplace_back(std::string(s->name), s->cases);
+        work.emplace_back(std::string(s->name), with_kernel(s->cases, b.kernel));
         baselines.push_back(s->baselines);
     }
-    return run_bench_cases(work, baselines, b.suite, timing, seed, threads, a.out);
+    return run_bench_cases(work, baselines, b.suite, timing, seed, threads, a.out, b.kernel);
 }
 
 // ---- run: one case -------------------------------------------------------------
@@ -454,18 +484,22 @@ int run_one(const RunArgs& a, const CLI::App& cmd) {
                                     "' is not none, bias, bias_relu, bias_gelu, bias_gelu_erf, bias_gelu_aux or "
                                     "dgelu_bgrad");
     if (const std::string why = gemm::check(d); !why.empty()) throw std::invalid_argument(why);
-    const GemmCase c{.name = std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + "_" +
+    check_kernel_option(a.kernel);
+    if (!gemm::kernel_named(d, a.kernel, 1))
+        throw std::invalid_argument("--kernel " + a.kernel + ": " + gemm::name(d.a_type) + " operands have no such kernel");
+    GemmCase c{.name = std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + "_" +
                              a.layout + "_" + a.type + "_" + a.out_type + "_" + a.epilogue,
                      .desc = d,
                      .alpha = parse_scalar("--alpha", a.alpha),
                      .beta = parse_scalar("--beta", a.beta)};
+    if (a.kernel != "auto") c.kernel = a.kernel;
     std::vector<Contender> baselines;
     for (Contender b : {Contender::cublaslt, Contender::rigel_decomposed, Contender::cublas})
         if (gemm::applies(b, c)) baselines.push_back(b);
     const PairedConfig timing = timing_of(cmd, a.common);
     const std::uint64_t seed = parse_seed("--seed", a.common.seed);
     const int threads = parse_threads("--threads", a.common.threads);
-    return run_bench_cases({{"run", {c}}}, {baselines}, "run", timing, seed, threads, a.common.out);
+    return run_bench_cases({{"run", {c}}}, {baselines}, "run", timing, seed, threads, a.common.out, a.kernel);
 }
 
 // ---- list ----------------------------------------------------------------------
@@ -520,6 +554,10 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
     std::string timed;
     for (const GemmSuite* s : gemm::bench_suites()) timed += (timed.empty() ? "" : ", ") + std::string(s->name);
     bench->add_option("--suite", ba.suite, "a timed suite (" + timed + "), or all");
+    bench->add_option("--kernel", ba.kernel,
+                      "run every case on this kernel instead of the dispatcher's choice (" + gemm::kernel_names() +
+                          "); cases whose type lacks it are left out")
+        ->capture_default_str();
     add_common_options(bench, ba.common, true);
 
     auto* run = gemm_cmd->add_subcommand("run", "One case: verified, then timed against its baselines");
@@ -533,6 +571,8 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
                                                "dgelu_bgrad")->capture_default_str();
     run->add_option("--alpha", ra.alpha, "alpha")->capture_default_str();
     run->add_option("--beta", ra.beta, "beta (not 0: C is read)")->capture_default_str();
+    run->add_option("--kernel", ra.kernel, "the kernel instead of the dispatcher's choice (" + gemm::kernel_names() + ")")
+        ->capture_default_str();
     add_common_options(run, ra.common, true);
 
     auto* list = gemm_cmd->add_subcommand("list", "The suites, or the cases of one");

@@ -3,15 +3,18 @@
 // (tests/host/test_gemm_dispatch.cpp); the kernels are in src/cuda/gemm/.
 //
 // The dispatcher's rules, in order (constants below):
-//   1. fp8 runs the promoted kernel with 128 x 128 tiles (two accumulator sets
-//      must fit the registers); bf16/f16 start from 128 x 256, k32's tile.
-//   2. If 128 x 256 tiles would leave more than a quarter of the SMs idle in
-//      the one wave there is (tiles < 3/4 of the SMs), 128 x 128 tiles: twice
-//      as many, each half the work.
-//   3. If even then fewer tiles than half the SMs exist, and K holds at least
+//   1. fp8 runs the promoted cooperative kernel with 128 x 128 tiles (two
+//      accumulator sets must fit the registers); bf16/f16 the ping-pong kernel
+//      with 128 x 128 tiles, each consumer warpgroup its own tile, so that the
+//      epilogue of one runs under the other's main loop
+//      (src/cuda/hopper/pingpong_gemm.cuh).
+//   2. If fewer 128 x 128 tiles than half the SMs exist, and K holds at least
 //      kMinKTilesPerSplit k-tiles per split, split K: as many splits as fill
-//      the SMs (at most kMaxSplits), the partial tiles going to an fp32
-//      workspace that a second kernel sums and passes through the epilogue.
+//      the SMs (at most kMaxSplits), run by the cooperative kernel, the
+//      partial tiles going to an fp32 workspace that a second kernel sums and
+//      passes through the epilogue.
+// The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
+// kernel_named and for comparison.
 // These are the rules measured on the H200 machine; `rigel gemm bench --suite
 // small` and the dispatcher's bench rows show where they stand.
 #include <algorithm>
@@ -192,34 +195,71 @@ Choice choose(const Desc& desc, int sms) {
     sms = std::max(sms, 1);
     Choice c;
     c.tile_m = kTileM;
+    c.tile_n = kNarrowTileN;
     const std::int64_t k_tile = is_fp8(d.a_type) ? 128 : 64;
     const std::int64_t k_tiles = ceil_div(d.k, k_tile);
-    auto tiles_for = [&](int tile_n) { return ceil_div(d.m, kTileM) * ceil_div(d.n, tile_n); };
+    const std::int64_t tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, kNarrowTileN);
 
     if (is_fp8(d.a_type)) {
-        c.tile_n = kNarrowTileN;
         c.why = "fp8: the promoted kernel, 128 x 128 tiles (two accumulator sets in registers)";
-    } else if (tiles_for(kWideTileN) * 4 < static_cast<std::int64_t>(sms) * 3) {
-        c.tile_n = kNarrowTileN;
-        c.why = std::to_string(tiles_for(kWideTileN)) + " tiles of 128 x 256 would leave over a quarter of the " +
-                std::to_string(sms) + " SMs idle: 128 x 128 tiles";
     } else {
-        c.tile_n = kWideTileN;
-        c.why = "128 x 256 tiles fill the " + std::to_string(sms) + " SMs (k32's tile)";
+        c.pingpong = true;
+        c.why = "ping-pong 128 x 128 tiles: one consumer's epilogue runs under the other's main loop";
     }
-    const std::int64_t tiles = tiles_for(c.tile_n);
     if (tiles * 2 < sms && k_tiles >= 2 * kMinKTilesPerSplit) {
         std::int64_t splits = std::min<std::int64_t>({sms / tiles, k_tiles / kMinKTilesPerSplit, kMaxSplits});
         const std::int64_t per_split_bytes = d.m * d.n * 4;
         splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, kMaxWorkspaceBytes / per_split_bytes));
         if (splits > 1) {
             c.splits = static_cast<int>(splits);
-            c.why += "; " + std::to_string(tiles) + " tiles fill under half the SMs: split K " +
-                     std::to_string(splits) + " ways";
+            c.pingpong = false;
+            c.why = std::to_string(tiles) + " tiles of 128 x 128 fill under half the " + std::to_string(sms) +
+                    " SMs: split K " + std::to_string(splits) + " ways (cooperative kernel, fp32 partials)";
         }
     }
     c.ctas = static_cast<int>(c.splits > 1 ? tiles * c.splits : std::min<std::int64_t>(tiles, sms));
     return c;
+}
+
+namespace {
+
+struct NamedKernel {
+    const char* name;
+    int tile_n;
+    bool pingpong;
+    bool fp8;  // fp8 operands have it too
+};
+constexpr std::array kNamedKernels{
+    NamedKernel{"128x256", kWideTileN, false, false},
+    NamedKernel{"128x128", kNarrowTileN, false, true},
+    NamedKernel{"pingpong", kNarrowTileN, true, false},
+};
+
+}  // namespace
+
+std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, int sms) {
+    if (kernel == "auto") return choose(desc, sms);
+    const Desc d = with_packed_leading_dimensions(desc);
+    for (const NamedKernel& k : kNamedKernels) {
+        if (kernel != k.name) continue;
+        if (is_fp8(d.a_type) && !k.fp8) return std::nullopt;
+        Choice c;
+        c.tile_m = kTileM;
+        c.tile_n = k.tile_n;
+        c.pingpong = k.pingpong;
+        const std::int64_t tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, k.tile_n);
+        c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
+        c.why = std::string("asked for: ") + (k.pingpong ? "ping-pong " : "cooperative ") + std::to_string(kTileM) +
+                " x " + std::to_string(k.tile_n) + " tiles, K not split";
+        return c;
+    }
+    return std::nullopt;
+}
+
+std::string kernel_names() {
+    std::string out = "auto";
+    for (const NamedKernel& k : kNamedKernels) out += std::string(", ") + k.name;
+    return out;
 }
 
 std::string check_args(const Desc& desc, const Args& args) {

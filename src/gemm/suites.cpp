@@ -177,14 +177,20 @@ std::vector<GemmCase> verify_cases() {
     // bf16 operands on two shapes, f16 on one: each layout x output type x epilogue.
     const VerifyShape odd[] = {{300, 520, 136, 1.0f, 0.0f, true}, {129, 257, 264, -0.75f, 0.5f, true}};
     const VerifyShape odd_f16{300, 520, 136, 0.5f, 1.0f, true};
+    // Each under the dispatcher's choice, then under every kernel of the table
+    // that it did not pick for these shapes on the H200 (ping-pong there).
     for (const auto& [ab, s] : {std::pair{Type::bf16, odd[0]}, std::pair{Type::bf16, odd[1]},
                                 std::pair{Type::f16, odd_f16}})
         for (const auto& [a, b] : kLayouts)
             for (Type t : kOutTypes)
                 for (Epilogue e : kEpilogues)
-                    out.push_back(verify_case(Desc{.m = s.m, .n = s.n, .k = s.k, .a_type = ab, .b_type = ab,
-                                                   .a_op = a, .b_op = b, .d_type = t, .epilogue = e},
-                                              s.alpha, s.beta, s.pad));
+                    for (const char* kernel : {"", "128x256", "128x128"}) {
+                        GemmCase c = verify_case(Desc{.m = s.m, .n = s.n, .k = s.k, .a_type = ab, .b_type = ab,
+                                                      .a_op = a, .b_op = b, .d_type = t, .epilogue = e},
+                                                 s.alpha, s.beta, s.pad, *kernel ? std::string("_") + kernel : "");
+                        c.kernel = kernel;
+                        out.push_back(c);
+                    }
     // fp8 (layout NT only), each type x output type x epilogue; one shape with
     // packed leading dimensions (D's row of 257 elements unaligned).
     const VerifyShape fp8[] = {{300, 520, 272, 1.0f, 0.0f, true}, {129, 257, 528, 2.0f, -1.0f, false}};
@@ -307,6 +313,9 @@ std::vector<std::string> check_gemm_suite(const GemmSuite& s) {
         names.push_back(c.name);
         if (const std::string why = check(c.desc); !why.empty()) problem(what + why);
         if (c.count < 1) problem(what + "count " + std::to_string(c.count) + " is below 1");
+        if (!c.kernel.empty() && !kernel_named(c.desc, c.kernel, 132))
+            problem(what + "names kernel '" + c.kernel + "', which its operand type does not have (" + kernel_names() +
+                    ")");
         if (c.in_place && c.beta == 0.0f) problem(what + "is in place but beta is 0, so C is never read");
         const Desc d = with_packed_leading_dimensions(c.desc);
         if (c.in_place && d.ldc != d.ldd) problem(what + "is in place but ldc differs from ldd");
@@ -323,7 +332,8 @@ std::vector<std::string> check_gemm_suite(const GemmSuite& s) {
 }
 
 std::string kernel_text(const Choice& c) {
-    return std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + " splits " + std::to_string(c.splits);
+    return std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + (c.pingpong ? " pingpong" : "") + " splits " +
+           std::to_string(c.splits);
 }
 
 std::span<const RefusalCase> refusal_cases() {

@@ -31,6 +31,7 @@ struct GemmCase {
     float alpha = 1.0f, beta = 0.0f;  // beta != 0: C is read (a separate buffer, or D itself when in_place)
     bool in_place = false;   // C is D (same pointer and ld)
     int count = 1;           // how often the product occurs per training step (gpt2, llama7b); 1 elsewhere
+    std::string kernel{};    // a kernel_named() name run instead of the dispatcher's choice; empty: the dispatcher
 };
 
 struct GemmSuite {
@@ -56,7 +57,8 @@ bool applies(Contender baseline, const GemmCase& c);
 // What is wrong with a suite, one sentence each (empty: nothing): no case, a
 // case without a name or with a repeated one, a case check() refuses, a count
 // below 1, an in-place case that never reads C (beta 0) or whose ldc is not
-// ldd; rigel as a baseline, a repeated baseline, one that applies to no case.
+// ldd, a kernel name kernel_named() refuses for the case's type; rigel as a
+// baseline, a repeated baseline, one that applies to no case.
 std::vector<std::string> check_gemm_suite(const GemmSuite& s);
 
 // "128x256 splits 1": a plan's kernel as the CSVs name it.

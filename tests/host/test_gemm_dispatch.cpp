@@ -199,45 +199,48 @@ TEST(GemmCheck, RefusesShapesAndLeadingDimensionsTmaCannotTake) {
     EXPECT_EQ(check(d), "leading dimensions must be below 2^31");
 }
 
-TEST(GemmChoose, SmallSquareOnTheH200TakesNarrowTilesAndSplitsK) {
-    // 512^3: 4 x 2 tiles of 128 x 256 would fill 8 of 132 SMs; 128 x 128 gives
-    // 16, still under half, and K = 512 holds 8 k-tiles of 64: split 4 ways
-    // (2 k-tiles per split), 64 CTAs.
+TEST(GemmChoose, SmallSquareOnTheH200SplitsKOnTheCooperativeKernel) {
+    // 512^3: 4 x 4 = 16 tiles of 128 x 128, under half of 132 SMs, and K = 512
+    // holds 8 k-tiles of 64: split 4 ways (2 k-tiles per split), 64 CTAs.
     const Choice c = choose(square(512), kH200Sms);
     EXPECT_EQ(c.tile_m, 128);
     EXPECT_EQ(c.tile_n, 128);
     EXPECT_EQ(c.splits, 4);
+    EXPECT_FALSE(c.pingpong);
     EXPECT_EQ(c.ctas, 64);
     EXPECT_TRUE(contains(c.why, "split K 4 ways")) << c.why;
-    // 1024^3: 8 x 8 = 64 narrow tiles, under 66; 16 k-tiles: split 2 ways (132 / 64).
+    // 1024^3: 8 x 8 = 64 tiles, under 66; 16 k-tiles: split 2 ways (132 / 64).
     const Choice c1 = choose(square(1024), kH200Sms);
     EXPECT_EQ(c1.tile_n, 128);
     EXPECT_EQ(c1.splits, 2);
     EXPECT_EQ(c1.ctas, 128);
 }
 
-TEST(GemmChoose, LargeSquareTakesWideTilesWithoutSplit) {
+TEST(GemmChoose, HalfPrecisionWithoutSplitTakesPingPong) {
     const Choice c = choose(square(4096), kH200Sms);
     EXPECT_EQ(c.tile_m, 128);
-    EXPECT_EQ(c.tile_n, 256);
+    EXPECT_EQ(c.tile_n, 128);
+    EXPECT_TRUE(c.pingpong);
     EXPECT_EQ(c.splits, 1);
-    EXPECT_EQ(c.ctas, kH200Sms);  // persistent: one CTA per SM for 512 tiles
-    EXPECT_TRUE(contains(c.why, "128 x 256")) << c.why;
-    // GPT-2's MLP up-projection: 128 x 12 tiles of 128 x 256.
-    const Choice g = choose(Desc{.m = 16384, .n = 3072, .k = 768, .b_op = Op::t}, kH200Sms);
-    EXPECT_EQ(g.tile_n, 256);
+    EXPECT_EQ(c.ctas, kH200Sms);  // persistent: one CTA per SM for 1024 tiles
+    EXPECT_TRUE(contains(c.why, "ping-pong")) << c.why;
+    // GPT-2's attention projection: 128 x 6 tiles, K = 768.
+    const Choice g = choose(Desc{.m = 16384, .n = 768, .k = 768, .b_op = Op::t}, kH200Sms);
+    EXPECT_TRUE(g.pingpong);
     EXPECT_EQ(g.splits, 1);
     EXPECT_EQ(g.ctas, kH200Sms);
+    // Fewer tiles than SMs: one CTA per tile.
+    EXPECT_EQ(choose(Desc{.m = 128 * 70, .n = 128, .k = 64}, kH200Sms).ctas, 70);
 }
 
-TEST(GemmChoose, TileRulesAtTheirBoundaries) {
-    // 99 = 3/4 of 132: 99 wide tiles leave exactly a quarter idle and stay wide.
-    EXPECT_EQ(choose(Desc{.m = 128 * 99, .n = 256, .k = 64}, kH200Sms).tile_n, 256);
-    EXPECT_EQ(choose(Desc{.m = 128 * 98, .n = 256, .k = 64}, kH200Sms).tile_n, 128);
-    // 196 narrow tiles: more than half the SMs, no split however long K is.
-    const Choice c = choose(Desc{.m = 128 * 98, .n = 256, .k = 1 << 16}, kH200Sms);
+TEST(GemmChoose, SplitRulesAtTheirBoundaries) {
+    // 66 tiles = half of 132 SMs: no split however long K is.
+    const Choice c = choose(Desc{.m = 128 * 66, .n = 128, .k = 1 << 16}, kH200Sms);
     EXPECT_EQ(c.splits, 1);
-    EXPECT_EQ(c.ctas, kH200Sms);
+    EXPECT_TRUE(c.pingpong);
+    EXPECT_EQ(c.ctas, 66);
+    // 65 tiles: split 2 ways.
+    EXPECT_EQ(choose(Desc{.m = 128 * 65, .n = 128, .k = 1 << 16}, kH200Sms).splits, 2);
     // Too short a K to split: 3 k-tiles of 64 cannot give two splits of 2.
     const Choice s = choose(Desc{.m = 128, .n = 128, .k = 192}, kH200Sms);
     EXPECT_EQ(s.splits, 1);
@@ -250,6 +253,36 @@ TEST(GemmChoose, TileRulesAtTheirBoundaries) {
     const Choice w = choose(Desc{.m = 8192, .n = 8192, .k = 1 << 16}, 100000);
     EXPECT_EQ(w.splits, 4);
     EXPECT_EQ(w.ctas, 64 * 64 * 4);
+}
+
+TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
+    const Desc d = square(4096);
+    const auto wide = kernel_named(d, "128x256", kH200Sms);
+    ASSERT_TRUE(wide);
+    EXPECT_EQ(wide->tile_n, 256);
+    EXPECT_FALSE(wide->pingpong);
+    EXPECT_EQ(wide->splits, 1);
+    EXPECT_EQ(wide->ctas, kH200Sms);
+    const auto narrow = kernel_named(d, "128x128", kH200Sms);
+    ASSERT_TRUE(narrow);
+    EXPECT_EQ(narrow->tile_n, 128);
+    EXPECT_FALSE(narrow->pingpong);
+    const auto pong = kernel_named(d, "pingpong", kH200Sms);
+    ASSERT_TRUE(pong);
+    EXPECT_TRUE(pong->pingpong);
+    EXPECT_EQ(pong->tile_n, 128);
+    // auto is the dispatcher, even where it splits.
+    EXPECT_EQ(kernel_named(square(512), "auto", kH200Sms)->splits, 4);
+    // A named kernel never splits, and takes one CTA per tile below the SM count.
+    const auto small = kernel_named(square(512), "pingpong", kH200Sms);
+    EXPECT_EQ(small->splits, 1);
+    EXPECT_EQ(small->ctas, 16);
+    // fp8 has the cooperative 128 x 128 kernel only; unknown names are refused.
+    EXPECT_TRUE(kernel_named(square(512, Type::e4m3), "128x128", kH200Sms));
+    EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "pingpong", kH200Sms));
+    EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
+    EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
+    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong");
 }
 
 TEST(GemmChoose, Fp8TakesNarrowTilesAndLongerKTiles) {

@@ -31,6 +31,13 @@ const GemmCase* find_case(const GemmSuite& s, const std::string& name) {
 
 double flops(const GemmCase& c) { return 2.0 * c.desc.m * c.desc.n * c.desc.k; }
 
+// The kernel a case runs on the H200: the one it names, or the dispatcher's.
+Choice kernel_of(const GemmCase& c) {
+    const auto k = kernel_named(c.desc, c.kernel.empty() ? "auto" : c.kernel, kH200Sms);
+    if (!k) throw std::logic_error("case " + c.name + " names a kernel its type does not have");
+    return *k;
+}
+
 }  // namespace
 
 TEST(GemmSuites, EverySuiteHolds) {
@@ -51,7 +58,12 @@ TEST(GemmSuites, TheCheckFindsWhatIsWrong) {
                           GemmCase{.name = "a", .desc = Desc{.m = 8, .n = 8, .k = 0}},
                           GemmCase{.name = "c", .desc = Desc{.m = 8, .n = 8, .k = 8}, .in_place = true, .count = 0},
                           GemmCase{.name = "d", .desc = Desc{.m = 8, .n = 8, .k = 8, .ldc = 16}, .beta = 1,
-                                   .in_place = true}},
+                                   .in_place = true},
+                          GemmCase{.name = "e", .desc = Desc{.m = 8, .n = 8, .k = 8}, .kernel = "64x64"},
+                          GemmCase{.name = "f",
+                                   .desc = Desc{.m = 64, .n = 64, .k = 64, .a_type = Type::e4m3, .b_type = Type::e4m3,
+                                                .b_op = Op::t},
+                                   .kernel = "pingpong"}},
                 .baselines = {Contender::rigel, Contender::rigel_decomposed, Contender::cublaslt,
                               Contender::cublaslt}};
     const auto p = check_gemm_suite(s);
@@ -66,7 +78,9 @@ TEST(GemmSuites, TheCheckFindsWhatIsWrong) {
     EXPECT_TRUE(has("names rigel as a baseline of itself"));
     EXPECT_TRUE(has("baseline rigel_decomposed applies to no case"));
     EXPECT_TRUE(has("baseline cublaslt repeats"));
-    EXPECT_EQ(p.size(), 8u);
+    EXPECT_TRUE(has("case e: names kernel '64x64'"));
+    EXPECT_TRUE(has("case f: names kernel 'pingpong', which its operand type does not have"));
+    EXPECT_EQ(p.size(), 10u);
     EXPECT_FALSE(check_gemm_suite(GemmSuite{.name = "empty"}).empty());
 }
 
@@ -120,7 +134,7 @@ TEST(GemmSuites, VerifyHasLeadingDimensionsPastTheExtentsThatTmaTakes) {
 TEST(GemmSuites, VerifyRunsEveryEpilogueSplitAndWhole) {
     std::set<std::pair<Type, Epilogue>> split, whole;
     for (const GemmCase& c : suite("verify").cases) {
-        const Choice ch = choose(c.desc, kH200Sms);
+        const Choice ch = kernel_of(c);
         if (c.name.find("_splitk") != std::string::npos) {
             EXPECT_GT(ch.splits, 1) << c.name << ": " << ch.why;
         }
@@ -133,6 +147,26 @@ TEST(GemmSuites, VerifyRunsEveryEpilogueSplitAndWhole) {
                 EXPECT_TRUE(split.count({ab, static_cast<Epilogue>(e)})) << name(ab) << " " << e;
             }
         }
+}
+
+TEST(GemmSuites, VerifyRunsEveryHalfPrecisionKernelOnEveryCombination) {
+    // (layout, operand type, output type, epilogue, kernel): each of the
+    // table's unsplit 16-bit kernels checked on every combination.
+    std::set<std::tuple<std::string, Type, Type, Epilogue, std::string>> seen;
+    for (const GemmCase& c : suite("verify").cases) {
+        const Choice ch = kernel_of(c);
+        if (ch.splits > 1) continue;
+        seen.insert({layout_name(c.desc.a_op, c.desc.b_op), c.desc.a_type, c.desc.d_type, c.desc.epilogue,
+                     kernel_text(ch)});
+    }
+    for (const char* kernel : {"128x256 splits 1", "128x128 splits 1", "128x128 pingpong splits 1"})
+        for (const char* layout : {"NN", "NT", "TN", "TT"})
+            for (Type ab : {Type::bf16, Type::f16})
+                for (Type out : {Type::f32, Type::bf16, Type::f16})
+                    for (int e = 0; e <= static_cast<int>(Epilogue::dgelu_bgrad); ++e)
+                        EXPECT_TRUE(seen.count({layout, ab, out, static_cast<Epilogue>(e), kernel}))
+                            << kernel << " " << layout << " " << name(ab) << " -> " << name(out) << " "
+                            << name(static_cast<Epilogue>(e));
 }
 
 TEST(GemmSuites, Gpt2HoldsEveryProductOfOneTrainingStep) {

@@ -58,6 +58,29 @@ TEST(PipelineState, WalksStagesAndFlipsThePhaseOnEachWrap) {
     check_ring<6>();
 }
 
+// advance(n) lands where n single steps land, from every position of the
+// ring and for jumps shorter and longer than the ring (the ping-pong
+// consumers jump over the other warpgroup's k-tiles).
+template <int S>
+void check_jumps() {
+    for (int start = 0; start < 2 * S; ++start)
+        for (int n : {0, 1, S - 1, S, S + 1, 3 * S + 2, 786}) {
+            auto stepped = PipelineState<S>::consumer_start();
+            stepped.advance(start);
+            auto jumped = stepped;
+            for (int i = 0; i < n; ++i) stepped.advance();
+            jumped.advance(n);
+            EXPECT_EQ(jumped.stage(), stepped.stage()) << "stages " << S << " start " << start << " n " << n;
+            EXPECT_EQ(jumped.phase(), stepped.phase()) << "stages " << S << " start " << start << " n " << n;
+        }
+}
+
+TEST(PipelineState, JumpsLikeRepeatedSteps) {
+    check_jumps<1>();
+    check_jumps<4>();
+    check_jumps<6>();
+}
+
 TEST(PipelineState, ProducerWaitsOnePhaseBehindTheConsumer) {
     auto producer = PipelineState<4>::producer_start();
     auto consumer = PipelineState<4>::consumer_start();

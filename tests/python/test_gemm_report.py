@@ -187,6 +187,19 @@ class SuiteTables(Fixture):
         self.assertIn("h200/2026-12-02_0ld0000_gemm.csv (run 20261202T100000Z-old, commit 0ld0000", lib)
 
 
+    def test_a_run_on_a_forced_kernel_is_left_out_of_the_tables(self):
+        # `rigel gemm bench --kernel 128x256`, newer than the dispatcher's run: its sidecar names the kernel.
+        forced = [vs_lt("gpt2", "qkv", 16384, 2304, 768, 0.55, run_id="20261204T100000Z-frc")]
+        side = json.loads(sidecar("gemm_bench", "20261204T100000Z-frc", "f0rced0"))
+        side["kernel"] = "128x256"
+        extra = [("2026-12-04_f0rced0_all_128x256_gemm.csv", to_csv(gemm_report.BENCH_COLUMNS, forced)),
+                 ("2026-12-04_f0rced0_all_128x256_gemm.json", json.dumps(side) + "\n")]
+        lib = self.blocks(bench=fixture_rows(), extra=extra)["gemm-library"]
+        self.assertNotIn("0.55x", lib)
+        self.assertNotIn("f0rced0", lib)
+        self.assertIn("1.20x", lib)
+
+
 class Targets(Fixture):
     def verdicts(self, passing):
         return {t.target: t for t in gemm_report.targets(self.results(bench=fixture_rows(passing)).gemm_bench)}

@@ -10,11 +10,13 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cuda/check.cuh"
+#include "cuda/hopper/sm90.cuh"
 #include "cuda/vendor/cublaslt_gemm.hpp"
 #include "cuda/vendor/vendor.cuh"
 #include "gemm/driver.hpp"
@@ -208,10 +210,18 @@ VerifyRow verify_one(const GemmCase& c, DeviceCase& dc, Runner& r, Executor& ex,
     return row;
 }
 
+// The case's plan: on the kernel it names, or the dispatcher's.
+Plan plan_for(const GemmCase& c) {
+    if (c.kernel.empty()) return Plan(c.desc);
+    const std::optional<Choice> k = kernel_named(c.desc, c.kernel, cuda::sm90::sm_count());
+    if (!k) throw std::invalid_argument("case " + c.name + ": no kernel " + c.kernel + " for its operand type");
+    return Plan(c.desc, *k);
+}
+
 }  // namespace
 
 std::vector<VerifyRow> verify_case(Executor& ex, const GemmCase& c, std::uint64_t seed, int threads) {
-    Plan plan(c.desc);
+    Plan plan = plan_for(c);
     DeviceCase dc(ex, c, seed);
     std::vector<VerifyRow> rows;
     for (Contender who : {Contender::rigel, Contender::rigel_decomposed}) {
@@ -277,7 +287,7 @@ VerifyRow check_refusal(Executor& ex, const RefusalCase& r) {
 BenchOutcome bench_case(Executor& ex, const GemmCase& c, std::span<const Contender> baselines,
                         const PairedConfig& timing, std::uint64_t seed, int threads) {
     BenchOutcome out;
-    Plan plan(c.desc);
+    Plan plan = plan_for(c);
     DeviceCase dc(ex, c, seed);
     Runner rigel = runner(Contender::rigel, plan, dc, ex);
     out.verified.push_back(verify_one(c, dc, rigel, ex, seed, threads));

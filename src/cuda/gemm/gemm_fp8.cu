@@ -16,13 +16,13 @@ template <DType T>
 using Split = WarpSpecialized<T, 128, 6, Schedule::split_k, Accumulation::promoted>;
 
 const std::array kRows{
-    KernelEntry{{Type::e4m3, Op::n, Op::t, 128, false}, launch_kernel<Fused<DType::e4m3>, FusedEpilogue>,
+    KernelEntry{{Type::e4m3, Op::n, Op::t, 128, false, false}, launch_kernel<Fused<DType::e4m3>, FusedEpilogue>,
                 Fused<DType::e4m3>::kBK},
-    KernelEntry{{Type::e4m3, Op::n, Op::t, 128, true}, launch_kernel<Split<DType::e4m3>, sm90::StoreF32>,
+    KernelEntry{{Type::e4m3, Op::n, Op::t, 128, true, false}, launch_kernel<Split<DType::e4m3>, sm90::StoreF32>,
                 Split<DType::e4m3>::kBK},
-    KernelEntry{{Type::e5m2, Op::n, Op::t, 128, false}, launch_kernel<Fused<DType::e5m2>, FusedEpilogue>,
+    KernelEntry{{Type::e5m2, Op::n, Op::t, 128, false, false}, launch_kernel<Fused<DType::e5m2>, FusedEpilogue>,
                 Fused<DType::e5m2>::kBK},
-    KernelEntry{{Type::e5m2, Op::n, Op::t, 128, true}, launch_kernel<Split<DType::e5m2>, sm90::StoreF32>,
+    KernelEntry{{Type::e5m2, Op::n, Op::t, 128, true, false}, launch_kernel<Split<DType::e5m2>, sm90::StoreF32>,
                 Split<DType::e5m2>::kBK},
 };
 

@@ -1,9 +1,12 @@
 // The library's kernel registry: every GEMM kernel a plan can launch, as table
-// rows keyed by (operand type, layout, tile width, split-K). Each kernel is
-// warp_specialized_kernel (src/cuda/hopper/warp_specialized.cuh), the ladder's
-// k32 pipeline, instantiated with the operands' majors and an epilogue policy:
+// rows keyed by (operand type, layout, tile width, split-K, ping-pong). Each
+// kernel is warp_specialized_kernel (src/cuda/hopper/warp_specialized.cuh),
+// the ladder's k32 pipeline, or its ping-pong variant (pingpong_gemm.cuh),
+// instantiated with the operands' majors and an epilogue policy:
 //   fused rows: persistent grouped schedule, FusedEpilogue (fused_epilogue.cuh)
-//     applied in registers; 128 x 256 tiles (4 stages) or 128 x 128 (6 stages);
+//     applied as the tile leaves; cooperative 128 x 256 tiles (4 stages) or
+//     128 x 128 (6 stages), or ping-pong 128 x 128 (6 stages: each consumer
+//     its own tile, one's epilogue under the other's main loop);
 //   split rows: 128 x 128 tiles, Schedule::split_k, fp32 partial tiles stored
 //     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
 //     applies the epilogue.
@@ -20,6 +23,7 @@
 
 #include "cuda/check.cuh"
 #include "cuda/gemm/fused_epilogue.cuh"
+#include "cuda/hopper/pingpong_gemm.cuh"
 #include "cuda/hopper/warp_specialized.cuh"
 #include "rigel/gemm.hpp"
 
@@ -40,6 +44,7 @@ struct KernelKey {
     gemm::Op a_op, b_op;
     int tile_n;
     bool split;
+    bool pingpong;
     bool operator==(const KernelKey&) const = default;
 };
 
@@ -79,15 +84,20 @@ using sm90::WarpSpecialized;
 constexpr Major major_a(gemm::Op op) { return op == gemm::Op::n ? Major::k : Major::mn; }
 constexpr Major major_b(gemm::Op op) { return op == gemm::Op::t ? Major::k : Major::mn; }
 
-template <class G, class Epi>
-void launch_kernel(const Launch& l) {
-    static const bool configured = [] {
-        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::warp_specialized_kernel<G, Epi>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              sm90::kernel_smem_bytes<G, Epi>));
+// Lets `kernel` take `bytes` of dynamic shared memory; once per kernel (the
+// static belongs to the instantiation).
+template <auto Kernel>
+void allow_dynamic_smem(int bytes) {
+    static const bool configured = [bytes] {
+        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
         return true;
     }();
     (void)configured;
+}
+
+template <class G, class Epi>
+void launch_kernel(const Launch& l) {
+    allow_dynamic_smem<sm90::warp_specialized_kernel<G, Epi>>(sm90::kernel_smem_bytes<G, Epi>);
     if constexpr (std::is_same_v<Epi, FusedEpilogue>) {
         sm90::warp_specialized_kernel<G, Epi><<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, Epi>, l.stream>>>(
             l.map_a, l.map_b, l.epi, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
@@ -98,16 +108,28 @@ void launch_kernel(const Launch& l) {
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-// The three rows of one 16-bit type and layout: wide fused, narrow fused, split.
+template <class G>
+void launch_pingpong(const Launch& l) {
+    allow_dynamic_smem<sm90::pingpong_kernel<G, FusedEpilogue>>(sm90::pingpong_smem_bytes<G, FusedEpilogue>);
+    sm90::pingpong_kernel<G, FusedEpilogue><<<l.grid, G::kThreads, sm90::pingpong_smem_bytes<G, FusedEpilogue>,
+                                              l.stream>>>(l.map_a, l.map_b, l.epi, l.m, l.n, l.k, l.tiles_m,
+                                                          l.tiles_n);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+// The four rows of one 16-bit type and layout: wide fused, narrow fused,
+// ping-pong fused, split.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
-constexpr std::array<KernelEntry, 3> half_rows() {
+constexpr std::array<KernelEntry, 4> half_rows() {
     constexpr Major MA = major_a(OA), MB = major_b(OB);
     using Wide = WarpSpecialized<T, 256, 4, Schedule::persistent_grouped, Accumulation::tensor_core, MA, MB>;
     using Narrow = WarpSpecialized<T, 128, 6, Schedule::persistent_grouped, Accumulation::tensor_core, MA, MB>;
     using Split = WarpSpecialized<T, 128, 6, Schedule::split_k, Accumulation::tensor_core, MA, MB>;
-    return {KernelEntry{{Tg, OA, OB, 256, false}, launch_kernel<Wide, FusedEpilogue>, Wide::kBK},
-            KernelEntry{{Tg, OA, OB, 128, false}, launch_kernel<Narrow, FusedEpilogue>, Narrow::kBK},
-            KernelEntry{{Tg, OA, OB, 128, true}, launch_kernel<Split, sm90::StoreF32>, Split::kBK}};
+    using Pong = sm90::PingPong<T, 6, MA, MB>;
+    return {KernelEntry{{Tg, OA, OB, 256, false, false}, launch_kernel<Wide, FusedEpilogue>, Wide::kBK},
+            KernelEntry{{Tg, OA, OB, 128, false, false}, launch_kernel<Narrow, FusedEpilogue>, Narrow::kBK},
+            KernelEntry{{Tg, OA, OB, 128, false, true}, launch_pingpong<Pong>, Pong::kBK},
+            KernelEntry{{Tg, OA, OB, 128, true, false}, launch_kernel<Split, sm90::StoreF32>, Split::kBK}};
 }
 
 // -- the elementwise pass (epilogue_kernel.cu) ---------------------------------------

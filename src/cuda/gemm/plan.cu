@@ -63,14 +63,14 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {}
 Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dimensions(d)), choice_(forced) {
     if (const std::string why = check(d); !why.empty()) throw std::invalid_argument(why);
     const bool split = forced.splits > 1;
-    const KernelKey key{desc_.a_type, desc_.a_op, desc_.b_op, forced.tile_n, split};
+    const KernelKey key{desc_.a_type, desc_.a_op, desc_.b_op, forced.tile_n, split, forced.pingpong};
     state_ = std::make_unique<State>();
     state_->kernel = find_kernel(key);
     if (!state_->kernel || forced.tile_m != 128 || forced.splits < 1)
         throw std::invalid_argument("no " + std::string(name(desc_.a_type)) + " " +
                                     layout_name(desc_.a_op, desc_.b_op) + " kernel with " +
                                     std::to_string(forced.tile_m) + " x " + std::to_string(forced.tile_n) +
-                                    " tiles" + (split ? " and split-K" : ""));
+                                    (forced.pingpong ? " ping-pong" : "") + " tiles" + (split ? " and split-K" : ""));
     const std::int64_t k_tiles = ceil_div(desc_.k, state_->kernel->k_tile);
     if (forced.splits > k_tiles)
         throw std::invalid_argument(std::to_string(forced.splits) + " splits exceed the " + std::to_string(k_tiles) +

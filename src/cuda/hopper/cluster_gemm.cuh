@@ -157,13 +157,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     const int cluster_tiles = tiles_pm * tiles_n;
     const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < kStages; ++s) {
-            mbar_init(&full[s], 1);                   // this CTA's producer: arrive.expect_tx
-            mbar_init(&empty[s], G::kEmptyArrivals);  // every consumer warp of both CTAs
-        }
-        fence_mbarrier_init();
-    }
+    init_ring(full, empty, G::kEmptyArrivals);  // every consumer warp of both CTAs releases each stage
     // Both CTAs' barriers are initialized before either producer multicasts
     // into its peer or either consumer arrives remotely. From here on, only
     // mbarriers and per-warpgroup named barriers until the end.

@@ -44,6 +44,13 @@ public:
             phase_ ^= 1u;
         }
     }
+    // n steps at once (n >= 0): the ping-pong consumers skip the other
+    // warpgroup's k-tiles this way.
+    RIGEL_HOST_DEVICE constexpr void advance(int n) {
+        const int s = stage_ + n;
+        phase_ ^= static_cast<std::uint32_t>((s / Stages) & 1);
+        stage_ = s % Stages;
+    }
 
 private:
     RIGEL_HOST_DEVICE constexpr PipelineState(int stage, std::uint32_t phase) : stage_(stage), phase_(phase) {}

@@ -196,6 +196,40 @@ __device__ __forceinline__ std::uint64_t operand_k_step(std::uint64_t desc, int 
     }
 }
 
+// Thread 0 sets up the ring's barriers: full[s] completes on the producer's
+// expect_tx and the bytes it announced, empty[s] on `releases` consumer-warp
+// arrivals. The caller makes them visible (a CTA or cluster barrier).
+template <int Stages>
+__device__ __forceinline__ void init_ring(std::uint64_t (&full)[Stages], std::uint64_t (&empty)[Stages],
+                                          std::uint32_t releases) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < Stages; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], releases);
+        }
+        fence_mbarrier_init();
+    }
+}
+
+// The producer's work for one output tile (tm, tn): k-tiles [kt_begin,
+// kt_end) of A's tile row and B's tile column into the ring, each stage once
+// the consumers have released it. G is a kernel configuration with k32's
+// stage layout (A tile, then B tile).
+template <class G>
+__device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::uint64_t* full, std::uint64_t* empty,
+                                          unsigned char* smem, const CUtensorMap* map_a, const CUtensorMap* map_b,
+                                          int tm, int tn, int kt_begin, int kt_end) {
+    for (int kt = kt_begin; kt < kt_end; ++kt) {
+        const int stage = ring.stage();
+        unsigned char* const a_tile = smem + stage * G::kStageBytes;
+        mbar_wait(&empty[stage], ring.phase());
+        mbar_arrive_expect_tx(&full[stage], G::kStageBytes);
+        tma_load_operand<G::kMajorA, G::kBM, G::kBK>(a_tile, map_a, &full[stage], kt, tm * G::kBM);
+        tma_load_operand<G::kMajorB, G::kBN, G::kBK>(a_tile + G::kABytes, map_b, &full[stage], kt, tn * G::kBN);
+        ring.advance();
+    }
+}
+
 template <class G, class Epi = StoreF32>
 __global__ void __launch_bounds__(G::kThreads, 1)
     warp_specialized_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -214,13 +248,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     const int num_tiles = tiles_m * tiles_n;
     const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < kStages; ++s) {
-            mbar_init(&full[s], 1);                    // the producer's expect_tx
-            mbar_init(&empty[s], G::kConsumerWarps);  // every consumer warp, after its wait
-        }
-        fence_mbarrier_init();
-    }
+    init_ring(full, empty, G::kConsumerWarps);  // every consumer warp releases each stage
     __syncthreads();  // the last CTA-wide barrier: from here on only mbarriers
     if constexpr (G::kSchedule == Schedule::split_k) {
         // k37's reduction kernel, launched as a programmatic dependent, may be
@@ -238,14 +266,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
                 int tm = 0, tn = 0;
                 tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
-                for (int kt = kt_begin; kt < kt_end; ++kt) {
-                    const int stage = ring.stage();
-                    mbar_wait(&empty[stage], ring.phase());
-                    mbar_arrive_expect_tx(&full[stage], G::kStageBytes);
-                    tma_load_operand<G::kMajorA, G::kBM, G::kBK>(a_tile(stage), &map_a, &full[stage], kt, tm * G::kBM);
-                    tma_load_operand<G::kMajorB, G::kBN, G::kBK>(b_tile(stage), &map_b, &full[stage], kt, tn * G::kBN);
-                    ring.advance();
-                }
+                load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kt_begin, kt_end);
             }
         }
     } else {

@@ -1,0 +1,160 @@
+// The ping-pong GEMM: k32's producer and ring, but each consumer warpgroup
+// owns a whole 128 x 128 output tile, and the two take turns, so that one
+// warpgroup's epilogue runs while the other keeps the tensor cores busy.
+//
+// Why: in k32's cooperative schedule both consumers share one 128 x 256 tile
+// and finish it together; while they run the epilogue (bias, GELU, the bf16
+// stores) no wgmma is in flight. With K = 4096 that pause is a few percent of
+// the tile; with a transformer's K = 768 (12 k-tiles) it is as long as the
+// main loop itself. Here consumer w takes the even (w = 0) or odd (w = 1)
+// tiles of its CTA's persistent sequence; the producer loads the tiles'
+// k-tiles in that sequence into one ring, so consumer 1 can only start on
+// tile j + 1 when consumer 0 is in the last `Stages` k-tiles of tile j, and
+// consumer 0's epilogue of tile j then overlaps consumer 1's main loop.
+// (CUTLASS names this schedule "ping-pong"; its kernels add an ordering
+// barrier between the two main loops, which this ring provides by itself.)
+//
+//   warpgroup 0 (producer, 40 registers): thread 0 loads the k-tiles of the
+//       CTA's tiles in order: A 128 rows and B 128 rows per stage (32 KB).
+//   warpgroups 1, 2 (consumers, 232 registers): consumer w multiplies tiles
+//       w, w + 2, ... of the CTA with two m64n128 wgmma per k-step (rows 0-63
+//       and 64-127 of the tile: 128 accumulator registers), then hands them to
+//       the epilogue policy Epi in two 64-row halves. Its place in the ring
+//       jumps over the other consumer's k-tiles (PipelineState::advance(n)).
+//       Each stage is released by the 4 warps of the consumer that used it.
+//
+// Operand majors, descriptors and TMA boxes are k32's (warp_specialized.cuh):
+// rows 64-127 of an A tile start 8 KB in for either major. 16-bit types only:
+// fp8 stays on the promoted cooperative kernel (its two accumulator sets of a
+// 128 x 128 tile would not fit beside each other here).
+#pragma once
+#include <cstdint>
+
+#include "cuda/hopper/sm90.cuh"
+#include "cuda/hopper/warp_specialized.cuh"
+#include "cuda/hopper/wgmma.cuh"
+
+namespace rigel::cuda::sm90 {
+
+template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k>
+struct PingPong {
+    static constexpr DType kType = T;
+    static constexpr int kStages = Stages;
+    static constexpr Major kMajorA = MA;
+    static constexpr Major kMajorB = MB;
+    static constexpr int kTransA = MA == Major::mn ? 1 : 0;
+    static constexpr int kTransB = MB == Major::mn ? 1 : 0;
+
+    static constexpr int kBM = 2 * kWgmmaM;  // one consumer's tile: two m64 halves
+    static constexpr int kBN = 128;
+    static constexpr int kBK = kRowBytes / elem_bytes(T);
+    static constexpr int kABytes = kBM * kRowBytes;
+    static constexpr int kBBytes = kBN * kRowBytes;
+    static constexpr int kStageBytes = kABytes + kBBytes;
+    static constexpr int kSmemBytes = Stages * kStageBytes + kSwizzleAtom;
+    static constexpr int kThreads = 3 * kWarpgroup;
+    static constexpr int kConsumerWarps = kWarpgroup / 32;  // one consumer releases a stage
+    static constexpr int kHalfAcc = kBN / 2;                // fp32 accumulators per thread and m64 half
+    static constexpr int kGroupM = 8;
+    static constexpr int kProducerRegs = 40;
+    static constexpr int kConsumerRegs = 232;
+
+    static_assert(elem_bytes(T) == 2, "the ping-pong kernel is for f16/bf16");
+    static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
+    static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
+};
+
+template <class G, class Epi>
+inline constexpr int pingpong_smem_bytes = G::kSmemBytes + 2 * Epi::kStagingBytes;
+
+template <class G, class Epi>
+__global__ void __launch_bounds__(G::kThreads, 1)
+    pingpong_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                    const typename Epi::Params epi, int m, int n, int k, int tiles_m, int tiles_n) {
+#if RIGEL_SM90A_DEVICE
+    constexpr int kStages = G::kStages;
+    extern __shared__ unsigned char smem_raw[];
+    __shared__ std::uint64_t full[kStages];
+    __shared__ std::uint64_t empty[kStages];
+    unsigned char* const smem = align_to_atom(smem_raw);
+    auto a_tile = [&](int s) { return smem + s * G::kStageBytes; };
+    auto b_tile = [&](int s) { return smem + s * G::kStageBytes + G::kABytes; };
+
+    const int k_tiles = ceil_div(k, G::kBK);
+    const int num_tiles = tiles_m * tiles_n;
+    const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
+    const int first = static_cast<int>(blockIdx.x), stride = static_cast<int>(gridDim.x);
+
+    init_ring(full, empty, G::kConsumerWarps);  // the 4 warps of the consumer that used the stage
+    __syncthreads();
+
+    if (warpgroup == 0) {
+        setmaxnreg_dec<G::kProducerRegs>();
+        if (threadIdx.x == 0) {
+            prefetch_tensor_map(&map_a);
+            prefetch_tensor_map(&map_b);
+            auto ring = PipelineState<kStages>::producer_start();
+            for (int tile = first; tile < num_tiles; tile += stride) {
+                int tm = 0, tn = 0;
+                tile_coords<Schedule::persistent_grouped>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
+                load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, 0, k_tiles);
+            }
+        }
+    } else {
+        setmaxnreg_inc<G::kConsumerRegs>();
+        const int consumer = warpgroup - 1;
+        const bool arriving_lane = (threadIdx.x % 32) == 0;
+        float* const staging = reinterpret_cast<float*>(smem + kStages * G::kStageBytes + consumer * Epi::kStagingBytes);
+        static_assert(pingpong_smem_bytes<G, Epi> <= 227 * 1024, "the per-block shared-memory limit of sm_90");
+        constexpr std::uint32_t kLowerHalf = kWgmmaM * kRowBytes;  // rows 64-127 of the A tile: 8 KB in
+
+        float top[G::kHalfAcc], bottom[G::kHalfAcc];
+        auto ring = PipelineState<kStages>::consumer_start();
+        ring.advance(consumer * k_tiles);  // consumer 1 starts after consumer 0's first tile
+        for (int tile = first + consumer * stride; tile < num_tiles; tile += 2 * stride) {
+            int tm = 0, tn = 0;
+            tile_coords<Schedule::persistent_grouped>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
+            int prev_stage = 0;
+            for (int kt = 0; kt < k_tiles; ++kt) {
+                const int stage = ring.stage();
+                mbar_wait(&full[stage], ring.phase());
+                const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage));
+                const std::uint64_t da_low = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + kLowerHalf);
+                const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
+                fence_registers(top);
+                fence_registers(bottom);
+                wgmma_fence();
+#pragma unroll
+                for (int j = 0; j < kKStepsPerTile; ++j) {
+                    const std::uint32_t accumulate = (kt > 0 || j > 0) ? 1u : 0u;  // 0: acc = A*B
+                    const std::uint64_t b_step = operand_k_step<G::kMajorB>(db, j);
+                    Wgmma<G::kType, G::kBN>::template mma<G::kTransA, G::kTransB>(
+                        top, operand_k_step<G::kMajorA>(da, j), b_step, accumulate);
+                    Wgmma<G::kType, G::kBN>::template mma<G::kTransA, G::kTransB>(
+                        bottom, operand_k_step<G::kMajorA>(da_low, j), b_step, accumulate);
+                }
+                wgmma_commit();
+                wgmma_wait<1>();  // the previous k-tile's group is done: its stage goes back
+                fence_registers(top);
+                fence_registers(bottom);
+                if (kt > 0 && arriving_lane) mbar_arrive(&empty[prev_stage]);
+                prev_stage = stage;
+                ring.advance();
+            }
+            wgmma_wait<0>();
+            fence_registers(top);
+            fence_registers(bottom);
+            if (arriving_lane) mbar_arrive(&empty[prev_stage]);
+            ring.advance(k_tiles);  // the other consumer's next tile
+            const int row0 = tm * G::kBM, col0 = tn * G::kBN;
+            Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
+            Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
+        }
+    }
+#else
+    (void)map_a, (void)map_b, (void)epi, (void)m, (void)n, (void)k, (void)tiles_m, (void)tiles_n;
+    trap_without_sm90a("pingpong_kernel");
+#endif
+}
+
+}  // namespace rigel::cuda::sm90
