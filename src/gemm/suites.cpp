@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 namespace rigel::gemm {
@@ -191,6 +192,21 @@ std::vector<GemmCase> verify_cases() {
                         c.kernel = kernel;
                         out.push_back(c);
                     }
+    // Several tiles per CTA: 2100 x 2100 is 289 tiles of 128 x 128 (153 of
+    // 128 x 256) for 132 persistent CTAs, and K = 1000 is 16 k-tiles, so the
+    // ring wraps within each tile; the ping-pong consumers hand their turn
+    // back and forth. Every layout, every unsplit kernel, the epilogues that
+    // write the most (aux; bgrad summed across tiles).
+    for (const auto& [a, b] : kLayouts)
+        for (const auto& [ab, t, e] : {std::tuple{Type::bf16, Type::bf16, Epilogue::bias_gelu_aux},
+                                       std::tuple{Type::f16, Type::f32, Epilogue::dgelu_bgrad}})
+            for (const char* kernel : {"", "128x256", "128x128"}) {
+                GemmCase c = verify_case(Desc{.m = 2100, .n = 2100, .k = 1000, .a_type = ab, .b_type = ab, .a_op = a,
+                                              .b_op = b, .d_type = t, .epilogue = e},
+                                         1.0f, 0.0f, true, std::string("_multitile") + (*kernel ? "_" : "") + kernel);
+                c.kernel = kernel;
+                out.push_back(c);
+            }
     // fp8 (layout NT only), each type x output type x epilogue; one shape with
     // packed leading dimensions (D's row of 257 elements unaligned).
     const VerifyShape fp8[] = {{300, 520, 272, 1.0f, 0.0f, true}, {129, 257, 528, 2.0f, -1.0f, false}};

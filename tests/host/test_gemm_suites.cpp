@@ -169,6 +169,18 @@ TEST(GemmSuites, VerifyRunsEveryHalfPrecisionKernelOnEveryCombination) {
                             << name(static_cast<Epilogue>(e));
 }
 
+TEST(GemmSuites, VerifyGivesPersistentCtasSeveralTilesOnEveryKernel) {
+    // A ping-pong CTA's second consumer works only from its CTA's second tile on.
+    std::set<std::pair<std::string, std::string>> seen;  // (layout, kernel)
+    for (const GemmCase& c : suite("verify").cases) {
+        const Choice ch = kernel_of(c);
+        const std::int64_t tiles = (c.desc.m + ch.tile_m - 1) / ch.tile_m * ((c.desc.n + ch.tile_n - 1) / ch.tile_n);
+        if (ch.splits == 1 && tiles > kH200Sms) seen.insert({layout_name(c.desc.a_op, c.desc.b_op), kernel_text(ch)});
+    }
+    for (const char* kernel : {"128x256 splits 1", "128x128 splits 1", "128x128 pingpong splits 1"})
+        for (const char* layout : {"NN", "NT", "TN", "TT"}) EXPECT_TRUE(seen.count({layout, kernel})) << layout << " " << kernel;
+}
+
 TEST(GemmSuites, Gpt2HoldsEveryProductOfOneTrainingStep) {
     const GemmSuite& g = suite("gpt2");
     EXPECT_EQ(g.cases.size(), 15u);

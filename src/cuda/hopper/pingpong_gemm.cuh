@@ -8,11 +8,18 @@
 // the tile; with a transformer's K = 768 (12 k-tiles) it is as long as the
 // main loop itself. Here consumer w takes the even (w = 0) or odd (w = 1)
 // tiles of its CTA's persistent sequence; the producer loads the tiles'
-// k-tiles in that sequence into one ring, so consumer 1 can only start on
-// tile j + 1 when consumer 0 is in the last `Stages` k-tiles of tile j, and
-// consumer 0's epilogue of tile j then overlaps consumer 1's main loop.
-// (CUTLASS names this schedule "ping-pong"; its kernels add an ordering
-// barrier between the two main loops, which this ring provides by itself.)
+// k-tiles in that sequence into one ring, and consumer 0's epilogue of tile j
+// overlaps consumer 1's main loop of tile j + 1. (CUTLASS calls this schedule
+// "ping-pong".)
+//
+// The main loops take turns (named barriers 4 and 5, an ordered hand-off):
+// a consumer waits for the ring's stages of its tile only after the other
+// has waited for all of its own. Not for the tensor cores' sake, but for the
+// mbarriers': a wait on parity p returns at once while the barrier is still in
+// the phase before p - 1, so a consumer that raced ahead by more than a ring's
+// length (its first stage is k_tiles uses away) would take an old phase for
+// its own and read a stage the producer has not filled. After the hand-off its
+// stages are at most one round ahead of what has been filled.
 //
 //   warpgroup 0 (producer, 40 registers): thread 0 loads the k-tiles of the
 //       CTA's tiles in order: A 128 rows and B 128 rows per stage (32 KB).
@@ -31,6 +38,7 @@
 #include <cstdint>
 
 #include "cuda/hopper/sm90.cuh"
+#include "cuda/hopper/sm90_cluster.cuh"
 #include "cuda/hopper/warp_specialized.cuh"
 #include "cuda/hopper/wgmma.cuh"
 
@@ -108,10 +116,16 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         static_assert(pingpong_smem_bytes<G, Epi> <= 227 * 1024, "the per-block shared-memory limit of sm_90");
         constexpr std::uint32_t kLowerHalf = kWgmmaM * kRowBytes;  // rows 64-127 of the A tile: 8 KB in
 
+        // The hand-off: consumer c waits on barrier kTurn + c before its main
+        // loop (consumer 0 not before its first) and, when the other has a
+        // next tile, passes the turn on barrier kTurn + 1 - c after it; both
+        // sides of each barrier thus meet equally often.
+        constexpr int kTurn = 4;  // 0: __syncthreads; 2, 3: the epilogue's (FusedEpilogue)
         float top[G::kHalfAcc], bottom[G::kHalfAcc];
         auto ring = PipelineState<kStages>::consumer_start();
         ring.advance(consumer * k_tiles);  // consumer 1 starts after consumer 0's first tile
         for (int tile = first + consumer * stride; tile < num_tiles; tile += 2 * stride) {
+            if (consumer == 1 || tile != first) named_barrier_sync<2 * kWarpgroup>(kTurn + consumer);
             int tm = 0, tn = 0;
             tile_coords<Schedule::persistent_grouped>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
             int prev_stage = 0;
@@ -141,6 +155,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 prev_stage = stage;
                 ring.advance();
             }
+            if (tile + stride < num_tiles) named_barrier_arrive<2 * kWarpgroup>(kTurn + 1 - consumer);
             wgmma_wait<0>();
             fence_registers(top);
             fence_registers(bottom);
