@@ -194,26 +194,37 @@ struct FusedEpilogue {
     template <class T, Epilogue K>
     static __device__ __forceinline__ float2 finish_pairs(const Params& p, const float* staging, int rows_left,
                                                           std::int64_t row0, int cc, int col, int t) {
+        constexpr int kRows = sm90::kWgmmaM / 8;  // this thread's rows of the chunk
         float2 sum = make_float2(0.0f, 0.0f);
         float2 bv = make_float2(0.0f, 0.0f);
         if constexpr (takes_bias(K)) bv = Elem<T>::load2(p.bias, cc);
+        // Every global read of the chunk first (C, aux), so that their
+        // latencies overlap: C may be D itself, and a read after a store to D
+        // would otherwise wait for that store, one memory latency per row.
+        float2 cv[kRows], av[kRows];
 #pragma unroll
-        for (int i = 0; i < sm90::kWgmmaM / 8; ++i) {
+        for (int i = 0; i < kRows; ++i) {
+            const int r = t / 16 + 8 * i;
+            const std::int64_t row = row0 + r;
+            cv[i] = av[i] = make_float2(0.0f, 0.0f);
+            if (r < rows_left && p.beta != 0.0f) cv[i] = Elem<T>::load2(p.c, row * p.ldc + cc);
+            if constexpr (K == Epilogue::dgelu_bgrad)
+                if (r < rows_left) av[i] = Elem<T>::load2(p.aux, row * p.ldaux + cc);
+        }
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
             const int r = t / 16 + 8 * i;
             if (r >= rows_left) break;
             const float2 a = *reinterpret_cast<const float2*>(staging + r * kStagingStride + col);
             const std::int64_t row = row0 + r;
             float x0 = p.alpha * a.x, x1 = p.alpha * a.y;
             if (p.beta != 0.0f) {
-                const float2 cv = Elem<T>::load2(p.c, row * p.ldc + cc);
-                x0 += p.beta * cv.x;
-                x1 += p.beta * cv.y;
+                x0 += p.beta * cv[i].x;
+                x1 += p.beta * cv[i].y;
             }
-            float2 av = make_float2(0.0f, 0.0f);
-            if constexpr (K == Epilogue::dgelu_bgrad) av = Elem<T>::load2(p.aux, row * p.ldaux + cc);
             float pre0 = 0.0f, pre1 = 0.0f;
-            const float v0 = finish(K, x0, bv.x, av.x, pre0);
-            const float v1 = finish(K, x1, bv.y, av.y, pre1);
+            const float v0 = finish(K, x0, bv.x, av[i].x, pre0);
+            const float v1 = finish(K, x1, bv.y, av[i].y, pre1);
             if constexpr (K == Epilogue::bias_gelu_aux) Elem<T>::store2(p.aux, row * p.ldaux + cc, pre0, pre1);
             Elem<T>::store2(p.d, row * p.ldd + cc, v0, v1);
             sum.x += v0;
