@@ -127,9 +127,13 @@ EpilogueParams epilogue_params(const Desc& d, const Args& a) {
     const bool paired = d.ldd % 2 == 0 && d.ldc % 2 == 0 && d.ldaux % 2 == 0 && aligned(a.d, pair) &&
                         (a.beta == 0.0f || aligned(a.c, pair)) && (!a.bias || aligned(a.bias, pair)) &&
                         (!a.aux || aligned(a.aux, pair));
+    // Eight at a time (16-byte accesses) where every such row and pointer is 16-byte aligned.
+    const bool octets = paired && d.ldd % 8 == 0 && d.ldc % 8 == 0 && d.ldaux % 8 == 0 && aligned(a.d, 16) &&
+                        (a.beta == 0.0f || aligned(a.c, 16)) && (!a.bias || aligned(a.bias, 16)) &&
+                        (!a.aux || aligned(a.aux, 16));
     return {.d = a.d, .c = a.c, .bias = a.bias, .aux = a.aux, .bgrad = a.bgrad,
             .ldd = d.ldd, .ldc = d.ldc, .ldaux = d.ldaux, .alpha = a.alpha, .beta = a.beta,
-            .kind = d.epilogue, .d_type = d.d_type, .paired = paired};
+            .kind = d.epilogue, .d_type = d.d_type, .paired = paired, .octets = octets};
 }
 
 void refuse_bad_args(const Desc& d, const Args& args) {
