@@ -1,0 +1,52 @@
+// rigel's scaled-dot-product attention: the problem description and its
+// checks, shared by the float64 reference (src/attention/reference.hpp), the
+// named suites and the kernels that compute it.
+//
+// Per batch b and head h, with S the sequence length and D the head dimension:
+//     s_ij  = scale * q_i . k_j              (j <= i only when causal)
+//     P_ij  = exp(s_ij - lse_i),  lse_i = log sum_j exp(s_ij)
+//     o_i   = sum_j P_ij v_j
+// and the backward pass, from dO:
+//     dV_j  = sum_i P_ij dO_i
+//     dS_ij = P_ij (dO_i . v_j - dO_i . o_i)
+//     dQ_i  = scale * sum_j dS_ij k_j,   dK_j = scale * sum_i dS_ij q_i
+//
+// Storage. Q, K, V, O and their gradients are bf16, one row per token with all
+// heads side by side: element (b, s, h, d) of Q sits at
+//     q + (b * S + s) * ldq + h * D + d
+// with ldq >= H * D (and likewise ldk, ldv, ldo; dQ, dK, dV share the leading
+// dimension of Q, K, V, dO that of O). A transformer's fused QKV projection, a
+// [B * S, 3 * H * D] matrix, is thus read in place: Q, K and V are its three
+// column blocks, each with ld = 3 H D. The logsumexp is fp32, [B, H, S],
+// packed; the backward pass reads it instead of recomputing the row maxima and
+// sums.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace rigel::attention {
+
+struct Desc {
+    std::int64_t batch = 1, heads = 1, seq = 1, head_dim = 64;
+    bool causal = false;
+    float scale = 0.0f;  // 0: 1 / sqrt(head_dim)
+    // Elements between consecutive tokens of Q, K, V and O (and of dQ, dK, dV, dO); 0: packed (H * D).
+    std::int64_t ldq = 0, ldk = 0, ldv = 0, ldo = 0;
+};
+
+// The head dimensions the kernels take.
+constexpr std::int64_t kHeadDims[] = {64, 128};
+
+// The desc with leading dimensions of 0 replaced by H * D and a scale of 0 by 1 / sqrt(D).
+Desc with_defaults(Desc d);
+// Empty when the kernels can take `d`, else one sentence saying why not.
+std::string check(const Desc& d);
+// Floating-point operations, as the field counts them: 4 B H S^2 D for the
+// forward pass (two products of 2 S^2 D each per head), half that when causal;
+// the backward pass is 2.5 times the forward.
+double forward_flops(const Desc& d);
+double backward_flops(const Desc& d);
+// "B 4 x H 12 x S 1024 x D 64, causal": the shape in one line.
+std::string shape_text(const Desc& d);
+
+}  // namespace rigel::attention

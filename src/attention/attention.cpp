@@ -1,0 +1,74 @@
+// The attention problem's host half: defaults, the shape check and the flop
+// count (include/rigel/attention.hpp). Pure C++, host-tested.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "rigel/attention.hpp"
+
+namespace rigel::attention {
+namespace {
+
+constexpr std::int64_t kMaxInt = std::numeric_limits<std::int32_t>::max();
+
+// Elements between tokens must keep every row on a 16-byte boundary (bf16: 8
+// elements): the kernels move rows with TMA and 16-byte vector accesses.
+constexpr std::int64_t kRowAlignElements = 8;
+
+std::string check_ld(const char* name, std::int64_t ld, std::int64_t width) {
+    const std::string n(name);
+    if (ld < width)
+        return n + " " + std::to_string(ld) + " is smaller than the " + std::to_string(width) +
+               " elements of a token's heads (H x D)";
+    if (ld % kRowAlignElements != 0)
+        return n + " " + std::to_string(ld) + " is not a multiple of 8 elements (rows must start on 16 bytes)";
+    return {};
+}
+
+}  // namespace
+
+Desc with_defaults(Desc d) {
+    const std::int64_t width = d.heads * d.head_dim;
+    for (std::int64_t* ld : {&d.ldq, &d.ldk, &d.ldv, &d.ldo})
+        if (*ld == 0) *ld = width;
+    if (d.scale == 0.0f && d.head_dim > 0) d.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.head_dim)));
+    return d;
+}
+
+std::string check(const Desc& desc) {
+    if (desc.batch < 1 || desc.heads < 1 || desc.seq < 1)
+        return "batch, heads and sequence length must be at least 1";
+    if (std::none_of(std::begin(kHeadDims), std::end(kHeadDims), [&](std::int64_t h) { return h == desc.head_dim; }))
+        return "head dimension " + std::to_string(desc.head_dim) + " has no kernel (64 or 128)";
+    if (!std::isfinite(desc.scale) || desc.scale < 0.0f) return "scale must be finite and positive (0: 1/sqrt(D))";
+    const Desc d = with_defaults(desc);
+    if (d.heads > kMaxInt / d.head_dim) return "heads x head dimension exceeds 2^31 - 1";
+    for (const auto& [name, ld] : {std::pair{"ldq", d.ldq}, std::pair{"ldk", d.ldk}, std::pair{"ldv", d.ldv},
+                                   std::pair{"ldo", d.ldo}})
+        if (std::string why = check_ld(name, ld, d.heads * d.head_dim); !why.empty()) return why;
+    // Token rows and logsumexp entries are counted in 32-bit integers by the kernels.
+    if (d.batch > kMaxInt / d.seq) return "batch x sequence length exceeds 2^31 - 1 tokens";
+    if (d.batch * d.seq > kMaxInt / d.heads) return "batch x heads x sequence length exceeds 2^31 - 1 rows";
+    const std::int64_t widest = std::max({d.ldq, d.ldk, d.ldv, d.ldo});
+    if (d.batch * d.seq > std::numeric_limits<std::int64_t>::max() / 2 / widest)
+        return "the tensors exceed 2^63 bytes";
+    return {};
+}
+
+double forward_flops(const Desc& d) {
+    const double s = static_cast<double>(d.seq);
+    const double f = 4.0 * static_cast<double>(d.batch) * static_cast<double>(d.heads) * s * s *
+                     static_cast<double>(d.head_dim);
+    return d.causal ? f / 2 : f;
+}
+
+double backward_flops(const Desc& d) { return 2.5 * forward_flops(d); }
+
+std::string shape_text(const Desc& d) {
+    return "B " + std::to_string(d.batch) + " x H " + std::to_string(d.heads) + " x S " + std::to_string(d.seq) +
+           " x D " + std::to_string(d.head_dim) + (d.causal ? ", causal" : "");
+}
+
+}  // namespace rigel::attention
