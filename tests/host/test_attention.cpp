@@ -9,10 +9,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attention/reference.hpp"
+#include "attention/suites.hpp"
 #include "core/formats.hpp"
 #include "rigel/attention.hpp"
 
@@ -258,4 +261,45 @@ TEST(AttentionReference, ForwardOnlyNeedsNoGradients) {
     const Outputs fwd{dev.o.data(), dev.lse.data()};
     EXPECT_TRUE(verify(d, in, fwd, 9, {.backward = false, .threads = 2}).pass);
     EXPECT_THROW(verify(d, in, fwd, 9, {.threads = 2}), std::invalid_argument);
+}
+
+TEST(AttentionSuites, EverySuiteHoldsAndNamesWhatTheIssueAsks) {
+    for (const AttentionSuite& s : attention_suites()) {
+        EXPECT_FALSE(s.purpose.empty()) << s.name;
+        const auto problems = check_attention_suite(s);
+        EXPECT_TRUE(problems.empty()) << s.name << ": " << problems.front();
+    }
+    EXPECT_EQ(find_attention_suite("nonsense"), nullptr);
+    // sdpa: 2 head dims x 6 lengths x causal or not, 16384 tokens, a model width of 2048.
+    const AttentionSuite* sdpa = find_attention_suite("sdpa");
+    ASSERT_NE(sdpa, nullptr);
+    EXPECT_EQ(sdpa->cases.size(), 24u);
+    for (const AttentionCase& c : sdpa->cases) {
+        EXPECT_EQ(c.desc.batch * c.desc.seq, 16384) << c.name;
+        EXPECT_EQ(c.desc.heads * c.desc.head_dim, 2048) << c.name;
+    }
+    // verify: the lengths the issue names, both head dims, causal and not, and QKV in place.
+    std::set<std::tuple<std::int64_t, std::int64_t, bool>> seen;
+    bool in_place = false;
+    for (const AttentionCase& c : find_attention_suite("verify")->cases) {
+        seen.insert({c.desc.seq, c.desc.head_dim, c.desc.causal});
+        in_place |= c.desc.ldq == 3 * c.desc.heads * c.desc.head_dim;
+    }
+    for (std::int64_t seq : {1, 17, 1000, 4097})
+        for (std::int64_t dim : {64, 128})
+            for (bool causal : {false, true}) EXPECT_TRUE(seen.count({seq, dim, causal})) << seq << " " << dim;
+    EXPECT_TRUE(in_place);
+    const AttentionCase& g = find_attention_suite("gpt2")->cases.at(0);
+    EXPECT_EQ(g.desc.ldq, 2304);
+    EXPECT_TRUE(g.desc.causal);
+}
+
+TEST(AttentionSuites, TheCheckFindsWhatIsWrong) {
+    const AttentionSuite s{"t", "p", {{"a", Desc{}}, {"a", Desc{.head_dim = 80}}, {"", Desc{}}}};
+    const auto p = check_attention_suite(s);
+    EXPECT_EQ(p.size(), 3u);
+    EXPECT_TRUE(contains(p[0], "case a: repeats a name"));
+    EXPECT_TRUE(contains(p[1], "head dimension 80"));
+    EXPECT_TRUE(contains(p[2], "has no name"));
+    EXPECT_FALSE(check_attention_suite(AttentionSuite{"e", "p", {}}).empty());
 }
