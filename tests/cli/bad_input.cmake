@@ -109,6 +109,10 @@ foreach(option "--layout;XY" "--type;f12" "--type;f32" "--out-type;e4m3" "--epil
   expect_error(gemm run --m 8 --n 8 --k 8 ${option} --out ${WORK}/out)
 endforeach()
 expect_error(gemm run --m 8 --n 8 --k 8 --type e4m3 --layout NN --out ${WORK}/out)
+# --kernel: a name the table has, and a kernel the operand type has.
+expect_error(gemm bench --suite small --kernel 64x64 --out ${WORK}/out)
+expect_error(gemm run --m 8 --n 8 --k 8 --kernel 64x64 --out ${WORK}/out)
+expect_error(gemm run --m 8 --n 8 --k 16 --type e4m3 --kernel pingpong --out ${WORK}/out)
 expect_error(gemm list --suite nonsense)
 expect_error_empty_out(gemm verify)
 expect_error_empty_out(gemm bench --suite small)
