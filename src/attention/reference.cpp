@@ -351,6 +351,18 @@ Verdict verify(const Desc& desc, const Inputs& in, const Outputs& out, std::uint
     }
     const std::vector<std::int64_t> rows = pick(S, std::max<std::int64_t>(opt.row_limit, 2), rng);
 
+    // One checked element: a failure (the first is the reason) and the worst
+    // ratio so far; where() builds the element's name only when it is needed.
+    const auto judge = [&](double got, double want, double allowed, const auto& where) {
+        const double scaled = std::fabs(got - want) / allowed;
+        if (!(scaled <= 1.0))
+            fail(where() + " is " + std::to_string(got) + ", the reference " + std::to_string(want) + " +- " +
+                 std::to_string(allowed));
+        if (std::isfinite(scaled) && scaled > v.err_max_scaled) {
+            v.err_max_scaled = scaled;
+            v.worst = where();
+        }
+    };
     const auto compare = [&](const char* name, const std::uint16_t* t, std::int64_t ld, std::int64_t b, std::int64_t h,
                              const std::vector<double>& ref, const std::vector<double>& allowed) {
         const Layout l{S, H, D, ld};
@@ -358,19 +370,12 @@ Verdict verify(const Desc& desc, const Inputs& in, const Outputs& out, std::uint
             const std::int64_t s = rows[r];
             for (std::int64_t x = 0; x < D; ++x) {
                 const std::uint16_t bits = t[l.at(b, s, h, x)];
-                const std::size_t at = r * static_cast<std::size_t>(D) + static_cast<std::size_t>(x);
-                const double got = bf16_to_f32(bits), want = ref[at];
-                const double scaled = std::fabs(got - want) / allowed[at];
-                const std::string where = std::string(name) + "[b " + std::to_string(b) + ", h " + std::to_string(h) +
-                                          ", s " + std::to_string(s) + ", d " + std::to_string(x) + "]";
                 if (is_poison(bits)) continue;  // counted by the scan
-                if (!(scaled <= 1.0))
-                    fail(where + " is " + std::to_string(got) + ", the reference " + std::to_string(want) + " +- " +
-                         std::to_string(allowed[at]));
-                if (std::isfinite(scaled) && scaled > v.err_max_scaled) {
-                    v.err_max_scaled = scaled;
-                    v.worst = where;
-                }
+                const std::size_t at = r * static_cast<std::size_t>(D) + static_cast<std::size_t>(x);
+                judge(bf16_to_f32(bits), ref[at], allowed[at], [&] {
+                    return std::string(name) + "[b " + std::to_string(b) + ", h " + std::to_string(h) + ", s " +
+                           std::to_string(s) + ", d " + std::to_string(x) + "]";
+                });
             }
             // Padding of this token's row (columns H D .. ld): the kernels must leave it.
             if (h == H - 1)
@@ -387,16 +392,9 @@ Verdict verify(const Desc& desc, const Inputs& in, const Outputs& out, std::uint
         for (std::size_t r = 0; r < rows.size(); ++r) {
             const float got = out.lse[(b * H + h) * S + rows[r]];
             if (is_poison(got)) continue;
-            const double scaled = std::fabs(got - ref.lse[r]) / ref.lse_allowed[r];
-            const std::string where = "lse[b " + std::to_string(b) + ", h " + std::to_string(h) + ", s " +
-                                      std::to_string(rows[r]) + "]";
-            if (!(scaled <= 1.0))
-                fail(where + " is " + std::to_string(got) + ", the reference " + std::to_string(ref.lse[r]) + " +- " +
-                     std::to_string(ref.lse_allowed[r]));
-            if (std::isfinite(scaled) && scaled > v.err_max_scaled) {
-                v.err_max_scaled = scaled;
-                v.worst = where;
-            }
+            judge(got, ref.lse[r], ref.lse_allowed[r], [&] {
+                return "lse[b " + std::to_string(b) + ", h " + std::to_string(h) + ", s " + std::to_string(rows[r]) + "]";
+            });
         }
         if (opt.backward) {
             compare("dQ", out.dq, d.ldq, b, h, ref.dq, ref.dq_allowed);

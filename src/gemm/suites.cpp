@@ -163,12 +163,13 @@ std::string number_text(float v) {
     return buf;
 }
 
-GemmCase verify_case(const Desc& desc, float alpha, float beta, bool pad, const std::string& suffix = {}) {
+GemmCase verify_case(const Desc& desc, float alpha, float beta, bool pad, const std::string& suffix = {},
+                     const std::string& kernel = {}) {
     const Desc d = pad ? padded(desc) : desc;
     std::string name = layout_name(d.a_op, d.b_op) + "_" + gemm::name(d.a_type) + "_" + gemm::name(d.d_type) + "_" +
                        gemm::name(d.epilogue) + "_" + size_text(d.m, d.n, d.k) + (pad ? "_padded" : "");
     if (alpha != 1.0f || beta != 0.0f) name += "_alpha" + number_text(alpha) + "_beta" + number_text(beta);
-    return GemmCase{.name = name + suffix, .desc = d, .alpha = alpha, .beta = beta};
+    return GemmCase{.name = name + suffix, .desc = d, .alpha = alpha, .beta = beta, .kernel = kernel};
 }
 
 // Every combination the library takes, checked against float64 on shapes that
@@ -185,13 +186,10 @@ std::vector<GemmCase> verify_cases() {
         for (const auto& [a, b] : kLayouts)
             for (Type t : kOutTypes)
                 for (Epilogue e : kEpilogues)
-                    for (const char* kernel : {"", "128x256", "128x128"}) {
-                        GemmCase c = verify_case(Desc{.m = s.m, .n = s.n, .k = s.k, .a_type = ab, .b_type = ab,
-                                                      .a_op = a, .b_op = b, .d_type = t, .epilogue = e},
-                                                 s.alpha, s.beta, s.pad, *kernel ? std::string("_") + kernel : "");
-                        c.kernel = kernel;
-                        out.push_back(c);
-                    }
+                    for (const std::string kernel : {"", "128x256", "128x128"})
+                        out.push_back(verify_case(Desc{.m = s.m, .n = s.n, .k = s.k, .a_type = ab, .b_type = ab,
+                                                       .a_op = a, .b_op = b, .d_type = t, .epilogue = e},
+                                                  s.alpha, s.beta, s.pad, kernel.empty() ? "" : "_" + kernel, kernel));
     // Several tiles per CTA: 2100 x 2100 is 289 tiles of 128 x 128 (153 of
     // 128 x 256) for 132 persistent CTAs, and K = 1000 is 16 k-tiles, so the
     // ring wraps within each tile; the ping-pong consumers hand their turn
@@ -200,13 +198,11 @@ std::vector<GemmCase> verify_cases() {
     for (const auto& [a, b] : kLayouts)
         for (const auto& [ab, t, e] : {std::tuple{Type::bf16, Type::bf16, Epilogue::bias_gelu_aux},
                                        std::tuple{Type::f16, Type::f32, Epilogue::dgelu_bgrad}})
-            for (const char* kernel : {"", "128x256", "128x128"}) {
-                GemmCase c = verify_case(Desc{.m = 2100, .n = 2100, .k = 1000, .a_type = ab, .b_type = ab, .a_op = a,
-                                              .b_op = b, .d_type = t, .epilogue = e},
-                                         1.0f, 0.0f, true, std::string("_multitile") + (*kernel ? "_" : "") + kernel);
-                c.kernel = kernel;
-                out.push_back(c);
-            }
+            for (const std::string kernel : {"", "128x256", "128x128"})
+                out.push_back(verify_case(Desc{.m = 2100, .n = 2100, .k = 1000, .a_type = ab, .b_type = ab, .a_op = a,
+                                               .b_op = b, .d_type = t, .epilogue = e},
+                                          1.0f, 0.0f, true, "_multitile" + (kernel.empty() ? "" : "_" + kernel),
+                                          kernel));
     // fp8 (layout NT only), each type x output type x epilogue; one shape with
     // packed leading dimensions (D's row of 257 elements unaligned).
     const VerifyShape fp8[] = {{300, 520, 272, 1.0f, 0.0f, true}, {129, 257, 528, 2.0f, -1.0f, false}};
