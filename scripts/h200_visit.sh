@@ -4,7 +4,7 @@
 # and JSON results and the logs into $OUT/visit.tar.gz. The last thing printed is a short
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
-# [gemm_compare]
+# [gemm_compare] [attention] [attention_quick]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -215,6 +215,21 @@ if has gemm_compare; then
   done
 fi
 
+# Attention: the verify suite against float64 (cuDNN's output checked beside
+# rigel's), then rigel against cuDNN in paired samples: every timed suite
+# (attention), or GPT-2's alone (attention_quick).
+if has attention || has attention_quick; then
+  log "attention verify"
+  timeout -s INT 300 $RIGEL attention verify --baselines --out "$OUT" > "$OUT/attention_verify.txt" \
+    2> "$OUT/attention_verify.err"
+  summary+=("attention verify: rc $?")
+  if has attention; then att_suite=all; else att_suite=gpt2; fi
+  log "attention bench $att_suite"
+  timeout -s INT 400 $RIGEL attention bench --suite "$att_suite" --out "$OUT" > "$OUT/attention_bench.txt" \
+    2> "$OUT/attention_bench.err"
+  summary+=("attention bench (suite $att_suite): rc $?")
+fi
+
 for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/cpu.txt" ] && tail -30 "$OUT/cpu.txt"
 [ -f "$OUT/ladder.txt" ] && tail -60 "$OUT/ladder.txt"
@@ -227,4 +242,6 @@ for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/gemm_verify.txt" ] && grep -c " pass " "$OUT/gemm_verify.txt" && grep " FAIL " "$OUT/gemm_verify.txt" | head -20
 [ -f "$OUT/gemm_compare.txt" ] && tail -40 "$OUT/gemm_compare.txt"
 [ -f "$OUT/gemm_bench.txt" ] && tail -50 "$OUT/gemm_bench.txt"
+[ -f "$OUT/attention_verify.txt" ] && grep -c " pass " "$OUT/attention_verify.txt" && grep " FAIL " "$OUT/attention_verify.txt" | head -20
+[ -f "$OUT/attention_bench.txt" ] && tail -30 "$OUT/attention_bench.txt"
 printf '%s\n' "${summary[@]}"

@@ -20,11 +20,23 @@
 // column blocks, each with ld = 3 H D. The logsumexp is fp32, [B, H, S],
 // packed; the backward pass reads it instead of recomputing the row maxima and
 // sums.
+//
+// Computing it. A Plan checks the desc once and launches rigel's kernel:
+//
+//     #include <rigel/attention.hpp>
+//     rigel::attention::Desc desc{.batch = 16, .heads = 12, .seq = 1024, .head_dim = 64, .causal = true,
+//                                 .ldq = 3 * 768, .ldk = 3 * 768, .ldv = 3 * 768};  // read from the QKV buffer
+//     rigel::attention::Plan plan(desc);    // throws std::invalid_argument with check()'s sentence
+//     plan.forward({.q = qkv, .k = qkv + 768, .v = qkv + 2 * 768, .o = out, .lse = lse}, stream);
 #pragma once
 #include <cstdint>
 #include <string>
 
+struct CUstream_st;
+
 namespace rigel::attention {
+
+using Stream = CUstream_st*;  // a cudaStream_t; nullptr is the legacy default stream
 
 struct Desc {
     std::int64_t batch = 1, heads = 1, seq = 1, head_dim = 64;
@@ -48,5 +60,45 @@ double forward_flops(const Desc& d);
 double backward_flops(const Desc& d);
 // "B 4 x H 12 x S 1024 x D 64, causal": the shape in one line.
 std::string shape_text(const Desc& d);
+
+// The kernels, one per rung (docs/attention.md):
+//   fa2   FlashAttention-2 on mma.sync: 128 query rows per CTA (4 warps of 32), K and V in tiles of 64
+//         keys through a two-stage cp.async ring, the online softmax in registers, P fed from the
+//         score accumulators straight into the P V product (src/cuda/attention/fa2_forward.cu).
+enum class Kernel : std::uint8_t { fa2 };
+const char* name(Kernel k);
+// false on an unknown name.
+bool parse_kernel(const std::string& s, Kernel& out);
+
+// The device pointers of one forward call. Q, K and V may overlap (one QKV buffer); O may not
+// overlap any of them. lse may be null (not written: inference needs no backward pass).
+struct ForwardArgs {
+    const void* q = nullptr;
+    const void* k = nullptr;
+    const void* v = nullptr;
+    void* o = nullptr;
+    float* lse = nullptr;
+};
+// Empty when `a` suits `d` (d passed check()): Q, K, V and O present and 16-byte aligned (the
+// kernels move rows in 16-byte pieces), lse 4-byte aligned, O disjoint from Q, K, V and lse;
+// else one sentence saying why not.
+std::string check_forward_args(const Desc& d, const ForwardArgs& a);
+
+// A plan: the checked desc and its kernel. Building one does no device work; a call launches one
+// kernel and does no host work beyond the launch.
+class Plan {
+public:
+    explicit Plan(const Desc& d, Kernel k = Kernel::fa2);  // throws std::invalid_argument with check()'s sentence
+    const Desc& desc() const { return desc_; }  // with defaults filled in
+    Kernel kernel() const { return kernel_; }
+    // Enqueues the forward pass on `stream` (asynchronous). Throws std::invalid_argument for bad
+    // args (check_forward_args) before anything is launched, std::runtime_error if built without
+    // CUDA or a CUDA call fails.
+    void forward(const ForwardArgs& a, Stream stream = nullptr) const;
+
+private:
+    Desc desc_;
+    Kernel kernel_;
+};
 
 }  // namespace rigel::attention

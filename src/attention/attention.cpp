@@ -4,7 +4,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "rigel/attention.hpp"
 
@@ -12,6 +15,7 @@ namespace rigel::attention {
 namespace {
 
 constexpr std::int64_t kMaxInt = std::numeric_limits<std::int32_t>::max();
+constexpr std::int64_t kMaxSeq = 65535 * 128;
 
 // Elements between tokens must keep every row on a 16-byte boundary (bf16: 8
 // elements): the kernels move rows with TMA and 16-byte vector accesses.
@@ -27,7 +31,57 @@ std::string check_ld(const char* name, std::int64_t ld, std::int64_t width) {
     return {};
 }
 
+// Bytes from a tensor's first element to one past its last.
+std::uint64_t extent_bytes(const Desc& d, std::int64_t ld) {
+    return static_cast<std::uint64_t>((d.batch * d.seq - 1) * ld + d.heads * d.head_dim) * 2;
+}
+
+bool overlaps(const void* a, std::uint64_t a_bytes, const void* b, std::uint64_t b_bytes) {
+    const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+    return x < y + b_bytes && y < x + a_bytes;
+}
+
 }  // namespace
+
+const char* name(Kernel k) {
+    switch (k) {
+        case Kernel::fa2: return "fa2";
+    }
+    return "?";
+}
+
+bool parse_kernel(const std::string& s, Kernel& out) {
+    for (Kernel k : {Kernel::fa2})
+        if (s == name(k)) {
+            out = k;
+            return true;
+        }
+    return false;
+}
+
+std::string check_forward_args(const Desc& desc, const ForwardArgs& a) {
+    const Desc d = with_defaults(desc);
+    for (const auto& [what, p] : {std::pair<const char*, const void*>{"Q", a.q}, {"K", a.k}, {"V", a.v}, {"O", a.o}}) {
+        if (p == nullptr) return std::string(what) + " is null";
+        if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
+            return std::string(what) + " is not 16-byte aligned (rows move in 16-byte pieces)";
+    }
+    if (a.lse != nullptr && reinterpret_cast<std::uintptr_t>(a.lse) % 4 != 0) return "lse is not 4-byte aligned";
+    const std::uint64_t o_bytes = extent_bytes(d, d.ldo);
+    for (const auto& [what, p, bytes] :
+         {std::tuple<const char*, const void*, std::uint64_t>{"Q", a.q, extent_bytes(d, d.ldq)},
+          {"K", a.k, extent_bytes(d, d.ldk)},
+          {"V", a.v, extent_bytes(d, d.ldv)}})
+        if (overlaps(a.o, o_bytes, p, bytes)) return std::string("O overlaps ") + what + " (no in-place attention)";
+    if (a.lse != nullptr &&
+        overlaps(a.o, o_bytes, a.lse, static_cast<std::uint64_t>(d.batch * d.heads * d.seq) * sizeof(float)))
+        return "O overlaps lse";
+    return {};
+}
+
+Plan::Plan(const Desc& d, Kernel k) : desc_(with_defaults(d)), kernel_(k) {
+    if (const std::string why = check(d); !why.empty()) throw std::invalid_argument(why);
+}
 
 Desc with_defaults(Desc d) {
     const std::int64_t width = d.heads * d.head_dim;
@@ -48,6 +102,10 @@ std::string check(const Desc& desc) {
     for (const auto& [name, ld] : {std::pair{"ldq", d.ldq}, std::pair{"ldk", d.ldk}, std::pair{"ldv", d.ldv},
                                    std::pair{"ldo", d.ldo}})
         if (std::string why = check_ld(name, ld, d.heads * d.head_dim); !why.empty()) return why;
+    // The kernels' grids hold one row of CTAs per 128 query rows, at most 65535 of them.
+    if (d.seq > kMaxSeq)
+        return "sequence length " + std::to_string(d.seq) + " exceeds " + std::to_string(kMaxSeq) +
+               " (65535 tiles of 128 query rows)";
     // Token rows and logsumexp entries are counted in 32-bit integers by the kernels.
     if (d.batch > kMaxInt / d.seq) return "batch x sequence length exceeds 2^31 - 1 tokens";
     if (d.batch * d.seq > kMaxInt / d.heads) return "batch x heads x sequence length exceeds 2^31 - 1 rows";

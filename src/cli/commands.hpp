@@ -44,5 +44,7 @@ void check_out_option(const CLI::App& cmd, const std::string& out);
 std::vector<SubcommandHook> add_probe_commands(CLI::App& app);
 // `gemm verify|bench|run|list` (src/cli/gemm_commands.cpp).
 std::vector<SubcommandHook> add_gemm_commands(CLI::App& app);
+// `attention verify|bench|list` (src/cli/attention_commands.cpp).
+std::vector<SubcommandHook> add_attention_commands(CLI::App& app);
 
 }  // namespace rigel::cli

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/device_runs.hpp"
 #include "gemm/driver.hpp"
 #include "gemm/suites.hpp"
 #include "harness/executor.hpp"
@@ -42,15 +43,6 @@ using gemm::VerifyRow;
 // The refusal test is a verify suite of its own (no GEMM is computed).
 constexpr const char* kRefusalSuite = "refusals";
 
-// Paired timing unless --warmup or --min-time say otherwise: a warm-up long
-// enough for the clock to settle, then about half a second of samples per side.
-constexpr PairedConfig kBenchTiming{.warmup_s = 0.5, .min_time_s = 1.0, .min_pairs = 10, .max_pairs = 2000,
-                                    .max_time_s = 30.0};
-
-// The options verify, bench and run share (bench and run: the timing too).
-struct CommonArgs {
-    std::string out, seed = "1", threads = "0", warmup, min_time;
-};
 struct VerifyArgs {
     std::string suite = "verify";
     CommonArgs common;
@@ -67,19 +59,6 @@ struct RunArgs {
 struct ListArgs {
     std::string suite;
 };
-
-std::string num(double v) {
-    if (!std::isfinite(v)) return "";
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return buf;
-}
-
-std::string host_name() {
-    char buf[256] = {};
-    if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown";
-    return buf;
-}
 
 std::string suite_names() {
     std::string out;
@@ -117,8 +96,6 @@ void check_kernel_option(const std::string& kernel) {
         throw std::invalid_argument("--kernel '" + kernel + "' is not one of " + gemm::kernel_names());
 }
 
-void say(const std::string& s);
-
 // The cases with `kernel` forced instead of the dispatcher's choice; a case
 // whose operand type has no such kernel is left out, and said so.
 std::vector<GemmCase> with_kernel(const std::vector<GemmCase>& cases, const std::string& kernel) {
@@ -135,46 +112,11 @@ std::vector<GemmCase> with_kernel(const std::vector<GemmCase>& cases, const std:
     return out;
 }
 
-PairedConfig timing_of(const CLI::App& cmd, const CommonArgs& a) {
-    PairedConfig t = kBenchTiming;
-    if (cmd.count("--warmup")) t.warmup_s = parse_seconds("--warmup", a.warmup);
-    if (cmd.count("--min-time")) t.min_time_s = parse_seconds("--min-time", a.min_time);
-    return t;
-}
-
-void add_common_options(CLI::App* cmd, CommonArgs& a, bool timed) {
-    cmd->add_option("--out", a.out, "folder for the CSV and its JSON sidecar (none: print only)");
-    cmd->add_option("--seed", a.seed, "input seed, 0 to 2^64-1")->capture_default_str();
-    cmd->add_option("--threads", a.threads, "threads for the float64 reference (0: all)")->capture_default_str();
-    if (!timed) return;
-    const std::string seconds = "0 to " + std::to_string(static_cast<int>(kMaxMeasureSeconds));
-    cmd->add_option("--warmup", a.warmup, "common warm-up seconds of each paired measurement, " + seconds +
-                                              " (default " + num(kBenchTiming.warmup_s) + ")");
-    cmd->add_option("--min-time", a.min_time,
-                    "seconds of samples, both sides together, of each paired measurement, " + seconds + " (default " +
-                        num(kBenchTiming.min_time_s) + "; at least " + std::to_string(kBenchTiming.min_pairs) +
-                        " pairs)");
-}
-
-// The device the library runs on: a CUDA device of compute capability 9.0
-// (the kernels are sm_90a); otherwise the command is skipped.
-std::unique_ptr<Executor> gemm_device() {
-    auto ex = make_cuda_executor();
-    if (const std::string why = ex->unavailable_reason(); !why.empty()) throw DeviceUnavailable("skipped: " + why);
-    if (ex->compute_capability() != 90)
-        throw DeviceUnavailable("skipped: rigel's GEMM library needs sm_90a (compute capability 9.0); " +
-                                ex->device_name() + " is " + std::to_string(ex->compute_capability() / 10) + "." +
-                                std::to_string(ex->compute_capability() % 10));
-    return ex;
-}
-
 std::string shape_text(const gemm::Desc& d) {
     return std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + " " +
            gemm::layout_name(d.a_op, d.b_op) + " " + gemm::name(d.a_type) + " -> " + gemm::name(d.d_type) + " " +
            gemm::name(d.epilogue);
 }
-
-void say(const std::string& s) { std::fprintf(stderr, "rigel: %s\n", s.c_str()); }
 
 // ---- result files --------------------------------------------------------------
 
@@ -205,10 +147,6 @@ std::vector<std::string> desc_cells(const gemm::Desc& d) {
             gemm::name(d.epilogue)};
 }
 
-struct RowContext {
-    std::string run_id, host, device;
-};
-
 std::vector<std::string> verify_cells(const RowContext& x, const VerifyRow& r) {
     std::vector<std::string> c{x.run_id, x.host, x.device, r.case_name};
     for (auto& cell : desc_cells(r.desc)) c.push_back(std::move(cell));
@@ -231,55 +169,6 @@ std::vector<std::string> bench_cells(const RowContext& x, const std::string& sui
     return c;
 }
 
-// One run's CSV and sidecar, claimed before the first case and rewritten
-// after every case; absent without --out.
-class GemmFiles {
-public:
-    GemmFiles(const std::string& out, const std::string& kind, const std::string& suite, std::uint64_t seed,
-              Executor& ex) {
-        row_.run_id = make_run_id();
-        row_.host = host_name();
-        row_.device = ex.device_name();
-        if (out.empty()) return;
-        ensure_writable_dir(out);
-        auto facts = ex.describe();
-        for (const auto& f : make_host_executor()->describe()) facts.push_back(f);
-        side_.run_id = row_.run_id;
-        side_.what = kind == "bench" ? "gemm_bench" : "gemm_verify";
-        side_.git = git_state();
-        side_.env = collect_environment(facts);
-        side_.seed = seed;
-        side_.suite = suite;
-        header_ = kind == "bench" ? &bench_header() : &verify_header();
-        // <date>_<commit>_<suite>_gemm.csv (bench) or _gemm_verify.csv: the report finds them by that ending.
-        const std::string base = utc_date() + "_" + side_.git.commit.substr(0, 7) + "_" + suite +
-                                 (kind == "bench" ? "_gemm" : "_gemm_verify");
-        const WriteGuard claimed_and_written;
-        files_.emplace(out, base, row_.run_id);
-        write({}, JsonObject{}, false);
-    }
-    const RowContext& rows() const { return row_; }
-    void write(const std::vector<std::vector<std::string>>& cells, const JsonObject& details, bool complete) {
-        if (!files_) return;
-        side_.complete = complete;
-        side_.interrupted = stop_requested();
-        side_.details = details;
-        files_->write(*header_, cells, side_);
-    }
-    void report(std::size_t rows) const {
-        if (files_)
-            say(std::string(stop_requested() ? "interrupted: kept " : "wrote ") + std::to_string(rows) + " row(s) in " +
-                files_->csv().string() + " and " + files_->json().filename().string());
-        else if (stop_requested())
-            say("interrupted after " + std::to_string(rows) + " row(s); nothing written (no --out)");
-    }
-private:
-    RowContext row_;
-    Sidecar side_;
-    const std::vector<std::string>* header_ = nullptr;
-    std::optional<ResultFiles> files_;
-};
-
 // ---- verify --------------------------------------------------------------------
 
 void print_verify_row(const VerifyRow& r) {
@@ -294,7 +183,7 @@ std::vector<std::vector<std::string>> verify_table(const RowContext& x, const st
     return cells;
 }
 
-int finish_verify(const std::vector<VerifyRow>& rows, GemmFiles& files, const JsonObject& details) {
+int finish_verify(const std::vector<VerifyRow>& rows, RunFiles& files, const JsonObject& details) {
     files.write(verify_table(files.rows(), rows), details, !stop_requested());
     files.report(rows.size());
     if (stop_requested()) return 128 + stop_signal();
@@ -316,9 +205,9 @@ int run_verify(const VerifyArgs& v, const CLI::App& cmd) {
     const GemmSuite* suite = refusals ? nullptr : &suite_named(v.suite, std::string(", ") + kRefusalSuite);
     const std::uint64_t seed = parse_seed("--seed", a.seed);
     const int threads = parse_threads("--threads", a.threads);
-    auto ex = gemm_device();
+    auto ex = sm90_device("rigel's GEMM library");
     install_stop_handlers();
-    GemmFiles files(a.out, "verify", v.suite, seed, *ex);
+    RunFiles files(a.out, verify_header(), "gemm_verify", v.suite + "_gemm_verify", v.suite, seed, *ex);
 
     std::vector<VerifyRow> rows;
     const std::size_t total = refusals ? gemm::refusal_cases().size() : suite->cases.size();
@@ -374,11 +263,12 @@ int run_bench_cases(const std::vector<std::pair<std::string, std::vector<GemmCas
                     const PairedConfig& timing, std::uint64_t seed, int threads, const std::string& out,
                     const std::string& kernel) {
     check_paired_config(timing);
-    auto ex = gemm_device();
+    auto ex = sm90_device("rigel's GEMM library");
     install_stop_handlers();
     // A forced kernel's files are named after it, and their sidecar says so:
     // the report takes only the dispatcher's runs.
-    GemmFiles files(out, "bench", kernel == "auto" ? suite_name : suite_name + "_" + kernel, seed, *ex);
+    const std::string tag = kernel == "auto" ? suite_name : suite_name + "_" + kernel;
+    RunFiles files(out, bench_header(), "gemm_bench", tag + "_gemm", tag, seed, *ex);
 
     std::vector<TimedRow> timed;
     std::vector<std::string> failures, skipped;

@@ -2,10 +2,12 @@
 // empty and the executor says why.
 #include <stdexcept>
 
+#include "attention/driver.hpp"
 #include "gemm/driver.hpp"
 #include "harness/executor.hpp"
 #include "ladder/rung.hpp"
 #include "probes/probe.hpp"
+#include "rigel/attention.hpp"
 #include "rigel/gemm.hpp"
 
 namespace rigel {
@@ -71,3 +73,20 @@ BenchOutcome bench_case(Executor&, const GemmCase&, std::span<const Contender>, 
 }
 
 }  // namespace rigel::gemm
+
+// Attention plans check on any machine; running one needs the CUDA build.
+namespace rigel::attention {
+
+void Plan::forward(const ForwardArgs&, Stream) const {
+    throw std::runtime_error("rigel::attention::Plan::forward: rigel was built without CUDA");
+}
+
+// `rigel attention` says "skipped" before it reaches the driver; a call here is a defect.
+std::vector<VerifyRow> verify_case(Executor&, const AttentionCase&, Kernel, bool, std::uint64_t, int) {
+    throw std::logic_error("rigel::attention::verify_case: rigel was built without CUDA");
+}
+BenchOutcome bench_case(Executor&, const AttentionCase&, Kernel, const PairedConfig&, std::uint64_t, int) {
+    throw std::logic_error("rigel::attention::bench_case: rigel was built without CUDA");
+}
+
+}  // namespace rigel::attention

@@ -80,4 +80,23 @@ private:
     std::size_t bytes_;
 };
 
+// NVML sampling (Executor::begin_sampling) around one measurement, stopped
+// however the measurement ends.
+class DeviceSampling {
+public:
+    explicit DeviceSampling(Executor& ex) : ex_(ex) { ex_.begin_sampling(); }
+    ~DeviceSampling() {
+        if (open_) (void)ex_.end_sampling();
+    }
+    DeviceSampling(const DeviceSampling&) = delete;
+    DeviceSampling& operator=(const DeviceSampling&) = delete;
+    DeviceSample stop() {
+        open_ = false;
+        return ex_.end_sampling();
+    }
+private:
+    Executor& ex_;
+    bool open_ = true;
+};
+
 }  // namespace rigel

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -302,4 +303,58 @@ TEST(AttentionSuites, TheCheckFindsWhatIsWrong) {
     EXPECT_TRUE(contains(p[1], "head dimension 80"));
     EXPECT_TRUE(contains(p[2], "has no name"));
     EXPECT_FALSE(check_attention_suite(AttentionSuite{"e", "p", {}}).empty());
+}
+
+// The forward call's arguments, checked on the host before any launch.
+TEST(AttentionArgs, RefusesNullMisalignedAndOverlappingPointers) {
+    const Desc d = with_defaults(Desc{.batch = 2, .heads = 3, .seq = 10, .head_dim = 64});
+    const std::uintptr_t base = 0x10000000;  // never dereferenced
+    const std::uintptr_t bytes = static_cast<std::uintptr_t>(2 * 10 * 3 * 64 * 2);
+    const auto at = [&](std::uintptr_t slot) { return reinterpret_cast<void*>(base + slot * bytes); };
+    ForwardArgs a{.q = at(0), .k = at(1), .v = at(2), .o = at(3), .lse = static_cast<float*>(at(4))};
+    EXPECT_EQ(check_forward_args(d, a), "");
+    ForwardArgs no_lse = a;
+    no_lse.lse = nullptr;
+    EXPECT_EQ(check_forward_args(d, no_lse), "") << "lse is optional";
+
+    ForwardArgs bad = a;
+    bad.k = nullptr;
+    EXPECT_EQ(check_forward_args(d, bad), "K is null");
+    bad = a;
+    bad.o = reinterpret_cast<void*>(base + 3 * bytes + 8);
+    EXPECT_TRUE(contains(check_forward_args(d, bad), "O is not 16-byte aligned"));
+    bad = a;
+    bad.lse = reinterpret_cast<float*>(base + 4 * bytes + 2);
+    EXPECT_EQ(check_forward_args(d, bad), "lse is not 4-byte aligned");
+    bad = a;
+    bad.o = reinterpret_cast<void*>(base + 2 * bytes + bytes - 16);  // O's first row is V's last
+    EXPECT_EQ(check_forward_args(d, bad), "O overlaps V (no in-place attention)");
+    bad = a;
+    bad.lse = reinterpret_cast<float*>(base + 3 * bytes + bytes - 4);
+    EXPECT_EQ(check_forward_args(d, bad), "O overlaps lse");
+
+    // Q, K and V may share one buffer (the QKV projection's output); O may not.
+    const Desc qkv = with_defaults(Desc{.batch = 2, .heads = 3, .seq = 10, .head_dim = 64, .ldq = 576, .ldk = 576,
+                                        .ldv = 576});
+    const auto p = [&](std::uintptr_t offset) { return reinterpret_cast<void*>(base + offset); };
+    ForwardArgs in_place{.q = p(0), .k = p(384), .v = p(768), .o = p(4 * bytes)};
+    EXPECT_EQ(check_forward_args(qkv, in_place), "");
+    in_place.o = p(1152);  // inside the QKV rows' span
+    EXPECT_TRUE(contains(check_forward_args(qkv, in_place), "O overlaps Q"));
+}
+
+TEST(AttentionPlan, RefusesWhatTheKernelsCannotTake) {
+    EXPECT_NO_THROW(Plan(Desc{.seq = 17, .head_dim = 128, .causal = true}));
+    try {
+        Plan bad(Desc{.seq = 17, .head_dim = 96});
+        ADD_FAILURE() << "a head dimension of 96 was accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_TRUE(contains(e.what(), "head dimension 96 has no kernel"));
+    }
+    EXPECT_TRUE(contains(check(Desc{.seq = 65535LL * 128 + 1}), "exceeds 8388480"));
+    EXPECT_EQ(check(Desc{.seq = 65535LL * 128}), "");
+    Kernel k{};
+    EXPECT_TRUE(parse_kernel("fa2", k));
+    EXPECT_EQ(k, Kernel::fa2);
+    EXPECT_FALSE(parse_kernel("fa3", k));
 }

@@ -164,24 +164,6 @@ Runner runner(Contender who, Plan& plan, const DeviceCase& dc, Executor& ex) {
     throw std::logic_error("unknown contender");
 }
 
-// NVML sampling around one measurement, stopped however it ends.
-class Sampling {
-public:
-    explicit Sampling(Executor& ex) : ex_(ex) { ex_.begin_sampling(); }
-    ~Sampling() {
-        if (open_) (void)ex_.end_sampling();
-    }
-    Sampling(const Sampling&) = delete;
-    Sampling& operator=(const Sampling&) = delete;
-    DeviceSample stop() {
-        open_ = false;
-        return ex_.end_sampling();
-    }
-private:
-    Executor& ex_;
-    bool open_ = true;
-};
-
 // Poison, one launch, the bytes back against float64.
 VerifyRow verify_one(const GemmCase& c, DeviceCase& dc, Runner& r, Executor& ex, std::uint64_t seed, int threads) {
     VerifyRow row{.case_name = c.name, .desc = dc.desc(), .path = r.who};
@@ -311,7 +293,7 @@ BenchOutcome bench_case(Executor& ex, const GemmCase& c, std::span<const Contend
     const Desc& d = dc.desc();
     const double flop = 2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
     for (Runner& b : against) {
-        Sampling sampling(ex);
+        DeviceSampling sampling(ex);
         const PairedStats s = measure_paired([&] { return ex.time_once(rigel.launch); },
                                              [&] { return ex.time_once(b.launch); }, timing);
         BenchRow row{.case_name = c.name,

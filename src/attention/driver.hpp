@@ -1,0 +1,69 @@
+// The GPU side of `rigel attention`: one case verified (Q, K, V uploaded from
+// the reference's random inputs, O and lse poisoned, the kernel run, the bytes
+// checked against float64) and one case timed against cuDNN in paired samples,
+// each contender verified before it is timed. Plain C++; the CUDA
+// implementation is src/cuda/attention/attention_driver.cu, and a build without
+// CUDA throws from every call (the CLI says "skipped" before it gets here).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attention/suites.hpp"
+#include "harness/executor.hpp"
+#include "harness/paired.hpp"
+#include "rigel/attention.hpp"
+
+namespace rigel::attention {
+
+// Who computed an output: rigel's kernel of the plan, or cuDNN's fused SDPA;
+// none is a bench row's baseline when rigel had nothing to be paired with.
+enum class Contender : std::uint8_t { rigel, cudnn, none };
+inline const char* name(Contender c) {
+    switch (c) {
+        case Contender::rigel: return "rigel";
+        case Contender::cudnn: return "cudnn";
+        case Contender::none: return "none";
+    }
+    return "?";
+}
+
+// One contender's forward pass of one case against float64 (a row of the verify CSV).
+struct VerifyRow {
+    std::string case_name;
+    Desc desc{};  // defaults filled in
+    Contender who = Contender::rigel;
+    std::string kernel{};  // rigel's kernel name, or cuDNN's version
+    bool pass = false;
+    double err_max_scaled = 0;  // of the allowance; <= 1 passes
+    std::int64_t checked_heads = 0, checked_rows = 0;
+    std::string reason{};  // the first failure
+};
+
+// One timed pair (a row of the bench CSV): rigel against cuDNN; or, where
+// cuDNN cannot compute the case, rigel alone (baseline none, stats.a only).
+struct BenchRow {
+    std::string case_name;
+    Desc desc{};
+    std::string kernel{};
+    Contender baseline = Contender::cudnn;
+    PairedStats stats{};    // side A rigel, side B the baseline
+    DeviceSample sample{};  // clocks, power and temperature over the pairs
+    double candidate_tflops = 0, baseline_tflops = 0;  // forward_flops / median time
+};
+
+struct BenchOutcome {
+    std::vector<VerifyRow> verified;   // rigel's output and each baseline's, checked before any timing
+    std::vector<BenchRow> rows;        // a pair for each baseline that computes the case and passed, else rigel alone
+    std::vector<std::string> skipped;  // "cudnn: why"
+};
+
+// Verifies rigel's `kernel` on `c` (and cuDNN's output too when `baselines`).
+std::vector<VerifyRow> verify_case(Executor& ex, const AttentionCase& c, Kernel kernel, bool baselines,
+                                   std::uint64_t seed, int threads);
+
+// Verifies rigel and cuDNN on `c`, then times rigel against cuDNN in pairs.
+BenchOutcome bench_case(Executor& ex, const AttentionCase& c, Kernel kernel, const PairedConfig& timing,
+                        std::uint64_t seed, int threads);
+
+}  // namespace rigel::attention

@@ -1,0 +1,14 @@
+// The attention kernels' entry points, one per rung (include/rigel/attention.hpp
+// names them). Each takes a desc that passed check(), with defaults filled in,
+// and arguments that passed check_forward_args().
+#pragma once
+#include <cuda_runtime.h>
+
+#include "rigel/attention.hpp"
+
+namespace rigel::cuda::attention {
+
+// Rung 2, FlashAttention-2 on mma.sync (fa2_forward.cu).
+void fa2_forward(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a, cudaStream_t stream);
+
+}  // namespace rigel::cuda::attention
