@@ -62,10 +62,13 @@ double backward_flops(const Desc& d);
 std::string shape_text(const Desc& d);
 
 // The kernels, one per rung (docs/attention.md):
-//   fa2   FlashAttention-2 on mma.sync: 128 query rows per CTA (4 warps of 32), K and V in tiles of 64
-//         keys through a two-stage cp.async ring, the online softmax in registers, P fed from the
-//         score accumulators straight into the P V product (src/cuda/attention/fa2_forward.cu).
-enum class Kernel : std::uint8_t { fa2 };
+//   fa2   FlashAttention-2 on mma.sync: 128 query rows per CTA, K and V in tiles of 64 keys through
+//         a two-stage cp.async ring, the online softmax in registers, P fed from the score
+//         accumulators straight into the P V product (src/cuda/attention/fa2_forward.cu).
+//   fa3   the same on wgmma and TMA, warp-specialized: a producer warp streams K and V tiles of 128
+//         keys into a ring, two consumer warpgroups of 64 rows each multiply with wgmma, P V with
+//         P from registers (src/cuda/attention/fa3_forward.cu). The default.
+enum class Kernel : std::uint8_t { fa2, fa3 };
 const char* name(Kernel k);
 // false on an unknown name.
 bool parse_kernel(const std::string& s, Kernel& out);
@@ -88,7 +91,7 @@ std::string check_forward_args(const Desc& d, const ForwardArgs& a);
 // kernel and does no host work beyond the launch.
 class Plan {
 public:
-    explicit Plan(const Desc& d, Kernel k = Kernel::fa2);  // throws std::invalid_argument with check()'s sentence
+    explicit Plan(const Desc& d, Kernel k = Kernel::fa3);  // throws std::invalid_argument with check()'s sentence
     const Desc& desc() const { return desc_; }  // with defaults filled in
     Kernel kernel() const { return kernel_; }
     // Enqueues the forward pass on `stream` (asynchronous). Throws std::invalid_argument for bad

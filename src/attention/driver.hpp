@@ -16,12 +16,14 @@
 
 namespace rigel::attention {
 
-// Who computed an output: rigel's kernel of the plan, or cuDNN's fused SDPA;
-// none is a bench row's baseline when rigel had nothing to be paired with.
-enum class Contender : std::uint8_t { rigel, cudnn, none };
+// Who computed an output: rigel's kernel of the plan; rung 2 (fa2) as the
+// rung below it; or cuDNN's fused SDPA. none is a bench row's baseline when
+// rigel had nothing to be paired with.
+enum class Contender : std::uint8_t { rigel, rigel_fa2, cudnn, none };
 inline const char* name(Contender c) {
     switch (c) {
         case Contender::rigel: return "rigel";
+        case Contender::rigel_fa2: return "rigel_fa2";
         case Contender::cudnn: return "cudnn";
         case Contender::none: return "none";
     }
@@ -40,8 +42,9 @@ struct VerifyRow {
     std::string reason{};  // the first failure
 };
 
-// One timed pair (a row of the bench CSV): rigel against cuDNN; or, where
-// cuDNN cannot compute the case, rigel alone (baseline none, stats.a only).
+// One timed pair (a row of the bench CSV): rigel against cuDNN, or against
+// rung 2 (rigel_fa2) when it runs a higher rung; or, with nothing to pair
+// with, rigel alone (baseline none, stats.a only).
 struct BenchRow {
     std::string case_name;
     Desc desc{};
@@ -62,7 +65,8 @@ struct BenchOutcome {
 std::vector<VerifyRow> verify_case(Executor& ex, const AttentionCase& c, Kernel kernel, bool baselines,
                                    std::uint64_t seed, int threads);
 
-// Verifies rigel and cuDNN on `c`, then times rigel against cuDNN in pairs.
+// Verifies rigel's `kernel`, cuDNN and (when `kernel` is not fa2) rung 2 on
+// `c`, then times rigel against each of them that passed, in pairs.
 BenchOutcome bench_case(Executor& ex, const AttentionCase& c, Kernel kernel, const PairedConfig& timing,
                         std::uint64_t seed, int threads);
 

@@ -1,6 +1,6 @@
 // `rigel attention`: rigel's fused attention verified and timed on the device.
 //   rigel attention verify [--suite verify|NAME] [--baselines]   every case against float64 (exit 1 if one fails)
-//   rigel attention bench --suite sdpa|gpt2|all                  rigel against cuDNN in paired samples
+//   rigel attention bench --suite sdpa|gpt2|all                  rigel against cuDNN (and fa3 against fa2)
 //   rigel attention list [--suite NAME]                          the suites, or one suite's cases
 // Options are checked before the device is looked for; without a device the
 // commands say "skipped" (exit 77).
@@ -28,12 +28,12 @@ using attention::AttentionSuite;
 constexpr const char* kTimedSuites[] = {"sdpa", "gpt2"};
 
 struct VerifyArgs {
-    std::string suite = "verify", kernel = "fa2";
+    std::string suite = "verify", kernel = "all";
     bool baselines = false;
     CommonArgs common;
 };
 struct BenchArgs {
-    std::string suite, kernel = "fa2";
+    std::string suite, kernel = "fa3";
     CommonArgs common;
 };
 struct ListArgs {
@@ -53,10 +53,15 @@ const AttentionSuite& suite_named(const std::string& name) {
     return *s;
 }
 
-attention::Kernel kernel_named(const std::string& text) {
+constexpr attention::Kernel kKernels[] = {attention::Kernel::fa2, attention::Kernel::fa3};
+
+// --kernel: one of kKernels, or (allow_all) all of them.
+std::vector<attention::Kernel> kernels_named(const std::string& text, bool allow_all) {
+    if (allow_all && text == "all") return {std::begin(kKernels), std::end(kKernels)};
     attention::Kernel k{};
-    if (!attention::parse_kernel(text, k)) throw std::invalid_argument("--kernel '" + text + "' is not fa2");
-    return k;
+    if (!attention::parse_kernel(text, k))
+        throw std::invalid_argument("--kernel '" + text + "' is not fa2 or fa3" + (allow_all ? " or all" : ""));
+    return {k};
 }
 
 // The columns every row shares: the problem.
@@ -118,7 +123,7 @@ int run_verify(const VerifyArgs& v, const CLI::App& cmd) {
     const CommonArgs& a = v.common;
     check_out_option(cmd, a.out);
     const AttentionSuite& suite = suite_named(v.suite);
-    const attention::Kernel kernel = kernel_named(v.kernel);
+    const std::vector<attention::Kernel> kernels = kernels_named(v.kernel, true);
     const std::uint64_t seed = parse_seed("--seed", a.seed);
     const int threads = parse_threads("--threads", a.threads);
     auto ex = sm90_device("rigel's attention");
@@ -138,13 +143,16 @@ int run_verify(const VerifyArgs& v, const CLI::App& cmd) {
     };
     for (const AttentionCase& c : suite.cases) {
         if (stop_requested()) break;
-        for (const attention::VerifyRow& r : attention::verify_case(*ex, c, kernel, v.baselines, seed, threads)) {
-            print_verify_row(r);
-            cells.push_back(verify_cells(files.rows(), r));
-            ++checks;
-            // A baseline's failure is a finding about it, not a failure of rigel.
-            if (!r.pass && r.who == attention::Contender::rigel) failed.push_back(r);
-        }
+        for (std::size_t k = 0; k < kernels.size(); ++k)
+            // cuDNN once per case, beside the first kernel.
+            for (const attention::VerifyRow& r :
+                 attention::verify_case(*ex, c, kernels[k], v.baselines && k == 0, seed, threads)) {
+                print_verify_row(r);
+                cells.push_back(verify_cells(files.rows(), r));
+                ++checks;
+                // A baseline's failure is a finding about it, not a failure of rigel.
+                if (!r.pass && r.who == attention::Contender::rigel) failed.push_back(r);
+            }
         files.write(cells, details(), false);
     }
     files.write(cells, details(), !stop_requested());
@@ -171,7 +179,7 @@ int run_bench(const BenchArgs& b, const CLI::App& cmd) {
         throw std::invalid_argument("suite " + b.suite + " is not timed: rigel attention verify --suite " + b.suite +
                                     " checks it");
     }
-    const attention::Kernel kernel = kernel_named(b.kernel);
+    const attention::Kernel kernel = kernels_named(b.kernel, false).front();
     const PairedConfig timing = timing_of(cmd, a);
     check_paired_config(timing);
     const std::uint64_t seed = parse_seed("--seed", a.seed);
@@ -264,13 +272,15 @@ std::vector<SubcommandHook> add_attention_commands(CLI::App& app) {
 
     auto* verify = cmd->add_subcommand("verify", "Check every case of a suite against float64 (exit 1 if one fails)");
     verify->add_option("--suite", va.suite, "a suite (" + suite_names() + ")")->capture_default_str();
-    verify->add_option("--kernel", va.kernel, "rigel's kernel: fa2")->capture_default_str();
+    verify->add_option("--kernel", va.kernel, "rigel's kernel: fa2, fa3, or all")->capture_default_str();
     verify->add_flag("--baselines", va.baselines, "check cuDNN's output too (its failures are reported, not fatal)");
     add_common_options(verify, va.common, false);
 
-    auto* bench = cmd->add_subcommand("bench", "Time rigel against cuDNN in paired samples, each verified first");
+    auto* bench = cmd->add_subcommand("bench", "Time rigel against cuDNN (and fa3 against fa2) in paired samples, each "
+                                               "verified first");
     bench->add_option("--suite", ba.suite, "sdpa, gpt2, or all");
-    bench->add_option("--kernel", ba.kernel, "rigel's kernel: fa2")->capture_default_str();
+    bench->add_option("--kernel", ba.kernel, "rigel's kernel: fa2 or fa3 (fa3 is also timed against fa2)")
+        ->capture_default_str();
     add_common_options(bench, ba.common, true);
 
     auto* list = cmd->add_subcommand("list", "The suites, or the cases of one");

@@ -356,5 +356,7 @@ TEST(AttentionPlan, RefusesWhatTheKernelsCannotTake) {
     Kernel k{};
     EXPECT_TRUE(parse_kernel("fa2", k));
     EXPECT_EQ(k, Kernel::fa2);
-    EXPECT_FALSE(parse_kernel("fa3", k));
+    EXPECT_TRUE(parse_kernel("fa3", k));
+    EXPECT_EQ(k, Kernel::fa3);
+    EXPECT_FALSE(parse_kernel("fa4", k));
 }

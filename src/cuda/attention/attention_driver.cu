@@ -75,12 +75,14 @@ struct Runner {
     std::function<void()> launch;
 };
 
+// `plan` runs rigel (its kernel) and rigel_fa2 (a plan on fa2, built by the caller).
 Runner runner(Contender who, const Plan& plan, const DeviceCase& dc, Executor& ex) {
     const cudaStream_t s = stream_of(ex);
     const ForwardArgs a = dc.args();
     const Desc d = dc.desc();
-    if (who == Contender::rigel) return {who, name(plan.kernel()), [&plan, a, s] { plan.forward(a, s); }};
-    return {who, cuda::vendor::cudnn_sdpa_version(), [d, a, s] { cuda::vendor::cudnn_sdpa_forward(d, a, s); }};
+    if (who == Contender::cudnn)
+        return {who, cuda::vendor::cudnn_sdpa_version(), [d, a, s] { cuda::vendor::cudnn_sdpa_forward(d, a, s); }};
+    return {who, name(plan.kernel()), [&plan, a, s] { plan.forward(a, s); }};
 }
 
 VerifyRow verify_one(const AttentionCase& c, DeviceCase& dc, const Runner& r, Executor& ex, std::uint64_t seed,
@@ -118,19 +120,21 @@ std::vector<VerifyRow> verify_case(Executor& ex, const AttentionCase& c, Kernel 
 BenchOutcome bench_case(Executor& ex, const AttentionCase& c, Kernel kernel, const PairedConfig& timing,
                         std::uint64_t seed, int threads) {
     BenchOutcome out;
-    const Plan plan(c.desc, kernel);
+    const Plan plan(c.desc, kernel), rung2(c.desc, Kernel::fa2);
     DeviceCase dc(ex, c.desc, seed);
     const Runner rigel = runner(Contender::rigel, plan, dc, ex);
     out.verified.push_back(verify_one(c, dc, rigel, ex, seed, threads));
     const bool rigel_ok = out.verified.back().pass;
     std::vector<Runner> against;
-    if (const std::string why = cuda::vendor::cudnn_sdpa_support(dc.desc()); !why.empty()) {
-        out.skipped.push_back(std::string("cudnn: ") + why);
-    } else {
-        Runner r = runner(Contender::cudnn, plan, dc, ex);
+    const auto consider = [&](Runner r) {
         out.verified.push_back(verify_one(c, dc, r, ex, seed, threads));
         if (out.verified.back().pass) against.push_back(std::move(r));
-    }
+    };
+    if (const std::string why = cuda::vendor::cudnn_sdpa_support(dc.desc()); !why.empty())
+        out.skipped.push_back(std::string("cudnn: ") + why);
+    else
+        consider(runner(Contender::cudnn, plan, dc, ex));
+    if (kernel != Kernel::fa2) consider(runner(Contender::rigel_fa2, rung2, dc, ex));
     if (!rigel_ok) return out;
     const double flop = forward_flops(dc.desc());
     if (against.empty()) {

@@ -10,5 +10,7 @@ namespace rigel::cuda::attention {
 
 // Rung 2, FlashAttention-2 on mma.sync (fa2_forward.cu).
 void fa2_forward(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a, cudaStream_t stream);
+// Rung 3, wgmma and TMA, warp-specialized (fa3_forward.cu).
+void fa3_forward(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a, cudaStream_t stream);
 
 }  // namespace rigel::cuda::attention

@@ -14,6 +14,7 @@ void Plan::forward(const ForwardArgs& a, Stream stream) const {
     if (const std::string why = check_forward_args(desc_, a); !why.empty()) throw std::invalid_argument(why);
     switch (kernel_) {
         case Kernel::fa2: cuda::attention::fa2_forward(desc_, a, static_cast<cudaStream_t>(stream)); return;
+        case Kernel::fa3: cuda::attention::fa3_forward(desc_, a, static_cast<cudaStream_t>(stream)); return;
     }
     throw std::logic_error("rigel::attention::Plan: unknown kernel");
 }

@@ -76,6 +76,13 @@ struct WgmmaType {
 template <DType T, int N>
 struct Wgmma;
 
+// WgmmaRS<T, N>::mma<TransB>(d, a, desc_b, scale_d): the same instruction with A
+// from registers: a holds this thread's part of its warp's 16 rows x 16 of K,
+// in the m16n8k16 A-fragment layout (the layout an accumulator's two adjacent
+// n8 columns have, so accumulators converted to bf16 feed it directly).
+template <DType T, int N>
+struct WgmmaRS;
+
 }  // namespace rigel::cuda::sm90
 
 #include "cuda/hopper/wgmma_mma.cuh"
