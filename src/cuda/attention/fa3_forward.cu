@@ -26,9 +26,12 @@
 // The tensor maps are 3-dimensional (column, token, batch), so rows past a
 // sequence's end are zero-filled by TMA rather than read from the next batch.
 //
-// Not yet here (FA3's remaining two steps): ping-pong scheduling of the two
-// consumers (one's softmax under the other's products), and overlap of the
-// softmax with the next tile's S = Q K^T inside a warpgroup.
+// FA3's two overlaps: the consumers take turns issuing their products (named
+// barriers), so one's softmax runs while the other's products occupy the
+// tensor cores; and inside a consumer, S_j = Q K_j^T and the previous tile's
+// P V are issued together, so the softmax of S_j runs under P_{j-1} V_{j-1}
+// (its accumulators and P's registers are touched only after that product
+// has completed).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -40,6 +43,7 @@
 #include "cuda/attention/attention_kernels.cuh"
 #include "cuda/check.cuh"
 #include "cuda/hopper/sm90.cuh"
+#include "cuda/hopper/sm90_cluster.cuh"
 #include "cuda/hopper/wgmma.cuh"
 
 namespace rigel::cuda::attention {
@@ -88,6 +92,84 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, s
 __device__ __forceinline__ std::uint32_t pack_bf16(float lo, float hi) {
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<const std::uint32_t*>(&v);
+}
+
+// The named barriers of the consumers' turns: kTurnBarrier + consumer (0 is __syncthreads').
+constexpr int kTurnBarrier = 1;
+
+// 2^x by the SFU in one instruction (ex2.approx.ftz: a relative error of a
+// few units in the last place, and results below 2^-126 flushed to zero,
+// which the float64 gate's allowance for the exponential covers).
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// Which scores of a tile are masked, for this thread's rows: keys past the
+// sequence, and (causal) keys after the query. `active` false: none is.
+struct Mask {
+    int key0, row, quad, seq;
+    bool causal, active;
+};
+
+// The running maximum (in the log2 domain of the scaled scores) and the
+// thread's partial row sum, for its two rows.
+struct RowState {
+    float m[2] = {-INFINITY, -INFINITY};
+    float l[2] = {0.0f, 0.0f};
+};
+
+// One tile's online softmax on the accumulators of S (the wgmma layout: sc[4i],
+// sc[4i + 1] are row r, keys 8i + 2 quad + {0, 1}; sc[4i + 2], sc[4i + 3] row
+// r + 8): masked scores to -inf, the new row maxima over the quad, sc replaced
+// by P = 2^(S scale log2e - m'), the sums updated; returns the factors
+// 2^(m - m') by which the two rows' accumulators must be rescaled.
+template <int N>
+__device__ __forceinline__ float2 softmax_tile(float (&sc)[N / 2], RowState& st, const Mask& mask, float scale_log2) {
+    if (mask.active) {
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) {
+            const int key = mask.key0 + 8 * (i / 4) + 2 * mask.quad + (i % 2);
+            const int row = mask.row + 8 * ((i / 2) % 2);
+            if (key >= mask.seq || (mask.causal && key > row)) sc[i] = -INFINITY;
+        }
+    }
+    float rescale[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int n8 = 0; n8 < N / 8; ++n8) mx = fmaxf(mx, fmaxf(sc[4 * n8 + 2 * h], sc[4 * n8 + 2 * h + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(st.m[h], mx * scale_log2);  // scale > 0 keeps the order
+        // A row with every key so far masked keeps -inf; subtract 0 then (its P is all 0).
+        const float base = m_new == -INFINITY ? 0.0f : m_new;
+        rescale[h] = fast_exp2(st.m[h] - base);
+        st.m[h] = m_new;
+        float sum = 0.0f;
+#pragma unroll
+        for (int n8 = 0; n8 < N / 8; ++n8)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                float& x = sc[4 * n8 + 2 * h + e];
+                x = fast_exp2(fmaf(x, scale_log2, -base));
+                sum += x;
+            }
+        st.l[h] = st.l[h] * rescale[h] + sum;
+    }
+    return make_float2(rescale[0], rescale[1]);
+}
+
+// P in bf16 as the A fragments of the k16 steps of P V: the accumulators of
+// n8 columns 2kk and 2kk + 1 are the fragment of step kk.
+template <int N>
+__device__ __forceinline__ void pack_p(const float (&sc)[N / 2], std::uint32_t (&pa)[N / 16][4]) {
+#pragma unroll
+    for (int kk = 0; kk < N / 16; ++kk)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) pa[kk][r] = pack_bf16(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
 }
 
 template <int D>
@@ -158,17 +240,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int my_row = wg_row0 + 16 * warp + g;  // and my_row + 8
 
     float o[D / 2] = {};
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    float sc[kKeys / 2];
+    std::uint32_t pa[kKeys / 16][4];
+    RowState rows;
+    const auto parity = [](int j) { return static_cast<std::uint32_t>((j / kStages) & 1); };
 
-    mbar_wait(q_full, 0);
-    for (int j = 0; j < key_tiles; ++j) {
+    // S_j = Q K_j^T over D / 16 k-steps, 4 per 64-column box (one commit group).
+    const auto issue_s = [&](int j) {
         const int s = j % kStages;
-        const std::uint32_t parity = (j / kStages) & 1;
-        const int key0 = j * kKeys;
-
-        // S = Q K^T over D / 16 k-steps, 4 per 64-column box.
-        float sc[kKeys / 2];
-        mbar_wait(&k_full[s], parity);
+        mbar_wait(&k_full[s], parity(j));
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
@@ -180,59 +260,11 @@ __global__ void __launch_bounds__(kThreads, 1)
             Wgmma<DType::bf16, kKeys>::mma(sc, dq, dk, kk > 0 ? 1u : 0u);
         }
         wgmma_commit();
-        wgmma_wait<0>();
-        fence_registers(sc);
-        if (t == 0) mbar_arrive(&k_empty[s]);
-
-        // Scale, mask, and the online softmax of this thread's two rows.
-        const bool masked = key0 + kKeys > p.seq || (p.causal && key0 + kKeys - 1 > wg_row0);
-#pragma unroll
-        for (int i = 0; i < kKeys / 2; ++i) {
-            float x = sc[i] * p.scale_log2;
-            if (masked) {
-                const int key = key0 + 8 * (i / 4) + 2 * q4 + (i % 2);
-                const int row = my_row + 8 * ((i / 2) % 2);
-                if (key >= p.seq || (p.causal && key > row)) x = -INFINITY;
-            }
-            sc[i] = x;
-        }
-        float rescale[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            float mx = m[h];
-#pragma unroll
-            for (int n8 = 0; n8 < kKeys / 8; ++n8) mx = fmaxf(mx, fmaxf(sc[4 * n8 + 2 * h], sc[4 * n8 + 2 * h + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            const float base = mx == -INFINITY ? 0.0f : mx;
-            rescale[h] = exp2f(m[h] - base);
-            m[h] = mx;
-            float sum = 0.0f;
-#pragma unroll
-            for (int n8 = 0; n8 < kKeys / 8; ++n8)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    float& x = sc[4 * n8 + 2 * h + e];
-                    x = exp2f(x - base);
-                    sum += x;
-                }
-            l[h] = l[h] * rescale[h] + sum;
-        }
-#pragma unroll
-        for (int i = 0; i < D / 2; ++i) o[i] *= rescale[(i / 2) % 2];
-
-        // P in bf16, as the A fragments of the k16 steps of P V.
-        std::uint32_t pa[kKeys / 16][4];
-#pragma unroll
-        for (int kk = 0; kk < kKeys / 16; ++kk) {
-            pa[kk][0] = pack_bf16(sc[8 * kk + 0], sc[8 * kk + 1]);
-            pa[kk][1] = pack_bf16(sc[8 * kk + 2], sc[8 * kk + 3]);
-            pa[kk][2] = pack_bf16(sc[8 * kk + 4], sc[8 * kk + 5]);
-            pa[kk][3] = pack_bf16(sc[8 * kk + 6], sc[8 * kk + 7]);
-        }
-
-        // O += P V, V N-major: 64 columns of D per box (LBO), 16 keys per k-step.
-        mbar_wait(&v_full[s], parity);
+    };
+    // O += P_j V_j, V N-major: 64 columns of D per box (LBO), 16 keys per k-step (one commit group).
+    const auto issue_pv = [&](int j) {
+        const int s = j % kStages;
+        mbar_wait(&v_full[s], parity(j));
         const std::uint64_t dv = SmemDescriptor{.start_address = smem_u32(smem + L::kV + s * L::kBoxes * L::kKvBox),
                                                 .leading_byte_offset = static_cast<std::uint32_t>(L::kKvBox),
                                                 .stride_byte_offset = kSwizzleAtom,
@@ -243,10 +275,52 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int kk = 0; kk < kKeys / 16; ++kk)
             WgmmaRS<DType::bf16, D>::template mma<1>(o, pa[kk], desc_advance(dv, kk * 16 * kRowBytes), 1u);
         wgmma_commit();
+    };
+    const auto mask_of = [&](int j) {
+        const int key0 = j * kKeys;
+        return Mask{.key0 = key0, .row = my_row, .quad = q4, .seq = p.seq, .causal = p.causal,
+                    .active = key0 + kKeys > p.seq || (p.causal && key0 + kKeys - 1 > wg_row0)};
+    };
+    // The two consumers take turns issuing their products (named barriers 1 and 2,
+    // consumer 0 first): one's softmax runs while the other's products occupy the
+    // tensor cores.
+    const int my_turn = kTurnBarrier + c, other_turn = kTurnBarrier + 1 - c;
+    if (c == 1) named_barrier_arrive<2 * kWarpgroup>(kTurnBarrier);
+
+    mbar_wait(q_full, 0);
+    named_barrier_sync<2 * kWarpgroup>(my_turn);
+    issue_s(0);
+    named_barrier_arrive<2 * kWarpgroup>(other_turn);
+    wgmma_wait<0>();
+    fence_registers(sc);
+    if (t == 0) mbar_arrive(&k_empty[0]);
+    softmax_tile<kKeys>(sc, rows, mask_of(0), p.scale_log2);
+    pack_p<kKeys>(sc, pa);
+    for (int j = 1; j < key_tiles; ++j) {
+        // S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j runs under the latter.
+        named_barrier_sync<2 * kWarpgroup>(my_turn);
+        issue_s(j);
+        issue_pv(j - 1);
+        named_barrier_arrive<2 * kWarpgroup>(other_turn);
+        wgmma_wait<1>();
+        fence_registers(sc);
+        if (t == 0) mbar_arrive(&k_empty[j % kStages]);
+        const float2 rescale = softmax_tile<kKeys>(sc, rows, mask_of(j), p.scale_log2);
         wgmma_wait<0>();
         fence_registers(o);
-        if (t == 0) mbar_arrive(&v_empty[s]);
+        if (t == 0) mbar_arrive(&v_empty[(j - 1) % kStages]);
+#pragma unroll
+        for (int i = 0; i < D / 2; ++i) o[i] *= (i / 2) % 2 ? rescale.y : rescale.x;
+        pack_p<kKeys>(sc, pa);
     }
+    named_barrier_sync<2 * kWarpgroup>(my_turn);
+    issue_pv(key_tiles - 1);
+    // Consumer 1's last turn is passed to no one: consumer 0 has no turn left to take.
+    if (c == 0) named_barrier_arrive<2 * kWarpgroup>(other_turn);
+    wgmma_wait<0>();
+    fence_registers(o);
+    if (t == 0) mbar_arrive(&v_empty[(key_tiles - 1) % kStages]);
+    const float m[2] = {rows.m[0], rows.m[1]}, l[2] = {rows.l[0], rows.l[1]};
 
     // O / l in bf16 and lse, straight from the registers (4-byte stores).
     __nv_bfloat16* oh = p.o + static_cast<std::int64_t>(batch) * p.seq * p.ldo + head * D;
