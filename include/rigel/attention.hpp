@@ -30,6 +30,7 @@
 //     plan.forward({.q = qkv, .k = qkv + 768, .v = qkv + 2 * 768, .o = out, .lse = lse}, stream);
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 struct CUstream_st;
@@ -87,8 +88,9 @@ struct ForwardArgs {
 // else one sentence saying why not.
 std::string check_forward_args(const Desc& d, const ForwardArgs& a);
 
-// A plan: the checked desc and its kernel. Building one does no device work; a call launches one
-// kernel and does no host work beyond the launch.
+// A plan: the checked desc and its kernel. Building one does no device work; the first call encodes
+// the kernel's tensor maps, and later calls with the same Q, K and V reuse them, so a repeated call
+// does no host work beyond the launch. A plan is used by one thread at a time.
 class Plan {
 public:
     explicit Plan(const Desc& d, Kernel k = Kernel::fa3);  // throws std::invalid_argument with check()'s sentence
@@ -99,9 +101,12 @@ public:
     // CUDA or a CUDA call fails.
     void forward(const ForwardArgs& a, Stream stream = nullptr) const;
 
+    struct State;  // what the kernel keeps between calls (src/cuda/attention/plan.cu)
+
 private:
     Desc desc_;
     Kernel kernel_;
+    mutable std::shared_ptr<State> state_;
 };
 
 }  // namespace rigel::attention

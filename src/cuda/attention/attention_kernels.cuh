@@ -2,6 +2,7 @@
 // names them). Each takes a desc that passed check(), with defaults filled in,
 // and arguments that passed check_forward_args().
 #pragma once
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include "rigel/attention.hpp"
@@ -10,7 +11,15 @@ namespace rigel::cuda::attention {
 
 // Rung 2, FlashAttention-2 on mma.sync (fa2_forward.cu).
 void fa2_forward(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a, cudaStream_t stream);
+// Rung 3's tensor maps of Q, K and V, kept by the plan: encoded again only
+// when a pointer changes.
+struct Fa3Maps {
+    CUtensorMap q{}, k{}, v{};
+    const void *qp = nullptr, *kp = nullptr, *vp = nullptr;
+};
+
 // Rung 3, wgmma and TMA, warp-specialized (fa3_forward.cu).
-void fa3_forward(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a, cudaStream_t stream);
+void fa3_forward(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a, cudaStream_t stream,
+                 Fa3Maps& maps);
 
 }  // namespace rigel::cuda::attention

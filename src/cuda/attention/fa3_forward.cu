@@ -365,7 +365,8 @@ CUtensorMap token_map(const void* base, const rigel::attention::Desc& d, std::in
 }
 
 template <int D>
-void launch(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a, cudaStream_t stream) {
+void launch(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a, cudaStream_t stream,
+            Fa3Maps& maps) {
     constexpr int bytes = Layout<D>::kBytes;
     static const bool configured = [] {
         RIGEL_CUDA_CHECK(cudaFuncSetAttribute(fa3_forward_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
@@ -380,18 +381,22 @@ void launch(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs
                    .scale_log2 = d.scale * kLog2e,
                    .causal = d.causal};
     const dim3 grid(static_cast<unsigned>(d.batch * d.heads), static_cast<unsigned>((d.seq + kRows - 1) / kRows));
-    fa3_forward_kernel<D><<<grid, kThreads, bytes, stream>>>(token_map(a.q, d, d.ldq, kRows), token_map(a.k, d, d.ldk, kKeys),
-                                                            token_map(a.v, d, d.ldv, kKeys), p);
+    // The plan's desc never changes, so the pointers are the maps' whole key.
+    if (maps.qp != a.q) maps.q = token_map(a.q, d, d.ldq, kRows), maps.qp = a.q;
+    if (maps.kp != a.k) maps.k = token_map(a.k, d, d.ldk, kKeys), maps.kp = a.k;
+    if (maps.vp != a.v) maps.v = token_map(a.v, d, d.ldv, kKeys), maps.vp = a.v;
+    fa3_forward_kernel<D><<<grid, kThreads, bytes, stream>>>(maps.q, maps.k, maps.v, p);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-void fa3_forward(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a, cudaStream_t stream) {
+void fa3_forward(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a, cudaStream_t stream,
+                 Fa3Maps& maps) {
     if (d.head_dim == 64)
-        launch<64>(d, a, stream);
+        launch<64>(d, a, stream, maps);
     else
-        launch<128>(d, a, stream);
+        launch<128>(d, a, stream, maps);
 }
 
 }  // namespace rigel::cuda::attention
