@@ -217,17 +217,19 @@ fi
 
 # Attention: the verify suite against float64 (cuDNN's output checked beside
 # rigel's), then rigel against cuDNN in paired samples: every timed suite
-# (attention), or GPT-2's alone (attention_quick).
+# (attention), or the targets' S = 4096 cases and GPT-2's (attention_quick).
 if has attention || has attention_quick; then
   log "attention verify"
   timeout -s INT 300 $RIGEL attention verify --baselines --out "$OUT" > "$OUT/attention_verify.txt" \
     2> "$OUT/attention_verify.err"
   summary+=("attention verify: rc $?")
-  if has attention; then att_suite=all; else att_suite=gpt2; fi
-  log "attention bench $att_suite"
-  timeout -s INT 400 $RIGEL attention bench --suite "$att_suite" --out "$OUT" > "$OUT/attention_bench.txt" \
-    2> "$OUT/attention_bench.err"
-  summary+=("attention bench (suite $att_suite): rc $?")
+  if has attention; then att_suites=(all); else att_suites=(targets gpt2); fi
+  for s in "${att_suites[@]}"; do
+    log "attention bench $s"
+    timeout -s INT 400 $RIGEL attention bench --suite "$s" --out "$OUT" >> "$OUT/attention_bench.txt" \
+      2>> "$OUT/attention_bench.err"
+    summary+=("attention bench (suite $s): rc $?")
+  done
 fi
 
 for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
@@ -243,5 +245,5 @@ for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/gemm_compare.txt" ] && tail -40 "$OUT/gemm_compare.txt"
 [ -f "$OUT/gemm_bench.txt" ] && tail -50 "$OUT/gemm_bench.txt"
 [ -f "$OUT/attention_verify.txt" ] && grep -c " pass " "$OUT/attention_verify.txt" && grep " FAIL " "$OUT/attention_verify.txt" | head -20
-[ -f "$OUT/attention_bench.txt" ] && tail -30 "$OUT/attention_bench.txt"
+[ -f "$OUT/attention_bench.txt" ] && grep -E "^(sdpa|gpt2|targets) " "$OUT/attention_bench.txt" | tail -60
 printf '%s\n' "${summary[@]}"

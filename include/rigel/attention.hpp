@@ -88,6 +88,24 @@ struct ForwardArgs {
 // else one sentence saying why not.
 std::string check_forward_args(const Desc& d, const ForwardArgs& a);
 
+// The device pointers of one backward call: the forward's inputs, its O and lse, and dO; the
+// gradients dQ, dK, dV written with the leading dimensions of Q, K, V. The inputs may overlap each
+// other; no gradient may overlap an input, and the gradients may share one buffer only as column
+// blocks of the same rows (a dQKV buffer, like the QKV buffer the forward reads).
+struct BackwardArgs {
+    const void* q = nullptr;
+    const void* k = nullptr;
+    const void* v = nullptr;
+    const void* o = nullptr;
+    const void* dout = nullptr;
+    const float* lse = nullptr;
+    void* dq = nullptr;
+    void* dk = nullptr;
+    void* dv = nullptr;
+};
+// Empty when `a` suits `d`, else one sentence saying why not (as check_forward_args).
+std::string check_backward_args(const Desc& d, const BackwardArgs& a);
+
 // A plan: the checked desc and its kernel. Building one does no device work; the first call encodes
 // the kernel's tensor maps, and later calls with the same Q, K and V reuse them, so a repeated call
 // does no host work beyond the launch. A plan is used by one thread at a time.
@@ -100,6 +118,11 @@ public:
     // args (check_forward_args) before anything is launched, std::runtime_error if built without
     // CUDA or a CUDA call fails.
     void forward(const ForwardArgs& a, Stream stream = nullptr) const;
+    // Enqueues the backward pass (FlashAttention-2 on mma.sync, whatever the forward kernel):
+    // Dl = rowsum(dO O), then dK and dV per key tile in registers and dQ accumulated in fp32 with
+    // atomic adds (its last bits may vary from run to run; dK and dV do not), then dQ rounded.
+    // Holds a workspace of 4 (B S H D + B H S) bytes, allocated on the first call.
+    void backward(const BackwardArgs& a, Stream stream = nullptr) const;
 
     struct State;  // what the kernel keeps between calls (src/cuda/attention/plan.cu)
 

@@ -80,6 +80,44 @@ std::string check_forward_args(const Desc& desc, const ForwardArgs& a) {
     return {};
 }
 
+std::string check_backward_args(const Desc& desc, const BackwardArgs& a) {
+    const Desc d = with_defaults(desc);
+    struct Tensor {
+        const char* name;
+        const void* p;
+        std::int64_t ld;
+    };
+    const Tensor inputs[] = {{"Q", a.q, d.ldq}, {"K", a.k, d.ldk}, {"V", a.v, d.ldv}, {"O", a.o, d.ldo},
+                             {"dO", a.dout, d.ldo}};
+    const Tensor grads[] = {{"dQ", a.dq, d.ldq}, {"dK", a.dk, d.ldk}, {"dV", a.dv, d.ldv}};
+    for (const Tensor* set : {inputs, grads})
+        for (int i = 0; i < (set == inputs ? 5 : 3); ++i) {
+            if (set[i].p == nullptr) return std::string(set[i].name) + " is null";
+            if (reinterpret_cast<std::uintptr_t>(set[i].p) % 16 != 0)
+                return std::string(set[i].name) + " is not 16-byte aligned (rows move in 16-byte pieces)";
+        }
+    if (a.lse == nullptr) return "lse is null (the backward pass reads the forward's)";
+    if (reinterpret_cast<std::uintptr_t>(a.lse) % 4 != 0) return "lse is not 4-byte aligned";
+    const std::uint64_t lse_bytes = static_cast<std::uint64_t>(d.batch * d.heads * d.seq) * sizeof(float);
+    const std::uint64_t row_bytes = static_cast<std::uint64_t>(d.heads * d.head_dim) * 2;
+    for (const Tensor& g : grads) {
+        const std::uint64_t gb = extent_bytes(d, g.ld);
+        for (const Tensor& in : inputs)
+            if (overlaps(g.p, gb, in.p, extent_bytes(d, in.ld)))
+                return std::string(g.name) + " overlaps " + in.name + " (gradients may not overwrite inputs)";
+        if (overlaps(g.p, gb, a.lse, lse_bytes)) return std::string(g.name) + " overlaps lse";
+        for (const Tensor& h : grads) {
+            if (&h <= &g || !overlaps(g.p, gb, h.p, extent_bytes(d, h.ld))) continue;
+            // Column blocks of the same rows: one leading dimension, H D columns each, side by side.
+            const auto x = reinterpret_cast<std::uintptr_t>(g.p), y = reinterpret_cast<std::uintptr_t>(h.p);
+            const std::uint64_t gap = x > y ? x - y : y - x;
+            if (g.ld != h.ld || gap < row_bytes || gap + row_bytes > static_cast<std::uint64_t>(g.ld) * 2)
+                return std::string(g.name) + " overlaps " + h.name + " other than as column blocks of one buffer";
+        }
+    }
+    return {};
+}
+
 Plan::Plan(const Desc& d, Kernel k) : desc_(with_defaults(d)), kernel_(k) {
     if (const std::string why = check(d); !why.empty()) throw std::invalid_argument(why);
 }

@@ -36,6 +36,7 @@ struct VerifyRow {
     Desc desc{};  // defaults filled in
     Contender who = Contender::rigel;
     std::string kernel{};  // rigel's kernel name, or cuDNN's version
+    bool backward = false;  // the backward pass (dQ, dK, dV checked, on rigel's O and lse)
     bool pass = false;
     double err_max_scaled = 0;  // of the allowance; <= 1 passes
     std::int64_t checked_heads = 0, checked_rows = 0;
@@ -49,10 +50,11 @@ struct BenchRow {
     std::string case_name;
     Desc desc{};
     std::string kernel{};
+    bool backward = false;  // flops: backward_flops, else forward_flops
     Contender baseline = Contender::cudnn;
     PairedStats stats{};    // side A rigel, side B the baseline
     DeviceSample sample{};  // clocks, power and temperature over the pairs
-    double candidate_tflops = 0, baseline_tflops = 0;  // forward_flops / median time
+    double candidate_tflops = 0, baseline_tflops = 0;  // flops / median time
 };
 
 struct BenchOutcome {
@@ -61,12 +63,14 @@ struct BenchOutcome {
     std::vector<std::string> skipped;  // "cudnn: why"
 };
 
-// Verifies rigel's `kernel` on `c` (and cuDNN's output too when `baselines`).
+// Verifies rigel's `kernel` on `c`, forward, then the backward pass on its O
+// and lse (and cuDNN's forward and backward too when `baselines`).
 std::vector<VerifyRow> verify_case(Executor& ex, const AttentionCase& c, Kernel kernel, bool baselines,
                                    std::uint64_t seed, int threads);
 
 // Verifies rigel's `kernel`, cuDNN and (when `kernel` is not fa2) rung 2 on
-// `c`, then times rigel against each of them that passed, in pairs.
+// `c`, then times rigel against each of them that passed, in pairs; then the
+// same for the backward pass against cuDNN's.
 BenchOutcome bench_case(Executor& ex, const AttentionCase& c, Kernel kernel, const PairedConfig& timing,
                         std::uint64_t seed, int threads);
 

@@ -45,6 +45,14 @@ std::vector<AttentionCase> sdpa_cases() {
     return out;
 }
 
+// The sdpa grid's cases at S = 4096, where the targets are set.
+std::vector<AttentionCase> target_cases() {
+    std::vector<AttentionCase> out;
+    for (const AttentionCase& c : sdpa_cases())
+        if (c.desc.seq == 4096) out.push_back(c);
+    return out;
+}
+
 std::vector<AttentionCase> gpt2_cases() {
     constexpr std::int64_t heads = 12, dim = 64, seq = 1024;
     const Desc d{.batch = kTokens / seq, .heads = heads, .seq = seq, .head_dim = dim, .causal = true,
@@ -59,6 +67,8 @@ const std::vector<AttentionSuite>& table() {
          verify_cases()},
         {"sdpa", "D 64 and 128, S 512 to 16384 at 16384 tokens, H = 2048 / D, causal and not", sdpa_cases()},
         {"gpt2", "GPT-2 124M's causal attention at 16384 tokens, read from the QKV projection in place", gpt2_cases()},
+        {"targets", "the sdpa cases at S = 4096 (D 64 and 128, causal and not), where the targets are set",
+         target_cases()},
     };
     return suites;
 }

@@ -27,7 +27,8 @@ struct AttentionSuite {
 // buffer read in place. sdpa: the field's benchmark grid, D = 64 and 128,
 // S = 512 ... 16384 at 16,384 tokens (B = 16384 / S), H = 2048 / D, causal
 // and not. gpt2: GPT-2 124M's attention at 16,384 tokens, B 16 x S 1024, Q, K
-// and V read from the QKV projection's output.
+// and V read from the QKV projection's output. targets: the sdpa cases at
+// S = 4096, where the targets are set (a short timed run).
 std::span<const AttentionSuite> attention_suites();
 // nullptr when no suite has that name.
 const AttentionSuite* find_attention_suite(std::string_view name);

@@ -25,7 +25,8 @@ using attention::AttentionCase;
 using attention::AttentionSuite;
 
 // The suites bench times (verify is for correctness only: its cases are small or odd).
-constexpr const char* kTimedSuites[] = {"sdpa", "gpt2"};
+// all: sdpa and gpt2 (targets is a subset of sdpa, for a short run).
+constexpr const char* kTimedSuites[] = {"sdpa", "gpt2", "targets"};
 
 struct VerifyArgs {
     std::string suite = "verify", kernel = "all";
@@ -71,10 +72,12 @@ std::vector<std::string> desc_cells(const attention::Desc& d) {
             std::to_string(d.ldo)};
 }
 
+std::string direction(bool backward) { return backward ? "backward" : "forward"; }
+
 const std::vector<std::string>& verify_header() {
     static const std::vector<std::string> h{"run_id", "host",  "device",         "case",          "batch",
                                             "heads",  "seq",   "head_dim",       "causal",        "ldq",
-                                            "ldk",    "ldv",   "ldo",            "contender",     "kernel",
+                                            "ldk",    "ldv",   "ldo",            "contender",     "direction",   "kernel",
                                             "pass",   "err_max_scaled", "checked_heads", "checked_rows", "reason"};
     return h;
 }
@@ -82,7 +85,7 @@ const std::vector<std::string>& verify_header() {
 const std::vector<std::string>& bench_header() {
     static const std::vector<std::string> h{
         "run_id",   "host",      "device",   "suite",  "case",        "batch",          "heads",
-        "seq",      "head_dim",  "causal",   "ldq",    "ldk",         "ldv",            "ldo",
+        "seq",      "head_dim",  "causal",   "ldq",    "ldk",         "ldv",            "ldo",  "direction",
         "candidate", "baseline", "kernel",   "pairs",  "candidate_tflops", "baseline_tflops", "ratio_median",
         "ratio_p10", "ratio_p90", "candidate_ms", "baseline_ms", "sm_clock_mhz", "power_w", "temp_c"};
     return h;
@@ -91,7 +94,8 @@ const std::vector<std::string>& bench_header() {
 std::vector<std::string> verify_cells(const RowContext& x, const attention::VerifyRow& r) {
     std::vector<std::string> c{x.run_id, x.host, x.device, r.case_name};
     for (auto& cell : desc_cells(r.desc)) c.push_back(std::move(cell));
-    for (auto& cell : {std::string(attention::name(r.who)), r.kernel, std::string(r.pass ? "1" : "0"),
+    for (auto& cell : {std::string(attention::name(r.who)), direction(r.backward), r.kernel,
+                       std::string(r.pass ? "1" : "0"),
                        num(r.err_max_scaled), std::to_string(r.checked_heads), std::to_string(r.checked_rows),
                        r.reason})
         c.push_back(cell);
@@ -104,7 +108,8 @@ std::vector<std::string> bench_cells(const RowContext& x, const std::string& sui
     const bool paired = r.baseline != attention::Contender::none;
     const DeviceSample& d = r.sample;
     for (auto& cell :
-         {std::string("rigel"), std::string(attention::name(r.baseline)), r.kernel, std::to_string(r.stats.pairs),
+         {direction(r.backward), std::string("rigel"), std::string(attention::name(r.baseline)), r.kernel,
+          std::to_string(r.stats.pairs),
           num(r.candidate_tflops), paired ? num(r.baseline_tflops) : "", paired ? num(r.stats.ratio_median) : "",
           paired ? num(r.stats.ratio_p10) : "", paired ? num(r.stats.ratio_p90) : "", num(r.stats.a.median_s * 1e3),
           paired ? num(r.stats.b.median_s * 1e3) : "", d.valid ? num(d.sm_clock_mhz) : "",
@@ -114,8 +119,9 @@ std::vector<std::string> bench_cells(const RowContext& x, const std::string& sui
 }
 
 void print_verify_row(const attention::VerifyRow& r) {
-    std::printf("%-36s %-6s %-26s %-4s %9s  %s\n", r.case_name.c_str(), attention::name(r.who), r.kernel.c_str(),
-                r.pass ? "pass" : "FAIL", num(r.err_max_scaled).c_str(), r.reason.c_str());
+    std::printf("%-28s %-9s %-8s %-26s %-4s %9s  %s\n", r.case_name.c_str(), attention::name(r.who),
+                direction(r.backward).c_str(), r.kernel.c_str(), r.pass ? "pass" : "FAIL",
+                num(r.err_max_scaled).c_str(), r.reason.c_str());
     std::fflush(stdout);
 }
 
@@ -170,10 +176,10 @@ int run_verify(const VerifyArgs& v, const CLI::App& cmd) {
 int run_bench(const BenchArgs& b, const CLI::App& cmd) {
     const CommonArgs& a = b.common;
     check_out_option(cmd, a.out);
-    if (b.suite.empty()) throw std::invalid_argument("--suite is required: sdpa, gpt2 or all");
+    if (b.suite.empty()) throw std::invalid_argument("--suite is required: sdpa, gpt2, targets or all");
     std::vector<const AttentionSuite*> suites;
     for (const char* name : kTimedSuites)
-        if (b.suite == "all" || b.suite == name) suites.push_back(&suite_named(name));
+        if ((b.suite == "all" && std::string(name) != "targets") || b.suite == name) suites.push_back(&suite_named(name));
     if (suites.empty()) {
         suite_named(b.suite);  // unknown: says so
         throw std::invalid_argument("suite " + b.suite + " is not timed: rigel attention verify --suite " + b.suite +
@@ -208,7 +214,7 @@ int run_bench(const BenchArgs& b, const CLI::App& cmd) {
             say(std::string(s->name) + " " + c.name + " (" + attention::shape_text(c.desc) + "): verifying, then timing");
             const attention::BenchOutcome o = attention::bench_case(*ex, c, kernel, timing, seed, threads);
             for (const attention::VerifyRow& v : o.verified) {
-                say("  " + std::string(attention::name(v.who)) + " (" + v.kernel + "): " +
+                say("  " + std::string(attention::name(v.who)) + " " + direction(v.backward) + " (" + v.kernel + "): " +
                     (v.pass ? "pass, error " + num(v.err_max_scaled) + " of its allowance" : "FAIL: " + v.reason));
                 if (!v.pass) failures.push_back(std::string(s->name) + " " + c.name + " " + attention::name(v.who) +
                                                 ": " + v.reason);
@@ -224,15 +230,16 @@ int run_bench(const BenchArgs& b, const CLI::App& cmd) {
             write(false);
         }
     write(!stop_requested());
-    std::printf("\n%-6s %-24s %-10s %-24s %s\n", "suite", "case", "vs", "ratio median [p10, p90]",
+    std::printf("\n%-6s %-20s %-8s %-10s %-24s %s\n", "suite", "case", "pass", "vs", "ratio median [p10, p90]",
                 "Tflop/s rigel / baseline");
     for (const auto& [suite, r] : timed) {
         char ratio[64] = "-";
         if (r.baseline != attention::Contender::none)
             std::snprintf(ratio, sizeof ratio, "%.3f [%.3f, %.3f]", r.stats.ratio_median, r.stats.ratio_p10,
                           r.stats.ratio_p90);
-        std::printf("%-6s %-24s %-10s %-24s %.1f / %.1f\n", suite.c_str(), r.case_name.c_str(),
-                    attention::name(r.baseline), ratio, r.candidate_tflops, r.baseline_tflops);
+        std::printf("%-6s %-20s %-8s %-10s %-24s %.1f / %.1f\n", suite.c_str(), r.case_name.c_str(),
+                    direction(r.backward).c_str(), attention::name(r.baseline), ratio, r.candidate_tflops,
+                    r.baseline_tflops);
     }
     std::fflush(stdout);
     files.report(cells.size());
@@ -278,7 +285,7 @@ std::vector<SubcommandHook> add_attention_commands(CLI::App& app) {
 
     auto* bench = cmd->add_subcommand("bench", "Time rigel against cuDNN (and fa3 against fa2) in paired samples, each "
                                                "verified first");
-    bench->add_option("--suite", ba.suite, "sdpa, gpt2, or all");
+    bench->add_option("--suite", ba.suite, "sdpa, gpt2, targets (sdpa at S = 4096), or all (sdpa and gpt2)");
     bench->add_option("--kernel", ba.kernel, "rigel's kernel: fa2 or fa3 (fa3 is also timed against fa2)")
         ->capture_default_str();
     add_common_options(bench, ba.common, true);

@@ -80,6 +80,9 @@ namespace rigel::attention {
 void Plan::forward(const ForwardArgs&, Stream) const {
     throw std::runtime_error("rigel::attention::Plan::forward: rigel was built without CUDA");
 }
+void Plan::backward(const BackwardArgs&, Stream) const {
+    throw std::runtime_error("rigel::attention::Plan::backward: rigel was built without CUDA");
+}
 
 // `rigel attention` says "skipped" before it reaches the driver; a call here is a defect.
 std::vector<VerifyRow> verify_case(Executor&, const AttentionCase&, Kernel, bool, std::uint64_t, int) {

@@ -360,3 +360,37 @@ TEST(AttentionPlan, RefusesWhatTheKernelsCannotTake) {
     EXPECT_EQ(k, Kernel::fa3);
     EXPECT_FALSE(parse_kernel("fa4", k));
 }
+
+TEST(AttentionArgs, BackwardRefusesGradientsOverInputsButTakesOneDqkvBuffer) {
+    const Desc d = with_defaults(Desc{.batch = 2, .heads = 3, .seq = 10, .head_dim = 64});
+    const std::uintptr_t base = 0x20000000;
+    const std::uintptr_t bytes = static_cast<std::uintptr_t>(2 * 10 * 3 * 64 * 2);
+    const auto at = [&](std::uintptr_t slot) { return reinterpret_cast<void*>(base + slot * bytes); };
+    BackwardArgs a{.q = at(0), .k = at(1), .v = at(2), .o = at(3), .dout = at(4),
+                   .lse = static_cast<const float*>(at(5)), .dq = at(6), .dk = at(7), .dv = at(8)};
+    EXPECT_EQ(check_backward_args(d, a), "");
+    BackwardArgs bad = a;
+    bad.lse = nullptr;
+    EXPECT_TRUE(contains(check_backward_args(d, bad), "lse is null"));
+    bad = a;
+    bad.dout = nullptr;
+    EXPECT_EQ(check_backward_args(d, bad), "dO is null");
+    bad = a;
+    bad.dk = at(1);  // dK over K
+    EXPECT_EQ(check_backward_args(d, bad), "dK overlaps K (gradients may not overwrite inputs)");
+    bad = a;
+    bad.dv = at(7);  // dV on dK
+    EXPECT_TRUE(contains(check_backward_args(d, bad), "dK overlaps dV other than as column blocks"));
+
+    // dQ, dK, dV as the column blocks of one [B S, 3 H D] buffer, as Q, K, V of a QKV buffer.
+    const Desc packed = with_defaults(Desc{.batch = 2, .heads = 3, .seq = 10, .head_dim = 64, .ldq = 576, .ldk = 576,
+                                           .ldv = 576});
+    const auto p = [&](std::uintptr_t offset) { return reinterpret_cast<void*>(base + offset); };
+    const std::uintptr_t grads = 16 * bytes;
+    BackwardArgs qkv{.q = p(0), .k = p(384), .v = p(768), .o = at(10), .dout = at(11),
+                     .lse = static_cast<const float*>(at(12)), .dq = p(grads), .dk = p(grads + 384),
+                     .dv = p(grads + 768)};
+    EXPECT_EQ(check_backward_args(packed, qkv), "");
+    qkv.dv = p(grads + 192);  // overlapping dQ's columns
+    EXPECT_TRUE(contains(check_backward_args(packed, qkv), "other than as column blocks"));
+}

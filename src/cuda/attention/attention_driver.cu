@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -31,33 +32,62 @@ public:
         q_ = upload(in_.q);
         k_ = upload(in_.k);
         v_ = upload(in_.v);
-        o_ = std::make_unique<DeviceBuffer>(ex, static_cast<std::size_t>(sizes_.o) * 2);
-        lse_ = std::make_unique<DeviceBuffer>(ex, static_cast<std::size_t>(sizes_.lse) * 4);
+        dout_ = upload(in_.dout);
+        o_ = buffer(sizes_.o * 2);
+        lse_ = buffer(sizes_.lse * 4);
+        dq_ = buffer(sizes_.q * 2);
+        dk_ = buffer(sizes_.k * 2);
+        dv_ = buffer(sizes_.v * 2);
     }
 
     const Desc& desc() const { return desc_; }
     ForwardArgs args() const {
         return {.q = q_->get(), .k = k_->get(), .v = v_->get(), .o = o_->get(), .lse = static_cast<float*>(lse_->get())};
     }
+    BackwardArgs backward_args() const {
+        return {.q = q_->get(),
+                .k = k_->get(),
+                .v = v_->get(),
+                .o = o_->get(),
+                .dout = dout_->get(),
+                .lse = static_cast<const float*>(lse_->get()),
+                .dq = dq_->get(),
+                .dk = dk_->get(),
+                .dv = dv_->get()};
+    }
 
-    void poison_outputs() {
-        RIGEL_CUDA_CHECK(cudaMemsetAsync(o_->get(), kPoisonByte, o_->size(), stream_of(ex_)));
-        RIGEL_CUDA_CHECK(cudaMemsetAsync(lse_->get(), kPoisonByte, lse_->size(), stream_of(ex_)));
+    // O and lse (the forward's outputs), or dQ, dK, dV (the backward's).
+    void poison(bool gradients) {
+        for (DeviceBuffer* b : gradients ? std::initializer_list<DeviceBuffer*>{dq_.get(), dk_.get(), dv_.get()}
+                                         : std::initializer_list<DeviceBuffer*>{o_.get(), lse_.get()})
+            RIGEL_CUDA_CHECK(cudaMemsetAsync(b->get(), kPoisonByte, b->size(), stream_of(ex_)));
         ex_.synchronize();
     }
 
-    Verdict check_outputs(std::uint64_t seed, int threads) {
-        std::vector<std::uint16_t> o(static_cast<std::size_t>(sizes_.o));
+    Verdict check_outputs(bool backward, std::uint64_t seed, int threads) {
+        const auto down16 = [&](const DeviceBuffer& b) {
+            std::vector<std::uint16_t> h(b.size() / 2);
+            ex_.download(h.data(), b.get(), b.size());
+            return h;
+        };
+        const std::vector<std::uint16_t> o = down16(*o_);
         std::vector<float> lse(static_cast<std::size_t>(sizes_.lse));
-        ex_.download(o.data(), o_->get(), o.size() * 2);
         ex_.download(lse.data(), lse_->get(), lse.size() * 4);
-        return verify(desc_, in_, Outputs{.o = o.data(), .lse = lse.data()}, seed,
-                      VerifyOptions{.backward = false, .threads = threads});
+        Outputs out{.o = o.data(), .lse = lse.data()};
+        std::vector<std::uint16_t> dq, dk, dv;
+        if (backward) {
+            dq = down16(*dq_), dk = down16(*dk_), dv = down16(*dv_);
+            out.dq = dq.data(), out.dk = dk.data(), out.dv = dv.data();
+        }
+        return verify(desc_, in_, out, seed, VerifyOptions{.backward = backward, .threads = threads});
     }
 
 private:
+    std::unique_ptr<DeviceBuffer> buffer(std::int64_t bytes) {
+        return std::make_unique<DeviceBuffer>(ex_, static_cast<std::size_t>(bytes));
+    }
     std::unique_ptr<DeviceBuffer> upload(const std::vector<std::uint16_t>& host) {
-        auto b = std::make_unique<DeviceBuffer>(ex_, host.size() * 2);
+        auto b = buffer(static_cast<std::int64_t>(host.size()) * 2);
         ex_.upload(b->get(), host.data(), host.size() * 2);
         return b;
     }
@@ -66,33 +96,43 @@ private:
     Desc desc_;
     Sizes sizes_;
     Inputs in_;
-    std::unique_ptr<DeviceBuffer> q_, k_, v_, o_, lse_;
+    std::unique_ptr<DeviceBuffer> q_, k_, v_, dout_, o_, lse_, dq_, dk_, dv_;
 };
 
 struct Runner {
     Contender who;
     std::string kernel;
     std::function<void()> launch;
+    bool backward = false;
 };
 
 // `plan` runs rigel (its kernel) and rigel_fa2 (a plan on fa2, built by the caller).
-Runner runner(Contender who, const Plan& plan, const DeviceCase& dc, Executor& ex) {
+Runner runner(Contender who, const Plan& plan, const DeviceCase& dc, Executor& ex, bool backward) {
     const cudaStream_t s = stream_of(ex);
     const ForwardArgs a = dc.args();
+    const BackwardArgs ba = dc.backward_args();
     const Desc d = dc.desc();
-    if (who == Contender::cudnn)
+    if (who == Contender::cudnn) {
+        if (backward)
+            return {who, cuda::vendor::cudnn_sdpa_version(), [d, ba, s] { cuda::vendor::cudnn_sdpa_backward(d, ba, s); },
+                    true};
         return {who, cuda::vendor::cudnn_sdpa_version(), [d, a, s] { cuda::vendor::cudnn_sdpa_forward(d, a, s); }};
+    }
+    if (backward) return {who, "fa2 backward", [&plan, ba, s] { plan.backward(ba, s); }, true};
     return {who, name(plan.kernel()), [&plan, a, s] { plan.forward(a, s); }};
 }
 
+// Poison what `r` writes, run it, check against float64. A backward runner
+// reads the O and lse that the last forward left (the caller runs rigel's
+// forward first; the backward's allowance takes their errors into account).
 VerifyRow verify_one(const AttentionCase& c, DeviceCase& dc, const Runner& r, Executor& ex, std::uint64_t seed,
                      int threads) {
-    VerifyRow row{.case_name = c.name, .desc = dc.desc(), .who = r.who, .kernel = r.kernel};
+    VerifyRow row{.case_name = c.name, .desc = dc.desc(), .who = r.who, .kernel = r.kernel, .backward = r.backward};
     try {
-        dc.poison_outputs();
+        dc.poison(r.backward);
         r.launch();
         ex.synchronize();
-        const Verdict v = dc.check_outputs(seed, threads);
+        const Verdict v = dc.check_outputs(r.backward, seed, threads);
         row.pass = v.pass;
         row.err_max_scaled = v.err_max_scaled;
         row.checked_heads = v.checked_heads;
@@ -105,15 +145,49 @@ VerifyRow verify_one(const AttentionCase& c, DeviceCase& dc, const Runner& r, Ex
     return row;
 }
 
+// Times `candidate` against each of `against` in pairs (or alone when there is none).
+void time_pairs(const AttentionCase& c, const DeviceCase& dc, const Runner& candidate,
+                const std::vector<Runner>& against, const PairedConfig& timing, Executor& ex, BenchOutcome& out) {
+    const double flop = candidate.backward ? backward_flops(dc.desc()) : forward_flops(dc.desc());
+    BenchRow base{.case_name = c.name, .desc = dc.desc(), .kernel = candidate.kernel, .backward = candidate.backward};
+    if (against.empty()) {
+        const TimingConfig alone{.warmup_s = timing.warmup_s, .min_time_s = timing.min_time_s / 2};
+        DeviceSampling sampling(ex);
+        BenchRow row = base;
+        row.baseline = Contender::none;
+        row.stats.a = measure([&] { return ex.time_once(candidate.launch); }, alone);
+        row.sample = sampling.stop();
+        row.candidate_tflops = flop / row.stats.a.median_s * 1e-12;
+        out.rows.push_back(std::move(row));
+    }
+    for (const Runner& b : against) {
+        DeviceSampling sampling(ex);
+        BenchRow row = base;
+        row.baseline = b.who;
+        row.stats = measure_paired([&] { return ex.time_once(candidate.launch); },
+                                   [&] { return ex.time_once(b.launch); }, timing);
+        row.sample = sampling.stop();
+        row.candidate_tflops = flop / row.stats.a.median_s * 1e-12;
+        row.baseline_tflops = flop / row.stats.b.median_s * 1e-12;
+        out.rows.push_back(std::move(row));
+    }
+}
+
 }  // namespace
 
 std::vector<VerifyRow> verify_case(Executor& ex, const AttentionCase& c, Kernel kernel, bool baselines,
                                    std::uint64_t seed, int threads) {
     const Plan plan(c.desc, kernel);
     DeviceCase dc(ex, c.desc, seed);
-    std::vector<VerifyRow> rows{verify_one(c, dc, runner(Contender::rigel, plan, dc, ex), ex, seed, threads)};
-    if (baselines && cuda::vendor::cudnn_sdpa_support(dc.desc()).empty())
-        rows.push_back(verify_one(c, dc, runner(Contender::cudnn, plan, dc, ex), ex, seed, threads));
+    const bool cudnn = baselines && cuda::vendor::cudnn_sdpa_support(dc.desc()).empty();
+    std::vector<VerifyRow> rows;
+    if (cudnn) rows.push_back(verify_one(c, dc, runner(Contender::cudnn, plan, dc, ex, false), ex, seed, threads));
+    // rigel's forward last, so that both backward passes read its O and lse.
+    rows.push_back(verify_one(c, dc, runner(Contender::rigel, plan, dc, ex, false), ex, seed, threads));
+    if (!rows.back().pass) return rows;
+    rows.push_back(verify_one(c, dc, runner(Contender::rigel, plan, dc, ex, true), ex, seed, threads));
+    if (baselines && cuda::vendor::cudnn_sdpa_backward_support(dc.desc()).empty())
+        rows.push_back(verify_one(c, dc, runner(Contender::cudnn, plan, dc, ex, true), ex, seed, threads));
     return rows;
 }
 
@@ -122,45 +196,33 @@ BenchOutcome bench_case(Executor& ex, const AttentionCase& c, Kernel kernel, con
     BenchOutcome out;
     const Plan plan(c.desc, kernel), rung2(c.desc, Kernel::fa2);
     DeviceCase dc(ex, c.desc, seed);
-    const Runner rigel = runner(Contender::rigel, plan, dc, ex);
-    out.verified.push_back(verify_one(c, dc, rigel, ex, seed, threads));
-    const bool rigel_ok = out.verified.back().pass;
     std::vector<Runner> against;
     const auto consider = [&](Runner r) {
         out.verified.push_back(verify_one(c, dc, r, ex, seed, threads));
         if (out.verified.back().pass) against.push_back(std::move(r));
     };
+
+    // Forward: the baselines first, rigel's last (its O and lse stay for the backward pass).
     if (const std::string why = cuda::vendor::cudnn_sdpa_support(dc.desc()); !why.empty())
         out.skipped.push_back(std::string("cudnn: ") + why);
     else
-        consider(runner(Contender::cudnn, plan, dc, ex));
-    if (kernel != Kernel::fa2) consider(runner(Contender::rigel_fa2, rung2, dc, ex));
-    if (!rigel_ok) return out;
-    const double flop = forward_flops(dc.desc());
-    if (against.empty()) {
-        // Nothing to pair with: rigel timed alone, so its rate is still on record.
-        const TimingConfig alone{.warmup_s = timing.warmup_s, .min_time_s = timing.min_time_s / 2};
-        DeviceSampling sampling(ex);
-        BenchRow row{.case_name = c.name, .desc = dc.desc(), .kernel = rigel.kernel, .baseline = Contender::none};
-        row.stats.a = measure([&] { return ex.time_once(rigel.launch); }, alone);
-        row.sample = sampling.stop();
-        row.candidate_tflops = flop / row.stats.a.median_s * 1e-12;
-        out.rows.push_back(std::move(row));
-    }
-    for (const Runner& b : against) {
-        DeviceSampling sampling(ex);
-        const PairedStats s = measure_paired([&] { return ex.time_once(rigel.launch); },
-                                             [&] { return ex.time_once(b.launch); }, timing);
-        BenchRow row{.case_name = c.name,
-                     .desc = dc.desc(),
-                     .kernel = rigel.kernel,
-                     .baseline = b.who,
-                     .stats = s,
-                     .sample = sampling.stop()};
-        row.candidate_tflops = flop / s.a.median_s * 1e-12;
-        row.baseline_tflops = flop / s.b.median_s * 1e-12;
-        out.rows.push_back(std::move(row));
-    }
+        consider(runner(Contender::cudnn, plan, dc, ex, false));
+    if (kernel != Kernel::fa2) consider(runner(Contender::rigel_fa2, rung2, dc, ex, false));
+    const Runner rigel = runner(Contender::rigel, plan, dc, ex, false);
+    out.verified.push_back(verify_one(c, dc, rigel, ex, seed, threads));
+    if (!out.verified.back().pass) return out;
+    time_pairs(c, dc, rigel, against, timing, ex, out);
+
+    // Backward, on rigel's O and lse.
+    against.clear();
+    const Runner rigel_bwd = runner(Contender::rigel, plan, dc, ex, true);
+    out.verified.push_back(verify_one(c, dc, rigel_bwd, ex, seed, threads));
+    if (!out.verified.back().pass) return out;
+    if (const std::string why = cuda::vendor::cudnn_sdpa_backward_support(dc.desc()); !why.empty())
+        out.skipped.push_back(std::string("cudnn backward: ") + why);
+    else
+        consider(runner(Contender::cudnn, plan, dc, ex, true));
+    time_pairs(c, dc, rigel_bwd, against, timing, ex, out);
     return out;
 }
 

@@ -11,6 +11,10 @@ namespace rigel::cuda::attention {
 
 // Rung 2, FlashAttention-2 on mma.sync (fa2_forward.cu).
 void fa2_forward(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a, cudaStream_t stream);
+// The backward pass (fa2_backward.cu): dq_acc holds B S H D floats, dl B H S.
+void fa2_backward(const rigel::attention::Desc& d, const rigel::attention::BackwardArgs& a, float* dq_acc, float* dl,
+                  cudaStream_t stream);
+
 // Rung 3's tensor maps of Q, K and V, kept by the plan: encoded again only
 // when a pointer changes.
 struct Fa3Maps {

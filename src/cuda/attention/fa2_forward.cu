@@ -33,17 +33,11 @@
 #include <cstdint>
 
 #include "cuda/attention/attention_kernels.cuh"
+#include "cuda/attention/mma_sync_tiles.cuh"
 #include "cuda/check.cuh"
-#include "cuda/ladder/tensor_rungs.cuh"
 
 namespace rigel::cuda::attention {
 namespace {
-
-using tensor::cp_async_16;
-using tensor::cp_async_commit;
-using tensor::cp_async_wait;
-using tensor::ldmatrix_x4;
-using tensor::smem_addr;
 
 constexpr int kRows = 128;  // query rows per CTA
 constexpr int kKeys = 64;   // keys per K/V tile
@@ -78,48 +72,6 @@ struct Params {
     bool causal;
 };
 
-// Element offset of (row, col) in a swizzled tile of D columns.
-template <int D>
-__device__ __forceinline__ int swizzled(int row, int col) {
-    return row * D + (((col >> 3) ^ (row & 7)) << 3) + (col & 7);
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-// D += A B on one m16n8k16 tile, bf16 in, fp32 accumulate.
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
-                                         std::uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ std::uint32_t pack_bf16(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (lo) in the low half: the lower column
-    return *reinterpret_cast<const std::uint32_t*>(&v);
-}
-
-// Rows [row0, row0 + R) of one head of a [B S, ld] tensor into a swizzled
-// tile; rows past the sequence are zero-filled.
-template <int D, int R>
-__device__ __forceinline__ void load_rows(__nv_bfloat16* tile, const __nv_bfloat16* head, std::int64_t ld,
-                                          int row0, int seq) {
-    constexpr int kChunks = D / 8;
-    for (int i = static_cast<int>(threadIdx.x); i < R * kChunks; i += Shape<D>::kThreads) {
-        const int r = i / kChunks, c = i % kChunks;
-        const int row = row0 + r;
-        const bool inside = row < seq;
-        const __nv_bfloat16* src = head + static_cast<std::int64_t>(inside ? row : 0) * ld + c * 8;
-        cp_async_16(smem_addr(tile + swizzled<D>(r, c * 8)), src, inside ? 16 : 0);
-    }
-}
-
 template <int D>
 __global__ void __launch_bounds__(Shape<D>::kThreads) fa2_forward_kernel(const Params p) {
     constexpr int kWarpTiles = Shape<D>::kWarpTiles, kWarpRows = Shape<D>::kWarpRows;
@@ -141,10 +93,10 @@ __global__ void __launch_bounds__(Shape<D>::kThreads) fa2_forward_kernel(const P
     const __nv_bfloat16* kh = p.k + token0 * p.ldk + head * D;
     const __nv_bfloat16* vh = p.v + token0 * p.ldv + head * D;
 
-    load_rows<D, kRows>(sq, qh, p.ldq, row0, p.seq);
+    load_rows<D, kRows, Shape<D>::kThreads>(sq, qh, p.ldq, row0, p.seq);
     cp_async_commit();
-    load_rows<D, kKeys>(sk, kh, p.ldk, 0, p.seq);
-    load_rows<D, kKeys>(sv, vh, p.ldv, 0, p.seq);
+    load_rows<D, kKeys, Shape<D>::kThreads>(sk, kh, p.ldk, 0, p.seq);
+    load_rows<D, kKeys, Shape<D>::kThreads>(sv, vh, p.ldv, 0, p.seq);
     cp_async_commit();
 
     float o[kWarpTiles][D / 8][4] = {};
@@ -161,8 +113,8 @@ __global__ void __launch_bounds__(Shape<D>::kThreads) fa2_forward_kernel(const P
     for (int j = 0; j < key_tiles; ++j) {
         const int stage = j & 1;
         if (j + 1 < key_tiles) {
-            load_rows<D, kKeys>(sk + (stage ^ 1) * kKeys * D, kh, p.ldk, (j + 1) * kKeys, p.seq);
-            load_rows<D, kKeys>(sv + (stage ^ 1) * kKeys * D, vh, p.ldv, (j + 1) * kKeys, p.seq);
+            load_rows<D, kKeys, Shape<D>::kThreads>(sk + (stage ^ 1) * kKeys * D, kh, p.ldk, (j + 1) * kKeys, p.seq);
+            load_rows<D, kKeys, Shape<D>::kThreads>(sv + (stage ^ 1) * kKeys * D, vh, p.ldv, (j + 1) * kKeys, p.seq);
             cp_async_commit();
             cp_async_wait<1>();
         } else {

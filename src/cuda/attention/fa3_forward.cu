@@ -41,6 +41,7 @@
 #include <string>
 
 #include "cuda/attention/attention_kernels.cuh"
+#include "cuda/attention/mma_sync_tiles.cuh"
 #include "cuda/check.cuh"
 #include "cuda/hopper/sm90.cuh"
 #include "cuda/hopper/sm90_cluster.cuh"
@@ -89,22 +90,8 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, s
         : "memory");
 }
 
-__device__ __forceinline__ std::uint32_t pack_bf16(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&v);
-}
-
 // The named barriers of the consumers' turns: kTurnBarrier + consumer (0 is __syncthreads').
 constexpr int kTurnBarrier = 1;
-
-// 2^x by the SFU in one instruction (ex2.approx.ftz: a relative error of a
-// few units in the last place, and results below 2^-126 flushed to zero,
-// which the float64 gate's allowance for the exponential covers).
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
 
 // Which scores of a tile are masked, for this thread's rows: keys past the
 // sequence, and (causal) keys after the query. `active` false: none is.

@@ -1,17 +1,24 @@
 // rigel::attention::Plan on the GPU: the arguments checked on the host, then
-// one launch of the plan's kernel.
+// the plan's kernel launched; the state the kernels keep between calls (tensor
+// maps, the backward pass's workspace).
 #include <cuda_runtime.h>
 
 #include <stdexcept>
 #include <string>
 
 #include "cuda/attention/attention_kernels.cuh"
+#include "cuda/check.cuh"
 #include "rigel/attention.hpp"
 
 namespace rigel::attention {
 
 struct Plan::State {
     cuda::attention::Fa3Maps fa3;
+    float* workspace = nullptr;  // the backward pass's dQ accumulator, then Dl
+
+    ~State() {
+        if (workspace) cudaFree(workspace);  // an error here (context already gone) changes nothing
+    }
 };
 
 void Plan::forward(const ForwardArgs& a, Stream stream) const {
@@ -24,6 +31,16 @@ void Plan::forward(const ForwardArgs& a, Stream stream) const {
             return;
     }
     throw std::logic_error("rigel::attention::Plan: unknown kernel");
+}
+
+void Plan::backward(const BackwardArgs& a, Stream stream) const {
+    if (const std::string why = check_backward_args(desc_, a); !why.empty()) throw std::invalid_argument(why);
+    if (!state_) state_ = std::make_shared<State>();
+    const std::size_t rows = static_cast<std::size_t>(desc_.batch * desc_.seq * desc_.heads);
+    const std::size_t dq_floats = rows * static_cast<std::size_t>(desc_.head_dim);
+    if (!state_->workspace) RIGEL_CUDA_CHECK(cudaMalloc(&state_->workspace, (dq_floats + rows) * sizeof(float)));
+    cuda::attention::fa2_backward(desc_, a, state_->workspace, state_->workspace + dq_floats,
+                                  static_cast<cudaStream_t>(stream));
 }
 
 }  // namespace rigel::attention

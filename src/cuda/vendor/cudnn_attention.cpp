@@ -33,7 +33,7 @@ Key key_of(const Desc& d) {
 struct Built {
     std::string refusal;  // empty: usable
     std::shared_ptr<fe::graph::Graph> graph;
-    std::shared_ptr<fe::graph::Tensor_attributes> q, k, v, o, stats;
+    std::shared_ptr<fe::graph::Tensor_attributes> q, k, v, o, stats, dout, dq, dk, dv;
     void* workspace = nullptr;
 };
 
@@ -55,7 +55,13 @@ std::shared_ptr<fe::graph::Tensor_attributes> token_tensor(fe::graph::Graph& g, 
                         .set_stride({d.seq * ld, d.head_dim, ld, 1}));
 }
 
-Built build(const Desc& d) {
+void set_token_layout(fe::graph::Tensor_attributes& t, const Desc& d, std::int64_t ld) {
+    t.set_output(true).set_dim({d.batch, d.heads, d.seq, d.head_dim}).set_stride({d.seq * ld, d.head_dim, ld, 1});
+}
+
+// The forward graph (O and the statistics from Q, K, V), or the backward one
+// (dQ, dK, dV from Q, K, V, O, dO and the statistics).
+Built build(const Desc& d, bool backward) {
     Built b;
     b.graph = std::make_shared<fe::graph::Graph>();
     fe::graph::Graph& g = *b.graph;
@@ -65,16 +71,37 @@ Built build(const Desc& d) {
     b.q = token_tensor(g, "Q", d, d.ldq);
     b.k = token_tensor(g, "K", d, d.ldk);
     b.v = token_tensor(g, "V", d, d.ldv);
-    auto options = fe::graph::SDPA_attributes()
-                       .set_name("sdpa")
-                       .set_generate_stats(true)
-                       .set_causal_mask(d.causal)
-                       .set_attn_scale(d.scale);
-    auto [o, stats] = g.sdpa(b.q, b.k, b.v, options);
-    o->set_output(true).set_dim({d.batch, d.heads, d.seq, d.head_dim}).set_stride({d.seq * d.ldo, d.head_dim, d.ldo, 1});
-    stats->set_output(true).set_data_type(fe::DataType_t::FLOAT);
-    b.o = o;
-    b.stats = stats;
+    if (backward) {
+        b.o = token_tensor(g, "O", d, d.ldo);
+        b.dout = token_tensor(g, "dO", d, d.ldo);
+        b.stats = g.tensor(fe::graph::Tensor_attributes()
+                               .set_name("stats")
+                               .set_dim({d.batch, d.heads, d.seq, 1})
+                               .set_stride({d.heads * d.seq, d.seq, 1, 1})
+                               .set_data_type(fe::DataType_t::FLOAT));
+        auto options = fe::graph::SDPA_backward_attributes()
+                           .set_name("sdpa_backward")
+                           .set_causal_mask(d.causal)
+                           .set_attn_scale(d.scale);
+        auto [dq, dk, dv] = g.sdpa_backward(b.q, b.k, b.v, b.o, b.dout, b.stats, options);
+        set_token_layout(*dq, d, d.ldq);
+        set_token_layout(*dk, d, d.ldk);
+        set_token_layout(*dv, d, d.ldv);
+        b.dq = dq;
+        b.dk = dk;
+        b.dv = dv;
+    } else {
+        auto options = fe::graph::SDPA_attributes()
+                           .set_name("sdpa")
+                           .set_generate_stats(true)
+                           .set_causal_mask(d.causal)
+                           .set_attn_scale(d.scale);
+        auto [o, stats] = g.sdpa(b.q, b.k, b.v, options);
+        set_token_layout(*o, d, d.ldo);
+        stats->set_output(true).set_data_type(fe::DataType_t::FLOAT);
+        b.o = o;
+        b.stats = stats;
+    }
     const auto refuse = [&](const char* step, fe::error_t e) {
         b.refusal = std::string("cuDNN ") + step + ": " + e.get_message();
         return b;
@@ -94,38 +121,61 @@ Built build(const Desc& d) {
 }
 
 // The graphs built so far (kept for the program's life, as a plan cache is).
-Built& built(const Desc& d) {
+Built& built(const Desc& d, bool backward) {
     static std::mutex lock;
-    static std::map<Key, Built> graphs;
+    static std::map<std::pair<Key, bool>, Built> graphs;
     const std::lock_guard<std::mutex> hold(lock);
-    const Key key = key_of(d);
+    const auto key = std::make_pair(key_of(d), backward);
     auto it = graphs.find(key);
-    if (it == graphs.end()) it = graphs.emplace(key, build(d)).first;
+    if (it == graphs.end()) it = graphs.emplace(key, build(d, backward)).first;
     return it->second;
 }
 
-}  // namespace
+void on_stream(cudaStream_t stream) {
+    if (const cudnnStatus_t s = cudnnSetStream(handle(), stream); s != CUDNN_STATUS_SUCCESS)
+        throw std::runtime_error(std::string("cudnnSetStream failed: ") + cudnnGetErrorString(s));
+}
 
-std::string cudnn_sdpa_support(const Desc& desc) {
+void execute(Built& b, std::unordered_map<std::shared_ptr<fe::graph::Tensor_attributes>, void*>& pack) {
+    if (auto e = b.graph->execute(handle(), pack, b.workspace); !e.is_good())
+        throw std::runtime_error("cuDNN SDPA failed: " + e.get_message());
+}
+
+std::string support(const Desc& desc, bool backward) {
     try {
-        return built(rigel::attention::with_defaults(desc)).refusal;
+        return built(rigel::attention::with_defaults(desc), backward).refusal;
     } catch (const std::exception& e) {
         return e.what();
     }
 }
 
+}  // namespace
+
+std::string cudnn_sdpa_support(const Desc& desc) { return support(desc, false); }
+std::string cudnn_sdpa_backward_support(const Desc& desc) { return support(desc, true); }
+
 void cudnn_sdpa_forward(const Desc& desc, const rigel::attention::ForwardArgs& a, cudaStream_t stream) {
-    const Desc d = rigel::attention::with_defaults(desc);
-    Built& b = built(d);
+    Built& b = built(rigel::attention::with_defaults(desc), false);
     if (!b.refusal.empty()) throw std::runtime_error(b.refusal);
     if (a.lse == nullptr) throw std::invalid_argument("cuDNN's training graph writes the statistics: lse is null");
-    if (const cudnnStatus_t s = cudnnSetStream(handle(), stream); s != CUDNN_STATUS_SUCCESS)
-        throw std::runtime_error(std::string("cudnnSetStream failed: ") + cudnnGetErrorString(s));
+    on_stream(stream);
     std::unordered_map<std::shared_ptr<fe::graph::Tensor_attributes>, void*> pack{
         {b.q, const_cast<void*>(a.q)}, {b.k, const_cast<void*>(a.k)}, {b.v, const_cast<void*>(a.v)},
         {b.o, a.o},                    {b.stats, a.lse}};
-    if (auto e = b.graph->execute(handle(), pack, b.workspace); !e.is_good())
-        throw std::runtime_error("cuDNN SDPA failed: " + e.get_message());
+    execute(b, pack);
+}
+
+void cudnn_sdpa_backward(const Desc& desc, const rigel::attention::BackwardArgs& a, cudaStream_t stream) {
+    Built& b = built(rigel::attention::with_defaults(desc), true);
+    if (!b.refusal.empty()) throw std::runtime_error(b.refusal);
+    on_stream(stream);
+    std::unordered_map<std::shared_ptr<fe::graph::Tensor_attributes>, void*> pack{
+        {b.q, const_cast<void*>(a.q)},        {b.k, const_cast<void*>(a.k)},
+        {b.v, const_cast<void*>(a.v)},        {b.o, const_cast<void*>(a.o)},
+        {b.dout, const_cast<void*>(a.dout)},  {b.stats, const_cast<float*>(a.lse)},
+        {b.dq, a.dq},                         {b.dk, a.dk},
+        {b.dv, a.dv}};
+    execute(b, pack);
 }
 
 std::string cudnn_sdpa_version() {
@@ -142,6 +192,10 @@ constexpr const char* kAbsent = "rigel was built without the cudnn-frontend head
 }
 
 std::string cudnn_sdpa_support(const rigel::attention::Desc&) { return kAbsent; }
+std::string cudnn_sdpa_backward_support(const rigel::attention::Desc&) { return kAbsent; }
+void cudnn_sdpa_backward(const rigel::attention::Desc&, const rigel::attention::BackwardArgs&, cudaStream_t) {
+    throw std::runtime_error(kAbsent);
+}
 void cudnn_sdpa_forward(const rigel::attention::Desc&, const rigel::attention::ForwardArgs&, cudaStream_t) {
     throw std::runtime_error(kAbsent);
 }

@@ -24,6 +24,11 @@ std::string cudnn_sdpa_support(const rigel::attention::Desc& d);
 // O and lse of `d` on `stream`; throws std::runtime_error when unsupported or failing.
 void cudnn_sdpa_forward(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a,
                         cudaStream_t stream);
+// The backward pass (an SDPA backward node: dQ, dK, dV from Q, K, V, O, dO and
+// the statistics, which rigel's lse is); the support check builds its graph.
+std::string cudnn_sdpa_backward_support(const rigel::attention::Desc& d);
+void cudnn_sdpa_backward(const rigel::attention::Desc& d, const rigel::attention::BackwardArgs& a,
+                         cudaStream_t stream);
 // "cuDNN 9.x.y, frontend 1.z": the versions that computed it.
 std::string cudnn_sdpa_version();
 
