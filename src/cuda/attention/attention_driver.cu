@@ -8,7 +8,6 @@
 #include <cuda_runtime.h>
 
 #include <functional>
-#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -58,8 +57,10 @@ public:
 
     // O and lse (the forward's outputs), or dQ, dK, dV (the backward's).
     void poison(bool gradients) {
-        for (DeviceBuffer* b : gradients ? std::initializer_list<DeviceBuffer*>{dq_.get(), dk_.get(), dv_.get()}
-                                         : std::initializer_list<DeviceBuffer*>{o_.get(), lse_.get()})
+        const std::vector<DeviceBuffer*> written =
+            gradients ? std::vector<DeviceBuffer*>{dq_.get(), dk_.get(), dv_.get()}
+                      : std::vector<DeviceBuffer*>{o_.get(), lse_.get()};
+        for (DeviceBuffer* b : written)
             RIGEL_CUDA_CHECK(cudaMemsetAsync(b->get(), kPoisonByte, b->size(), stream_of(ex_)));
         ex_.synchronize();
     }
