@@ -23,6 +23,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # regenerating leaves no __pycache__ in the tree
+import attention_report  # noqa: E402
 import findings  # noqa: E402
 import gemm_report  # noqa: E402
 from figures import accumulator, climb, fused_gain, roofline, speed_ratios, style, wins  # noqa: E402
@@ -393,6 +394,16 @@ def main():
     if not fin.gemm_bench:
         print("reproduce: the GEMM library's README blocks say 'not measured': no committed *_gemm.csv",
               file=sys.stderr)
+    try:
+        attention_blocks = attention_report.blocks(RESULTS / "h200")
+    except findings.FindingsError as e:
+        sys.exit(f"reproduce: error: {e}")
+    attention_md = (docs / "attention.md").read_text() if (docs / "attention.md").exists() else ""
+    for name, body in attention_blocks.items():
+        readme = replace_block(readme, name, body)
+        attention_md = replace_block(attention_md, name, body)
+    if attention_md:
+        write_if_changed(docs / "attention.md", attention_md)
     write_if_changed(docs / "ladder.md", "".join(parts))
     write_if_changed(ROOT / "README.md", readme)
     write_if_changed(ROOT / "FINDINGS.md", findings_md)

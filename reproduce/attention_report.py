@@ -1,0 +1,187 @@
+"""rigel's fused attention, from its committed results: the blocks that
+README.md and docs/attention.md show between their generated markers.
+
+Reads every results/h200/*_attention.csv (`rigel attention bench`) and
+*_attention_verify.csv (`rigel attention verify`) with its sidecar. For each
+(suite, case, direction, baseline) the newest run that measured it speaks;
+the verification block names the newest verify run. Nothing is typed in by
+hand: a number that no committed CSV holds is written as "not measured".
+"""
+import math
+import os
+import re
+
+import findings
+
+BENCH_SUFFIX = "_attention.csv"
+VERIFY_SUFFIX = "_attention_verify.csv"
+BENCH_COLUMNS = ("run_id", "suite", "case", "batch", "heads", "seq", "head_dim", "causal", "candidate",
+                 "baseline", "kernel", "pairs", "candidate_tflops", "baseline_tflops", "ratio_median", "ratio_p10",
+                 "ratio_p90")
+VERIFY_COLUMNS = ("run_id", "case", "contender", "kernel", "pass", "err_max_scaled", "reason")
+# Runs before the backward pass existed have no "direction" column: they timed
+# and checked the forward pass only.
+DIRECTION_BEFORE_IT_EXISTED = "forward"
+SUITE_ORDER = ("targets", "gpt2", "sdpa")
+
+
+def kind_of(name):
+    if name.endswith(VERIFY_SUFFIX):
+        return "verify"
+    if name.endswith(BENCH_SUFFIX):
+        return "bench"
+    return None
+
+
+def load(folder):
+    """(bench files, verify files) in `folder`, each checked for the columns read here."""
+    bench, verify = [], []
+    if not os.path.isdir(folder):
+        return bench, verify
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        kind = kind_of(entry.name)
+        if not entry.is_file() or kind is None:
+            continue
+        with open(entry.path, "rb") as f:
+            data = f.read()
+        side_path = os.path.splitext(entry.path)[0] + ".json"
+        side = findings.read_sidecar(side_path) if os.path.exists(side_path) else None
+        rf = findings.make_result_file(entry.name, data, side, entry.path)
+        for col in BENCH_COLUMNS if kind == "bench" else VERIFY_COLUMNS:
+            if not rf.table.has(col):
+                raise findings.FindingsError(f"{findings.shown_path(entry.path)}: not an attention {kind} CSV "
+                                             f"(no column '{col}')")
+        (bench if kind == "bench" else verify).append(rf)
+    return bench, verify
+
+
+def number(text):
+    try:
+        v = float(text)
+    except ValueError:
+        return math.nan
+    return v if math.isfinite(v) else math.nan
+
+
+def newest_rows(bench_files):
+    """{(suite, case, direction, baseline): (row dict, file)} from the newest run that has each."""
+    out = {}
+    for f in sorted(bench_files, key=findings.run_age):
+        t = f.table
+        for i in range(len(t.rows)):
+            row = {c: t.cell(i, c) for c in BENCH_COLUMNS + ("sm_clock_mhz", "power_w")}
+            row["direction"] = direction(t, i)
+            out[(row["suite"], row["case"], row["direction"], row["baseline"])] = (row, f)
+    return out
+
+
+def direction(t, i):
+    return t.cell(i, "direction") if t.has("direction") else DIRECTION_BEFORE_IT_EXISTED
+
+
+def ratio_text(row, digits=2):
+    r, lo, hi = number(row["ratio_median"]), number(row["ratio_p10"]), number(row["ratio_p90"])
+    if math.isnan(r):
+        return "-"
+    if math.isnan(lo) or math.isnan(hi):
+        return f"{r:.{digits}f}x"
+    return f"{r:.{digits}f}x [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def shape(row):
+    causal = ", causal" if row["causal"] == "1" else ""
+    return f"B {row['batch']} x H {row['heads']} x S {row['seq']} x D {row['head_dim']}{causal}"
+
+
+def source(f):
+    return f"{findings.md_cell(f.name)} (commit {findings.md_cell(findings.short_commit(f))})"
+
+
+def results_block(bench_files):
+    if not bench_files:
+        return "Not measured yet: no committed `results/h200/*_attention.csv` (`rigel attention bench`)."
+    rows = newest_rows(bench_files)
+    lines = ["| suite | case | direction | rigel | rigel Tflop/s | cuDNN Tflop/s | rigel / cuDNN [p10, p90] | "
+             "rigel / fa2 | source |", "|---|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(s, c, d) for (s, c, d, _) in rows},
+                  key=lambda k: (SUITE_ORDER.index(k[0]) if k[0] in SUITE_ORDER else len(SUITE_ORDER), k[0],
+                                 int(rows_any(rows, k)["head_dim"]), int(rows_any(rows, k)["seq"]),
+                                 rows_any(rows, k)["causal"], k[2] != "forward"))
+    for suite, case, direction in keys:
+        vs_cudnn = rows.get((suite, case, direction, "cudnn"))
+        vs_fa2 = rows.get((suite, case, direction, "rigel_fa2"))
+        alone = rows.get((suite, case, direction, "none"))
+        main = vs_cudnn or vs_fa2 or alone
+        row, f = main
+        cudnn_tf = number(vs_cudnn[0]["baseline_tflops"]) if vs_cudnn else math.nan
+        lines.append(f"| {findings.md_cell(suite)} | {findings.md_cell(case)} ({shape(row)}) | {direction} | "
+                     f"{findings.md_cell(row['kernel'])} | {number(row['candidate_tflops']):.1f} | "
+                     f"{'-' if math.isnan(cudnn_tf) else f'{cudnn_tf:.1f}'} | "
+                     f"{ratio_text(vs_cudnn[0]) if vs_cudnn else '-'} | {ratio_text(vs_fa2[0]) if vs_fa2 else '-'} | "
+                     f"{source(f)} |")
+    return "\n".join(lines)
+
+
+def rows_any(rows, key):
+    for baseline in ("cudnn", "rigel_fa2", "none"):
+        if (key + (baseline,)) in rows:
+            return rows[key + (baseline,)][0]
+    raise KeyError(key)
+
+
+# The issue's targets (the H200, same run, paired, bf16): (label, case, direction, baseline, threshold).
+TARGETS = (
+    ("forward, D 128, S 4096 >= 0.95x cuDNN", "s4096_d128", "forward", "cudnn", 0.95),
+    ("forward, D 128, S 4096, causal >= 0.95x cuDNN", "s4096_d128_causal", "forward", "cudnn", 0.95),
+    ("forward, D 64, S 4096 >= 0.90x cuDNN", "s4096_d64", "forward", "cudnn", 0.90),
+    ("forward, D 64, S 4096, causal >= 0.90x cuDNN", "s4096_d64_causal", "forward", "cudnn", 0.90),
+    ("backward, D 128, S 4096 >= 0.85x cuDNN", "s4096_d128", "backward", "cudnn", 0.85),
+    ("wgmma rung (fa3) >= 1.8x the mma.sync rung (fa2), S 4096, D 128", "s4096_d128", "forward", "rigel_fa2", 1.8),
+)
+
+
+def targets_block(bench_files):
+    rows = newest_rows(bench_files)
+    lines = ["| target | measured | verdict |", "|---|---|---|"]
+    for label, case, direction, baseline, threshold in TARGETS:
+        found = [v for (s, c, d, b), v in rows.items() if c == case and d == direction and b == baseline]
+        if not found:
+            lines.append(f"| {label} | not measured | open |")
+            continue
+        row, f = max(found, key=lambda v: findings.run_age(v[1]))
+        r = number(row["ratio_median"])
+        verdict = "met" if r >= threshold else "not met"
+        lines.append(f"| {label} | {ratio_text(row, 3)} ({source(f)}) | {verdict} |")
+    lines.append("| fused >= 5x the decomposed rung, S 4096 | not measured (no decomposed rung yet) | open |")
+    return "\n".join(lines)
+
+
+def verify_block(verify_files):
+    if not verify_files:
+        return "Not verified yet: no committed `results/h200/*_attention_verify.csv` (`rigel attention verify`)."
+    f = max(verify_files, key=findings.run_age)
+    t = f.table
+    total = len(t.rows)
+    passed = [i for i in range(total) if t.cell(i, "pass") == "1"]
+    def count(contender, which):
+        sel = [i for i in range(total) if t.cell(i, "contender") == contender and direction(t, i) == which]
+        ok = [i for i in sel if t.cell(i, "pass") == "1"]
+        worst = max((number(t.cell(i, "err_max_scaled")) for i in ok), default=math.nan)
+        return f"{len(ok)}/{len(sel)}" + ("" if math.isnan(worst) else f" (largest error {worst:.2f} of the allowance)")
+    text = (f"**{len(passed)}/{total} checks passed against float64** (`rigel attention verify --baselines`, "
+            f"{source(f)}): rigel forward {count('rigel', 'forward')}, rigel backward {count('rigel', 'backward')}, "
+            f"cuDNN forward {count('cudnn', 'forward')}, cuDNN backward {count('cudnn', 'backward')}.")
+    failing = [i for i in range(total) if t.cell(i, "pass") != "1"]
+    if failing:
+        text += " Not passing: " + "; ".join(
+            f"{findings.md_cell(t.cell(i, 'case'))} {findings.md_cell(t.cell(i, 'contender'))} "
+            f"{direction(t, i)}: {findings.md_cell(t.cell(i, 'reason'))}" for i in failing[:10])
+    return text
+
+
+def blocks(folder):
+    """{marker name: generated Markdown}."""
+    bench, verify = load(folder)
+    return {"attention-verify": verify_block(verify),
+            "attention-targets": targets_block(bench),
+            "attention-results": results_block(bench)}

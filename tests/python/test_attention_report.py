@@ -1,0 +1,87 @@
+"""The attention report (reproduce/attention_report.py): the targets as
+verdicts from the newest run that measured each, rows of runs from before the
+backward pass read as forward, the verification line, "not measured" with no
+CSV, and a file without the columns refused in one line."""
+import unittest
+
+from helpers import TempDirTest, findings, to_csv
+
+import attention_report  # noqa: E402  (helpers put reproduce/ on the path)
+
+BENCH_HEADER = ["run_id", "host", "device", "suite", "case", "batch", "heads", "seq", "head_dim", "causal", "ldq",
+                "ldk", "ldv", "ldo", "direction", "candidate", "baseline", "kernel", "pairs", "candidate_tflops",
+                "baseline_tflops", "ratio_median", "ratio_p10", "ratio_p90", "candidate_ms", "baseline_ms",
+                "sm_clock_mhz", "power_w", "temp_c"]
+VERIFY_HEADER = ["run_id", "host", "device", "case", "batch", "heads", "seq", "head_dim", "causal", "ldq", "ldk",
+                 "ldv", "ldo", "contender", "direction", "kernel", "pass", "err_max_scaled", "checked_heads",
+                 "checked_rows", "reason"]
+
+
+def bench(run_id, case, direction, baseline, ratio, head_dim=128, causal="0", header=BENCH_HEADER):
+    row = {"run_id": run_id, "host": "h", "device": "NVIDIA H200", "suite": "targets", "case": case, "batch": "4",
+           "heads": "16", "seq": "4096", "head_dim": str(head_dim), "causal": causal, "ldq": "2048", "ldk": "2048",
+           "ldv": "2048", "ldo": "2048", "direction": direction, "candidate": "rigel", "baseline": baseline,
+           "kernel": "fa3", "pairs": "20", "candidate_tflops": "500", "baseline_tflops": str(500 / ratio),
+           "ratio_median": str(ratio), "ratio_p10": str(ratio - 0.01), "ratio_p90": str(ratio + 0.01),
+           "candidate_ms": "1", "baseline_ms": "1", "sm_clock_mhz": "1800", "power_w": "690", "temp_c": "60"}
+    return [row[c] for c in header]
+
+
+class AttentionReport(TempDirTest):
+    def blocks(self):
+        return attention_report.blocks(self.dir)
+
+    def test_no_csv_says_not_measured(self):
+        b = self.blocks()
+        self.assertIn("Not verified yet", b["attention-verify"])
+        self.assertIn("Not measured yet", b["attention-results"])
+        self.assertIn("| forward, D 128, S 4096 >= 0.95x cuDNN | not measured | open |", b["attention-targets"])
+
+    def test_targets_take_the_newest_run_and_three_digits(self):
+        old = "20261201T100000Z-aaaaaa"
+        new = "20261202T100000Z-bbbbbb"
+        self.write("2026-12-01_aaaaaaa_targets_attention.csv",
+                   to_csv(BENCH_HEADER, [bench(old, "s4096_d128", "forward", "cudnn", 0.99)]))
+        self.write("2026-12-02_bbbbbbb_targets_attention.csv",
+                   to_csv(BENCH_HEADER, [bench(new, "s4096_d128", "forward", "cudnn", 0.948),
+                                         bench(new, "s4096_d128", "forward", "rigel_fa2", 2.9),
+                                         bench(new, "s4096_d128", "backward", "cudnn", 0.9)]))
+        t = self.blocks()["attention-targets"]
+        self.assertIn("| forward, D 128, S 4096 >= 0.95x cuDNN | 0.948x [0.938, 0.958]", t)
+        self.assertRegex(t, r"0\.95x cuDNN \| 0\.948x[^|]*\| not met \|")
+        self.assertRegex(t, r"backward, D 128, S 4096 >= 0\.85x cuDNN \| 0\.900x[^|]*\| met \|")
+        self.assertRegex(t, r"\(fa2\), S 4096, D 128 \| 2\.900x[^|]*\| met \|")
+        self.assertIn("| forward, D 64, S 4096 >= 0.90x cuDNN | not measured | open |", t)
+
+    def test_runs_before_the_backward_pass_read_as_forward(self):
+        header = [c for c in BENCH_HEADER if c != "direction"]
+        self.write("2026-12-01_aaaaaaa_all_attention.csv",
+                   to_csv(header, [bench("20261201T100000Z-aaaaaa", "s4096_d64", "forward", "cudnn", 0.91,
+                                         head_dim=64, header=header)]))
+        b = self.blocks()
+        self.assertRegex(b["attention-targets"], r"D 64, S 4096 >= 0\.90x cuDNN \| 0\.910x[^|]*\| met \|")
+        self.assertIn("| forward | fa3 |", b["attention-results"])
+
+    def test_verify_line_counts_each_contender_and_direction(self):
+        run = "20261201T100000Z-aaaaaa"
+        def row(contender, direction, ok, err):
+            return [run, "h", "NVIDIA H200", "s17_d64", "2", "2", "17", "64", "0", "128", "128", "128", "128",
+                    contender, direction, "fa3", "1" if ok else "0", str(err), "4", "17", "" if ok else "O wrong"]
+        self.write("2026-12-01_aaaaaaa_verify_attention_verify.csv",
+                   to_csv(VERIFY_HEADER, [row("rigel", "forward", True, 0.5), row("rigel", "backward", False, 3.0),
+                                          row("cudnn", "forward", True, 0.25)]))
+        v = self.blocks()["attention-verify"]
+        self.assertIn("**2/3 checks passed against float64**", v)
+        self.assertIn("rigel forward 1/1 (largest error 0.50 of the allowance)", v)
+        self.assertIn("rigel backward 0/1", v)
+        self.assertIn("Not passing: s17_d64 rigel backward: O wrong", v)
+
+    def test_a_file_without_the_columns_is_refused(self):
+        self.write("2026-12-01_aaaaaaa_gpt2_attention.csv", "run_id,case\nx,y\n")
+        with self.assertRaises(findings.FindingsError) as e:
+            self.blocks()
+        self.assertIn("not an attention bench CSV (no column 'suite')", str(e.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
