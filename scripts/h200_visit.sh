@@ -4,7 +4,7 @@
 # and JSON results and the logs into $OUT/visit.tar.gz. The last thing printed is a short
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
-# [gemm_compare] [attention] [attention_quick]
+# [gemm_compare] [attention] [attention_quick] [train]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -232,6 +232,13 @@ if has attention || has attention_quick; then
   done
 fi
 
+# rigel's own training kernels against float64.
+if has train; then
+  log "train check"
+  timeout -s INT 120 $RIGEL train check --out "$OUT" > "$OUT/train_check.txt" 2> "$OUT/train_check.err"
+  summary+=("train check: rc $?")
+fi
+
 for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/cpu.txt" ] && tail -30 "$OUT/cpu.txt"
 [ -f "$OUT/ladder.txt" ] && tail -60 "$OUT/ladder.txt"
@@ -244,6 +251,7 @@ for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/gemm_verify.txt" ] && grep -c " pass " "$OUT/gemm_verify.txt" && grep " FAIL " "$OUT/gemm_verify.txt" | head -20
 [ -f "$OUT/gemm_compare.txt" ] && tail -40 "$OUT/gemm_compare.txt"
 [ -f "$OUT/gemm_bench.txt" ] && tail -50 "$OUT/gemm_bench.txt"
+[ -f "$OUT/train_check.txt" ] && cat "$OUT/train_check.txt"
 [ -f "$OUT/attention_verify.txt" ] && grep -c " pass " "$OUT/attention_verify.txt" && grep " FAIL " "$OUT/attention_verify.txt" | head -20
 [ -f "$OUT/attention_bench.txt" ] && grep -E "^(sdpa|gpt2|targets) " "$OUT/attention_bench.txt" | tail -60
 printf '%s\n' "${summary[@]}"

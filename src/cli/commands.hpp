@@ -46,5 +46,7 @@ std::vector<SubcommandHook> add_probe_commands(CLI::App& app);
 std::vector<SubcommandHook> add_gemm_commands(CLI::App& app);
 // `attention verify|bench|list` (src/cli/attention_commands.cpp).
 std::vector<SubcommandHook> add_attention_commands(CLI::App& app);
+// `train check` (src/cli/train_commands.cpp).
+std::vector<SubcommandHook> add_train_commands(CLI::App& app);
 
 }  // namespace rigel::cli

@@ -9,6 +9,7 @@
 #include "probes/probe.hpp"
 #include "rigel/attention.hpp"
 #include "rigel/gemm.hpp"
+#include "train/layer_check.hpp"
 
 namespace rigel {
 namespace {
@@ -73,6 +74,13 @@ BenchOutcome bench_case(Executor&, const GemmCase&, std::span<const Contender>, 
 }
 
 }  // namespace rigel::gemm
+
+// `rigel train check` says "skipped" before it gets here.
+namespace rigel::train {
+std::vector<LayerCheck> check_layers(std::uint64_t) {
+    throw std::logic_error("rigel::train::check_layers: rigel was built without CUDA");
+}
+}  // namespace rigel::train
 
 // Attention plans check on any machine; running one needs the CUDA build.
 namespace rigel::attention {

@@ -23,6 +23,7 @@ struct Gpt2Config {
     int max_seq_len = 1024;
     int vocab_size = 50257;
     int padded_vocab_size = 50304;
+    bool operator==(const Gpt2Config&) const = default;
 };
 
 // GPT-2 small (124M parameters).

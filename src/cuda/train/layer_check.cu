@@ -1,0 +1,306 @@
+// `rigel train check` (src/train/layer_check.hpp): each training kernel
+// against float64 on the same bf16 bytes.
+//
+// Allowances, per element (u = 2^-24, fp32's unit roundoff; ub = 2^-8, bf16's;
+// a sum of n fp32 terms in any order is off by at most (n - 1) u sum |terms|,
+// taken here as (n + 8) u sum |terms| to cover the few operations around it):
+//   encoder forward   ub |ref| (one bf16 rounding of an exact fp32 sum of two bf16 values)
+//   encoder backward  (n + 8) u sum |terms| over the n rows that add into an element
+//   layernorm fwd     out: ub |ref| + 16 (C + 8) u (|norm w| + |b|): the mean and variance are fp32
+//                     sums of C terms, each error carried through rstd into norm;
+//                     mean: (C + 8) u mean|x|; rstd: 16 (C + 8) u rstd
+//   layernorm bwd     dx: ub |ref| + 16 (C + 8) u rstd (|dnorm| + mean|dnorm| + |norm| mean|dnorm norm|), the
+//                     reference taking the device's mean and rstd; dw, db: (N + 8) u sum |terms|
+//   cross-entropy     loss: 2 (V + 16) u + 8 u (|lse| + |x_t|) (an fp32 sum of V exponentials, its log);
+//                     dlogits: ub |ref| + (that loss allowance + 8 u) p |dloss| + 2^-133
+//   adamw             params: 32 u (|p| + lr |update|); m: 8 u (|m| + |g|); v: 8 u (|v| + g^2); the bf16
+//                     copy must be exactly the fp32 result rounded to nearest even
+// A NaN, or an element still holding the poison, fails whatever its allowance.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/formats.hpp"
+#include "core/recipe.hpp"
+#include "cuda/check.cuh"
+#include "cuda/train/train_kernels.cuh"
+#include "train/gpt2_reference.hpp"
+#include "train/layer_check.hpp"
+#include "train/optimizer.hpp"
+
+namespace rigel::train {
+namespace {
+
+constexpr double kU = 0x1p-24;
+constexpr double kUb = 0x1p-8;
+
+// A device array filled from (or read back into) a host vector.
+template <class T>
+class DeviceArray {
+public:
+    explicit DeviceArray(std::size_t n) : n_(n) { RIGEL_CUDA_CHECK(cudaMalloc(&p_, std::max<std::size_t>(n, 1) * sizeof(T))); }
+    explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) { upload(host); }
+    ~DeviceArray() { cudaFree(p_); }
+    DeviceArray(const DeviceArray&) = delete;
+    DeviceArray& operator=(const DeviceArray&) = delete;
+    T* get() const { return p_; }
+    void upload(const std::vector<T>& host) {
+        RIGEL_CUDA_CHECK(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+    }
+    void poison() { RIGEL_CUDA_CHECK(cudaMemset(p_, 0xFF, n_ * sizeof(T))); }
+    std::vector<T> download() const {
+        std::vector<T> h(n_);
+        RIGEL_CUDA_CHECK(cudaDeviceSynchronize());
+        RIGEL_CUDA_CHECK(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
+        return h;
+    }
+private:
+    T* p_ = nullptr;
+    std::size_t n_;
+};
+
+// Random bf16 bits, normal(mean, sd), and their values as doubles.
+struct Bf16Data {
+    std::vector<__nv_bfloat16> bits;
+    std::vector<double> values;
+};
+Bf16Data random_bf16(std::size_t n, Rng& rng, double mean, double sd) {
+    Bf16Data d;
+    d.bits.resize(n);
+    d.values.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        __nv_bfloat16_raw raw;
+        raw.x = f32_to_bf16(static_cast<float>(mean + sd * rng.normal()));
+        d.bits[i] = raw;
+        d.values[i] = bf16_to_f32(raw.x);
+    }
+    return d;
+}
+
+double value(__nv_bfloat16 x) { return static_cast<double>(__bfloat162float(x)); }
+double value(float x) { return static_cast<double>(x); }
+
+// Accumulates the worst |device - ref| / allowance of one output.
+class Judge {
+public:
+    Judge(LayerCheck& c, std::string output) : c_(c), output_(std::move(output)) {}
+    void operator()(std::size_t i, double device, double ref, double allowed) {
+        ++c_.checked;
+        const double scaled = std::isnan(device) ? INFINITY : std::fabs(device - ref) / std::max(allowed, 1e-300);
+        if (scaled > c_.err_max_scaled) {
+            c_.err_max_scaled = scaled;
+            c_.worst = output_ + "[" + std::to_string(i) + "]: device " + std::to_string(device) + ", float64 " +
+                       std::to_string(ref);
+        }
+    }
+private:
+    LayerCheck& c_;
+    std::string output_;
+};
+
+void finish(LayerCheck& c) { c.pass = c.checked > 0 && c.err_max_scaled <= 1.0; }
+
+LayerCheck check_encoder(Rng& rng) {
+    const int B = 4, T = 64, C = 768, Vp = 1024, N = B * T;
+    LayerCheck c{.kernel = "encoder_forward, encoder_backward", .shape = "N 256 x C 768, 100 distinct tokens"};
+    const Bf16Data wte = random_bf16(static_cast<std::size_t>(Vp) * C, rng, 0, 0.1);
+    const Bf16Data wpe = random_bf16(static_cast<std::size_t>(T) * C, rng, 0, 0.1);
+    const Bf16Data dout = random_bf16(static_cast<std::size_t>(N) * C, rng, 0, 1);
+    std::vector<std::uint16_t> tokens(N);
+    std::vector<int> tokens_int(N);
+    for (int i = 0; i < N; ++i) tokens_int[i] = tokens[i] = static_cast<std::uint16_t>(rng.next() % 100);  // repeats
+    DeviceArray<__nv_bfloat16> d_wte(wte.bits), d_wpe(wpe.bits), d_dout(dout.bits), d_out(static_cast<std::size_t>(N) * C);
+    DeviceArray<std::uint16_t> d_tok(tokens);
+    DeviceArray<float> d_dwte(std::vector<float>(static_cast<std::size_t>(Vp) * C, 0.0f)),
+        d_dwpe(std::vector<float>(static_cast<std::size_t>(T) * C, 0.0f));
+    d_out.poison();
+    cuda::train::encoder_forward(d_out.get(), d_tok.get(), d_wte.get(), d_wpe.get(), N, T, C, nullptr);
+    cuda::train::encoder_backward(d_dwte.get(), d_dwpe.get(), d_dout.get(), d_tok.get(), N, T, C, nullptr);
+    const auto out = d_out.download();
+    const auto dwte = d_dwte.download(), dwpe = d_dwpe.download();
+    std::vector<double> ref(out.size());
+    ref::encoder_forward(ref, tokens_int, wte.values, wpe.values, B, T, C);
+    Judge judge_out(c, "out");
+    for (std::size_t i = 0; i < out.size(); ++i) judge_out(i, value(out[i]), ref[i], kUb * std::fabs(ref[i]) + 0x1p-133);
+    std::vector<double> rte(dwte.size(), 0.0), rpe(dwpe.size(), 0.0), ate(dwte.size(), 0.0), ape(dwpe.size(), 0.0);
+    std::vector<double> nte(dwte.size(), 0.0), npe(dwpe.size(), 0.0), absd(dout.values.size());
+    for (std::size_t i = 0; i < absd.size(); ++i) absd[i] = std::fabs(dout.values[i]);
+    ref::encoder_backward(rte, rpe, dout.values, tokens_int, B, T, C);
+    ref::encoder_backward(ate, ape, absd, tokens_int, B, T, C);
+    std::vector<double> ones(absd.size(), 1.0);
+    ref::encoder_backward(nte, npe, ones, tokens_int, B, T, C);
+    Judge judge_te(c, "dwte"), judge_pe(c, "dwpe");
+    for (std::size_t i = 0; i < dwte.size(); ++i) judge_te(i, value(dwte[i]), rte[i], (nte[i] + 8) * kU * ate[i] + 1e-30);
+    for (std::size_t i = 0; i < dwpe.size(); ++i) judge_pe(i, value(dwpe[i]), rpe[i], (npe[i] + 8) * kU * ape[i] + 1e-30);
+    finish(c);
+    return c;
+}
+
+LayerCheck check_layernorm(Rng& rng) {
+    const int N = 256, C = 768;
+    LayerCheck c{.kernel = "layernorm_forward, layernorm_backward", .shape = "N 256 x C 768"};
+    const Bf16Data x = random_bf16(static_cast<std::size_t>(N) * C, rng, 0.5, 2.0);
+    const Bf16Data w = random_bf16(C, rng, 1.0, 0.2), b = random_bf16(C, rng, 0.0, 0.2);
+    const Bf16Data dout = random_bf16(static_cast<std::size_t>(N) * C, rng, 0, 1);
+    const Bf16Data dx0 = random_bf16(static_cast<std::size_t>(N) * C, rng, 0, 1);
+    DeviceArray<__nv_bfloat16> d_x(x.bits), d_w(w.bits), d_b(b.bits), d_dout(dout.bits), d_dx(dx0.bits),
+        d_out(static_cast<std::size_t>(N) * C);
+    DeviceArray<float> d_mean(N), d_rstd(N), d_dw(std::vector<float>(C, 0.0f)), d_db(std::vector<float>(C, 0.0f));
+    d_out.poison();
+    d_mean.poison();
+    d_rstd.poison();
+    cuda::train::layernorm_forward(d_out.get(), d_mean.get(), d_rstd.get(), d_x.get(), d_w.get(), d_b.get(), N, C,
+                                   nullptr);
+    cuda::train::layernorm_backward(d_dx.get(), d_dw.get(), d_db.get(), d_dout.get(), d_x.get(), d_w.get(),
+                                    d_mean.get(), d_rstd.get(), N, C, nullptr);
+    const auto out = d_out.download();
+    const auto mean = d_mean.download(), rstd = d_rstd.download(), dw = d_dw.download(), db = d_db.download();
+    const auto dx = d_dx.download();
+
+    std::vector<double> rout(out.size()), rmean(N), rrstd(N);
+    ref::layernorm_forward(rout, rmean, rrstd, x.values, w.values, b.values, N, C);
+    Judge jo(c, "out"), jm(c, "mean"), jr(c, "rstd");
+    const double acc = (C + 8) * kU;
+    for (int n = 0; n < N; ++n) {
+        double mean_abs = 0;
+        for (int k = 0; k < C; ++k) mean_abs += std::fabs(x.values[static_cast<std::size_t>(n) * C + k]) / C;
+        jm(static_cast<std::size_t>(n), value(mean[n]), rmean[n], acc * mean_abs + 1e-30);
+        jr(static_cast<std::size_t>(n), value(rstd[n]), rrstd[n], 16 * acc * rrstd[n]);
+        for (int k = 0; k < C; ++k) {
+            const std::size_t i = static_cast<std::size_t>(n) * C + k;
+            const double norm = (x.values[i] - rmean[n]) * rrstd[n];
+            jo(i, value(out[i]), rout[i],
+               kUb * std::fabs(rout[i]) + 16 * acc * (std::fabs(norm * w.values[k]) + std::fabs(b.values[k])) + 0x1p-133);
+        }
+    }
+    // The backward pass against the reference fed the device's statistics.
+    std::vector<double> dmean(mean.begin(), mean.end()), drstd(rstd.begin(), rstd.end());
+    std::vector<double> rdx = dx0.values, rdw(C, 0.0), rdb(C, 0.0), adw(C, 0.0), adb(C, 0.0);
+    ref::layernorm_backward(rdx, rdw, rdb, dout.values, x.values, w.values, dmean, drstd, N, C);
+    Judge jdx(c, "dx"), jdw(c, "dw"), jdb(c, "db");
+    for (int n = 0; n < N; ++n) {
+        double mean_dnorm = 0, mean_dnorm_norm = 0;
+        for (int k = 0; k < C; ++k) {
+            const std::size_t i = static_cast<std::size_t>(n) * C + k;
+            const double norm = (x.values[i] - dmean[n]) * drstd[n];
+            mean_dnorm += std::fabs(dout.values[i] * w.values[k]) / C;
+            mean_dnorm_norm += std::fabs(dout.values[i] * w.values[k] * norm) / C;
+            adw[k] += std::fabs(dout.values[i] * norm);
+            adb[k] += std::fabs(dout.values[i]);
+        }
+        for (int k = 0; k < C; ++k) {
+            const std::size_t i = static_cast<std::size_t>(n) * C + k;
+            const double norm = (x.values[i] - dmean[n]) * drstd[n];
+            const double allowed = kUb * std::fabs(rdx[i]) +
+                                   16 * acc * drstd[n] *
+                                       (std::fabs(dout.values[i] * w.values[k]) + mean_dnorm + std::fabs(norm) * mean_dnorm_norm) +
+                                   0x1p-133;
+            jdx(i, value(dx[i]), rdx[i], allowed);
+        }
+    }
+    for (int k = 0; k < C; ++k) {
+        jdw(static_cast<std::size_t>(k), value(dw[k]), rdw[k], (N + 8) * kU * adw[k] + 1e-30);
+        jdb(static_cast<std::size_t>(k), value(db[k]), rdb[k], (N + 8) * kU * adb[k] + 1e-30);
+    }
+    finish(c);
+    return c;
+}
+
+LayerCheck check_crossentropy(Rng& rng) {
+    const int N = 64, V = 50257, Vp = 50304;
+    const float dloss = 1.0f / N;
+    LayerCheck c{.kernel = "crossentropy_fused", .shape = "N 64 x V 50257 (padded 50304)"};
+    Bf16Data logits = random_bf16(static_cast<std::size_t>(N) * Vp, rng, 0, 3.0);
+    std::vector<std::uint16_t> targets(N);
+    std::vector<int> targets_int(N);
+    for (int n = 0; n < N; ++n) targets_int[n] = targets[n] = static_cast<std::uint16_t>(rng.next() % V);
+    DeviceArray<__nv_bfloat16> d_logits(logits.bits);
+    DeviceArray<std::uint16_t> d_t(targets);
+    DeviceArray<float> d_loss(N);
+    d_loss.poison();
+    cuda::train::crossentropy_fused(d_loss.get(), d_logits.get(), d_t.get(), dloss, N, V, Vp, nullptr);
+    const auto loss = d_loss.download();
+    const auto grad = d_logits.download();
+    std::vector<double> rloss(N), probs(logits.values.size()), rgrad(logits.values.size(), 0.0);
+    ref::crossentropy_forward(rloss, probs, logits.values, targets_int, N, V, Vp);
+    ref::crossentropy_backward(rgrad, probs, targets_int, dloss, N, V, Vp);
+    Judge jl(c, "loss"), jg(c, "dlogits");
+    for (int n = 0; n < N; ++n) {
+        const double xt = logits.values[static_cast<std::size_t>(n) * Vp + targets_int[n]];
+        const double lse = rloss[n] + xt;
+        const double allowed = 2 * (V + 16) * kU + 8 * kU * (std::fabs(lse) + std::fabs(xt));
+        jl(static_cast<std::size_t>(n), value(loss[n]), rloss[n], allowed);
+        for (int v = 0; v < Vp; ++v) {
+            const std::size_t i = static_cast<std::size_t>(n) * Vp + v;
+            jg(i, value(grad[i]), rgrad[i],
+               kUb * std::fabs(rgrad[i]) + (allowed + 8 * kU) * probs[i] * dloss + 0x1p-133);
+        }
+    }
+    finish(c);
+    return c;
+}
+
+LayerCheck check_adamw(Rng& rng) {
+    const std::int64_t n = 100003;
+    LayerCheck c{.kernel = "adamw", .shape = "100003 parameters, step 7"};
+    std::vector<float> p(n), g(n), m(n), v(n);
+    std::vector<std::uint8_t> mask(n);
+    for (std::int64_t i = 0; i < n; ++i) {
+        p[i] = static_cast<float>(0.05 * rng.normal());
+        g[i] = static_cast<float>(0.01 * rng.normal());
+        m[i] = static_cast<float>(0.005 * rng.normal());
+        v[i] = static_cast<float>(1e-4 * rng.uniform01());
+        mask[i] = static_cast<std::uint8_t>(rng.next() & 1);
+    }
+    const AdamWSettings s{};
+    const double lr = 3e-4, scale = 0.7;
+    const std::int64_t t = 7;
+    DeviceArray<float> d_p(p), d_g(g), d_m(m), d_v(v);
+    DeviceArray<std::uint8_t> d_mask(mask);
+    DeviceArray<__nv_bfloat16> d_pb(static_cast<std::size_t>(n));
+    d_pb.poison();
+    cuda::train::adamw(d_p.get(), d_pb.get(), d_g.get(), d_m.get(), d_v.get(), d_mask.get(), n, static_cast<float>(lr),
+                       static_cast<float>(s.beta1), static_cast<float>(s.beta2), static_cast<float>(s.eps),
+                       static_cast<float>(s.weight_decay), static_cast<float>(1 - std::pow(s.beta1, t)),
+                       static_cast<float>(1 - std::pow(s.beta2, t)), static_cast<float>(scale), nullptr);
+    const auto dp = d_p.download(), dm = d_m.download(), dv = d_v.download();
+    const auto dpb = d_pb.download();
+    std::vector<float> rp = p, rm = m, rv = v;
+    adamw_step(rp, g, rm, rv, mask, s, lr, t, scale);
+    Judge jp(c, "params"), jm(c, "m"), jv(c, "v"), jb(c, "params_bf16");
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::size_t k = static_cast<std::size_t>(i);
+        const double gi = scale * g[k];
+        const double update = std::fabs(static_cast<double>(rp[k]) - p[k]) / lr;
+        jp(k, dp[k], rp[k], 32 * kU * (std::fabs(p[k]) + lr * update) + 1e-30);
+        jm(k, dm[k], rm[k], 8 * kU * (std::fabs(m[k]) + std::fabs(gi)) + 1e-30);
+        jv(k, dv[k], rv[k], 8 * kU * (std::fabs(v[k]) + gi * gi) + 1e-30);
+        // The bf16 copy: exactly the device's fp32 result, rounded.
+        const double want = bf16_to_f32(f32_to_bf16(dp[k]));
+        jb(k, value(dpb[k]), want, want == value(dpb[k]) ? 1.0 : 0x1p-200);
+    }
+    finish(c);
+    return c;
+}
+
+}  // namespace
+
+std::vector<LayerCheck> check_layers(std::uint64_t seed) {
+    Rng rng(seed);
+    std::vector<LayerCheck> out;
+    for (auto check : {check_encoder, check_layernorm, check_crossentropy, check_adamw}) {
+        try {
+            out.push_back(check(rng));
+        } catch (const std::exception& e) {
+            out.push_back(LayerCheck{.kernel = "?", .shape = "", .pass = false, .err_max_scaled = INFINITY,
+                                     .worst = std::string("error: ") + e.what()});
+        }
+    }
+    return out;
+}
+
+}  // namespace rigel::train

@@ -1,0 +1,285 @@
+// GPT-2 training's own kernels (train_kernels.cuh). Straightforward first
+// versions, each memory-bound: rows move in 16-byte pieces (8 bf16), a warp or
+// a CTA owns a row, and every sum is taken in fp32.
+#include "cuda/train/train_kernels.cuh"
+
+#include <cuda_bf16.h>
+
+#include <cmath>
+
+#include "cuda/check.cuh"
+
+namespace rigel::cuda::train {
+namespace {
+
+constexpr int kWarp = 32;
+
+__device__ __forceinline__ void load8(float (&f)[8], const __nv_bfloat16* p) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);
+    const auto* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const float2 v = __bfloat1622float2(h[i]);
+        f[2 * i] = v.x;
+        f[2 * i + 1] = v.y;
+    }
+}
+
+__device__ __forceinline__ void store8(__nv_bfloat16* p, const float (&f)[8]) {
+    uint4 raw;
+    auto* h = reinterpret_cast<__nv_bfloat162*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+    *reinterpret_cast<uint4*>(p) = raw;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+unsigned blocks_for(std::int64_t threads, int per_block) {
+    return static_cast<unsigned>((threads + per_block - 1) / per_block);
+}
+
+// ---- embedding ------------------------------------------------------------------
+
+__global__ void encoder_forward_kernel(__nv_bfloat16* out, const std::uint16_t* tokens, const __nv_bfloat16* wte,
+                                       const __nv_bfloat16* wpe, int N, int T, int C) {
+    const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // one 8-chunk
+    const int chunks = C / 8;
+    if (i >= static_cast<std::int64_t>(N) * chunks) return;
+    const int n = static_cast<int>(i / chunks), c = static_cast<int>(i % chunks) * 8;
+    float a[8], b[8];
+    load8(a, wte + static_cast<std::int64_t>(tokens[n]) * C + c);
+    load8(b, wpe + static_cast<std::int64_t>(n % T) * C + c);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) a[k] += b[k];
+    store8(out + static_cast<std::int64_t>(n) * C + c, a);
+}
+
+__global__ void encoder_backward_kernel(float* dwte, float* dwpe, const __nv_bfloat16* dout,
+                                        const std::uint16_t* tokens, int N, int T, int C) {
+    const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const int chunks = C / 8;
+    if (i >= static_cast<std::int64_t>(N) * chunks) return;
+    const int n = static_cast<int>(i / chunks), c = static_cast<int>(i % chunks) * 8;
+    float d[8];
+    load8(d, dout + static_cast<std::int64_t>(n) * C + c);
+    float* te = dwte + static_cast<std::int64_t>(tokens[n]) * C + c;
+    float* pe = dwpe + static_cast<std::int64_t>(n % T) * C + c;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        atomicAdd(te + k, d[k]);
+        atomicAdd(pe + k, d[k]);
+    }
+}
+
+// ---- LayerNorm ------------------------------------------------------------------
+
+constexpr int kLnWarps = 8;
+
+__global__ void __launch_bounds__(kLnWarps * kWarp) layernorm_forward_kernel(
+    __nv_bfloat16* out, float* mean, float* rstd, const __nv_bfloat16* x, const __nv_bfloat16* w,
+    const __nv_bfloat16* b, int N, int C) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarp;
+    const int n = static_cast<int>(blockIdx.x) * kLnWarps + static_cast<int>(threadIdx.x) / kWarp;
+    if (n >= N) return;
+    const __nv_bfloat16* row = x + static_cast<std::int64_t>(n) * C;
+    float sum = 0;
+    for (int c = 8 * lane; c < C; c += 8 * kWarp) {
+        float v[8];
+        load8(v, row + c);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) sum += v[k];
+    }
+    const float m = warp_sum(sum) / static_cast<float>(C);
+    float var = 0;
+    for (int c = 8 * lane; c < C; c += 8 * kWarp) {
+        float v[8];
+        load8(v, row + c);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) var += (v[k] - m) * (v[k] - m);
+    }
+    const float s = rsqrtf(warp_sum(var) / static_cast<float>(C) + 1e-5f);
+    for (int c = 8 * lane; c < C; c += 8 * kWarp) {
+        float v[8], wv[8], bv[8];
+        load8(v, row + c);
+        load8(wv, w + c);
+        load8(bv, b + c);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) v[k] = (v[k] - m) * s * wv[k] + bv[k];
+        store8(out + static_cast<std::int64_t>(n) * C + c, v);
+    }
+    if (lane == 0) {
+        mean[n] = m;
+        rstd[n] = s;
+    }
+}
+
+// A CTA of kLnWarps warps takes rows in a grid-stride loop, one warp per row;
+// dw and db are summed in shared memory across the CTA's rows, then added to
+// the fp32 outputs once per CTA.
+__global__ void __launch_bounds__(kLnWarps * kWarp) layernorm_backward_kernel(
+    __nv_bfloat16* dx, float* dw, float* db, const __nv_bfloat16* dout, const __nv_bfloat16* x,
+    const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C) {
+    extern __shared__ float partial[];  // dw then db, C each
+    for (int c = static_cast<int>(threadIdx.x); c < 2 * C; c += static_cast<int>(blockDim.x)) partial[c] = 0.0f;
+    __syncthreads();
+    const int lane = static_cast<int>(threadIdx.x) % kWarp;
+    for (int n = static_cast<int>(blockIdx.x) * kLnWarps + static_cast<int>(threadIdx.x) / kWarp; n < N;
+         n += static_cast<int>(gridDim.x) * kLnWarps) {
+        const std::int64_t row = static_cast<std::int64_t>(n) * C;
+        const float m = mean[n], s = rstd[n];
+        float dnorm_sum = 0, dnorm_norm_sum = 0;
+        for (int c = 8 * lane; c < C; c += 8 * kWarp) {
+            float d[8], v[8], wv[8];
+            load8(d, dout + row + c);
+            load8(v, x + row + c);
+            load8(wv, w + c);
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                const float dnorm = d[k] * wv[k];
+                dnorm_sum += dnorm;
+                dnorm_norm_sum += dnorm * (v[k] - m) * s;
+            }
+        }
+        const float a = warp_sum(dnorm_sum) / static_cast<float>(C);
+        const float bmean = warp_sum(dnorm_norm_sum) / static_cast<float>(C);
+        for (int c = 8 * lane; c < C; c += 8 * kWarp) {
+            float d[8], v[8], wv[8], g[8];
+            load8(d, dout + row + c);
+            load8(v, x + row + c);
+            load8(wv, w + c);
+            load8(g, dx + row + c);
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                const float norm = (v[k] - m) * s;
+                g[k] += s * (d[k] * wv[k] - a - norm * bmean);
+                atomicAdd(&partial[c + k], d[k] * norm);
+                atomicAdd(&partial[C + c + k], d[k]);
+            }
+            store8(dx + row + c, g);
+        }
+    }
+    __syncthreads();
+    for (int c = static_cast<int>(threadIdx.x); c < C; c += static_cast<int>(blockDim.x)) {
+        atomicAdd(dw + c, partial[c]);
+        atomicAdd(db + c, partial[C + c]);
+    }
+}
+
+// ---- softmax cross-entropy, fused with the logits' gradient ---------------------------
+
+constexpr int kCeThreads = 512;
+
+__global__ void __launch_bounds__(kCeThreads) crossentropy_fused_kernel(float* losses, __nv_bfloat16* logits,
+                                                                        const std::uint16_t* targets, float dloss,
+                                                                        int V, int Vp) {
+    __shared__ float red_max[kCeThreads / kWarp], red_sum[kCeThreads / kWarp];
+    const int n = static_cast<int>(blockIdx.x);
+    __nv_bfloat16* row = logits + static_cast<std::int64_t>(n) * Vp;
+    const int t = static_cast<int>(threadIdx.x), warp = t / kWarp, lane = t % kWarp;
+    // Online max and sum of exp over the V real logits.
+    float mx = -INFINITY, sum = 0.0f;
+    for (int v = t; v < V; v += kCeThreads) {
+        const float x = __bfloat162float(row[v]);
+        if (x > mx) {
+            sum *= expf(mx - x);
+            mx = x;
+        }
+        sum += expf(x - mx);
+    }
+    const float wmx = warp_max(mx);
+    sum = warp_sum(sum * (mx == -INFINITY ? 0.0f : expf(mx - wmx)));
+    if (lane == 0) red_max[warp] = wmx, red_sum[warp] = sum;
+    __syncthreads();
+    float m_all = -INFINITY;
+    for (int i = 0; i < kCeThreads / kWarp; ++i) m_all = fmaxf(m_all, red_max[i]);
+    float s_all = 0.0f;
+    for (int i = 0; i < kCeThreads / kWarp; ++i) s_all += red_sum[i] * expf(red_max[i] - m_all);
+    const float lse = m_all + logf(s_all);
+    const int target = targets[n];
+    if (t == 0) losses[n] = lse - __bfloat162float(row[target]);
+    __syncthreads();  // every thread has read the target's logit before it is overwritten
+    for (int v = t; v < Vp; v += kCeThreads) {
+        const float p = v < V ? expf(__bfloat162float(row[v]) - lse) : 0.0f;
+        const float g = v < V ? (p - (v == target ? 1.0f : 0.0f)) * dloss : 0.0f;
+        row[v] = __float2bfloat16_rn(g);
+    }
+}
+
+// ---- AdamW -----------------------------------------------------------------------------
+
+__global__ void adamw_kernel(float* params, __nv_bfloat16* params_bf16, const float* grads, float* m, float* v,
+                             const std::uint8_t* mask, std::int64_t n, float lr, float beta1, float beta2, float eps,
+                             float weight_decay, float bias1, float bias2, float grad_scale) {
+    const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float g = grads[i] * grad_scale;
+    const float mi = beta1 * m[i] + (1.0f - beta1) * g;
+    const float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    const float p = params[i];
+    const float update = (mi / bias1) / (sqrtf(vi / bias2) + eps) + (mask[i] ? weight_decay * p : 0.0f);
+    const float next = p - lr * update;
+    params[i] = next;
+    params_bf16[i] = __float2bfloat16_rn(next);
+}
+
+}  // namespace
+
+void encoder_forward(__nv_bfloat16* out, const std::uint16_t* tokens, const __nv_bfloat16* wte,
+                     const __nv_bfloat16* wpe, int N, int T, int C, cudaStream_t s) {
+    const std::int64_t work = static_cast<std::int64_t>(N) * (C / 8);
+    encoder_forward_kernel<<<blocks_for(work, 256), 256, 0, s>>>(out, tokens, wte, wpe, N, T, C);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+void encoder_backward(float* dwte, float* dwpe, const __nv_bfloat16* dout, const std::uint16_t* tokens, int N, int T,
+                      int C, cudaStream_t s) {
+    const std::int64_t work = static_cast<std::int64_t>(N) * (C / 8);
+    encoder_backward_kernel<<<blocks_for(work, 256), 256, 0, s>>>(dwte, dwpe, dout, tokens, N, T, C);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+void layernorm_forward(__nv_bfloat16* out, float* mean, float* rstd, const __nv_bfloat16* x, const __nv_bfloat16* w,
+                       const __nv_bfloat16* b, int N, int C, cudaStream_t s) {
+    layernorm_forward_kernel<<<blocks_for(N, kLnWarps), kLnWarps * kWarp, 0, s>>>(out, mean, rstd, x, w, b, N, C);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bfloat16* dout, const __nv_bfloat16* x,
+                        const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C, cudaStream_t s) {
+    int sms = 0, device = 0;
+    RIGEL_CUDA_CHECK(cudaGetDevice(&device));
+    RIGEL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const unsigned grid = std::min<unsigned>(blocks_for(N, kLnWarps), static_cast<unsigned>(4 * sms));
+    const std::size_t smem = 2 * static_cast<std::size_t>(C) * sizeof(float);
+    layernorm_backward_kernel<<<grid, kLnWarps * kWarp, smem, s>>>(dx, dw, db, dout, x, w, mean, rstd, N, C);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+void crossentropy_fused(float* losses, __nv_bfloat16* logits, const std::uint16_t* targets, float dloss, int N, int V,
+                        int Vp, cudaStream_t s) {
+    crossentropy_fused_kernel<<<static_cast<unsigned>(N), kCeThreads, 0, s>>>(losses, logits, targets, dloss, V, Vp);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+void adamw(float* params, __nv_bfloat16* params_bf16, const float* grads, float* m, float* v, const std::uint8_t* mask,
+           std::int64_t n, float lr, float beta1, float beta2, float eps, float weight_decay, float bias1, float bias2,
+           float grad_scale, cudaStream_t s) {
+    adamw_kernel<<<blocks_for(n, 256), 256, 0, s>>>(params, params_bf16, grads, m, v, mask, n, lr, beta1, beta2, eps,
+                                                    weight_decay, bias1, bias2, grad_scale);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace rigel::cuda::train

@@ -1,0 +1,44 @@
+// rigel's own kernels for GPT-2 training, besides the GEMM library and the
+// fused attention: token + position embedding, LayerNorm, the softmax
+// cross-entropy fused with the LM head's backward, and AdamW. Activations are
+// bf16 rows of C channels; LayerNorm's statistics, the losses, the weight
+// gradients of these layers and the optimizer state are fp32. Each kernel is
+// checked against the float64 reference (src/train/gpt2_reference.hpp) by
+// `rigel train check` (src/cuda/train/layer_check.cu).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace rigel::cuda::train {
+
+// out[n, :] = wte[tokens[n], :] + wpe[n % T, :], n < N = B T. C % 8 == 0.
+void encoder_forward(__nv_bfloat16* out, const std::uint16_t* tokens, const __nv_bfloat16* wte,
+                     const __nv_bfloat16* wpe, int N, int T, int C, cudaStream_t s);
+// dwte[tokens[n], :] += dout[n, :], dwpe[n % T, :] += dout[n, :] (fp32 atomic adds).
+void encoder_backward(float* dwte, float* dwpe, const __nv_bfloat16* dout, const std::uint16_t* tokens, int N, int T,
+                      int C, cudaStream_t s);
+
+// One warp per row: out = (x - mean) rstd w + b, mean and rstd (fp32) kept. C % 8 == 0.
+void layernorm_forward(__nv_bfloat16* out, float* mean, float* rstd, const __nv_bfloat16* x, const __nv_bfloat16* w,
+                       const __nv_bfloat16* b, int N, int C, cudaStream_t s);
+// dx += rstd (dnorm - mean(dnorm) - norm mean(dnorm norm)), dnorm = dout w (dx bf16, added to
+// what it holds: the residual stream's gradient); dw += sum_n dout norm, db += sum_n dout (fp32).
+void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bfloat16* dout, const __nv_bfloat16* x,
+                        const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C, cudaStream_t s);
+
+// One CTA per row of the LM head's logits (N x Vp, the first V real): losses[n] =
+// lse - logit[target] (fp32), and the logits overwritten by their gradient
+// (softmax - onehot) dloss in bf16, 0 in the padding.
+void crossentropy_fused(float* losses, __nv_bfloat16* logits, const std::uint16_t* targets, float dloss, int N, int V,
+                        int Vp, cudaStream_t s);
+
+// AdamW on fp32 master weights (optimizer.hpp's formula), writing the bf16
+// copy the model computes with; decay where mask[i] is 1; grads scaled by
+// grad_scale first (the clipping factor).
+void adamw(float* params, __nv_bfloat16* params_bf16, const float* grads, float* m, float* v, const std::uint8_t* mask,
+           std::int64_t n, float lr, float beta1, float beta2, float eps, float weight_decay, float bias1, float bias2,
+           float grad_scale, cudaStream_t s);
+
+}  // namespace rigel::cuda::train
