@@ -1,9 +1,15 @@
-// `rigel train`: GPT-2 training on rigel's kernels. So far:
+// `rigel train`: GPT-2 training.
+//   rigel train run --data FILE [...]           the training loop (src/train/trainer.hpp); so far on the
+//                                              float64 host reference backend, for small models
 //   rigel train check [--seed N] [--out DIR]   each of rigel's own training kernels against float64
 //                                              (exit 1 if one fails, 77 without a device)
 #include <CLI/CLI.hpp>
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -11,6 +17,7 @@
 #include "cli/device_runs.hpp"
 #include "harness/interrupt.hpp"
 #include "train/layer_check.hpp"
+#include "train/trainer.hpp"
 
 namespace rigel::cli {
 namespace {
@@ -23,6 +30,105 @@ const std::vector<std::string>& check_header() {
     static const std::vector<std::string> h{"run_id", "host",  "device",  "kernel", "shape",
                                             "pass",   "err_max_scaled", "checked", "worst"};
     return h;
+}
+
+struct RunArgs {
+    std::string data, val, model = "tiny", backend = "reference", checkpoint, out;
+    std::string batch = "4", seq = "64", accumulation = "1", steps = "20", stop_after = "0", max_seconds = "0";
+    std::string lr = "6e-4", warmup = "0", weight_decay = "0.1", clip = "1.0", seed = "1";
+    std::string checkpoint_every = "0", val_every = "0", val_batches = "4";
+    bool resume = false;
+};
+
+// The models `--model` names: GPT-2 small, and a small one the host reference trains in seconds a step.
+struct ModelChoice {
+    train::Gpt2Config config;
+};
+ModelChoice model_named(const std::string& name) {
+    if (name == "gpt2") return {train::kGpt2Small};
+    if (name == "tiny")
+        return {train::Gpt2Config{.layers = 2, .heads = 2, .channels = 64, .max_seq_len = 64, .vocab_size = 50257,
+                                  .padded_vocab_size = 50304}};
+    throw std::invalid_argument("--model '" + name + "' is not tiny or gpt2");
+}
+
+std::int64_t parse_count(const std::string& option, const std::string& text, std::int64_t min) {
+    std::int64_t v = 0;
+    const char* end = text.data() + text.size();
+    const auto [p, ec] = std::from_chars(text.data(), end, v);
+    if (text.empty() || ec != std::errc() || p != end || v < min || v > std::numeric_limits<std::int32_t>::max())
+        throw std::invalid_argument(option + " '" + text + "' is not an integer from " + std::to_string(min) +
+                                    " to 2147483647");
+    return v;
+}
+
+double parse_real(const std::string& option, const std::string& text, double min) {
+    double v = 0;
+    const char* end = text.data() + text.size();
+    const auto [p, ec] = std::from_chars(text.data(), end, v);
+    if (text.empty() || ec != std::errc() || p != end || !std::isfinite(v) || v < min)
+        throw std::invalid_argument(option + " '" + text + "' is not a finite number of at least " + num(min));
+    return v;
+}
+
+const std::vector<std::string>& log_header() {
+    static const std::vector<std::string> h{"run_id", "host", "device", "step", "loss", "val_loss", "lr",
+                                            "grad_norm", "tokens_per_s", "elapsed_s", "checkpointed"};
+    return h;
+}
+
+int run_train(const RunArgs& a, const CLI::App& cmd) {
+    check_out_option(cmd, a.out);
+    train::TrainOptions o;
+    o.model = model_named(a.model).config;
+    if (a.backend != "reference")
+        throw std::invalid_argument("--backend '" + a.backend + "': only the reference backend (float64 on the host) "
+                                    "is built so far");
+    if (a.data.empty()) throw std::invalid_argument("--data is required: a token file (scripts/prepare_data.py)");
+    o.train_file = a.data;
+    o.val_file = a.val;
+    o.batch = static_cast<int>(parse_count("--batch", a.batch, 1));
+    o.seq = static_cast<int>(parse_count("--seq", a.seq, 1));
+    o.accumulation = static_cast<int>(parse_count("--accumulation", a.accumulation, 1));
+    o.steps = parse_count("--steps", a.steps, 1);
+    o.stop_after = parse_count("--stop-after", a.stop_after, 0);
+    o.max_seconds = parse_real("--max-seconds", a.max_seconds, 0);
+    o.lr = parse_real("--lr", a.lr, 0);
+    o.warmup = parse_count("--warmup", a.warmup, 0);
+    o.adamw.weight_decay = parse_real("--weight-decay", a.weight_decay, 0);
+    o.clip = parse_real("--clip", a.clip, 0);
+    o.seed = parse_seed("--seed", a.seed);
+    o.checkpoint = a.checkpoint;
+    o.checkpoint_every = parse_count("--checkpoint-every", a.checkpoint_every, 0);
+    o.val_every = parse_count("--val-every", a.val_every, 0);
+    o.val_batches = static_cast<int>(parse_count("--val-batches", a.val_batches, 1));
+    o.resume = a.resume;
+    if (const std::string why = train::check(o); !why.empty()) throw std::invalid_argument(why);
+
+    auto host = make_host_executor();
+    install_stop_handlers();
+    RunFiles files(a.out, log_header(), "train_log", "train_" + a.model, a.model, o.seed, *host);
+    auto backend = train::make_reference_backend(o.model);
+    std::vector<std::vector<std::string>> cells;
+    train::train(o, *backend, [&](const train::StepLog& l) {
+        if (cells.empty())  // the files and the checkpoint were accepted
+            say("training " + a.model + " (" + std::to_string(train::param_layout(o.model).total) + " parameters) on " +
+                backend->name() + ", " + std::to_string(o.batch * o.seq * o.accumulation) + " tokens per step");
+        std::printf("step %5lld/%lld  loss %.4f%s  lr %.3g  norm %.3f  %.0f tok/s%s\n", static_cast<long long>(l.step),
+                    static_cast<long long>(o.steps), l.loss,
+                    l.has_val ? ("  val " + num(l.val_loss)).c_str() : "", l.lr, l.grad_norm, l.tokens_per_s,
+                    l.checkpointed ? "  (checkpoint)" : "");
+        std::fflush(stdout);
+        const RowContext& x = files.rows();
+        cells.push_back({x.run_id, x.host, x.device, std::to_string(l.step), num(l.loss),
+                         l.has_val ? num(l.val_loss) : "", num(l.lr), num(l.grad_norm), num(l.tokens_per_s),
+                         num(l.elapsed_s), l.checkpointed ? "1" : "0"});
+        JsonObject d;
+        d.str("model", a.model).str("backend", backend->name()).integer("steps", o.steps);
+        files.write(cells, d, l.step == o.steps);
+    });
+    files.report(cells.size());
+    return 0;
 }
 
 int run_check(const CheckArgs& a, const CLI::App& cmd) {
@@ -58,12 +164,40 @@ int run_check(const CheckArgs& a, const CLI::App& cmd) {
 
 std::vector<SubcommandHook> add_train_commands(CLI::App& app) {
     static CheckArgs ca;
-    auto* cmd = app.add_subcommand("train", "GPT-2 training on rigel's kernels (so far: its own kernels checked)");
+    static RunArgs ra;
+    auto* cmd = app.add_subcommand("train", "GPT-2 training: the loop (on the float64 reference so far) and rigel's "
+                                            "training kernels checked");
     cmd->require_subcommand(1);
+    auto* run = cmd->add_subcommand("run", "Train a GPT-2 on a token file, checkpointing and resuming");
+    run->add_option("--data", ra.data, "training tokens (llm.c's uint16 format; scripts/prepare_data.py)");
+    run->add_option("--val", ra.val, "validation tokens (same format)");
+    run->add_option("--model", ra.model, "tiny (2 layers, 64 channels) or gpt2 (124M)")->capture_default_str();
+    run->add_option("--backend", ra.backend, "reference (float64 on the host)")->capture_default_str();
+    run->add_option("--batch", ra.batch, "sequences per micro-batch")->capture_default_str();
+    run->add_option("--seq", ra.seq, "tokens per sequence")->capture_default_str();
+    run->add_option("--accumulation", ra.accumulation, "micro-batches per step")->capture_default_str();
+    run->add_option("--steps", ra.steps, "the schedule's steps")->capture_default_str();
+    run->add_option("--stop-after", ra.stop_after, "stop after this step, checkpointed (0: at --steps)")
+        ->capture_default_str();
+    run->add_option("--max-seconds", ra.max_seconds, "stop after the step that passes this, checkpointed (0: none)")
+        ->capture_default_str();
+    run->add_option("--lr", ra.lr, "peak learning rate")->capture_default_str();
+    run->add_option("--warmup", ra.warmup, "warm-up steps")->capture_default_str();
+    run->add_option("--weight-decay", ra.weight_decay, "AdamW's decay, on the matrices")->capture_default_str();
+    run->add_option("--clip", ra.clip, "global gradient norm limit (0: none)")->capture_default_str();
+    run->add_option("--seed", ra.seed, "initialization seed")->capture_default_str();
+    run->add_option("--checkpoint", ra.checkpoint, "checkpoint file (written atomically)");
+    run->add_option("--checkpoint-every", ra.checkpoint_every, "steps between checkpoints (0: at the end only)")
+        ->capture_default_str();
+    run->add_flag("--resume", ra.resume, "continue from --checkpoint");
+    run->add_option("--val-every", ra.val_every, "steps between validations (0: at the end only)")
+        ->capture_default_str();
+    run->add_option("--val-batches", ra.val_batches, "batches per validation")->capture_default_str();
+    run->add_option("--out", ra.out, "folder for the log CSV and its JSON sidecar (none: print only)");
     auto* check = cmd->add_subcommand("check", "Each of rigel's own training kernels against float64 (exit 1 if one "
                                                "fails)");
     add_common_options(check, ca.common, false);
-    return {{check, [check] { return run_check(ca, *check); }}};
+    return {{run, [run] { return run_train(ra, *run); }}, {check, [check] { return run_check(ca, *check); }}};
 }
 
 }  // namespace rigel::cli

@@ -1,0 +1,158 @@
+// The training loop and the host reference backend (trainer.hpp).
+#include "train/trainer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+
+#include "train/checkpoint.hpp"
+#include "train/gpt2_reference.hpp"
+
+namespace rigel::train {
+namespace {
+
+class ReferenceBackend final : public TrainBackend {
+public:
+    explicit ReferenceBackend(const Gpt2Config& c) : config_(c), mask_(decay_mask(c)) {}
+    std::string name() const override { return "reference (float64 on the host)"; }
+    void load(const ModelState& s) override { state_ = s; }
+    ModelState save() override { return state_; }
+
+    StepStats step(std::span<const Batch> micro, double lr, std::int64_t t, const TrainOptions& o) override {
+        const std::vector<double> params(state_.params.begin(), state_.params.end());
+        std::vector<double> sum(params.size(), 0.0), grads;
+        StepStats st;
+        for (const Batch& b : micro) {
+            st.loss += ref::loss(config_, params, b.inputs, b.targets, o.batch, o.seq, &grads) / micro.size();
+            for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += grads[i] / static_cast<double>(micro.size());
+        }
+        const std::vector<float> g(sum.begin(), sum.end());
+        st.grad_norm = global_norm(g);
+        adamw_step(state_.params, g, state_.m, state_.v, mask_, o.adamw, lr, t, clip_factor(st.grad_norm, o.clip));
+        return st;
+    }
+
+    double eval_loss(const Batch& b, const TrainOptions& o) override {
+        const std::vector<double> params(state_.params.begin(), state_.params.end());
+        return ref::loss(config_, params, b.inputs, b.targets, o.batch, o.seq);
+    }
+
+private:
+    Gpt2Config config_;
+    std::vector<std::uint8_t> mask_;
+    ModelState state_;
+};
+
+// The options a checkpoint records, as text (JSON), and compares on resume:
+// a run continues only with the batch shape and data it started with.
+std::string options_text(const TrainOptions& o) {
+    return "{\"train_file\": \"" + o.train_file.filename().string() + "\", \"batch\": " + std::to_string(o.batch) +
+           ", \"seq\": " + std::to_string(o.seq) + ", \"accumulation\": " + std::to_string(o.accumulation) +
+           ", \"seed\": " + std::to_string(o.seed) + "}";
+}
+
+double validation_loss(const TrainOptions& o, const TokenFile& val, TrainBackend& backend) {
+    DataLoader loader(val, o.batch, o.seq);  // the same batches at every evaluation
+    double sum = 0;
+    for (int i = 0; i < o.val_batches; ++i) sum += backend.eval_loss(loader.next_batch(), o);
+    return sum / o.val_batches;
+}
+
+}  // namespace
+
+std::string check(const TrainOptions& o) {
+    if (const std::string why = check(o.model); !why.empty()) return why;
+    if (o.batch < 1 || o.seq < 1 || o.accumulation < 1) return "batch, sequence length and accumulation must be at least 1";
+    if (o.seq > o.model.max_seq_len)
+        return "a sequence of " + std::to_string(o.seq) + " tokens exceeds the model's context of " +
+               std::to_string(o.model.max_seq_len);
+    if (o.steps < 1) return "steps must be at least 1";
+    if (!(o.lr > 0) || !std::isfinite(o.lr)) return "the learning rate must be finite and positive";
+    if (o.warmup < 0 || o.checkpoint_every < 0 || o.val_every < 0 || o.stop_after < 0 || !(o.max_seconds >= 0))
+        return "warm-up, intervals and limits cannot be negative";
+    if (o.val_batches < 1) return "validation needs at least 1 batch";
+    if (o.resume && o.checkpoint.empty()) return "resuming needs a checkpoint file";
+    return {};
+}
+
+std::unique_ptr<TrainBackend> make_reference_backend(const Gpt2Config& c) {
+    return std::make_unique<ReferenceBackend>(c);
+}
+
+ModelState train(const TrainOptions& o, TrainBackend& backend, const std::function<void(const StepLog&)>& on_step) {
+    if (const std::string why = check(o); !why.empty()) throw std::invalid_argument(why);
+    TokenFile train_tokens = read_token_file(o.train_file, o.model.vocab_size);
+    std::optional<TokenFile> val;
+    if (!o.val_file.empty()) val = read_token_file(o.val_file, o.model.vocab_size);
+
+    // The starting state: a checkpoint's, or GPT-2's initialization.
+    std::int64_t done = 0;
+    LoaderState loader_state{};
+    ModelState state;
+    if (o.resume) {
+        Checkpoint c = load_checkpoint(o.checkpoint);
+        if (const std::string why = check_compatible(c, o.model); !why.empty())
+            throw std::invalid_argument(o.checkpoint.string() + ": " + why);
+        if (c.options != options_text(o))
+            throw std::invalid_argument(o.checkpoint.string() + " was written by a run with other options (" +
+                                        c.options + "), not " + options_text(o));
+        if (c.step >= (o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps))
+            throw std::invalid_argument(o.checkpoint.string() + " is at step " + std::to_string(c.step) +
+                                        ": nothing left of " + std::to_string(o.steps) + " steps");
+        done = c.step;
+        loader_state = c.loader;
+        state = {std::move(c.parameters), std::move(c.first_moment), std::move(c.second_moment)};
+    } else {
+        if (!o.checkpoint.empty() && std::filesystem::exists(o.checkpoint))
+            throw std::invalid_argument(o.checkpoint.string() + " exists: pass --resume to continue it, or name "
+                                        "another file");
+        const std::vector<double> init = ref::init_params(o.model, o.seed);
+        state.params.assign(init.begin(), init.end());
+        state.m.assign(state.params.size(), 0.0f);
+        state.v.assign(state.params.size(), 0.0f);
+    }
+    DataLoader loader(std::move(train_tokens), o.batch, o.seq, loader_state);
+    backend.load(state);
+
+    const auto write_checkpoint = [&](std::int64_t step) {
+        if (o.checkpoint.empty()) return false;
+        ModelState s = backend.save();
+        save_checkpoint(o.checkpoint, Checkpoint{.config = o.model,
+                                                 .step = step,
+                                                 .parameters = std::move(s.params),
+                                                 .first_moment = std::move(s.m),
+                                                 .second_moment = std::move(s.v),
+                                                 .loader = loader.state(),
+                                                 .rng = {},
+                                                 .options = options_text(o)});
+        return true;
+    };
+    const auto start = std::chrono::steady_clock::now();
+    const std::int64_t end = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
+    for (std::int64_t step = done + 1; step <= end; ++step) {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::vector<Batch> micro;
+        for (int i = 0; i < o.accumulation; ++i) micro.push_back(loader.next_batch());
+        StepLog log{.step = step, .lr = learning_rate(step - 1, o.lr, o.warmup, o.steps, o.final_lr_fraction)};
+        const StepStats st = backend.step(micro, log.lr, step, o);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        log.loss = st.loss;
+        log.grad_norm = st.grad_norm;
+        log.tokens_per_s = static_cast<double>(o.batch) * o.seq * o.accumulation / seconds;
+        log.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const bool out_of_time = o.max_seconds > 0 && log.elapsed_s >= o.max_seconds;
+        const bool last = step == end || out_of_time;
+        if (val && (last || (o.val_every > 0 && step % o.val_every == 0))) {
+            log.val_loss = validation_loss(o, *val, backend);
+            log.has_val = true;
+        }
+        if (last || (o.checkpoint_every > 0 && step % o.checkpoint_every == 0)) log.checkpointed = write_checkpoint(step);
+        on_step(log);
+        if (out_of_time) break;
+    }
+    return backend.save();
+}
+
+}  // namespace rigel::train

@@ -1,0 +1,85 @@
+// The training loop of `rigel train run`, apart from where the model
+// computes: data (token files, a resumable loader), the learning-rate
+// schedule, gradient accumulation and clipping, AdamW, validation, logging and
+// checkpoints that resume bit for bit. The model's step is a TrainBackend:
+// the float64 host reference (make_reference_backend, for small models and
+// for the tests that pin the loop down) or, on the device, rigel's kernels.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "train/gpt2.hpp"
+#include "train/optimizer.hpp"
+#include "train/token_file.hpp"
+
+namespace rigel::train {
+
+struct TrainOptions {
+    std::filesystem::path train_file, val_file;  // val_file empty: no validation
+    Gpt2Config model{};
+    int batch = 4, seq = 64, accumulation = 1;  // tokens per step: batch x seq x accumulation
+    std::int64_t steps = 10;           // the schedule's length
+    std::int64_t stop_after = 0;       // stop (checkpointed) after this step; 0: at `steps`
+    double max_seconds = 0;            // stop (checkpointed) after the step that passes this; 0: no limit
+    double lr = 6e-4, final_lr_fraction = 0.1, clip = 1.0;
+    std::int64_t warmup = 0;
+    AdamWSettings adamw{};
+    std::uint64_t seed = 1;                  // the initialization's
+    std::filesystem::path checkpoint;        // empty: none written
+    std::int64_t checkpoint_every = 0;       // and at the end; 0: only at the end
+    bool resume = false;                     // continue from `checkpoint`
+    std::int64_t val_every = 0;              // and at the end; 0: only at the end
+    int val_batches = 4;
+};
+
+// Empty when the options make sense together, else one sentence.
+std::string check(const TrainOptions& o);
+
+// The model's state between steps: fp32 master weights and AdamW's moments.
+struct ModelState {
+    std::vector<float> params, m, v;
+};
+
+struct StepStats {
+    double loss = 0;       // mean over the step's micro-batches
+    double grad_norm = 0;  // before clipping
+};
+
+class TrainBackend {
+public:
+    virtual ~TrainBackend() = default;
+    virtual std::string name() const = 0;
+    virtual void load(const ModelState& s) = 0;
+    virtual ModelState save() = 0;
+    // Forward and backward over the micro-batches (gradients averaged), the
+    // global norm, clipping to `clip`, then AdamW step t at `lr`.
+    virtual StepStats step(std::span<const Batch> micro, double lr, std::int64_t t, const TrainOptions& o) = 0;
+    virtual double eval_loss(const Batch& b, const TrainOptions& o) = 0;
+};
+
+// The float64 reference model (gpt2_reference.hpp) with the host AdamW: slow,
+// exact and deterministic.
+std::unique_ptr<TrainBackend> make_reference_backend(const Gpt2Config& c);
+
+// One line of the training log.
+struct StepLog {
+    std::int64_t step = 0;  // 1-based
+    double loss = 0, val_loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, elapsed_s = 0;
+    bool has_val = false;
+    bool checkpointed = false;
+};
+
+// Runs the loop from step 1 (or, resuming, from the checkpoint's next step)
+// to o.steps (or o.stop_after, or the step that passes o.max_seconds; the
+// schedule is always o.steps long, so a run stopped and resumed equals one
+// that ran through), calling `on_step` after each. Throws std::invalid_argument,
+// before any step, for bad options, token files or a checkpoint that does
+// not fit; a fresh run refuses to write over an existing checkpoint.
+ModelState train(const TrainOptions& o, TrainBackend& backend, const std::function<void(const StepLog&)>& on_step);
+
+}  // namespace rigel::train
