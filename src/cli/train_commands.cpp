@@ -1,6 +1,6 @@
 // `rigel train`: GPT-2 training.
-//   rigel train run --data FILE [...]           the training loop (src/train/trainer.hpp); so far on the
-//                                              float64 host reference backend, for small models
+//   rigel train run --data FILE [...]           the training loop (src/train/trainer.hpp) on the float64
+//                                              host reference or on rigel's kernels (--backend cuda)
 //   rigel train check [--seed N] [--out DIR]   each of rigel's own training kernels against float64
 //                                              (exit 1 if one fails, 77 without a device)
 #include <CLI/CLI.hpp>
@@ -81,9 +81,8 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     check_out_option(cmd, a.out);
     train::TrainOptions o;
     o.model = model_named(a.model).config;
-    if (a.backend != "reference")
-        throw std::invalid_argument("--backend '" + a.backend + "': only the reference backend (float64 on the host) "
-                                    "is built so far");
+    if (a.backend != "reference" && a.backend != "cuda")
+        throw std::invalid_argument("--backend '" + a.backend + "' is not reference or cuda");
     if (a.data.empty()) throw std::invalid_argument("--data is required: a token file (scripts/prepare_data.py)");
     o.train_file = a.data;
     o.val_file = a.val;
@@ -105,10 +104,12 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     o.resume = a.resume;
     if (const std::string why = train::check(o); !why.empty()) throw std::invalid_argument(why);
 
-    auto host = make_host_executor();
+    std::unique_ptr<Executor> ex =
+        a.backend == "cuda" ? sm90_device("rigel's training") : make_host_executor();
     install_stop_handlers();
-    RunFiles files(a.out, log_header(), "train_log", "train_" + a.model, a.model, o.seed, *host);
-    auto backend = train::make_reference_backend(o.model);
+    RunFiles files(a.out, log_header(), "train_log", "train_" + a.model + "_" + a.backend, a.model, o.seed, *ex);
+    auto backend = a.backend == "cuda" ? train::make_cuda_backend(o.model, o.batch, o.seq)
+                                       : train::make_reference_backend(o.model);
     std::vector<std::vector<std::string>> cells;
     train::train(o, *backend, [&](const train::StepLog& l) {
         if (cells.empty())  // the files and the checkpoint were accepted
@@ -172,7 +173,8 @@ std::vector<SubcommandHook> add_train_commands(CLI::App& app) {
     run->add_option("--data", ra.data, "training tokens (llm.c's uint16 format; scripts/prepare_data.py)");
     run->add_option("--val", ra.val, "validation tokens (same format)");
     run->add_option("--model", ra.model, "tiny (2 layers, 64 channels) or gpt2 (124M)")->capture_default_str();
-    run->add_option("--backend", ra.backend, "reference (float64 on the host)")->capture_default_str();
+    run->add_option("--backend", ra.backend, "reference (float64 on the host) or cuda (rigel's kernels; not yet "
+                                             "verified against the reference)")->capture_default_str();
     run->add_option("--batch", ra.batch, "sequences per micro-batch")->capture_default_str();
     run->add_option("--seq", ra.seq, "tokens per sequence")->capture_default_str();
     run->add_option("--accumulation", ra.accumulation, "micro-batches per step")->capture_default_str();

@@ -10,6 +10,7 @@
 #include "rigel/attention.hpp"
 #include "rigel/gemm.hpp"
 #include "train/layer_check.hpp"
+#include "train/trainer.hpp"
 
 namespace rigel {
 namespace {
@@ -79,6 +80,9 @@ BenchOutcome bench_case(Executor&, const GemmCase&, std::span<const Contender>, 
 namespace rigel::train {
 std::vector<LayerCheck> check_layers(std::uint64_t) {
     throw std::logic_error("rigel::train::check_layers: rigel was built without CUDA");
+}
+std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config&, int, int) {
+    throw std::runtime_error("the cuda backend needs rigel built with CUDA");
 }
 }  // namespace rigel::train
 

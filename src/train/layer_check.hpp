@@ -1,4 +1,5 @@
-// `rigel train check`: each of rigel's own training kernels
+// `rigel train check`: each of rigel's own training kernels, and then a few
+// whole training steps on the device backend against the reference backend
 // (src/cuda/train/train_kernels.cuh) run once on the device on fresh random
 // bf16 inputs, its outputs poisoned first, and every output element compared
 // with the float64 reference (src/train/gpt2_reference.hpp, optimizer.hpp)

@@ -66,6 +66,10 @@ public:
 // exact and deterministic.
 std::unique_ptr<TrainBackend> make_reference_backend(const Gpt2Config& c);
 
+// rigel's kernels on the device, for micro-batches of `batch` x `seq` tokens
+// (src/cuda/train/cuda_backend.cu); a build without CUDA throws.
+std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, int seq);
+
 // One line of the training log.
 struct StepLog {
     std::int64_t step = 0;  // 1-based

@@ -31,6 +31,7 @@
 #include "train/gpt2_reference.hpp"
 #include "train/layer_check.hpp"
 #include "train/optimizer.hpp"
+#include "train/trainer.hpp"
 
 namespace rigel::train {
 namespace {
@@ -287,12 +288,60 @@ LayerCheck check_adamw(Rng& rng) {
     return c;
 }
 
+// The whole step: the cuda backend against the float64 reference backend
+// from the same initialization on the same batches of a learnable token
+// stream. Their losses may differ by what bf16 weights and activations cost
+// (the allowance: 2 % of the loss per step, over 5 steps); the loss must fall.
+LayerCheck check_training_steps(Rng& rng) {
+    const Gpt2Config c{.layers = 2, .heads = 2, .channels = 128, .max_seq_len = 64, .vocab_size = 500,
+                       .padded_vocab_size = 512};
+    const int B = 4, T = 64, steps = 5;
+    LayerCheck check{.kernel = "training step (cuda backend vs reference)", .shape = "2 layers, C 128, B 4 x T 64"};
+    const std::vector<double> init = ref::init_params(c, rng.next());
+    ModelState start;
+    start.params.assign(init.begin(), init.end());
+    start.m.assign(start.params.size(), 0.0f);
+    start.v.assign(start.params.size(), 0.0f);
+    auto reference = make_reference_backend(c);
+    auto device = make_cuda_backend(c, B, T);
+    reference->load(start);
+    device->load(start);
+    TrainOptions o;
+    o.model = c;
+    o.batch = B;
+    o.seq = T;
+    std::vector<std::int32_t> stream(static_cast<std::size_t>(steps * B * T + 1));
+    stream[0] = static_cast<std::int32_t>(rng.next() % 500);
+    for (std::size_t i = 1; i < stream.size(); ++i) stream[i] = (stream[i - 1] * 7 + 3) % 500;
+    double first = 0, last = 0;
+    Judge judge(check, "loss at step");
+    for (int s = 0; s < steps; ++s) {
+        Batch b;
+        b.inputs.assign(stream.begin() + s * B * T, stream.begin() + (s + 1) * B * T);
+        b.targets.assign(stream.begin() + s * B * T + 1, stream.begin() + (s + 1) * B * T + 1);
+        const std::vector<Batch> micro{b};
+        const double lr = 3e-3;
+        const double want = reference->step(micro, lr, s + 1, o).loss;
+        const double got = device->step(micro, lr, s + 1, o).loss;
+        judge(static_cast<std::size_t>(s + 1), got, want, 0.02 * want);
+        if (s == 0) first = got;
+        last = got;
+    }
+    finish(check);
+    if (check.pass && !(last < first)) {
+        check.pass = false;
+        check.worst = "the loss did not fall: " + std::to_string(first) + " at step 1, " + std::to_string(last) +
+                      " at step " + std::to_string(steps);
+    }
+    return check;
+}
+
 }  // namespace
 
 std::vector<LayerCheck> check_layers(std::uint64_t seed) {
     Rng rng(seed);
     std::vector<LayerCheck> out;
-    for (auto check : {check_encoder, check_layernorm, check_crossentropy, check_adamw}) {
+    for (auto check : {check_encoder, check_layernorm, check_crossentropy, check_adamw, check_training_steps}) {
         try {
             out.push_back(check(rng));
         } catch (const std::exception& e) {

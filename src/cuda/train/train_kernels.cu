@@ -235,7 +235,72 @@ __global__ void adamw_kernel(float* params, __nv_bfloat16* params_bf16, const fl
     params_bf16[i] = __float2bfloat16_rn(next);
 }
 
+// ---- small reductions ----------------------------------------------------------------
+
+// A CTA per 32 columns; its 8 warps split the rows, lane l of a warp reads column c0 + l.
+__global__ void __launch_bounds__(256) bias_backward_kernel(float* db, const __nv_bfloat16* dout, int N, int C) {
+    __shared__ float part[8][kWarp];
+    const int lane = static_cast<int>(threadIdx.x) % kWarp, warp = static_cast<int>(threadIdx.x) / kWarp;
+    const int c = static_cast<int>(blockIdx.x) * kWarp + lane;
+    float sum = 0.0f;
+    if (c < C)
+        for (int n = warp; n < N; n += 8) sum += __bfloat162float(dout[static_cast<std::int64_t>(n) * C + c]);
+    part[warp][lane] = sum;
+    __syncthreads();
+    if (warp == 0 && c < C) {
+        float total = 0.0f;
+        for (int w = 0; w < 8; ++w) total += part[w][lane];
+        db[c] += total;
+    }
+}
+
+__global__ void to_bf16_kernel(__nv_bfloat16* out, const float* in, std::int64_t n) {
+    const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = __float2bfloat16_rn(in[i]);
+}
+
+__global__ void add_into_kernel(float* y, const float* x, std::int64_t n) {
+    const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) y[i] += x[i];
+}
+
+__global__ void __launch_bounds__(256) sum_squares_kernel(float* sum_sq, const float* g, std::int64_t n) {
+    __shared__ float part[8];
+    float s = 0.0f;
+    for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+        s += g[i] * g[i];
+    s = warp_sum(s);
+    if (threadIdx.x % kWarp == 0) part[threadIdx.x / kWarp] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float total = 0.0f;
+        for (int w = 0; w < 8; ++w) total += part[w];
+        atomicAdd(sum_sq, total);
+    }
+}
+
 }  // namespace
+
+void bias_backward(float* db, const __nv_bfloat16* dout, int N, int C, cudaStream_t s) {
+    bias_backward_kernel<<<blocks_for(C, kWarp), 256, 0, s>>>(db, dout, N, C);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+void to_bf16(__nv_bfloat16* out, const float* in, std::int64_t n, cudaStream_t s) {
+    to_bf16_kernel<<<blocks_for(n, 256), 256, 0, s>>>(out, in, n);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+void add_into(float* y, const float* x, std::int64_t n, cudaStream_t s) {
+    add_into_kernel<<<blocks_for(n, 256), 256, 0, s>>>(y, x, n);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+void sum_squares(float* sum_sq, const float* g, std::int64_t n, cudaStream_t s) {
+    sum_squares_kernel<<<std::min<unsigned>(blocks_for(n, 256), 1024u), 256, 0, s>>>(sum_sq, g, n);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
 
 void encoder_forward(__nv_bfloat16* out, const std::uint16_t* tokens, const __nv_bfloat16* wte,
                      const __nv_bfloat16* wpe, int N, int T, int C, cudaStream_t s) {

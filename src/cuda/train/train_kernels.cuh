@@ -41,4 +41,13 @@ void adamw(float* params, __nv_bfloat16* params_bf16, const float* grads, float*
            std::int64_t n, float lr, float beta1, float beta2, float eps, float weight_decay, float bias1, float bias2,
            float grad_scale, cudaStream_t s);
 
+// db[c] += sum over n of dout[n, c] (fp32), dout N x C bf16: a linear layer's bias gradient.
+void bias_backward(float* db, const __nv_bfloat16* dout, int N, int C, cudaStream_t s);
+// out[i] = bf16(in[i]), n values (the model's copy of the fp32 master weights).
+void to_bf16(__nv_bfloat16* out, const float* in, std::int64_t n, cudaStream_t s);
+// y[i] += x[i], n floats.
+void add_into(float* y, const float* x, std::int64_t n, cudaStream_t s);
+// *sum_sq += sum of g[i]^2 (fp32 atomic adds of per-CTA partial sums; *sum_sq zeroed by the caller).
+void sum_squares(float* sum_sq, const float* g, std::int64_t n, cudaStream_t s);
+
 }  // namespace rigel::cuda::train

@@ -1,0 +1,323 @@
+// The device backend of `rigel train` (trainer.hpp): GPT-2's step on rigel's
+// kernels. Every matmul is a plan of the GEMM library with its epilogue fused
+// where one applies (forward: bias, bias + GELU keeping the pre-activation,
+// bias + residual add; backward: GELU' with the bias gradient), attention is
+// rigel's fused attention reading Q, K, V in place from the QKV projection,
+// and the rest is rigel's own kernels (train_kernels.cuh). Weights and
+// activations are bf16; master weights, gradients and AdamW's moments fp32.
+//
+// Per layer, forward (N = B T tokens, C channels):
+//   ln1  = LN(x)                          layernorm_forward
+//   qkv  = ln1 Wqkv^T + bqkv              GEMM NT, bias
+//   y    = attention(qkv)                 attention::Plan (Q, K, V column blocks, ld 3C), lse kept
+//   x2   = x + y Wproj^T + bproj          GEMM NT, bias, beta 1 with C = x
+//   ln2  = LN(x2)
+//   h    = gelu(ln2 Wfc^T + bfc)          GEMM NT, bias_gelu_aux (pre-activation kept)
+//   x'   = x2 + h Wfcproj^T + bfcproj     GEMM NT, bias, beta 1
+// then logits = LN(x) wte^T (the tied head) and the fused softmax
+// cross-entropy, which leaves dlogits in place. The backward pass walks back
+// with dX = dY W (GEMM NN) and dW += dY^T X (GEMM TN, fp32, beta 1 so micro-
+// batches accumulate), LayerNorm's backward adding into the residual stream's
+// gradient in place.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <tuple>
+#include <vector>
+
+#include "cuda/check.cuh"
+#include "cuda/train/train_kernels.cuh"
+#include "rigel/attention.hpp"
+#include "rigel/gemm.hpp"
+#include "train/trainer.hpp"
+
+namespace rigel::train {
+namespace {
+
+namespace gemm = rigel::gemm;
+
+template <class T>
+class Device {
+public:
+    Device() = default;
+    explicit Device(std::size_t n) : n_(n) { RIGEL_CUDA_CHECK(cudaMalloc(&p_, std::max<std::size_t>(n, 1) * sizeof(T))); }
+    ~Device() { if (p_) cudaFree(p_); }
+    Device(Device&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; }
+    Device& operator=(Device&& o) noexcept { std::swap(p_, o.p_); std::swap(n_, o.n_); return *this; }
+    T* get() const { return p_; }
+    std::size_t size() const { return n_; }
+private:
+    T* p_ = nullptr;
+    std::size_t n_ = 0;
+};
+
+using bf16 = __nv_bfloat16;
+
+class CudaBackend final : public TrainBackend {
+public:
+    CudaBackend(const Gpt2Config& c, int batch, int seq)
+        : c_(c), B_(batch), T_(seq), N_(batch * seq), layout_(param_layout(c)) {
+        const std::size_t P = static_cast<std::size_t>(layout_.total);
+        params_ = Device<float>(P), params16_ = Device<bf16>(P), grads_ = Device<float>(P), m_ = Device<float>(P),
+        v_ = Device<float>(P);
+        const std::vector<std::uint8_t> mask = decay_mask(c);
+        mask_ = Device<std::uint8_t>(P);
+        RIGEL_CUDA_CHECK(cudaMemcpy(mask_.get(), mask.data(), P, cudaMemcpyHostToDevice));
+        const std::size_t NC = static_cast<std::size_t>(N_) * C();
+        for (int l = 0; l < c.layers; ++l) {
+            Acts a;
+            a.in = Device<bf16>(NC), a.ln1 = Device<bf16>(NC), a.qkv = Device<bf16>(3 * NC), a.atty = Device<bf16>(NC);
+            a.res2 = Device<bf16>(NC), a.ln2 = Device<bf16>(NC), a.fch = Device<bf16>(4 * NC), a.pre = Device<bf16>(4 * NC);
+            a.mean1 = Device<float>(N_), a.rstd1 = Device<float>(N_), a.mean2 = Device<float>(N_), a.rstd2 = Device<float>(N_);
+            a.lse = Device<float>(static_cast<std::size_t>(N_) * c.heads);
+            acts_.push_back(std::move(a));
+        }
+        out_ = Device<bf16>(NC), lnf_ = Device<bf16>(NC), meanf_ = Device<float>(N_), rstdf_ = Device<float>(N_);
+        logits_ = Device<bf16>(static_cast<std::size_t>(N_) * c.padded_vocab_size);
+        losses_ = Device<float>(N_);
+        tokens_ = Device<std::uint16_t>(N_), targets_ = Device<std::uint16_t>(N_);
+        dres_ = Device<bf16>(NC), dln_ = Device<bf16>(NC), datty_ = Device<bf16>(NC), dqkv_ = Device<bf16>(3 * NC),
+        dfch_ = Device<bf16>(4 * NC), bgrad_ = Device<float>(4 * static_cast<std::size_t>(C()));
+        sum_sq_ = Device<float>(1);
+        RIGEL_CUDA_CHECK(cudaStreamCreate(&stream_));
+        const int D = C() / c.heads;
+        attention_ = std::make_unique<attention::Plan>(attention::Desc{.batch = B_, .heads = c.heads, .seq = T_,
+                                                                       .head_dim = D, .causal = true,
+                                                                       .ldq = 3 * C(), .ldk = 3 * C(), .ldv = 3 * C(),
+                                                                       .ldo = C()});
+    }
+    ~CudaBackend() override { cudaStreamDestroy(stream_); }
+
+    std::string name() const override { return "cuda (rigel's GEMM library, attention and training kernels)"; }
+
+    void load(const ModelState& s) override {
+        const std::size_t bytes = s.params.size() * sizeof(float);
+        if (s.params.size() != params_.size()) throw std::invalid_argument("model state does not fit the model");
+        RIGEL_CUDA_CHECK(cudaMemcpy(params_.get(), s.params.data(), bytes, cudaMemcpyHostToDevice));
+        RIGEL_CUDA_CHECK(cudaMemcpy(m_.get(), s.m.data(), bytes, cudaMemcpyHostToDevice));
+        RIGEL_CUDA_CHECK(cudaMemcpy(v_.get(), s.v.data(), bytes, cudaMemcpyHostToDevice));
+        refresh_bf16();
+    }
+
+    ModelState save() override {
+        ModelState s;
+        s.params.resize(params_.size()), s.m.resize(params_.size()), s.v.resize(params_.size());
+        RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        const std::size_t bytes = s.params.size() * sizeof(float);
+        RIGEL_CUDA_CHECK(cudaMemcpy(s.params.data(), params_.get(), bytes, cudaMemcpyDeviceToHost));
+        RIGEL_CUDA_CHECK(cudaMemcpy(s.m.data(), m_.get(), bytes, cudaMemcpyDeviceToHost));
+        RIGEL_CUDA_CHECK(cudaMemcpy(s.v.data(), v_.get(), bytes, cudaMemcpyDeviceToHost));
+        return s;
+    }
+
+    StepStats step(std::span<const Batch> micro, double lr, std::int64_t t, const TrainOptions& o) override {
+        check_shape(o);
+        RIGEL_CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.size() * sizeof(float), stream_));
+        StepStats st;
+        for (const Batch& b : micro) {
+            upload(b);
+            forward();
+            st.loss += mean_loss() / static_cast<double>(micro.size());
+            backward(1.0f / static_cast<float>(N_ * micro.size()));
+        }
+        RIGEL_CUDA_CHECK(cudaMemsetAsync(sum_sq_.get(), 0, sizeof(float), stream_));
+        cuda::train::sum_squares(sum_sq_.get(), grads_.get(), static_cast<std::int64_t>(grads_.size()), stream_);
+        float sum_sq = 0;
+        RIGEL_CUDA_CHECK(cudaMemcpyAsync(&sum_sq, sum_sq_.get(), sizeof(float), cudaMemcpyDeviceToHost, stream_));
+        RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        st.grad_norm = std::sqrt(static_cast<double>(sum_sq));
+        const double scale = clip_factor(st.grad_norm, o.clip);
+        const AdamWSettings& a = o.adamw;
+        cuda::train::adamw(params_.get(), params16_.get(), grads_.get(), m_.get(), v_.get(), mask_.get(),
+                           static_cast<std::int64_t>(params_.size()), static_cast<float>(lr),
+                           static_cast<float>(a.beta1), static_cast<float>(a.beta2), static_cast<float>(a.eps),
+                           static_cast<float>(a.weight_decay), static_cast<float>(1 - std::pow(a.beta1, t)),
+                           static_cast<float>(1 - std::pow(a.beta2, t)), static_cast<float>(scale), stream_);
+        return st;
+    }
+
+    double eval_loss(const Batch& b, const TrainOptions& o) override {
+        check_shape(o);
+        upload(b);
+        forward();
+        return mean_loss();
+    }
+
+private:
+    struct Acts {
+        Device<bf16> in, ln1, qkv, atty, res2, ln2, fch, pre;
+        Device<float> mean1, rstd1, mean2, rstd2, lse;
+    };
+
+    int C() const { return c_.channels; }
+    bf16* w16(Param p, int layer = 0) const { return params16_.get() + offset(p, layer); }
+    float* grad(Param p, int layer = 0) const { return grads_.get() + offset(p, layer); }
+    std::int64_t offset(Param p, int layer) const {
+        const bool layered = p != Param::wte && p != Param::wpe && p != Param::lnfw && p != Param::lnfb;
+        return layout_.at(p) + (layered ? layer * (layout_.count(p) / c_.layers) : 0);
+    }
+
+    void check_shape(const TrainOptions& o) const {
+        if (o.batch != B_ || o.seq != T_)
+            throw std::invalid_argument("the cuda backend was built for batch " + std::to_string(B_) + " x " +
+                                        std::to_string(T_) + " tokens");
+    }
+
+    // The bf16 copy the model computes with (AdamW refreshes it after every step).
+    void refresh_bf16() {
+        cuda::train::to_bf16(params16_.get(), params_.get(), static_cast<std::int64_t>(params_.size()), stream_);
+        RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+
+    void upload(const Batch& b) {
+        std::vector<std::uint16_t> in(b.inputs.begin(), b.inputs.end()), tg(b.targets.begin(), b.targets.end());
+        RIGEL_CUDA_CHECK(cudaMemcpyAsync(tokens_.get(), in.data(), in.size() * 2, cudaMemcpyHostToDevice, stream_));
+        RIGEL_CUDA_CHECK(cudaMemcpyAsync(targets_.get(), tg.data(), tg.size() * 2, cudaMemcpyHostToDevice, stream_));
+        RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host vectors die here
+    }
+
+    // A GEMM plan per (shape, layouts, epilogue, output type), built once.
+    gemm::Plan& plan(std::int64_t m, std::int64_t n, std::int64_t k, gemm::Op a, gemm::Op b, gemm::Type out,
+                     gemm::Epilogue e) {
+        const auto key = std::make_tuple(m, n, k, a, b, out, e);
+        auto it = plans_.find(key);
+        if (it == plans_.end())
+            it = plans_.emplace(key, std::make_unique<gemm::Plan>(gemm::Desc{.m = m, .n = n, .k = k, .a_op = a,
+                                                                              .b_op = b, .d_type = out, .epilogue = e}))
+                     .first;
+        return *it->second;
+    }
+    // Y (N x OC) = X W^T (+ bias) (+ residual): the forward layout NT.
+    void linear(bf16* y, const bf16* x, const bf16* w, const bf16* bias, int in, int out,
+                gemm::Epilogue e = gemm::Epilogue::bias, const bf16* residual = nullptr, bf16* aux = nullptr) {
+        plan(N_, out, in, gemm::Op::n, gemm::Op::t, gemm::Type::bf16, e)
+            .run({.a = x, .b = w, .d = y, .c = residual, .bias = bias, .aux = aux, .beta = residual ? 1.0f : 0.0f},
+                 stream_);
+    }
+    // dX (N x in) = dY W: NN. With dgelu_bgrad: dX = (dY W) gelu'(aux), bgrad its column sums.
+    void linear_dx(bf16* dx, const bf16* dy, const bf16* w, int in, int out,
+                   gemm::Epilogue e = gemm::Epilogue::none, const bf16* aux = nullptr, float* bgrad = nullptr) {
+        plan(N_, in, out, gemm::Op::n, gemm::Op::n, gemm::Type::bf16, e)
+            .run({.a = dy, .b = w, .d = dx, .aux = const_cast<bf16*>(aux), .bgrad = bgrad}, stream_);
+    }
+    // dW (out x in) += dY^T X: TN, fp32, accumulated.
+    void linear_dw(float* dw, const bf16* dy, const bf16* x, int in, int out) {
+        plan(out, in, N_, gemm::Op::t, gemm::Op::n, gemm::Type::f32, gemm::Epilogue::none)
+            .run({.a = dy, .b = x, .d = dw, .c = dw, .beta = 1.0f}, stream_);
+    }
+
+    void forward() {
+        const int C = this->C(), Vp = c_.padded_vocab_size;
+        cuda::train::encoder_forward(acts_[0].in.get(), tokens_.get(), w16(Param::wte), w16(Param::wpe), N_, T_, C,
+                                     stream_);
+        for (int l = 0; l < c_.layers; ++l) {
+            Acts& a = acts_[static_cast<std::size_t>(l)];
+            cuda::train::layernorm_forward(a.ln1.get(), a.mean1.get(), a.rstd1.get(), a.in.get(), w16(Param::ln1w, l),
+                                           w16(Param::ln1b, l), N_, C, stream_);
+            linear(a.qkv.get(), a.ln1.get(), w16(Param::qkvw, l), w16(Param::qkvb, l), C, 3 * C);
+            attention_->forward({.q = a.qkv.get(), .k = a.qkv.get() + C, .v = a.qkv.get() + 2 * C, .o = a.atty.get(),
+                                 .lse = a.lse.get()},
+                                stream_);
+            linear(a.res2.get(), a.atty.get(), w16(Param::attprojw, l), w16(Param::attprojb, l), C, C,
+                   gemm::Epilogue::bias, a.in.get());
+            cuda::train::layernorm_forward(a.ln2.get(), a.mean2.get(), a.rstd2.get(), a.res2.get(), w16(Param::ln2w, l),
+                                           w16(Param::ln2b, l), N_, C, stream_);
+            linear(a.fch.get(), a.ln2.get(), w16(Param::fcw, l), w16(Param::fcb, l), C, 4 * C,
+                   gemm::Epilogue::bias_gelu_aux, nullptr, a.pre.get());
+            bf16* next = l + 1 < c_.layers ? acts_[static_cast<std::size_t>(l) + 1].in.get() : out_.get();
+            linear(next, a.fch.get(), w16(Param::fcprojw, l), w16(Param::fcprojb, l), 4 * C, C, gemm::Epilogue::bias,
+                   a.res2.get());
+        }
+        cuda::train::layernorm_forward(lnf_.get(), meanf_.get(), rstdf_.get(), out_.get(), w16(Param::lnfw),
+                                       w16(Param::lnfb), N_, C, stream_);
+        plan(N_, Vp, C, gemm::Op::n, gemm::Op::t, gemm::Type::bf16, gemm::Epilogue::none)
+            .run({.a = lnf_.get(), .b = w16(Param::wte), .d = logits_.get()}, stream_);
+        // The losses, and the logits replaced by their gradient for a mean over the N tokens of this
+        // micro-batch (backward() scales by the micro-batch count through its own dloss).
+        cuda::train::crossentropy_fused(losses_.get(), logits_.get(), targets_.get(), 1.0f, N_, c_.vocab_size, Vp,
+                                        stream_);
+    }
+
+    double mean_loss() {
+        std::vector<float> h(static_cast<std::size_t>(N_));
+        RIGEL_CUDA_CHECK(cudaMemcpyAsync(h.data(), losses_.get(), h.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                                         stream_));
+        RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        double s = 0;
+        for (float x : h) s += x;
+        return s / N_;
+    }
+
+    // dlogits holds (softmax - onehot) per token; `dloss` (1 / tokens of the whole step) scales it here,
+    // in the first product of the backward pass, through alpha.
+    void backward(float dloss) {
+        const int C = this->C(), Vp = c_.padded_vocab_size;
+        RIGEL_CUDA_CHECK(cudaMemsetAsync(dres_.get(), 0, dres_.size() * sizeof(bf16), stream_));
+        plan(N_, C, Vp, gemm::Op::n, gemm::Op::n, gemm::Type::bf16, gemm::Epilogue::none)
+            .run({.a = logits_.get(), .b = w16(Param::wte), .d = dln_.get(), .alpha = dloss}, stream_);
+        plan(Vp, C, N_, gemm::Op::t, gemm::Op::n, gemm::Type::f32, gemm::Epilogue::none)
+            .run({.a = logits_.get(), .b = lnf_.get(), .d = grad(Param::wte), .c = grad(Param::wte), .alpha = dloss,
+                  .beta = 1.0f},
+                 stream_);
+        cuda::train::layernorm_backward(dres_.get(), grad(Param::lnfw), grad(Param::lnfb), dln_.get(), out_.get(),
+                                        w16(Param::lnfw), meanf_.get(), rstdf_.get(), N_, C, stream_);
+        for (int l = c_.layers - 1; l >= 0; --l) {
+            Acts& a = acts_[static_cast<std::size_t>(l)];
+            // x' = x2 + h Wfcproj^T + b: dres flows on to x2 unchanged.
+            linear_dw(grad(Param::fcprojw, l), dres_.get(), a.fch.get(), 4 * C, C);
+            cuda::train::bias_backward(grad(Param::fcprojb, l), dres_.get(), N_, C, stream_);
+            linear_dx(dfch_.get(), dres_.get(), w16(Param::fcprojw, l), 4 * C, C, gemm::Epilogue::dgelu_bgrad,
+                      a.pre.get(), bgrad_.get());
+            cuda::train::add_into(grad(Param::fcb, l), bgrad_.get(), 4 * C, stream_);
+            linear_dw(grad(Param::fcw, l), dfch_.get(), a.ln2.get(), C, 4 * C);
+            linear_dx(dln_.get(), dfch_.get(), w16(Param::fcw, l), C, 4 * C);
+            cuda::train::layernorm_backward(dres_.get(), grad(Param::ln2w, l), grad(Param::ln2b, l), dln_.get(),
+                                            a.res2.get(), w16(Param::ln2w, l), a.mean2.get(), a.rstd2.get(), N_, C,
+                                            stream_);
+            // x2 = x + y Wproj^T + b
+            linear_dw(grad(Param::attprojw, l), dres_.get(), a.atty.get(), C, C);
+            cuda::train::bias_backward(grad(Param::attprojb, l), dres_.get(), N_, C, stream_);
+            linear_dx(datty_.get(), dres_.get(), w16(Param::attprojw, l), C, C);
+            attention_->backward({.q = a.qkv.get(), .k = a.qkv.get() + C, .v = a.qkv.get() + 2 * C, .o = a.atty.get(),
+                                  .dout = datty_.get(), .lse = a.lse.get(), .dq = dqkv_.get(), .dk = dqkv_.get() + C,
+                                  .dv = dqkv_.get() + 2 * C},
+                                 stream_);
+            linear_dw(grad(Param::qkvw, l), dqkv_.get(), a.ln1.get(), C, 3 * C);
+            cuda::train::bias_backward(grad(Param::qkvb, l), dqkv_.get(), N_, 3 * C, stream_);
+            linear_dx(dln_.get(), dqkv_.get(), w16(Param::qkvw, l), C, 3 * C);
+            cuda::train::layernorm_backward(dres_.get(), grad(Param::ln1w, l), grad(Param::ln1b, l), dln_.get(),
+                                            a.in.get(), w16(Param::ln1w, l), a.mean1.get(), a.rstd1.get(), N_, C,
+                                            stream_);
+        }
+        cuda::train::encoder_backward(grad(Param::wte), grad(Param::wpe), dres_.get(), tokens_.get(), N_, T_, C,
+                                      stream_);
+    }
+
+    Gpt2Config c_;
+    int B_, T_, N_;
+    ParamLayout layout_;
+    Device<float> params_, grads_, m_, v_;
+    Device<bf16> params16_;
+    Device<std::uint8_t> mask_;
+    std::vector<Acts> acts_;
+    Device<bf16> out_, lnf_, logits_, dres_, dln_, datty_, dqkv_, dfch_;
+    Device<float> meanf_, rstdf_, losses_, bgrad_, sum_sq_;
+    Device<std::uint16_t> tokens_, targets_;
+    std::unique_ptr<attention::Plan> attention_;
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, gemm::Op, gemm::Op, gemm::Type, gemm::Epilogue>,
+             std::unique_ptr<gemm::Plan>>
+        plans_;
+    cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, int seq) {
+    return std::make_unique<CudaBackend>(c, batch, seq);
+}
+
+}  // namespace rigel::train
