@@ -19,7 +19,8 @@ What a run does:
   4. Encodes each work with GPT-2's tokenizer (tiktoken, built offline from the
      rank file) and puts the end-of-text token 50256 BEFORE each work, as
      llm.c's data scripts do, so every work starts right after a separator.
-  5. Writes <out>/train.bin, <out>/val.bin and <out>/manifest.json, each
+  5. Writes <out>/train.bin, <out>/val.bin, <out>/gpt2.tiktoken (the ranks,
+     for decoding samples) and <out>/manifest.json, each
      atomically (temporary file in the same folder, fsync, rename).
 
 Token file format (llm.c's, read by rigel): a header of 256 little-endian
@@ -370,13 +371,17 @@ def prepare(out_dir, cache):
         raise Failure(f"the output folder {out_dir} is a file.")
     corpus_archive = fetch(CORPUS, cache)
     whisper_archive = fetch(TOKENIZER, cache)
-    enc = gpt2_encoding(extract_ranks(whisper_archive, cache))
+    ranks_path = extract_ranks(whisper_archive, cache)
+    enc = gpt2_encoding(ranks_path)
     works = load_corpus(corpus_archive)
     splits = build_splits(works, enc.encode_ordinary)  # the texts' "<|endoftext|>", if any, is plain text
 
     os.makedirs(out_dir, exist_ok=True)
     for split, (_, tokens, _) in splits.items():
         write_token_file(os.path.join(out_dir, f"{split}.bin"), tokens)
+    # The rank file beside the tokens: `rigel train sample` decodes what a model writes with it.
+    with open(ranks_path, "rb") as f:
+        write_atomically(os.path.join(out_dir, "gpt2.tiktoken"), [f.read()])
     doc = manifest(splits, [CORPUS, TOKENIZER], out_dir)
     write_atomically(os.path.join(out_dir, "manifest.json"), [(json.dumps(doc, indent=2) + "\n").encode()])
 

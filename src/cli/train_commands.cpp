@@ -1,6 +1,7 @@
 // `rigel train`: GPT-2 training.
 //   rigel train run --data FILE [...]           the training loop (src/train/trainer.hpp) on the float64
 //                                              host reference or on rigel's kernels (--backend cuda)
+//   rigel train sample --checkpoint F [...]     text from a checkpoint (temperature, top-k), on the host
 //   rigel train check [--seed N] [--out DIR]   each of rigel's own training kernels against float64
 //                                              (exit 1 if one fails, 77 without a device)
 #include <CLI/CLI.hpp>
@@ -16,7 +17,9 @@
 #include "cli/commands.hpp"
 #include "cli/device_runs.hpp"
 #include "harness/interrupt.hpp"
+#include "train/checkpoint.hpp"
 #include "train/layer_check.hpp"
+#include "train/sampling.hpp"
 #include "train/trainer.hpp"
 
 namespace rigel::cli {
@@ -132,6 +135,29 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     return 0;
 }
 
+struct SampleArgs {
+    std::string checkpoint, tokenizer = "data/shakespeare/gpt2.tiktoken", tokens = "64", temperature = "1.0",
+                            top_k = "40", seed = "1";
+};
+
+int run_sample(const SampleArgs& a) {
+    if (a.checkpoint.empty()) throw std::invalid_argument("--checkpoint is required");
+    const int count = static_cast<int>(parse_count("--tokens", a.tokens, 1));
+    const double temperature = parse_real("--temperature", a.temperature, 0);
+    const int top_k = static_cast<int>(parse_count("--top-k", a.top_k, 0));
+    rigel::Rng rng(parse_seed("--seed", a.seed));
+    const train::Gpt2Decoder decoder(a.tokenizer);
+    const train::Checkpoint c = train::load_checkpoint(a.checkpoint);
+    if (const std::string why = train::check(c.config); !why.empty())
+        throw std::invalid_argument(a.checkpoint + ": " + why);
+    const std::vector<double> params(c.parameters.begin(), c.parameters.end());
+    say("sampling " + std::to_string(count) + " tokens from " + a.checkpoint + " (step " + std::to_string(c.step) +
+        ") on the float64 host reference, temperature " + num(temperature) + ", top-k " + std::to_string(top_k));
+    const std::vector<int> out = train::generate(c.config, params, {train::kEndOfText}, count, temperature, top_k, rng);
+    std::printf("%s\n", decoder.decode(out).c_str());
+    return 0;
+}
+
 int run_check(const CheckArgs& a, const CLI::App& cmd) {
     check_out_option(cmd, a.common.out);
     const std::uint64_t seed = parse_seed("--seed", a.common.seed);
@@ -166,6 +192,7 @@ int run_check(const CheckArgs& a, const CLI::App& cmd) {
 std::vector<SubcommandHook> add_train_commands(CLI::App& app) {
     static CheckArgs ca;
     static RunArgs ra;
+    static SampleArgs sa;
     auto* cmd = app.add_subcommand("train", "GPT-2 training: the loop (on the float64 reference so far) and rigel's "
                                             "training kernels checked");
     cmd->require_subcommand(1);
@@ -196,10 +223,21 @@ std::vector<SubcommandHook> add_train_commands(CLI::App& app) {
         ->capture_default_str();
     run->add_option("--val-batches", ra.val_batches, "batches per validation")->capture_default_str();
     run->add_option("--out", ra.out, "folder for the log CSV and its JSON sidecar (none: print only)");
+    auto* sample = cmd->add_subcommand("sample", "Text from a checkpoint, after an end-of-text token (on the host: "
+                                                 "seconds per token for GPT-2 small)");
+    sample->add_option("--checkpoint", sa.checkpoint, "a checkpoint of rigel train run");
+    sample->add_option("--tokenizer", sa.tokenizer, "GPT-2's rank file (make data writes it beside the tokens)")
+        ->capture_default_str();
+    sample->add_option("--tokens", sa.tokens, "tokens to generate")->capture_default_str();
+    sample->add_option("--temperature", sa.temperature, "0: always the likeliest token")->capture_default_str();
+    sample->add_option("--top-k", sa.top_k, "draw among the k likeliest (0: all)")->capture_default_str();
+    sample->add_option("--seed", sa.seed, "the draw's seed")->capture_default_str();
     auto* check = cmd->add_subcommand("check", "Each of rigel's own training kernels against float64 (exit 1 if one "
                                                "fails)");
     add_common_options(check, ca.common, false);
-    return {{run, [run] { return run_train(ra, *run); }}, {check, [check] { return run_check(ca, *check); }}};
+    return {{run, [run] { return run_train(ra, *run); }},
+            {sample, [] { return run_sample(sa); }},
+            {check, [check] { return run_check(ca, *check); }}};
 }
 
 }  // namespace rigel::cli

@@ -251,26 +251,33 @@ Vec init_params(const Gpt2Config& c, std::uint64_t seed) {
     return p;
 }
 
-double loss(const Gpt2Config& c, std::span<const double> params, std::span<const int> inputs,
-            std::span<const int> targets, int B, int T, Vec* grads) {
+namespace {
+
+// The activations the backward pass reads, per layer, and the head's.
+struct LayerActs {
+    Vec in, ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd, fch, fch_gelu;
+};
+struct Forward {
+    std::vector<LayerActs> layers;
+    Vec x, lnf, lnf_mean, lnf_rstd, logits;
+};
+
+Forward forward_pass(const Gpt2Config& c, std::span<const double> params, std::span<const int> inputs, int B, int T) {
     if (const std::string why = check(c); !why.empty()) throw std::invalid_argument(why);
     const ParamLayout l = param_layout(c);
     if (static_cast<std::int64_t>(params.size()) != l.total) throw std::invalid_argument("parameter count mismatch");
-    if (T > c.max_seq_len || inputs.size() != static_cast<std::size_t>(B * T) || targets.size() != inputs.size())
-        throw std::invalid_argument("inputs and targets must hold B x T tokens, T at most the context");
-    const int L = c.layers, C = c.channels, NH = c.heads, V = c.vocab_size, Vp = c.padded_vocab_size, N = B * T;
+    if (B < 1 || T < 1 || T > c.max_seq_len || inputs.size() != static_cast<std::size_t>(B * T))
+        throw std::invalid_argument("inputs must hold B x T tokens, T at most the context");
+    const int L = c.layers, C = c.channels, NH = c.heads, Vp = c.padded_vocab_size, N = B * T;
     const auto sz = [](std::int64_t n) { return static_cast<std::size_t>(n); };
     const auto P = [&](Param p, int layer = 0) { return tensor(params, l, p, layer); };
-
-    // Activations kept for the backward pass, per layer.
-    struct Layer {
-        Vec in, ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd, fch, fch_gelu;
-    };
-    std::vector<Layer> acts(sz(L));
-    Vec x(sz(N) * C);
+    Forward f;
+    f.layers.resize(sz(L));
+    Vec& x = f.x;
+    x.resize(sz(N) * C);
     encoder_forward(x, inputs, P(Param::wte), P(Param::wpe), B, T, C);
     for (int i = 0; i < L; ++i) {
-        Layer& a = acts[sz(i)];
+        LayerActs& a = f.layers[sz(i)];
         a.in = x;
         a.ln1.resize(sz(N) * C), a.ln1_mean.resize(sz(N)), a.ln1_rstd.resize(sz(N));
         layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, a.in, P(Param::ln1w, i), P(Param::ln1b, i), N, C);
@@ -291,11 +298,31 @@ double loss(const Gpt2Config& c, std::span<const double> params, std::span<const
         matmul_forward(fcproj, a.fch_gelu, P(Param::fcprojw, i), P(Param::fcprojb, i), N, 4 * C, C);
         for (std::size_t j = 0; j < x.size(); ++j) x[j] = a.res2[j] + fcproj[j];
     }
-    Vec lnf(sz(N) * C), lnf_mean(sz(N)), lnf_rstd(sz(N));
-    layernorm_forward(lnf, lnf_mean, lnf_rstd, x, P(Param::lnfw), P(Param::lnfb), N, C);
-    Vec logits(sz(N) * Vp), probs(sz(N) * Vp), losses(sz(N));
-    matmul_forward(logits, lnf, P(Param::wte), {}, N, C, Vp);  // tied LM head, no bias
-    crossentropy_forward(losses, probs, logits, targets, N, V, Vp);
+    f.lnf.resize(sz(N) * C), f.lnf_mean.resize(sz(N)), f.lnf_rstd.resize(sz(N));
+    layernorm_forward(f.lnf, f.lnf_mean, f.lnf_rstd, x, P(Param::lnfw), P(Param::lnfb), N, C);
+    f.logits.resize(sz(N) * Vp);
+    matmul_forward(f.logits, f.lnf, P(Param::wte), {}, N, C, Vp);  // tied LM head, no bias
+    return f;
+}
+
+}  // namespace
+
+Vec logits(const Gpt2Config& c, std::span<const double> params, std::span<const int> inputs, int B, int T) {
+    return forward_pass(c, params, inputs, B, T).logits;
+}
+
+double loss(const Gpt2Config& c, std::span<const double> params, std::span<const int> inputs,
+            std::span<const int> targets, int B, int T, Vec* grads) {
+    if (targets.size() != inputs.size()) throw std::invalid_argument("inputs and targets must hold B x T tokens");
+    Forward f = forward_pass(c, params, inputs, B, T);
+    const ParamLayout l = param_layout(c);
+    const int L = c.layers, C = c.channels, NH = c.heads, V = c.vocab_size, Vp = c.padded_vocab_size, N = B * T;
+    const auto sz = [](std::int64_t n) { return static_cast<std::size_t>(n); };
+    const auto P = [&](Param p, int layer = 0) { return tensor(params, l, p, layer); };
+    const std::vector<LayerActs>& acts = f.layers;
+    const Vec &x = f.x, &lnf = f.lnf, &lnf_mean = f.lnf_mean, &lnf_rstd = f.lnf_rstd;
+    Vec probs(sz(N) * Vp), losses(sz(N));
+    crossentropy_forward(losses, probs, f.logits, targets, N, V, Vp);
     double mean_loss = 0;
     for (double v : losses) mean_loss += v;
     mean_loss /= N;
@@ -310,7 +337,7 @@ double loss(const Gpt2Config& c, std::span<const double> params, std::span<const
     matmul_backward(dlnf, G(Param::wte), {}, dlogits, lnf, P(Param::wte), N, C, Vp);
     layernorm_backward(dx, G(Param::lnfw), G(Param::lnfb), dlnf, x, P(Param::lnfw), lnf_mean, lnf_rstd, N, C);
     for (int i = L - 1; i >= 0; --i) {
-        const Layer& a = acts[sz(i)];
+        const LayerActs& a = acts[sz(i)];
         // x = res2 + fcproj: dres2 = dx (residual), dfcproj = dx
         Vec dres2 = dx, dfch_gelu(sz(N) * 4 * C, 0.0), dfch(sz(N) * 4 * C, 0.0), dln2(sz(N) * C, 0.0);
         matmul_backward(dfch_gelu, G(Param::fcprojw, i), G(Param::fcprojb, i), dx, a.fch_gelu, P(Param::fcprojw, i), N,

@@ -69,6 +69,9 @@ void crossentropy_backward(std::span<double> dlogits, std::span<const double> pr
 // biases 0, the padded rows of wte 0. The same seed gives the same values.
 Vec init_params(const Gpt2Config& c, std::uint64_t seed);
 
+// The logits (B T x padded vocabulary) of the whole model on B x T tokens.
+Vec logits(const Gpt2Config& c, std::span<const double> params, std::span<const int> inputs, int B, int T);
+
 // The whole model on B x T tokens: the mean cross-entropy of the next-token
 // targets; with `grads` (resized to the parameter count), d loss / d params.
 double loss(const Gpt2Config& c, std::span<const double> params, std::span<const int> inputs,

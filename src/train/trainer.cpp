@@ -105,6 +105,14 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
         loader_state = c.loader;
         state = {std::move(c.parameters), std::move(c.first_moment), std::move(c.second_moment)};
     } else {
+        // The checkpoint's folder, made now: a run must not find out at its first checkpoint that it cannot write.
+        if (!o.checkpoint.empty() && o.checkpoint.has_parent_path()) {
+            std::error_code ec;
+            std::filesystem::create_directories(o.checkpoint.parent_path(), ec);
+            if (ec || !std::filesystem::is_directory(o.checkpoint.parent_path()))
+                throw std::invalid_argument("the checkpoint's folder " + o.checkpoint.parent_path().string() +
+                                            " cannot be made: " + ec.message());
+        }
         if (!o.checkpoint.empty() && std::filesystem::exists(o.checkpoint))
             throw std::invalid_argument(o.checkpoint.string() + " exists: pass --resume to continue it, or name "
                                         "another file");
