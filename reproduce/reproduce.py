@@ -26,6 +26,7 @@ sys.dont_write_bytecode = True  # regenerating leaves no __pycache__ in the tree
 import attention_report  # noqa: E402
 import findings  # noqa: E402
 import gemm_report  # noqa: E402
+import train_report  # noqa: E402
 from figures import accumulator, climb, fused_gain, roofline, speed_ratios, style, wins  # noqa: E402
 
 NAIVE = "k01_cpu_naive"
@@ -396,8 +397,14 @@ def main():
               file=sys.stderr)
     try:
         attention_blocks = attention_report.blocks(RESULTS / "h200")
+        train_runs = train_report.load(RESULTS / "h200")
     except findings.FindingsError as e:
         sys.exit(f"reproduce: error: {e}")
+    training_md = (docs / "training.md").read_text() if (docs / "training.md").exists() else ""
+    readme = replace_block(readme, "train-runs", train_report.runs_block(train_runs))
+    training_md = replace_block(training_md, "train-runs", train_report.runs_block(train_runs))
+    if training_md:
+        write_if_changed(docs / "training.md", training_md)
     attention_md = (docs / "attention.md").read_text() if (docs / "attention.md").exists() else ""
     for name, body in attention_blocks.items():
         readme = replace_block(readme, name, body)
@@ -418,6 +425,7 @@ def main():
                           findings.ladder_accel_data(fin.ladder), figdir / "speed_ratios.png", write_if_changed)
         accumulator.draw(plt, findings.accumulator_data(fin.probes), figdir / "accumulator.png", write_if_changed)
         fused_gain.draw(plt, gemm_report.fused_gain_data(fin), figdir / "fused_gain.png", write_if_changed)
+        train_report.draw(plt, train_runs, figdir / "loss_curves.png", write_if_changed, style)
     print(f"reproduce: {len(rows)} ladder rows -> docs/ladder.md, README.md tables, FINDINGS.md"
           + (", docs/figures" if plt else " (figures skipped: --no-figures)"))
 
