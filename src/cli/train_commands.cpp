@@ -35,6 +35,11 @@ const std::vector<std::string>& check_header() {
     return h;
 }
 
+// MFU's denominator: the H200's dense bf16 tensor rate as NVIDIA's data sheet
+// states it (989.5 Tflop/s at its boost clock), the convention the field's MFU
+// figures use. The probes measure what the card sustains (FINDINGS.md).
+constexpr double kH200DenseBf16Flops = 989.5e12;
+
 struct RunArgs {
     std::string data, val, model = "tiny", backend = "reference", checkpoint, out;
     std::string batch = "4", seq = "64", accumulation = "1", steps = "20", stop_after = "0", max_seconds = "0";
@@ -75,8 +80,10 @@ double parse_real(const std::string& option, const std::string& text, double min
 }
 
 const std::vector<std::string>& log_header() {
-    static const std::vector<std::string> h{"run_id", "host", "device", "step", "loss", "val_loss", "lr",
-                                            "grad_norm", "tokens_per_s", "elapsed_s", "checkpointed"};
+    static const std::vector<std::string> h{"run_id",       "host",      "device",   "step",
+                                            "loss",         "val_loss",  "lr",       "grad_norm",
+                                            "tokens_per_s", "tflops",    "mfu",      "peak_memory_gb",
+                                            "elapsed_s",    "checkpointed"};
     return h;
 }
 
@@ -118,15 +125,21 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
         if (cells.empty())  // the files and the checkpoint were accepted
             say("training " + a.model + " (" + std::to_string(train::param_layout(o.model).total) + " parameters) on " +
                 backend->name() + ", " + std::to_string(o.batch * o.seq * o.accumulation) + " tokens per step");
-        std::printf("step %5lld/%lld  loss %.4f%s  lr %.3g  norm %.3f  %.0f tok/s%s\n", static_cast<long long>(l.step),
-                    static_cast<long long>(o.steps), l.loss,
+        std::printf("step %5lld/%lld  loss %.4f%s  lr %.3g  norm %.3f  %.0f tok/s%s%s\n",
+                    static_cast<long long>(l.step), static_cast<long long>(o.steps), l.loss,
                     l.has_val ? ("  val " + num(l.val_loss)).c_str() : "", l.lr, l.grad_norm, l.tokens_per_s,
+                    l.peak_memory > 0 ? ("  MFU " + num(100 * l.flops_per_s / kH200DenseBf16Flops) + " %  peak " +
+                                         num(l.peak_memory / 1e9) + " GB")
+                                            .c_str()
+                                      : "",
                     l.checkpointed ? "  (checkpoint)" : "");
         std::fflush(stdout);
         const RowContext& x = files.rows();
+        const bool device = l.peak_memory > 0;
         cells.push_back({x.run_id, x.host, x.device, std::to_string(l.step), num(l.loss),
                          l.has_val ? num(l.val_loss) : "", num(l.lr), num(l.grad_norm), num(l.tokens_per_s),
-                         num(l.elapsed_s), l.checkpointed ? "1" : "0"});
+                         num(l.flops_per_s * 1e-12), device ? num(l.flops_per_s / kH200DenseBf16Flops) : "",
+                         device ? num(l.peak_memory / 1e9) : "", num(l.elapsed_s), l.checkpointed ? "1" : "0"});
         JsonObject d;
         d.str("model", a.model).str("backend", backend->name()).integer("steps", o.steps);
         files.write(cells, d, l.step == o.steps);

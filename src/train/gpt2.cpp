@@ -37,4 +37,9 @@ ParamLayout param_layout(const Gpt2Config& c) {
     return out;
 }
 
+double training_flops_per_token(const Gpt2Config& c, int T) {
+    return 6.0 * static_cast<double>(param_layout(c).total) +
+           12.0 * c.layers * static_cast<double>(T) * c.channels;
+}
+
 }  // namespace rigel::train

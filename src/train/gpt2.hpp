@@ -56,4 +56,10 @@ struct ParamLayout {
 };
 ParamLayout param_layout(const Gpt2Config& c);
 
+// Floating-point operations of one training step per token at sequence length
+// T (forward and backward), as the field counts them for MFU (PaLM's appendix,
+// llm.c): 6 per parameter per token, plus attention's 12 L T C (its score and
+// value products, forward and backward, causal masking not discounted).
+double training_flops_per_token(const Gpt2Config& c, int T);
+
 }  // namespace rigel::train

@@ -149,6 +149,8 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
         log.loss = st.loss;
         log.grad_norm = st.grad_norm;
         log.tokens_per_s = static_cast<double>(o.batch) * o.seq * o.accumulation / seconds;
+        log.flops_per_s = training_flops_per_token(o.model, o.seq) * log.tokens_per_s;
+        log.peak_memory = backend.peak_memory_bytes();
         log.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const bool out_of_time = o.max_seconds > 0 && log.elapsed_s >= o.max_seconds;
         const bool last = step == end || out_of_time;

@@ -60,6 +60,8 @@ public:
     // global norm, clipping to `clip`, then AdamW step t at `lr`.
     virtual StepStats step(std::span<const Batch> micro, double lr, std::int64_t t, const TrainOptions& o) = 0;
     virtual double eval_loss(const Batch& b, const TrainOptions& o) = 0;
+    // The most device memory in use so far, in bytes (0: not on a device).
+    virtual double peak_memory_bytes() const { return 0; }
 };
 
 // The float64 reference model (gpt2_reference.hpp) with the host AdamW: slow,
@@ -74,6 +76,8 @@ std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, 
 struct StepLog {
     std::int64_t step = 0;  // 1-based
     double loss = 0, val_loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, elapsed_s = 0;
+    double flops_per_s = 0;   // training_flops_per_token x tokens/s
+    double peak_memory = 0;   // bytes, the backend's
     bool has_val = false;
     bool checkpointed = false;
 };

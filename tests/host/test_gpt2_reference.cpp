@@ -60,6 +60,8 @@ TEST(Gpt2Model, Gpt2SmallHas124MParametersWithThePaddedVocabulary) {
     EXPECT_EQ(l.at(Param::wpe), 50304LL * 768);
     EXPECT_EQ(l.at(Param::lnfb) + l.count(Param::lnfb), l.total);
     EXPECT_EQ(name(Param::fcprojw), "fcprojw");
+    // 6 per parameter per token, plus attention's 12 L T C: 746,855,424 + 113,246,208 at T = 1024.
+    EXPECT_DOUBLE_EQ(training_flops_per_token(kGpt2Small, 1024), 860101632.0);
     EXPECT_NE(check(Gpt2Config{.heads = 5}), "");
     EXPECT_NE(check(Gpt2Config{.vocab_size = 50257, .padded_vocab_size = 50000}), "");
 }

@@ -137,8 +137,14 @@ public:
                            static_cast<float>(a.beta1), static_cast<float>(a.beta2), static_cast<float>(a.eps),
                            static_cast<float>(a.weight_decay), static_cast<float>(1 - std::pow(a.beta1, t)),
                            static_cast<float>(1 - std::pow(a.beta2, t)), static_cast<float>(scale), stream_);
+        std::size_t free = 0, total = 0;
+        RIGEL_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+        peak_ = std::max(peak_, static_cast<double>(total - free));
         return st;
     }
+
+    // The device's memory in use (all of it, as nvidia-smi counts it) at the end of each step, at its largest.
+    double peak_memory_bytes() const override { return peak_; }
 
     double eval_loss(const Batch& b, const TrainOptions& o) override {
         check_shape(o);
@@ -312,6 +318,7 @@ private:
              std::unique_ptr<gemm::Plan>>
         plans_;
     cudaStream_t stream_ = nullptr;
+    double peak_ = 0;
 };
 
 }  // namespace
