@@ -45,7 +45,7 @@ struct RunArgs {
     std::string batch = "4", seq = "64", accumulation = "1", steps = "20", stop_after = "0", max_seconds = "0";
     std::string lr = "6e-4", warmup = "0", weight_decay = "0.1", clip = "1.0", seed = "1";
     std::string checkpoint_every = "0", val_every = "0", val_batches = "4";
-    bool resume = false;
+    bool resume = false, init_only = false;
 };
 
 // The models `--model` names: GPT-2 small, and a small one the host reference trains in seconds a step.
@@ -112,6 +112,7 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     o.val_every = parse_count("--val-every", a.val_every, 0);
     o.val_batches = static_cast<int>(parse_count("--val-batches", a.val_batches, 1));
     o.resume = a.resume;
+    o.init_only = a.init_only;
     if (const std::string why = train::check(o); !why.empty()) throw std::invalid_argument(why);
 
     std::unique_ptr<Executor> ex =
@@ -145,6 +146,7 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
         files.write(cells, d, l.step == o.steps);
     });
     files.report(cells.size());
+    if (o.init_only) say("wrote the initialization to " + a.checkpoint + " (step 0)");
     return 0;
 }
 
@@ -232,6 +234,8 @@ std::vector<SubcommandHook> add_train_commands(CLI::App& app) {
     run->add_option("--checkpoint-every", ra.checkpoint_every, "steps between checkpoints (0: at the end only)")
         ->capture_default_str();
     run->add_flag("--resume", ra.resume, "continue from --checkpoint");
+    run->add_flag("--init-only", ra.init_only, "write the initialization to --checkpoint as step 0 and stop (another "
+                                               "program, such as scripts/gpt2_torch.py, can start from it)");
     run->add_option("--val-every", ra.val_every, "steps between validations (0: at the end only)")
         ->capture_default_str();
     run->add_option("--val-batches", ra.val_batches, "batches per validation")->capture_default_str();

@@ -73,7 +73,8 @@ std::string check(const TrainOptions& o) {
     if (o.warmup < 0 || o.checkpoint_every < 0 || o.val_every < 0 || o.stop_after < 0 || !(o.max_seconds >= 0))
         return "warm-up, intervals and limits cannot be negative";
     if (o.val_batches < 1) return "validation needs at least 1 batch";
-    if (o.resume && o.checkpoint.empty()) return "resuming needs a checkpoint file";
+    if ((o.resume || o.init_only) && o.checkpoint.empty()) return "resuming and --init-only need a checkpoint file";
+    if (o.resume && o.init_only) return "--init-only starts a run; it cannot resume one";
     return {};
 }
 
@@ -137,6 +138,10 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
                                                  .options = options_text(o)});
         return true;
     };
+    if (o.init_only) {
+        write_checkpoint(0);
+        return state;
+    }
     const auto start = std::chrono::steady_clock::now();
     const std::int64_t end = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
     for (std::int64_t step = done + 1; step <= end; ++step) {

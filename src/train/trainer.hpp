@@ -33,6 +33,7 @@ struct TrainOptions {
     std::filesystem::path checkpoint;        // empty: none written
     std::int64_t checkpoint_every = 0;       // and at the end; 0: only at the end
     bool resume = false;                     // continue from `checkpoint`
+    bool init_only = false;                  // write the initialization to `checkpoint` as step 0, and stop
     std::int64_t val_every = 0;              // and at the end; 0: only at the end
     int val_batches = 4;
 };

@@ -107,6 +107,23 @@ TEST_F(TrainerTest, StoppedAndResumedEqualsOneRunBitForBit) {
     EXPECT_TRUE(same_bits(ca.parameters, cb.parameters));
 }
 
+TEST_F(TrainerTest, InitOnlyWritesStepZeroThatAResumeStartsFrom) {
+    TrainOptions init = options();
+    init.checkpoint = dir_ / "init.ckpt";
+    init.init_only = true;
+    std::vector<StepLog> none;
+    run(init, &none);
+    EXPECT_TRUE(none.empty());
+    EXPECT_EQ(load_checkpoint(init.checkpoint).step, 0);
+    TrainOptions from = options();
+    from.checkpoint = init.checkpoint;
+    from.resume = true;
+    const ModelState resumed = run(from);
+    TrainOptions fresh = options();
+    const ModelState direct = run(fresh);
+    EXPECT_TRUE(same_bits(resumed.params, direct.params));
+}
+
 TEST_F(TrainerTest, RefusesBadInputBeforeAnyStepAndNeverOverwritesACheckpoint) {
     TrainOptions o = options();
     o.checkpoint = dir_ / "run.ckpt";
