@@ -4,7 +4,7 @@
 # and JSON results and the logs into $OUT/visit.tar.gz. The last thing printed is a short
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
-# [gemm_compare] [attention] [attention_quick] [train]
+# [gemm_compare] [attention] [attention_quick] [train] [train_compare]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -239,6 +239,34 @@ if has train; then
   summary+=("train check: rc $?")
 fi
 
+# GPT-2 small on the corpus: rigel's cuda backend and PyTorch (eager, then
+# torch.compile) from the same step-0 weights, the same batches and settings,
+# each for TRAIN_STEPS steps (default 30) in the same call. The token files
+# come with the call: carry data/shakespeare (make data writes it), which
+# sits beside the export.
+if has train_compare; then
+  data=${DATA:-../data/shakespeare}
+  steps=${TRAIN_STEPS:-30}
+  common=(--batch 16 --seq 1024 --steps "$steps" --warmup 10 --lr 6e-4 --val-batches 4)
+  rm -f "$OUT/init.ckpt" "$OUT/rigel.ckpt"
+  log "train compare: init"
+  $RIGEL train run --model gpt2 --data "$data/train.bin" --init-only --checkpoint "$OUT/init.ckpt" \
+    "${common[@]}" > "$OUT/train_init.txt" 2>&1
+  cp "$OUT/init.ckpt" "$OUT/rigel.ckpt"
+  log "train compare: rigel"
+  timeout -s INT 300 $RIGEL train run --model gpt2 --backend cuda --data "$data/train.bin" --val "$data/val.bin" \
+    --checkpoint "$OUT/rigel.ckpt" --resume "${common[@]}" --out "$OUT" > "$OUT/train_rigel.txt" 2>&1
+  summary+=("train rigel: rc $?")
+  for mode in eager compile; do
+    log "train compare: torch $mode"
+    flag=(); [ "$mode" = compile ] && flag=(--compile)
+    timeout -s INT 300 python3 scripts/gpt2_torch.py --init "$OUT/init.ckpt" --data "$data/train.bin" \
+      --val "$data/val.bin" "${common[@]}" "${flag[@]}" --out "$OUT/torch_$mode.csv" > "$OUT/train_torch_$mode.txt" 2>&1
+    summary+=("train torch $mode: rc $?")
+  done
+  rm -f "$OUT/init.ckpt" "$OUT/rigel.ckpt"  # 1.5 GB each: not brought back
+fi
+
 for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/cpu.txt" ] && tail -30 "$OUT/cpu.txt"
 [ -f "$OUT/ladder.txt" ] && tail -60 "$OUT/ladder.txt"
@@ -252,6 +280,7 @@ for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/gemm_compare.txt" ] && tail -40 "$OUT/gemm_compare.txt"
 [ -f "$OUT/gemm_bench.txt" ] && tail -50 "$OUT/gemm_bench.txt"
 [ -f "$OUT/train_check.txt" ] && cat "$OUT/train_check.txt"
+for f in train_rigel train_torch_eager train_torch_compile; do [ -f "$OUT/$f.txt" ] && tail -4 "$OUT/$f.txt"; done
 [ -f "$OUT/attention_verify.txt" ] && grep -c " pass " "$OUT/attention_verify.txt" && grep " FAIL " "$OUT/attention_verify.txt" | head -20
 [ -f "$OUT/attention_bench.txt" ] && grep -E "^(sdpa|gpt2|targets) " "$OUT/attention_bench.txt" | tail -60
 printf '%s\n' "${summary[@]}"

@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""GPT-2 in PyTorch as a user would train it, the baseline of `rigel train run`.
+
+The same model (rigel's parameter layout, src/train/gpt2.hpp), started from the
+same weights (a step-0 checkpoint that `rigel train run --init-only` writes),
+fed the same batches in the same order (rigel's DataLoader: batch k holds the
+B*T tokens from position k*B*T, targets one further, wrapping to the start when
+the next batch would run past the end), with the same optimizer (AdamW, decay
+on the matrices only, fp32 master weights), schedule (linear warm-up, cosine to
+a floor), clipping and accumulation. It computes as a PyTorch user would:
+bf16 autocast, scaled_dot_product_attention (PyTorch picks its flash or cuDNN
+kernel), fused AdamW, and optionally torch.compile.
+
+It writes the same log as rigel (one CSV row per step: loss, validation loss,
+learning rate, gradient norm, tokens/s, Tflop/s, MFU, peak memory), so the two
+runs can be set side by side.
+
+    rigel train run --init-only --model gpt2 --checkpoint out/init.ckpt --data data/shakespeare/train.bin
+    python3 scripts/gpt2_torch.py --init out/init.ckpt --data data/shakespeare/train.bin \\
+        --val data/shakespeare/val.bin --steps 50 --compile --out out/torch_compile.csv
+
+Needs PyTorch with a CUDA device; the checkpoint and token readers below need
+only the standard library and numpy (tests/python/test_gpt2_torch.py).
+"""
+import argparse
+import csv
+import math
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+
+CHECKPOINT_MAGIC = b"RIGELCKP"
+CHECKPOINT_VERSION = 1
+CHECKPOINT_HEADER = 32
+CHECKPOINT_FIXED = 112
+TOKEN_MAGIC, TOKEN_VERSION, TOKEN_HEADER_INTS = 20240520, 1, 256
+H200_DENSE_BF16 = 989.5e12  # the data sheet's rate, MFU's denominator (as rigel's log uses it)
+
+# rigel's parameter tensors in buffer order: (name, shape given config, layered, decayed).
+TENSORS = (
+    ("wte", lambda c: (c["padded_vocab_size"], c["channels"]), False, True),
+    ("wpe", lambda c: (c["max_seq_len"], c["channels"]), False, True),
+    ("ln1w", lambda c: (c["channels"],), True, False),
+    ("ln1b", lambda c: (c["channels"],), True, False),
+    ("qkvw", lambda c: (3 * c["channels"], c["channels"]), True, True),
+    ("qkvb", lambda c: (3 * c["channels"],), True, False),
+    ("attprojw", lambda c: (c["channels"], c["channels"]), True, True),
+    ("attprojb", lambda c: (c["channels"],), True, False),
+    ("ln2w", lambda c: (c["channels"],), True, False),
+    ("ln2b", lambda c: (c["channels"],), True, False),
+    ("fcw", lambda c: (4 * c["channels"], c["channels"]), True, True),
+    ("fcb", lambda c: (4 * c["channels"],), True, False),
+    ("fcprojw", lambda c: (c["channels"], 4 * c["channels"]), True, True),
+    ("fcprojb", lambda c: (c["channels"],), True, False),
+    ("lnfw", lambda c: (c["channels"],), False, False),
+    ("lnfb", lambda c: (c["channels"],), False, False),
+)
+
+
+class Failure(Exception):
+    pass
+
+
+def read_checkpoint(path):
+    """(config dict, step, fp32 parameters as a numpy array) of a rigel checkpoint
+    (layout: src/train/checkpoint.hpp). The checksum is rigel's to check; this
+    reader checks the magic, the version and that the sizes agree with the file."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise Failure(f"checkpoint {path} cannot be read ({e.strerror})") from None
+    if len(data) < CHECKPOINT_HEADER + CHECKPOINT_FIXED or data[:8] != CHECKPOINT_MAGIC:
+        raise Failure(f"{path} is not a rigel checkpoint")
+    version, payload_bytes, _checksum = struct.unpack_from("<QQQ", data, 8)
+    if version != CHECKPOINT_VERSION:
+        raise Failure(f"{path} is checkpoint version {version}; this script reads {CHECKPOINT_VERSION}")
+    if CHECKPOINT_HEADER + payload_bytes != len(data):
+        raise Failure(f"{path} is truncated or padded: {len(data)} bytes, the header says "
+                      f"{CHECKPOINT_HEADER + payload_bytes}")
+    fields = struct.unpack_from("<6iqQQQqq4QQ", data, CHECKPOINT_HEADER)
+    keys = ("layers", "heads", "channels", "max_seq_len", "vocab_size", "padded_vocab_size")
+    config = dict(zip(keys, fields[:6]))
+    step, n_params, n_m, n_v = fields[6:10]
+    options_bytes = fields[-1]
+    if n_m != n_params or n_v != n_params or \
+            CHECKPOINT_FIXED + 12 * n_params + options_bytes != payload_bytes:
+        raise Failure(f"{path}: its sizes do not agree")
+    if n_params != parameter_count(config):
+        raise Failure(f"{path}: {n_params} parameters, but its model has {parameter_count(config)}")
+    start = CHECKPOINT_HEADER + CHECKPOINT_FIXED
+    params = np.frombuffer(data, dtype="<f4", count=n_params, offset=start).copy()
+    return config, step, params
+
+
+def parameter_count(config):
+    total = 0
+    for _, shape, layered, _ in TENSORS:
+        total += int(np.prod(shape(config))) * (config["layers"] if layered else 1)
+    return total
+
+
+def read_tokens(path, vocab_size):
+    """The tokens of a token file (llm.c's format, as rigel reads it)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise Failure(f"token file {path} cannot be read ({e.strerror})") from None
+    if len(data) < 4 * TOKEN_HEADER_INTS:
+        raise Failure(f"{path} is shorter than a token file's header")
+    magic, version, count = struct.unpack_from("<3i", data, 0)
+    if magic != TOKEN_MAGIC or version != TOKEN_VERSION or count < 2 or \
+            len(data) != 4 * TOKEN_HEADER_INTS + 2 * count:
+        raise Failure(f"{path} is not a version-1 token file of the size its header says")
+    tokens = np.frombuffer(data, dtype="<u2", count=count, offset=4 * TOKEN_HEADER_INTS)
+    if int(tokens.max()) >= vocab_size:
+        raise Failure(f"{path} holds token {int(tokens.max())}, outside the vocabulary of {vocab_size}")
+    return tokens
+
+
+def batch_positions(count, batch, seq, n_tokens):
+    """The first token position of each of `count` batches, as rigel's
+    DataLoader takes them from its start: consecutive windows of B*T tokens,
+    back to 0 when the next batch (and its one extra target) would not fit."""
+    span = batch * seq
+    if n_tokens < span + 1:
+        raise Failure(f"the file holds {n_tokens} tokens, a batch needs {span + 1}")
+    out, pos = [], 0
+    for _ in range(count):
+        out.append(pos)
+        pos += span
+        if pos + span + 1 > n_tokens:
+            pos = 0
+    return out
+
+
+def learning_rate(step, max_lr, warmup, total, final_fraction):
+    """rigel's schedule (src/train/optimizer.hpp), step 0-based."""
+    if step < warmup:
+        return max_lr * (step + 1) / warmup
+    min_lr = max_lr * final_fraction
+    if step >= total or total <= warmup:
+        return min_lr
+    ratio = (step - warmup) / (total - warmup)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (max_lr - min_lr)
+
+
+def training_flops_per_token(config, seq):
+    return 6.0 * parameter_count(config) + 12.0 * config["layers"] * seq * config["channels"]
+
+
+# ---- the model (needs torch) --------------------------------------------------------------
+
+
+def build(torch, config, params, device):
+    """The parameters as named fp32 tensors on the device, cut from rigel's flat buffer."""
+    flat = torch.from_numpy(params).to(device)
+    named, offset = {}, 0
+    for name, shape, layered, decayed in TENSORS:
+        s = shape(config)
+        n = int(np.prod(s))
+        for layer in range(config["layers"] if layered else 1):
+            key = f"{name}.{layer}" if layered else name
+            named[key] = (torch.nn.Parameter(flat[offset:offset + n].view(*s).clone()), decayed)
+            offset += n
+    return named
+
+
+def forward(torch, F, p, config, idx, targets):
+    B, T = idx.shape
+    C, H = config["channels"], config["heads"]
+    x = p["wte"][idx] + p["wpe"][:T]
+    for l in range(config["layers"]):
+        h = F.layer_norm(x, (C,), p[f"ln1w.{l}"], p[f"ln1b.{l}"], 1e-5)
+        qkv = F.linear(h, p[f"qkvw.{l}"], p[f"qkvb.{l}"])
+        q, k, v = qkv.view(B, T, 3, H, C // H).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C)
+        x = x + F.linear(y, p[f"attprojw.{l}"], p[f"attprojb.{l}"])
+        h = F.layer_norm(x, (C,), p[f"ln2w.{l}"], p[f"ln2b.{l}"], 1e-5)
+        h = F.gelu(F.linear(h, p[f"fcw.{l}"], p[f"fcb.{l}"]), approximate="tanh")
+        x = x + F.linear(h, p[f"fcprojw.{l}"], p[f"fcprojb.{l}"])
+    x = F.layer_norm(x, (C,), p["lnfw"], p["lnfb"], 1e-5)
+    logits = F.linear(x, p["wte"])[..., :config["vocab_size"]]
+    return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1))
+
+
+def train(args):
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        raise Failure("PyTorch is not installed for " + sys.executable) from None
+    if not torch.cuda.is_available():
+        raise Failure("no CUDA device: the baseline runs on the GPU")
+    config, step0, params = read_checkpoint(args.init)
+    if step0 != 0:
+        raise Failure(f"{args.init} is at step {step0}; start from a step-0 checkpoint (rigel train run --init-only)")
+    if args.seq > config["max_seq_len"]:
+        raise Failure(f"--seq {args.seq} exceeds the model's context of {config['max_seq_len']}")
+    train_tokens = read_tokens(args.data, config["vocab_size"])
+    val_tokens = read_tokens(args.val, config["vocab_size"]) if args.val else None
+    device = torch.device("cuda")
+    named = build(torch, config, params, device)
+    p = {k: v for k, (v, _) in named.items()}
+    groups = [{"params": [v for v, d in named.values() if d], "weight_decay": args.weight_decay},
+              {"params": [v for v, d in named.values() if not d], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.95), eps=1e-8, fused=True)
+    step_fn = forward
+    if args.compile:
+        step_fn = torch.compile(forward, fullgraph=False)
+
+    B, T, A = args.batch, args.seq, args.accumulation
+    train_t = torch.from_numpy(train_tokens.astype(np.int64))
+    positions = batch_positions(args.steps * A, B, T, len(train_tokens))
+
+    def batch_at(tokens, pos):
+        window = tokens[pos:pos + B * T + 1]
+        return (window[:-1].view(B, T).to(device, non_blocking=True),
+                window[1:].view(B, T).to(device, non_blocking=True))
+
+    def val_loss():
+        vt = torch.from_numpy(val_tokens.astype(np.int64))
+        losses = []
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+            for pos in batch_positions(args.val_batches, B, T, len(val_tokens)):
+                x, y = batch_at(vt, pos)
+                losses.append(step_fn(torch, F, p, config, x, y).item())
+        return sum(losses) / len(losses)
+
+    flops_per_token = training_flops_per_token(config, T)
+    rows, start = [], time.time()
+    torch.cuda.reset_peak_memory_stats()
+    for step in range(1, args.steps + 1):
+        torch.cuda.synchronize()
+        t0 = time.time()
+        lr = learning_rate(step - 1, args.lr, args.warmup, args.steps, args.final_lr_fraction)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        opt.zero_grad(set_to_none=True)
+        loss_sum = 0.0
+        for a in range(A):
+            x, y = batch_at(train_t, positions[(step - 1) * A + a])
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = step_fn(torch, F, p, config, x, y) / A
+            loss.backward()
+            loss_sum += loss.detach()
+        norm = torch.nn.utils.clip_grad_norm_(p.values(), args.clip if args.clip > 0 else float("inf"))
+        opt.step()
+        torch.cuda.synchronize()
+        seconds = time.time() - t0
+        tokens_per_s = B * T * A / seconds
+        last = step == args.steps
+        vl = val_loss() if val_tokens is not None and (last or (args.val_every and step % args.val_every == 0)) \
+            else None
+        peak = torch.cuda.max_memory_allocated() / 1e9
+        row = {"step": step, "loss": float(loss_sum), "val_loss": "" if vl is None else vl, "lr": lr,
+               "grad_norm": float(norm), "tokens_per_s": tokens_per_s,
+               "tflops": flops_per_token * tokens_per_s / 1e12,
+               "mfu": flops_per_token * tokens_per_s / H200_DENSE_BF16, "peak_memory_gb": peak,
+               "elapsed_s": time.time() - start}
+        rows.append(row)
+        print(f"step {step:5d}/{args.steps}  loss {row['loss']:.4f}" +
+              ("" if vl is None else f"  val {vl:.4f}") +
+              f"  lr {lr:.3g}  norm {row['grad_norm']:.3f}  {tokens_per_s:.0f} tok/s  "
+              f"MFU {100 * row['mfu']:.1f} %  peak {peak:.2f} GB", flush=True)
+    if args.out:
+        tmp = args.out + ".tmp"
+        with open(tmp, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        os.replace(tmp, args.out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--init", required=True, help="a step-0 rigel checkpoint (rigel train run --init-only)")
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--val")
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--seq", type=int, default=64)
+    ap.add_argument("--accumulation", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--lr", type=float, default=6e-4)
+    ap.add_argument("--warmup", type=int, default=0)
+    ap.add_argument("--final-lr-fraction", type=float, default=0.1)
+    ap.add_argument("--weight-decay", type=float, default=0.1)
+    ap.add_argument("--clip", type=float, default=1.0)
+    ap.add_argument("--val-every", type=int, default=0)
+    ap.add_argument("--val-batches", type=int, default=4)
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model's step")
+    ap.add_argument("--out", help="the log CSV")
+    args = ap.parse_args(argv)
+    for name in ("batch", "seq", "accumulation", "steps", "val_batches"):
+        if getattr(args, name) < 1:
+            print(f"gpt2_torch: error: --{name.replace('_', '-')} must be at least 1", file=sys.stderr)
+            return 2
+    try:
+        train(args)
+    except Failure as e:
+        print(f"gpt2_torch: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
