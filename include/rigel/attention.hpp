@@ -63,13 +63,16 @@ double backward_flops(const Desc& d);
 std::string shape_text(const Desc& d);
 
 // The kernels, one per rung (docs/attention.md):
+//   decomposed  rigel's GEMM for Q K^T (fp32 scores), a row softmax writing P in bf16, rigel's GEMM for
+//         P V: the S x S matrix goes through memory, head after head (src/cuda/attention/decomposed.cu).
+//         Forward only; it holds an S x S scratch buffer (6 S^2 bytes).
 //   fa2   FlashAttention-2 on mma.sync: 128 query rows per CTA, K and V in tiles of 64 keys through
 //         a two-stage cp.async ring, the online softmax in registers, P fed from the score
 //         accumulators straight into the P V product (src/cuda/attention/fa2_forward.cu).
 //   fa3   the same on wgmma and TMA, warp-specialized: a producer warp streams K and V tiles of 128
 //         keys into a ring, two consumer warpgroups of 64 rows each multiply with wgmma, P V with
 //         P from registers (src/cuda/attention/fa3_forward.cu). The default.
-enum class Kernel : std::uint8_t { fa2, fa3 };
+enum class Kernel : std::uint8_t { decomposed, fa2, fa3 };
 const char* name(Kernel k);
 // false on an unknown name.
 bool parse_kernel(const std::string& s, Kernel& out);

@@ -45,6 +45,7 @@ bool overlaps(const void* a, std::uint64_t a_bytes, const void* b, std::uint64_t
 
 const char* name(Kernel k) {
     switch (k) {
+        case Kernel::decomposed: return "decomposed";
         case Kernel::fa2: return "fa2";
         case Kernel::fa3: return "fa3";
     }
@@ -52,7 +53,7 @@ const char* name(Kernel k) {
 }
 
 bool parse_kernel(const std::string& s, Kernel& out) {
-    for (Kernel k : {Kernel::fa2, Kernel::fa3})
+    for (Kernel k : {Kernel::decomposed, Kernel::fa2, Kernel::fa3})
         if (s == name(k)) {
             out = k;
             return true;

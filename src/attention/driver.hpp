@@ -16,14 +16,15 @@
 
 namespace rigel::attention {
 
-// Who computed an output: rigel's kernel of the plan; rung 2 (fa2) as the
-// rung below it; or cuDNN's fused SDPA. none is a bench row's baseline when
+// Who computed an output: rigel's kernel of the plan; rung 2 (fa2) or rung 1
+// (decomposed) as a rung below it; or cuDNN's fused SDPA. none is a bench row's baseline when
 // rigel had nothing to be paired with.
-enum class Contender : std::uint8_t { rigel, rigel_fa2, cudnn, none };
+enum class Contender : std::uint8_t { rigel, rigel_fa2, rigel_decomposed, cudnn, none };
 inline const char* name(Contender c) {
     switch (c) {
         case Contender::rigel: return "rigel";
         case Contender::rigel_fa2: return "rigel_fa2";
+        case Contender::rigel_decomposed: return "rigel_decomposed";
         case Contender::cudnn: return "cudnn";
         case Contender::none: return "none";
     }

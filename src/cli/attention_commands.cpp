@@ -54,14 +54,16 @@ const AttentionSuite& suite_named(const std::string& name) {
     return *s;
 }
 
-constexpr attention::Kernel kKernels[] = {attention::Kernel::fa2, attention::Kernel::fa3};
+constexpr attention::Kernel kKernels[] = {attention::Kernel::decomposed, attention::Kernel::fa2,
+                                          attention::Kernel::fa3};
 
 // --kernel: one of kKernels, or (allow_all) all of them.
 std::vector<attention::Kernel> kernels_named(const std::string& text, bool allow_all) {
     if (allow_all && text == "all") return {std::begin(kKernels), std::end(kKernels)};
     attention::Kernel k{};
     if (!attention::parse_kernel(text, k))
-        throw std::invalid_argument("--kernel '" + text + "' is not fa2 or fa3" + (allow_all ? " or all" : ""));
+        throw std::invalid_argument("--kernel '" + text + "' is not decomposed, fa2 or fa3" +
+                                    (allow_all ? " or all" : ""));
     return {k};
 }
 
@@ -279,14 +281,15 @@ std::vector<SubcommandHook> add_attention_commands(CLI::App& app) {
 
     auto* verify = cmd->add_subcommand("verify", "Check every case of a suite against float64 (exit 1 if one fails)");
     verify->add_option("--suite", va.suite, "a suite (" + suite_names() + ")")->capture_default_str();
-    verify->add_option("--kernel", va.kernel, "rigel's kernel: fa2, fa3, or all")->capture_default_str();
+    verify->add_option("--kernel", va.kernel, "rigel's kernel: decomposed, fa2, fa3, or all")->capture_default_str();
     verify->add_flag("--baselines", va.baselines, "check cuDNN's output too (its failures are reported, not fatal)");
     add_common_options(verify, va.common, false);
 
     auto* bench = cmd->add_subcommand("bench", "Time rigel against cuDNN (and fa3 against fa2) in paired samples, each "
                                                "verified first");
     bench->add_option("--suite", ba.suite, "sdpa, gpt2, targets (sdpa at S = 4096), or all (sdpa and gpt2)");
-    bench->add_option("--kernel", ba.kernel, "rigel's kernel: fa2 or fa3 (fa3 is also timed against fa2)")
+    bench->add_option("--kernel", ba.kernel, "rigel's kernel: decomposed, fa2 or fa3 (fa3 is also timed against fa2 "
+                                             "and the decomposed rung)")
         ->capture_default_str();
     add_common_options(bench, ba.common, true);
 

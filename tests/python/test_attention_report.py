@@ -36,6 +36,7 @@ class AttentionReport(TempDirTest):
         self.assertIn("Not verified yet", b["attention-verify"])
         self.assertIn("Not measured yet", b["attention-results"])
         self.assertIn("| forward, D 128, S 4096 >= 0.95x cuDNN | not measured | open |", b["attention-targets"])
+        self.assertIn("| fused (fa3) >= 5x the decomposed rung, S 4096, D 128 | not measured | open |", b["attention-targets"])
 
     def test_targets_take_the_newest_run_and_three_digits(self):
         old = "20261201T100000Z-aaaaaa"

@@ -107,7 +107,7 @@ struct Runner {
     bool backward = false;
 };
 
-// `plan` runs rigel (its kernel) and rigel_fa2 (a plan on fa2, built by the caller).
+// `plan` runs rigel (its kernel), and rigel_fa2 and rigel_decomposed (plans on those kernels, built by the caller).
 Runner runner(Contender who, const Plan& plan, const DeviceCase& dc, Executor& ex, bool backward) {
     const cudaStream_t s = stream_of(ex);
     const ForwardArgs a = dc.args();
@@ -195,7 +195,7 @@ std::vector<VerifyRow> verify_case(Executor& ex, const AttentionCase& c, Kernel 
 BenchOutcome bench_case(Executor& ex, const AttentionCase& c, Kernel kernel, const PairedConfig& timing,
                         std::uint64_t seed, int threads) {
     BenchOutcome out;
-    const Plan plan(c.desc, kernel), rung2(c.desc, Kernel::fa2);
+    const Plan plan(c.desc, kernel), rung2(c.desc, Kernel::fa2), rung1(c.desc, Kernel::decomposed);
     DeviceCase dc(ex, c.desc, seed);
     std::vector<Runner> against;
     const auto consider = [&](Runner r) {
@@ -208,7 +208,9 @@ BenchOutcome bench_case(Executor& ex, const AttentionCase& c, Kernel kernel, con
         out.skipped.push_back(std::string("cudnn: ") + why);
     else
         consider(runner(Contender::cudnn, plan, dc, ex, false));
-    if (kernel != Kernel::fa2) consider(runner(Contender::rigel_fa2, rung2, dc, ex, false));
+    if (kernel == Kernel::fa3) consider(runner(Contender::rigel_fa2, rung2, dc, ex, false));
+    // RIGEL's finding: the fused rungs against the decomposed one.
+    if (kernel != Kernel::decomposed) consider(runner(Contender::rigel_decomposed, rung1, dc, ex, false));
     const Runner rigel = runner(Contender::rigel, plan, dc, ex, false);
     out.verified.push_back(verify_one(c, dc, rigel, ex, seed, threads));
     if (!out.verified.back().pass) return out;

@@ -5,9 +5,17 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <memory>
+
 #include "rigel/attention.hpp"
 
 namespace rigel::cuda::attention {
+
+// Rung 1, decomposed (decomposed.cu): two GEMM plans and a scratch buffer per desc.
+struct DecomposedState;
+std::shared_ptr<DecomposedState> make_decomposed_state(const rigel::attention::Desc& d);
+void decomposed_forward(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a, cudaStream_t stream,
+                        DecomposedState& state);
 
 // Rung 2, FlashAttention-2 on mma.sync (fa2_forward.cu).
 void fa2_forward(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a, cudaStream_t stream);

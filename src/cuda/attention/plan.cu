@@ -14,6 +14,7 @@ namespace rigel::attention {
 
 struct Plan::State {
     cuda::attention::Fa3Maps fa3;
+    std::shared_ptr<cuda::attention::DecomposedState> decomposed;  // made on the first call
     float* workspace = nullptr;  // the backward pass's dQ accumulator, then Dl
 
     ~State() {
@@ -25,6 +26,10 @@ void Plan::forward(const ForwardArgs& a, Stream stream) const {
     if (const std::string why = check_forward_args(desc_, a); !why.empty()) throw std::invalid_argument(why);
     if (!state_) state_ = std::make_shared<State>();
     switch (kernel_) {
+        case Kernel::decomposed:
+            if (!state_->decomposed) state_->decomposed = cuda::attention::make_decomposed_state(desc_);
+            cuda::attention::decomposed_forward(desc_, a, static_cast<cudaStream_t>(stream), *state_->decomposed);
+            return;
         case Kernel::fa2: cuda::attention::fa2_forward(desc_, a, static_cast<cudaStream_t>(stream)); return;
         case Kernel::fa3:
             cuda::attention::fa3_forward(desc_, a, static_cast<cudaStream_t>(stream), state_->fa3);
