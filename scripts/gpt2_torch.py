@@ -20,17 +20,16 @@ runs can be set side by side.
         --val data/shakespeare/val.bin --steps 50 --compile --out out/torch_compile.csv
 
 Needs PyTorch with a CUDA device; the checkpoint and token readers below need
-only the standard library and numpy (tests/python/test_gpt2_torch.py).
+only the standard library (tests/python/test_gpt2_torch.py).
 """
 import argparse
+import array
 import csv
 import math
 import os
 import struct
 import sys
 import time
-
-import numpy as np
 
 CHECKPOINT_MAGIC = b"RIGELCKP"
 CHECKPOINT_VERSION = 1
@@ -64,8 +63,12 @@ class Failure(Exception):
     pass
 
 
+if sys.byteorder != "little":
+    raise SystemExit("gpt2_torch: rigel's files are little-endian; this machine is not")
+
+
 def read_checkpoint(path):
-    """(config dict, step, fp32 parameters as a numpy array) of a rigel checkpoint
+    """(config dict, step, fp32 parameters as an array('f')) of a rigel checkpoint
     (layout: src/train/checkpoint.hpp). The checksum is rigel's to check; this
     reader checks the magic, the version and that the sizes agree with the file."""
     try:
@@ -92,14 +95,14 @@ def read_checkpoint(path):
     if n_params != parameter_count(config):
         raise Failure(f"{path}: {n_params} parameters, but its model has {parameter_count(config)}")
     start = CHECKPOINT_HEADER + CHECKPOINT_FIXED
-    params = np.frombuffer(data, dtype="<f4", count=n_params, offset=start).copy()
+    params = array.array("f", data[start:start + 4 * n_params])
     return config, step, params
 
 
 def parameter_count(config):
     total = 0
     for _, shape, layered, _ in TENSORS:
-        total += int(np.prod(shape(config))) * (config["layers"] if layered else 1)
+        total += math.prod(shape(config)) * (config["layers"] if layered else 1)
     return total
 
 
@@ -116,9 +119,9 @@ def read_tokens(path, vocab_size):
     if magic != TOKEN_MAGIC or version != TOKEN_VERSION or count < 2 or \
             len(data) != 4 * TOKEN_HEADER_INTS + 2 * count:
         raise Failure(f"{path} is not a version-1 token file of the size its header says")
-    tokens = np.frombuffer(data, dtype="<u2", count=count, offset=4 * TOKEN_HEADER_INTS)
-    if int(tokens.max()) >= vocab_size:
-        raise Failure(f"{path} holds token {int(tokens.max())}, outside the vocabulary of {vocab_size}")
+    tokens = array.array("H", data[4 * TOKEN_HEADER_INTS:])
+    if max(tokens) >= vocab_size:
+        raise Failure(f"{path} holds token {max(tokens)}, outside the vocabulary of {vocab_size}")
     return tokens
 
 
@@ -158,11 +161,11 @@ def training_flops_per_token(config, seq):
 
 def build(torch, config, params, device):
     """The parameters as named fp32 tensors on the device, cut from rigel's flat buffer."""
-    flat = torch.from_numpy(params).to(device)
+    flat = torch.tensor(params, dtype=torch.float32).to(device)
     named, offset = {}, 0
     for name, shape, layered, decayed in TENSORS:
         s = shape(config)
-        n = int(np.prod(s))
+        n = math.prod(s)
         for layer in range(config["layers"] if layered else 1):
             key = f"{name}.{layer}" if layered else name
             named[key] = (torch.nn.Parameter(flat[offset:offset + n].view(*s).clone()), decayed)
@@ -214,7 +217,7 @@ def train(args):
         step_fn = torch.compile(forward, fullgraph=False)
 
     B, T, A = args.batch, args.seq, args.accumulation
-    train_t = torch.from_numpy(train_tokens.astype(np.int64))
+    train_t = torch.tensor(train_tokens, dtype=torch.int64)
     positions = batch_positions(args.steps * A, B, T, len(train_tokens))
 
     def batch_at(tokens, pos):
@@ -223,7 +226,7 @@ def train(args):
                 window[1:].view(B, T).to(device, non_blocking=True))
 
     def val_loss():
-        vt = torch.from_numpy(val_tokens.astype(np.int64))
+        vt = torch.tensor(val_tokens, dtype=torch.int64)
         losses = []
         with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
             for pos in batch_positions(args.val_batches, B, T, len(val_tokens)):

@@ -2,12 +2,11 @@
 PyTorch: a rigel checkpoint read back (layout of src/train/checkpoint.hpp),
 bad ones refused; token files; the batch order of rigel's DataLoader; the
 learning-rate schedule of src/train/optimizer.hpp."""
+import array
 import importlib.util
 import os
 import struct
 import unittest
-
-import numpy as np
 
 from helpers import TempDirTest
 
@@ -24,7 +23,7 @@ def checkpoint_bytes(config, step, params, options=b"{}"):
     fixed = struct.pack("<6iqQQQqq4QQ", *[config[k] for k in ("layers", "heads", "channels", "max_seq_len",
                                                                "vocab_size", "padded_vocab_size")],
                         step, n, n, n, 0, 0, 0, 0, 0, 0, len(options))
-    payload = fixed + params.astype("<f4").tobytes() * 3 + options
+    payload = fixed + params.tobytes() * 3 + options
     return b"RIGELCKP" + struct.pack("<QQQ", 1, len(payload), 0) + payload
 
 
@@ -32,11 +31,11 @@ class Gpt2TorchReaders(TempDirTest):
     def test_checkpoint_round_trip_and_refusals(self):
         n = gpt2_torch.parameter_count(CONFIG)
         self.assertEqual(n, 16 * 8 + 4 * 8 + (8 + 8 + 24 * 8 + 24 + 64 + 8 + 8 + 8 + 32 * 8 + 32 + 8 * 32 + 8) + 16)
-        params = np.arange(n, dtype=np.float32) / 7
+        params = array.array("f", (i / 7 for i in range(n)))
         path = self.write("init.ckpt", checkpoint_bytes(CONFIG, 0, params))
         config, step, got = gpt2_torch.read_checkpoint(path)
         self.assertEqual((config, step), (CONFIG, 0))
-        self.assertTrue(np.array_equal(got, params))
+        self.assertEqual(got, params)
         good = checkpoint_bytes(CONFIG, 0, params)
         for data, part in ((good[:-1], "truncated"), (b"XIGELCKP" + good[8:], "not a rigel checkpoint"),
                            (good[:8] + struct.pack("<Q", 2) + good[16:], "version 2"),
@@ -46,9 +45,9 @@ class Gpt2TorchReaders(TempDirTest):
             self.assertIn(part, str(e.exception))
 
     def test_tokens_and_the_loaders_batch_order(self):
-        tokens = np.arange(50, dtype="<u2") % 10
+        tokens = array.array("H", (i % 10 for i in range(50)))
         path = self.write("t.bin", struct.pack("<3i", 20240520, 1, 50) + bytes(4 * 253) + tokens.tobytes())
-        self.assertTrue(np.array_equal(gpt2_torch.read_tokens(path, 10), tokens))
+        self.assertEqual(gpt2_torch.read_tokens(path, 10), tokens)
         with self.assertRaises(gpt2_torch.Failure):
             gpt2_torch.read_tokens(path, 9)
         # B 2 x T 4: (50 - 1) // 8 = 6 batches per pass, then back to the start.
