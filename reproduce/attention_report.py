@@ -56,11 +56,9 @@ def load(folder):
 
 
 def number(text):
-    try:
-        v = float(text)
-    except ValueError:
-        return math.nan
-    return v if math.isfinite(v) else math.nan
+    """A cell's finite number, else NaN (findings.parse_number's rule)."""
+    v = findings.parse_number(text)
+    return math.nan if v is None else v
 
 
 def newest_rows(bench_files):

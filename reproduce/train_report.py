@@ -30,14 +30,6 @@ class Run:
         return f"{self.model} ({self.backend})"
 
 
-def number(text):
-    try:
-        v = float(text)
-    except ValueError:
-        return math.nan
-    return v if math.isfinite(v) else math.nan
-
-
 def load(folder):
     """{(model, backend): Run}, each joined from its files in run order."""
     files = []
@@ -62,8 +54,8 @@ def load(folder):
         run.files.append(rf)
         t = rf.table
         for i in range(len(t.rows)):
-            step = int(number(t.cell(i, "step")))
-            run.steps[step] = {c: number(t.cell(i, c)) for c in COLUMNS[2:]}
+            step = findings.parse_int(t.cell(i, "step"))
+            run.steps[step] = {c: findings.typed(t, i, c) for c in COLUMNS[2:]}
     return runs
 
 
