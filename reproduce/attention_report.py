@@ -42,11 +42,7 @@ def load(folder):
         kind = kind_of(entry.name)
         if not entry.is_file() or kind is None:
             continue
-        with open(entry.path, "rb") as f:
-            data = f.read()
-        side_path = os.path.splitext(entry.path)[0] + ".json"
-        side = findings.read_sidecar(side_path) if os.path.exists(side_path) else None
-        rf = findings.make_result_file(entry.name, data, side, entry.path)
+        rf = findings.read_result_file(entry.path)
         for col in BENCH_COLUMNS if kind == "bench" else VERIFY_COLUMNS:
             if not rf.table.has(col):
                 raise findings.FindingsError(f"{findings.shown_path(entry.path)}: not an attention {kind} CSV "

@@ -230,6 +230,15 @@ def make_result_file(name, csv_bytes, sidecar=None, where=None):
                       table=parse_csv(decode_text(csv_bytes, where), where), sidecar=sidecar)
 
 
+def read_result_file(path):
+    """A ResultFile from a CSV on disk and, when it has one, its sidecar <stem>.json."""
+    with open(path, "rb") as f:
+        data = f.read()
+    side_path = os.path.splitext(path)[0] + ".json"
+    side = read_sidecar(side_path) if os.path.exists(side_path) else None
+    return make_result_file(os.path.basename(path), data, side, path)
+
+
 def sort_files(files):
     files.sort(key=lambda f: (f.name, f.sha256))
 

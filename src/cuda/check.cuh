@@ -65,3 +65,18 @@ inline const char* cublas_status_text(cublasStatus_t s) {
                                             ::rigel::cuda::cublas_status_text(rigel_st_), __FILE__,    \
                                             __LINE__);                                                 \
     } while (0)
+
+namespace rigel::cuda {
+
+// Lets `Kernel` take `bytes` of dynamic shared memory (past the default 48 KB),
+// checked, once per kernel: the static belongs to the instantiation.
+template <auto Kernel>
+void allow_dynamic_smem(int bytes) {
+    static const bool configured = [bytes] {
+        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+        return true;
+    }();
+    (void)configured;
+}
+
+}  // namespace rigel::cuda

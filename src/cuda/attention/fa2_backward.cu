@@ -258,11 +258,7 @@ void launch(const rigel::attention::Desc& d, const rigel::attention::BackwardArg
     RIGEL_CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, static_cast<std::size_t>(rows * D) * sizeof(float), stream));
 
     constexpr int bytes = Bwd<D>::kBytes;
-    static const bool configured = [] {
-        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(fa2_backward_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-        return true;
-    }();
-    (void)configured;
+    allow_dynamic_smem<fa2_backward_kernel<D>>(bytes);
     const BwdParams p{.q = static_cast<const __nv_bfloat16*>(a.q),
                       .k = static_cast<const __nv_bfloat16*>(a.k),
                       .v = static_cast<const __nv_bfloat16*>(a.v),

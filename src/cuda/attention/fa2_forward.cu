@@ -255,11 +255,7 @@ __global__ void __launch_bounds__(Shape<D>::kThreads) fa2_forward_kernel(const P
 template <int D>
 void launch(const Params& p, int batch, cudaStream_t stream) {
     constexpr int bytes = smem_bytes<D>();
-    static const bool configured = [] {
-        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(fa2_forward_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-        return true;
-    }();
-    (void)configured;
+    allow_dynamic_smem<fa2_forward_kernel<D>>(bytes);
     const dim3 grid(static_cast<unsigned>(batch * p.heads), static_cast<unsigned>((p.seq + kRows - 1) / kRows));
     fa2_forward_kernel<D><<<grid, Shape<D>::kThreads, bytes, stream>>>(p);
     RIGEL_CUDA_CHECK_LAUNCH();

@@ -355,11 +355,7 @@ template <int D>
 void launch(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs& a, cudaStream_t stream,
             Fa3Maps& maps) {
     constexpr int bytes = Layout<D>::kBytes;
-    static const bool configured = [] {
-        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(fa3_forward_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-        return true;
-    }();
-    (void)configured;
+    allow_dynamic_smem<fa3_forward_kernel<D>>(bytes);
     const Params p{.o = static_cast<__nv_bfloat16*>(a.o),
                    .lse = a.lse,
                    .ldo = d.ldo,

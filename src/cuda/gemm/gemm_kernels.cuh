@@ -84,17 +84,6 @@ using sm90::WarpSpecialized;
 constexpr Major major_a(gemm::Op op) { return op == gemm::Op::n ? Major::k : Major::mn; }
 constexpr Major major_b(gemm::Op op) { return op == gemm::Op::t ? Major::k : Major::mn; }
 
-// Lets `kernel` take `bytes` of dynamic shared memory; once per kernel (the
-// static belongs to the instantiation).
-template <auto Kernel>
-void allow_dynamic_smem(int bytes) {
-    static const bool configured = [bytes] {
-        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-        return true;
-    }();
-    (void)configured;
-}
-
 template <class G, class Epi>
 void launch_kernel(const Launch& l) {
     allow_dynamic_smem<sm90::warp_specialized_kernel<G, Epi>>(sm90::kernel_smem_bytes<G, Epi>);
