@@ -401,8 +401,10 @@ def main():
     except findings.FindingsError as e:
         sys.exit(f"reproduce: error: {e}")
     training_md = (docs / "training.md").read_text() if (docs / "training.md").exists() else ""
-    readme = replace_block(readme, "train-runs", train_report.runs_block(train_runs))
-    training_md = replace_block(training_md, "train-runs", train_report.runs_block(train_runs))
+    for name, body in (("train-runs", train_report.runs_block(train_runs)),
+                       ("train-compare", train_report.compare_block(train_runs))):
+        readme = replace_block(readme, name, body)
+        training_md = replace_block(training_md, name, body)
     if training_md:
         write_if_changed(docs / "training.md", training_md)
     attention_md = (docs / "attention.md").read_text() if (docs / "attention.md").exists() else ""

@@ -1,20 +1,25 @@
 """rigel's GPT-2 training runs, from their committed logs: the README's and
-docs/training.md's table of runs and the loss curves (docs/figures/loss_curves.png).
+docs/training.md's table of runs, rigel set beside PyTorch, and the loss
+curves (docs/figures/loss_curves.png).
 
 Reads every results/h200/*_train_<model>_<backend>.csv that `rigel train run
---out` writes (one row per step). A run that crossed several device calls
-(stopped with --stop-after or --max-seconds and resumed) left one file per
-call: the files of one model and backend are joined by step, a later run's
-row replacing an earlier one of the same step.
+--out` writes (one row per step), and those scripts/gpt2_torch.py writes in
+the same format (backend torch-eager or torch-compile). A run that crossed
+several device calls (stopped with --stop-after or --max-seconds and resumed)
+left one file per call: the files of one model and backend are joined by step,
+a later run's row replacing an earlier one of the same step.
 """
 import math
 import os
 import re
+import statistics
 from dataclasses import dataclass, field
 
 import findings
 
-LOG_NAME = re.compile(r"_train_(?P<model>[a-z0-9]+)_(?P<backend>[a-z0-9]+)\.csv$")
+LOG_NAME = re.compile(r"_train_(?P<model>[a-z0-9]+)_(?P<backend>[a-z0-9]+(?:-[a-z0-9]+)*)\.csv$")
+RIGEL_BACKEND = "cuda"  # the backend PyTorch's runs are set beside
+TORCH_PREFIX = "torch-"  # scripts/gpt2_torch.py's backends: torch-eager, torch-compile
 COLUMNS = ("run_id", "step", "loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "elapsed_s")
 
 
@@ -48,11 +53,15 @@ def load(folder):
     for rf, model, backend in sorted(files, key=lambda x: findings.run_age(x[0])):
         run = runs.setdefault((model, backend), Run(model, backend))
         run.files.append(rf)
-        t = rf.table
-        for i in range(len(t.rows)):
-            step = findings.parse_int(t.cell(i, "step"))
-            run.steps[step] = {c: findings.typed(t, i, c) for c in COLUMNS[2:]}
+        run.steps.update(file_steps(rf))
     return runs
+
+
+def file_steps(rf):
+    """{step: {column: float}} of one log file."""
+    t = rf.table
+    return {findings.parse_int(t.cell(i, "step")): {c: findings.typed(t, i, c) for c in COLUMNS[2:]}
+            for i in range(len(t.rows))}
 
 
 def runs_block(runs):
@@ -72,6 +81,93 @@ def runs_block(runs):
                      f"{f'{vals[-1]:.4f}' if vals else '-'} | {'-' if math.isnan(median) else f'{median:,.0f}'} | "
                      f"{logs} |")
     return "\n".join(lines)
+
+
+@dataclass
+class Comparison:
+    """rigel's cuda run and PyTorch's runs of one model from one git commit:
+    one call of `scripts/h200_visit.sh train_compare`."""
+    model: str
+    commit: str
+    runs: dict = field(default_factory=dict)  # backend -> Run, joined from this commit's files only
+
+
+def comparisons(runs):
+    """The Comparisons the runs hold, by model and commit: a commit's rigel
+    cuda run with at least one PyTorch run beside it. A file whose sidecar names
+    no commit (or "unknown") cannot be placed in a call and is left out."""
+    groups = {}
+    for run in runs.values():
+        if run.backend != RIGEL_BACKEND and not run.backend.startswith(TORCH_PREFIX):
+            continue
+        for rf in run.files:  # in run order, so a later file's step wins
+            commit = rf.side("git_commit")
+            if not commit or commit == "unknown":
+                continue
+            c = groups.setdefault((run.model, commit), Comparison(run.model, commit))
+            part = c.runs.setdefault(run.backend, Run(run.model, run.backend))
+            part.files.append(rf)
+            part.steps.update(file_steps(rf))
+    return [c for _, c in sorted(groups.items())
+            if RIGEL_BACKEND in c.runs and any(b.startswith(TORCH_PREFIX) for b in c.runs)]
+
+
+def median_rate(run):
+    """The median tokens/s over steps 2..N (step 1 holds the warm-up, and
+    torch.compile's compilation); NaN without such a step."""
+    rates = [run.steps[s]["tokens_per_s"] for s in run.steps
+             if s >= 2 and not math.isnan(run.steps[s]["tokens_per_s"])]
+    return statistics.median(rates) if rates else math.nan
+
+
+def largest_loss_gap(run, rigel):
+    """(largest |loss - rigel's loss| over the steps both logged, its step);
+    (NaN, None) without a common step."""
+    best = (math.nan, None)
+    for s in sorted(set(run.steps) & set(rigel.steps)):
+        d = abs(run.steps[s]["loss"] - rigel.steps[s]["loss"])
+        if not math.isnan(d) and (best[1] is None or d > best[0]):
+            best = (d, s)
+    return best
+
+
+def compare_block(runs):
+    """The train-compare block: per Comparison, a table of its backends (rigel's
+    first) by speed, rigel's speed against each, and how far the losses part."""
+    found = comparisons(runs)
+    if not found:
+        return ("No committed PyTorch training log from the same call as a rigel cuda run yet "
+                "(`results/h200/*_train_<model>_torch-eager.csv` and `_torch-compile.csv`, written by "
+                "`scripts/gpt2_torch.py` in `scripts/h200_visit.sh train_compare`).")
+    out = ["rigel's cuda backend and PyTorch ran back to back in one call on the same GPU, from the same step-0 "
+           "weights on the same batches; tokens/s is the median over steps 2..N (step 1 holds the warm-up and "
+           "torch.compile's compilation)."]
+    for c in found:
+        rigel = c.runs[RIGEL_BACKEND]
+        rigel_rate = median_rate(rigel)
+        devices = sorted({rf.table.cell(0, "device") for r in c.runs.values() for rf in r.files} - {""})
+        out += ["", f"{findings.md_cell(c.model)}, commit {findings.md_cell(c.commit[:7])}"
+                + (f", {findings.md_cell(', '.join(devices))}" if devices else "") + ":", "",
+                "| backend | steps | median tokens/s (steps 2..N) | rigel / this backend | final loss | "
+                "largest loss difference to rigel | log |",
+                "|---|---|---|---|---|---|---|"]
+        for backend in [RIGEL_BACKEND] + sorted(b for b in c.runs if b != RIGEL_BACKEND):
+            run = c.runs[backend]
+            steps = sorted(run.steps)
+            rate = median_rate(run)
+            ratio = rigel_rate / rate if rate > 0 and not math.isnan(rigel_rate) else math.nan
+            if backend == RIGEL_BACKEND:
+                gap = "-"
+            else:
+                d, at = largest_loss_gap(run, rigel)
+                gap = "-" if at is None else f"{d:.4f} (step {at})"
+            final = run.steps[steps[-1]]["loss"]
+            out.append(f"| {findings.md_cell(backend)} | {steps[-1]} | "
+                       f"{'-' if math.isnan(rate) else f'{rate:,.0f}'} | "
+                       f"{'-' if math.isnan(ratio) else findings.ratio_text(ratio)} | "
+                       f"{'-' if math.isnan(final) else f'{final:.4f}'} | {gap} | "
+                       f"{', '.join(findings.md_cell(f.name) for f in run.files)} |")
+    return "\n".join(out)
 
 
 def draw(plt, runs, path, write_if_changed, style):

@@ -11,22 +11,30 @@ a floor), clipping and accumulation. It computes as a PyTorch user would:
 bf16 autocast, scaled_dot_product_attention (PyTorch picks its flash or cuDNN
 kernel), fused AdamW, and optionally torch.compile.
 
-It writes the same log as rigel (one CSV row per step: loss, validation loss,
-learning rate, gradient norm, tokens/s, Tflop/s, MFU, peak memory), so the two
-runs can be set side by side.
+It writes the same log as rigel, column for column (one CSV row per step: loss,
+validation loss, learning rate, gradient norm, tokens/s, Tflop/s, MFU, peak
+memory), with a JSON sidecar of the same stem, so reproduce/train_report.py
+reads both and sets the runs side by side. --profile adds one more step, not
+logged, under torch.profiler and writes its table of kernels.
 
     rigel train run --init-only --model gpt2 --checkpoint out/init.ckpt --data data/shakespeare/train.bin
     python3 scripts/gpt2_torch.py --init out/init.ckpt --data data/shakespeare/train.bin \\
-        --val data/shakespeare/val.bin --steps 50 --compile --out out/torch_compile.csv
+        --val data/shakespeare/val.bin --steps 50 --compile \\
+        --out out/2026-12-01_ededb02_train_gpt2_torch-compile.csv
 
-Needs PyTorch with a CUDA device; the checkpoint and token readers below need
-only the standard library (tests/python/test_gpt2_torch.py).
+Needs PyTorch with a CUDA device; the checkpoint and token readers and the log
+writer below need only the standard library (tests/python/test_gpt2_torch.py).
 """
 import argparse
 import array
 import csv
+import io
+import json
 import math
 import os
+import platform
+import secrets
+import socket
 import struct
 import sys
 import time
@@ -37,6 +45,10 @@ CHECKPOINT_HEADER = 32
 CHECKPOINT_FIXED = 112
 TOKEN_MAGIC, TOKEN_VERSION, TOKEN_HEADER_INTS = 20240520, 1, 256
 H200_DENSE_BF16 = 989.5e12  # the data sheet's rate, MFU's denominator (as rigel's log uses it)
+# rigel's training log, column for column (src/cli/train_commands.cpp).
+LOG_COLUMNS = ("run_id", "host", "device", "step", "loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "tflops",
+               "mfu", "peak_memory_gb", "elapsed_s", "checkpointed")
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # rigel's parameter tensors in buffer order: (name, shape given config, layered, decayed).
 TENSORS = (
@@ -156,6 +168,112 @@ def training_flops_per_token(config, seq):
     return 6.0 * parameter_count(config) + 12.0 * config["layers"] * seq * config["channels"]
 
 
+# ---- the log and its sidecar (standard library) -------------------------------------------
+
+
+def make_run_id(now=None):
+    """A run id as rigel makes one: the UTC time, then six random hex digits
+    (20261201T143330Z-2e276f)."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + "-%06x" % secrets.randbits(24)
+
+
+def num(v):
+    """A number as rigel's log writes it (%.6g); "" for none or a non-finite one."""
+    if v is None or not math.isfinite(v):
+        return ""
+    return "%.6g" % v
+
+
+def default_commit(root=REPO_ROOT):
+    """The commit of the tree this script belongs to: COMMIT at its root (an
+    export by scripts/stage_visit.sh), else .visit/COMMIT, else "unknown"."""
+    for path in (os.path.join(root, "COMMIT"), os.path.join(root, ".visit", "COMMIT")):
+        try:
+            with open(path) as f:
+                commit = f.read().strip()
+        except OSError:
+            continue
+        if commit:
+            return commit
+    return "unknown"
+
+
+def host_facts():
+    """The host's part of a sidecar's `environment`, as strings under rigel's keys."""
+    facts = {"os": "unknown", "kernel": f"{platform.system()} {platform.release()}", "cpu_model": "unknown",
+             "cpu_cores": str(os.cpu_count() or 0), "python_version": platform.python_version()}
+    for path, key, field in (("/etc/os-release", "os", "PRETTY_NAME="), ("/proc/cpuinfo", "cpu_model", "model name")):
+        try:
+            with open(path) as f:
+                for line in f:
+                    if line.startswith(field):
+                        facts[key] = line.split("=" if key == "os" else ":", 1)[1].strip().strip('"')
+                        break
+        except OSError:
+            pass
+    return facts
+
+
+def log_records(run, rows):
+    """The log's CSV records, header first: rigel's columns, one record per step
+    row (a dict of numbers; val_loss None where none was measured)."""
+    out = [list(LOG_COLUMNS)]
+    for r in rows:
+        out.append([run["run_id"], run["host"], run["device"], str(r["step"]), num(r["loss"]), num(r["val_loss"]),
+                    num(r["lr"]), num(r["grad_norm"]), num(r["tokens_per_s"]), num(r["tflops"]), num(r["mfu"]),
+                    num(r["peak_memory_gb"]), num(r["elapsed_s"]), "0"])
+    return out
+
+
+def sidecar(run, csv_name, n_rows, complete, interrupted=False):
+    """The log's JSON sidecar: the keys reproduce/findings.py requires (run_id,
+    git_commit, environment), those of rigel's own, then this run's settings."""
+    return {"run_id": run["run_id"], "what": "train_log", "csv": csv_name, "tool": "gpt2_torch.py",
+            "torch_version": run["torch_version"], "cuda_version": run["cuda_version"],
+            "git_commit": run["git_commit"], "complete": complete, "interrupted": interrupted, "rows": n_rows,
+            "model": run["model"], "backend": "torch-" + run["mode"], "mode": run["mode"], "batch": run["batch"],
+            "seq": run["seq"], "accumulation": run["accumulation"], "steps": run["steps"],
+            "environment": run["environment"]}
+
+
+def write_atomic(path, text):
+    """`text` into `path` through a temporary file beside it, so that a reader
+    sees the old file or the new one, never a part."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        with open(tmp, "w", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_log(path, run, rows, complete, interrupted=False):
+    """The log CSV at `path` and its sidecar <stem>.json beside it, each written
+    whole; returns the sidecar's path."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(log_records(run, rows))
+    side_path = os.path.splitext(path)[0] + ".json"
+    write_atomic(path, buf.getvalue())
+    write_atomic(side_path, json.dumps(sidecar(run, os.path.basename(path), len(rows), complete, interrupted),
+                                       indent=2) + "\n")
+    return side_path
+
+
+def profile_table(averages, row_limit=40):
+    """The profiler's averaged events as a table, sorted by their time on the
+    device: the key is device_time_total in newer PyTorch, cuda_time_total in
+    older ones."""
+    keys = ["device_time_total", "cuda_time_total"]
+    if len(averages) and not hasattr(averages[0], "device_time_total"):
+        keys.reverse()
+    try:
+        return averages.table(sort_by=keys[0], row_limit=row_limit)
+    except (AttributeError, KeyError, ValueError):
+        return averages.table(sort_by=keys[1], row_limit=row_limit)
+
+
 # ---- the model (needs torch) --------------------------------------------------------------
 
 
@@ -191,6 +309,18 @@ def forward(torch, F, p, config, idx, targets):
     return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1))
 
 
+def environment(torch):
+    """The sidecar's `environment`: the host's facts, the device's and PyTorch's."""
+    props = torch.cuda.get_device_properties(0)
+    env = host_facts()
+    env.update({"gpu_name": torch.cuda.get_device_name(0),
+                "gpu_compute_capability": f"{props.major}.{props.minor}",
+                "gpu_sm_count": str(props.multi_processor_count), "gpu_memory_bytes": str(props.total_memory),
+                "torch_version": str(torch.__version__), "cuda_runtime_version": str(torch.version.cuda),
+                "cudnn_version": str(torch.backends.cudnn.version())})
+    return env
+
+
 def train(args):
     try:
         import torch
@@ -218,7 +348,14 @@ def train(args):
 
     B, T, A = args.batch, args.seq, args.accumulation
     train_t = torch.tensor(train_tokens, dtype=torch.int64)
-    positions = batch_positions(args.steps * A, B, T, len(train_tokens))
+    # One batch further for the profiled step after the logged ones.
+    positions = batch_positions((args.steps + 1) * A, B, T, len(train_tokens))
+    mode = "compile" if args.compile else "eager"
+    run = {"run_id": make_run_id(), "host": socket.gethostname() or "unknown",
+           "device": torch.cuda.get_device_name(0), "git_commit": args.commit or default_commit(),
+           "torch_version": str(torch.__version__), "cuda_version": str(torch.version.cuda), "mode": mode,
+           "model": args.model, "batch": B, "seq": T, "accumulation": A, "steps": args.steps,
+           "environment": environment(torch)}
 
     def batch_at(tokens, pos):
         window = tokens[pos:pos + B * T + 1]
@@ -234,13 +371,8 @@ def train(args):
                 losses.append(step_fn(torch, F, p, config, x, y).item())
         return sum(losses) / len(losses)
 
-    flops_per_token = training_flops_per_token(config, T)
-    rows, start = [], time.time()
-    torch.cuda.reset_peak_memory_stats()
-    for step in range(1, args.steps + 1):
-        torch.cuda.synchronize()
-        t0 = time.time()
-        lr = learning_rate(step - 1, args.lr, args.warmup, args.steps, args.final_lr_fraction)
+    def train_step(step, lr):
+        """One optimizer step (1-based) on its batches: (loss, gradient norm) as tensors."""
         for g in opt.param_groups:
             g["lr"] = lr
         opt.zero_grad(set_to_none=True)
@@ -253,30 +385,55 @@ def train(args):
             loss_sum += loss.detach()
         norm = torch.nn.utils.clip_grad_norm_(p.values(), args.clip if args.clip > 0 else float("inf"))
         opt.step()
-        torch.cuda.synchronize()
-        seconds = time.time() - t0
-        tokens_per_s = B * T * A / seconds
-        last = step == args.steps
-        vl = val_loss() if val_tokens is not None and (last or (args.val_every and step % args.val_every == 0)) \
-            else None
-        peak = torch.cuda.max_memory_allocated() / 1e9
-        row = {"step": step, "loss": float(loss_sum), "val_loss": "" if vl is None else vl, "lr": lr,
-               "grad_norm": float(norm), "tokens_per_s": tokens_per_s,
-               "tflops": flops_per_token * tokens_per_s / 1e12,
-               "mfu": flops_per_token * tokens_per_s / H200_DENSE_BF16, "peak_memory_gb": peak,
-               "elapsed_s": time.time() - start}
-        rows.append(row)
-        print(f"step {step:5d}/{args.steps}  loss {row['loss']:.4f}" +
-              ("" if vl is None else f"  val {vl:.4f}") +
-              f"  lr {lr:.3g}  norm {row['grad_norm']:.3f}  {tokens_per_s:.0f} tok/s  "
-              f"MFU {100 * row['mfu']:.1f} %  peak {peak:.2f} GB", flush=True)
+        return loss_sum, norm
+
+    flops_per_token = training_flops_per_token(config, T)
+    rows, start = [], time.time()
+    torch.cuda.reset_peak_memory_stats()
+    try:
+        for step in range(1, args.steps + 1):
+            torch.cuda.synchronize()
+            t0 = time.time()
+            lr = learning_rate(step - 1, args.lr, args.warmup, args.steps, args.final_lr_fraction)
+            loss_sum, norm = train_step(step, lr)
+            torch.cuda.synchronize()
+            seconds = time.time() - t0
+            tokens_per_s = B * T * A / seconds
+            last = step == args.steps
+            vl = val_loss() if val_tokens is not None and (last or (args.val_every and step % args.val_every == 0)) \
+                else None
+            peak = torch.cuda.max_memory_allocated() / 1e9
+            row = {"step": step, "loss": float(loss_sum), "val_loss": vl, "lr": lr, "grad_norm": float(norm),
+                   "tokens_per_s": tokens_per_s, "tflops": flops_per_token * tokens_per_s / 1e12,
+                   "mfu": flops_per_token * tokens_per_s / H200_DENSE_BF16, "peak_memory_gb": peak,
+                   "elapsed_s": time.time() - start}
+            rows.append(row)
+            print(f"step {step:5d}/{args.steps}  loss {row['loss']:.4f}" +
+                  ("" if vl is None else f"  val {vl:.4f}") +
+                  f"  lr {lr:.3g}  norm {row['grad_norm']:.3f}  {tokens_per_s:.0f} tok/s  "
+                  f"MFU {100 * row['mfu']:.1f} %  peak {peak:.2f} GB", flush=True)
+            if args.out:  # after every step, as rigel does: a run cut short keeps its rows
+                write_log(args.out, run, rows, complete=last)
+    except KeyboardInterrupt:
+        if args.out and rows:
+            write_log(args.out, run, rows, complete=False, interrupted=True)
+        raise Failure(f"interrupted after {len(rows)} step(s)" +
+                      (f"; kept them in {args.out}" if args.out and rows else "")) from None
     if args.out:
-        tmp = args.out + ".tmp"
-        with open(tmp, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-        os.replace(tmp, args.out)
+        print(f"gpt2_torch: wrote {len(rows)} row(s) in {args.out} and "
+              f"{os.path.basename(os.path.splitext(args.out)[0])}.json", file=sys.stderr)
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+        lr = learning_rate(args.steps, args.lr, args.warmup, args.steps, args.final_lr_fraction)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            train_step(args.steps + 1, lr)
+            torch.cuda.synchronize()
+        write_atomic(args.profile,
+                     f"One training step of gpt2_torch.py ({mode}, {run['device']}, batch {B} x seq {T} x "
+                     f"accumulation {A}, run {run['run_id']}), after the {args.steps} logged steps; "
+                     "sorted by time on the device.\n\n" + profile_table(prof.key_averages()) + "\n")
+        print(f"gpt2_torch: wrote the profile of one more step to {args.profile}", file=sys.stderr)
 
 
 def main(argv=None):
@@ -284,6 +441,7 @@ def main(argv=None):
     ap.add_argument("--init", required=True, help="a step-0 rigel checkpoint (rigel train run --init-only)")
     ap.add_argument("--data", required=True)
     ap.add_argument("--val")
+    ap.add_argument("--model", default="gpt2", help="the model's name in the log's sidecar (rigel's --model)")
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--accumulation", type=int, default=1)
@@ -296,11 +454,20 @@ def main(argv=None):
     ap.add_argument("--val-every", type=int, default=0)
     ap.add_argument("--val-batches", type=int, default=4)
     ap.add_argument("--compile", action="store_true", help="torch.compile the model's step")
-    ap.add_argument("--out", help="the log CSV")
+    ap.add_argument("--out", help="the log CSV (rigel's columns; its sidecar <stem>.json goes beside it)")
+    ap.add_argument("--commit", help="the git commit the sidecar names (default: COMMIT at the tree's root, "
+                                     "else .visit/COMMIT, else 'unknown')")
+    ap.add_argument("--profile", metavar="FILE",
+                    help="after the logged steps, profile one more step (torch.profiler, CPU and CUDA) and "
+                         "write its table of kernels to FILE")
     args = ap.parse_args(argv)
     for name in ("batch", "seq", "accumulation", "steps", "val_batches"):
         if getattr(args, name) < 1:
             print(f"gpt2_torch: error: --{name.replace('_', '-')} must be at least 1", file=sys.stderr)
+            return 2
+    for name, path in (("--out", args.out), ("--profile", args.profile)):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            print(f"gpt2_torch: error: {name} {path}: its folder does not exist", file=sys.stderr)
             return 2
     try:
         train(args)

@@ -1,11 +1,14 @@
 """The training report (reproduce/train_report.py): the runs' table from
 fixture logs, a run resumed across two files joined by step (the later file's
 row winning), "no log yet" without any, a file without the columns refused,
-and the loss-curve figure drawn."""
+the loss-curve figure drawn; rigel set beside PyTorch's runs of the same
+commit (median speed over steps 2..N, their ratio, the largest loss gap), runs
+of other commits or of no known commit kept apart, and one sentence without a
+PyTorch log."""
 import os
 import unittest
 
-from helpers import TempDirTest, findings, to_csv
+from helpers import TempDirTest, findings, sidecar, to_csv
 
 import train_report  # noqa: E402  (helpers put reproduce/ on the path)
 
@@ -59,6 +62,74 @@ class TrainReport(TempDirTest):
                 f.write(data)
         self.assertTrue(train_report.draw(plt, train_report.load(self.dir), path, write_if_changed, style))
         self.assertFalse(train_report.draw(plt, {}, path, write_if_changed, style))
+
+
+C1 = "1111111aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+C2 = "2222222bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+
+def log_rows(run_id, rates, losses):
+    """Rows of steps 1..N with the given tokens/s and losses."""
+    return [[run_id, "h", "NVIDIA H200", str(s), str(loss), "", "0.0006", "1.5", str(rate), str(s), "0"]
+            for s, (rate, loss) in enumerate(zip(rates, losses), start=1)]
+
+
+class TrainCompare(TempDirTest):
+    def log(self, name, run_id, commit, rates, losses):
+        self.write(name, to_csv(HEADER, log_rows(run_id, rates, losses)))
+        self.write(name[:-4] + ".json", sidecar(run_id, commit, questions={}))
+
+    def test_the_log_name_takes_a_hyphenated_backend(self):
+        m = train_report.LOG_NAME.search("2026-12-02_1111111_train_gpt2_torch-eager.csv")
+        self.assertEqual((m.group("model"), m.group("backend")), ("gpt2", "torch-eager"))
+        self.assertIsNone(train_report.LOG_NAME.search("2026-12-01_ededb02_train_check.csv"))
+        self.assertIsNone(train_report.LOG_NAME.search("2026-12-01_ededb02_train_gpt2_-cuda.csv"))
+
+    def test_without_a_torch_log_one_sentence_says_so(self):
+        self.assertIn("No committed PyTorch training log", train_report.compare_block(train_report.load(self.dir)))
+        self.log("2026-12-02_1111111_train_gpt2_cuda.csv", "20261202T100000Z-a", C1, [10, 20, 20], [11, 10, 9])
+        self.log("2026-12-02_2222222_train_gpt2_torch-eager.csv", "20261202T110000Z-b", C2, [5, 10, 10],
+                 [11, 10, 9])
+        block = train_report.compare_block(train_report.load(self.dir))
+        self.assertTrue(block.startswith("No committed PyTorch training log"))
+        self.assertEqual(block.count("\n"), 0)
+
+    def test_rigel_beside_the_torch_runs_of_its_call(self):
+        # Step 1 (warm-up, compilation) is left out of the medians: rigel 300, eager 150, compile 200 (even count).
+        self.log("2026-12-02_1111111_train_gpt2_cuda.csv", "20261202T100000Z-a", C1,
+                 [1, 200, 300, 400], [11.0, 10.0, 9.0, 8.0])
+        self.log("2026-12-02_1111111_train_gpt2_torch-eager.csv", "20261202T100100Z-b", C1,
+                 [1, 100, 150, 1000], [11.0, 10.01, 9.05, 8.02])
+        self.log("2026-12-02_1111111_train_gpt2_torch-compile.csv", "20261202T100200Z-c", C1,
+                 [1, 150, 250], [11.0, 10.0, 8.9])
+        # Another call's PyTorch run (and one whose commit is unknown) stay out of this table.
+        self.log("2026-12-03_2222222_train_gpt2_torch-eager.csv", "20261203T100000Z-d", C2, [1, 1, 1], [1, 1, 1])
+        self.log("2026-12-03_unknown_train_gpt2_torch-eager.csv", "20261203T110000Z-e", "unknown", [1, 1], [1, 1])
+        runs = train_report.load(self.dir)
+        found = train_report.comparisons(runs)
+        self.assertEqual([(c.model, c.commit, sorted(c.runs)) for c in found],
+                         [("gpt2", C1, ["cuda", "torch-compile", "torch-eager"])])
+        block = train_report.compare_block(runs)
+        lines = block.splitlines()
+        self.assertIn("back to back in one call on the same GPU", lines[0])
+        self.assertIn("gpt2, commit 1111111, NVIDIA H200:", block)
+        rows = [line for line in lines if line.startswith("| ") and not line.startswith("| backend")]
+        self.assertEqual(rows, [
+            "| cuda | 4 | 300 | 1.00x | 8.0000 | - | 2026-12-02_1111111_train_gpt2_cuda.csv |",
+            "| torch-compile | 3 | 200 | 1.50x | 8.9000 | 0.1000 (step 3) | "
+            "2026-12-02_1111111_train_gpt2_torch-compile.csv |",
+            "| torch-eager | 4 | 150 | 2.00x | 8.0200 | 0.0500 (step 3) | "
+            "2026-12-02_1111111_train_gpt2_torch-eager.csv |",
+        ])
+        self.assertNotIn("2222222", block)
+        self.assertNotIn("unknown", block)
+
+    def test_a_run_of_step_one_alone_has_no_median(self):
+        self.log("2026-12-02_1111111_train_gpt2_cuda.csv", "20261202T100000Z-a", C1, [100], [11.0])
+        self.log("2026-12-02_1111111_train_gpt2_torch-eager.csv", "20261202T100100Z-b", C1, [50, 60], [11.0, 10.0])
+        block = train_report.compare_block(train_report.load(self.dir))
+        self.assertIn("| cuda | 1 | - | - | 11.0000 | - |", block)
+        self.assertIn("| torch-eager | 2 | 60 | - | 10.0000 | 0.0000 (step 1) |", block)
 
 
 if __name__ == "__main__":
