@@ -6,6 +6,7 @@
 //                                              (exit 1 if one fails, 77 without a device)
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -45,7 +46,7 @@ struct RunArgs {
     std::string batch = "4", seq = "64", accumulation = "1", steps = "20", stop_after = "0", max_seconds = "0";
     std::string lr = "6e-4", warmup = "0", weight_decay = "0.1", clip = "1.0", seed = "1";
     std::string checkpoint_every = "0", val_every = "0", val_batches = "4";
-    bool resume = false, init_only = false;
+    bool resume = false, init_only = false, profile = false;
 };
 
 // The models `--model` names: GPT-2 small, and a small one the host reference trains in seconds a step.
@@ -77,6 +78,44 @@ double parse_real(const std::string& option, const std::string& text, double min
     if (text.empty() || ec != std::errc() || p != end || !std::isfinite(v) || v < min)
         throw std::invalid_argument(option + " '" + text + "' is not a finite number of at least " + num(min));
     return v;
+}
+
+const std::vector<std::string>& profile_header() {
+    static const std::vector<std::string> h{"run_id", "host",        "device", "phase",  "kind",
+                                            "calls",  "ms_per_step", "share",  "tflops", "steps"};
+    return h;
+}
+
+// --profile: the backend's phases, the slowest first, as a table and (with
+// --out) a CSV of their own.
+void report_profile(const std::vector<train::PhaseTime>& phases, const std::string& out, const std::string& name,
+                    const std::string& model, std::uint64_t seed, Executor& ex) {
+    if (phases.empty()) {
+        say("--profile: the backend times nothing (the reference backend has no device phases)");
+        return;
+    }
+    std::vector<train::PhaseTime> sorted = phases;
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const train::PhaseTime& a, const train::PhaseTime& b) { return a.seconds > b.seconds; });
+    double total = 0;
+    for (const train::PhaseTime& p : sorted) total += p.seconds / static_cast<double>(p.steps);
+    RunFiles files(out, profile_header(), "train_profile", name, model, seed, ex);
+    std::vector<std::vector<std::string>> cells;
+    std::printf("%-22s %-9s %5s %12s %7s %9s\n", "phase", "kind", "calls", "ms per step", "share", "Tflop/s");
+    for (const train::PhaseTime& p : sorted) {
+        const double s = p.seconds / static_cast<double>(p.steps);
+        const std::string rate = p.flops > 0 ? num(p.flops / s * 1e-12) : "";
+        std::printf("%-22s %-9s %5d %12.3f %6.1f%% %9s\n", p.phase.c_str(), p.kind.c_str(), p.calls, s * 1e3,
+                    100 * s / total, rate.c_str());
+        const RowContext& x = files.rows();
+        cells.push_back({x.run_id, x.host, x.device, p.phase, p.kind, std::to_string(p.calls), num(s * 1e3),
+                         num(s / total), rate, std::to_string(p.steps)});
+    }
+    std::printf("%-22s %-9s %5s %12.3f\n", "total", "", "", total * 1e3);
+    JsonObject d;
+    d.str("model", model).num("device_ms_per_step", total * 1e3);
+    files.write(cells, d, true);
+    files.report(cells.size());
 }
 
 const std::vector<std::string>& log_header() {
@@ -113,6 +152,7 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     o.val_batches = static_cast<int>(parse_count("--val-batches", a.val_batches, 1));
     o.resume = a.resume;
     o.init_only = a.init_only;
+    o.profile = a.profile;
     if (const std::string why = train::check(o); !why.empty()) throw std::invalid_argument(why);
 
     std::unique_ptr<Executor> ex =
@@ -146,6 +186,8 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
         files.write(cells, d, l.step == o.steps);
     });
     files.report(cells.size());
+    if (o.profile && !o.init_only)
+        report_profile(backend->phase_times(), a.out, "profile_" + a.model + "_" + a.backend, a.model, o.seed, *ex);
     if (o.init_only) say("wrote the initialization to " + a.checkpoint + " (step 0)");
     return 0;
 }
@@ -208,15 +250,15 @@ std::vector<SubcommandHook> add_train_commands(CLI::App& app) {
     static CheckArgs ca;
     static RunArgs ra;
     static SampleArgs sa;
-    auto* cmd = app.add_subcommand("train", "GPT-2 training: the loop (on the float64 reference so far) and rigel's "
-                                            "training kernels checked");
+    auto* cmd = app.add_subcommand("train", "GPT-2 training: the loop on rigel's kernels or the float64 reference, "
+                                            "sampling, and rigel's training kernels checked");
     cmd->require_subcommand(1);
     auto* run = cmd->add_subcommand("run", "Train a GPT-2 on a token file, checkpointing and resuming");
     run->add_option("--data", ra.data, "training tokens (llm.c's uint16 format; scripts/prepare_data.py)");
     run->add_option("--val", ra.val, "validation tokens (same format)");
     run->add_option("--model", ra.model, "tiny (2 layers, 64 channels) or gpt2 (124M)")->capture_default_str();
-    run->add_option("--backend", ra.backend, "reference (float64 on the host) or cuda (rigel's kernels; not yet "
-                                             "verified against the reference)")->capture_default_str();
+    run->add_option("--backend", ra.backend, "reference (float64 on the host) or cuda (rigel's kernels, checked "
+                                             "against the reference by `rigel train check`)")->capture_default_str();
     run->add_option("--batch", ra.batch, "sequences per micro-batch")->capture_default_str();
     run->add_option("--seq", ra.seq, "tokens per sequence")->capture_default_str();
     run->add_option("--accumulation", ra.accumulation, "micro-batches per step")->capture_default_str();
@@ -239,6 +281,8 @@ std::vector<SubcommandHook> add_train_commands(CLI::App& app) {
     run->add_option("--val-every", ra.val_every, "steps between validations (0: at the end only)")
         ->capture_default_str();
     run->add_option("--val-batches", ra.val_batches, "batches per validation")->capture_default_str();
+    run->add_flag("--profile", ra.profile, "time each phase of the step on the device from the second step on (a "
+                                           "synchronization per step) and report them, slowest first");
     run->add_option("--out", ra.out, "folder for the log CSV and its JSON sidecar (none: print only)");
     auto* sample = cmd->add_subcommand("sample", "Text from a checkpoint, after an end-of-text token (on the host: "
                                                  "seconds per token for GPT-2 small)");

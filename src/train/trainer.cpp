@@ -148,6 +148,7 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
         const auto t0 = std::chrono::steady_clock::now();
         std::vector<Batch> micro;
         for (int i = 0; i < o.accumulation; ++i) micro.push_back(loader.next_batch());
+        if (o.profile && step == done + 2) backend.set_profiling(true);  // the first step warms up
         StepLog log{.step = step, .lr = learning_rate(step - 1, o.lr, o.warmup, o.steps, o.final_lr_fraction)};
         const StepStats st = backend.step(micro, log.lr, step, o);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

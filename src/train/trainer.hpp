@@ -36,6 +36,7 @@ struct TrainOptions {
     bool init_only = false;                  // write the initialization to `checkpoint` as step 0, and stop
     std::int64_t val_every = 0;              // and at the end; 0: only at the end
     int val_batches = 4;
+    bool profile = false;  // the backend times its phases from the second step on (TrainBackend::phase_times)
 };
 
 // Empty when the options make sense together, else one sentence.
@@ -44,6 +45,16 @@ std::string check(const TrainOptions& o);
 // The model's state between steps: fp32 master weights and AdamW's moments.
 struct ModelState {
     std::vector<float> params, m, v;
+};
+
+// Where the device's time goes in a step: one phase (a GEMM product, the
+// attention, LayerNorm, AdamW, ...), summed over the profiled steps.
+struct PhaseTime {
+    std::string phase, kind;  // kind: gemm, attention or other
+    double seconds = 0;       // over all profiled steps
+    double flops = 0;         // per step (0 where not counted)
+    int calls = 0;            // spans per step
+    std::int64_t steps = 0;
 };
 
 struct StepStats {
@@ -63,6 +74,9 @@ public:
     virtual double eval_loss(const Batch& b, const TrainOptions& o) = 0;
     // The most device memory in use so far, in bytes (0: not on a device).
     virtual double peak_memory_bytes() const { return 0; }
+    // Times the phases of the steps that follow (a backend that cannot: nothing).
+    virtual void set_profiling(bool) {}
+    virtual std::vector<PhaseTime> phase_times() const { return {}; }
 };
 
 // The float64 reference model (gpt2_reference.hpp) with the host AdamW: slow,

@@ -9,6 +9,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "train/checkpoint.hpp"
@@ -165,4 +168,41 @@ TEST_F(TrainerTest, RefusesBadInputBeforeAnyStepAndNeverOverwritesACheckpoint) {
     std::ifstream again(o.checkpoint, std::ios::binary);
     const std::vector<char> after((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
     EXPECT_EQ(before, after);
+}
+
+// --profile turns the backend's timing on once, before the second step (the
+// first warms up); without it, never.
+TEST_F(TrainerTest, ProfilingStartsAtTheSecondStepOnlyWhenAskedFor) {
+    class Recording final : public TrainBackend {
+    public:
+        explicit Recording(const Gpt2Config& c) : inner_(make_reference_backend(c)) {}
+        std::string name() const override { return "recording"; }
+        void load(const ModelState& s) override { inner_->load(s); }
+        ModelState save() override { return inner_->save(); }
+        StepStats step(std::span<const Batch> micro, double lr, std::int64_t t, const TrainOptions& o) override {
+            steps_seen.push_back({t, profiling});
+            return inner_->step(micro, lr, t, o);
+        }
+        double eval_loss(const Batch& b, const TrainOptions& o) override { return inner_->eval_loss(b, o); }
+        void set_profiling(bool on) override {
+            profiling = on;
+            ++calls;
+        }
+        std::vector<std::pair<std::int64_t, bool>> steps_seen;
+        bool profiling = false;
+        int calls = 0;
+
+    private:
+        std::unique_ptr<TrainBackend> inner_;
+    };
+    for (const bool asked : {false, true}) {
+        TrainOptions o = options();
+        o.steps = 4;
+        o.profile = asked;
+        Recording backend(o.model);
+        train(o, backend, [](const StepLog&) {});
+        ASSERT_EQ(backend.steps_seen.size(), 4u);
+        EXPECT_EQ(backend.calls, asked ? 1 : 0);
+        for (const auto& [t, profiled] : backend.steps_seen) EXPECT_EQ(profiled, asked && t >= 2) << "step " << t;
+    }
 }

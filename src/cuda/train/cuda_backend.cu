@@ -19,6 +19,13 @@
 // with dX = dY W (GEMM NN) and dW += dY^T X (GEMM TN, fp32, beta 1 so micro-
 // batches accumulate), LayerNorm's backward adding into the residual stream's
 // gradient in place.
+//
+// With profiling on (rigel train run --profile), a CUDA event follows every
+// phase of the step and phase_times() gives each phase's device time; the
+// GEMM phases are named as the gemm suite's GPT-2 cases (fwd_qkv, ...), so a
+// product's rate inside the step can be set beside its rate in `rigel gemm
+// bench --suite gpt2`. The events cost a synchronization at the end of each
+// profiled step.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -56,6 +63,79 @@ private:
 };
 
 using bf16 = __nv_bfloat16;
+
+// CUDA events between the phases of a step, summed per phase (in the order
+// first seen) over the profiled steps.
+class PhaseTimer {
+public:
+    PhaseTimer() = default;
+    PhaseTimer(const PhaseTimer&) = delete;
+    PhaseTimer& operator=(const PhaseTimer&) = delete;
+    ~PhaseTimer() {
+        for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    }
+    void enable(bool on) { on_ = on; }
+    // A step starts: its first event.
+    void begin(cudaStream_t s) {
+        if (!on_) return;
+        spans_.clear();
+        open_ = true;
+        record(s, 0);
+    }
+    // The work enqueued since the last mark was `phase` (outside a step, as in
+    // a validation pass: not timed).
+    void mark(const char* phase, const char* kind, double flops, cudaStream_t s) {
+        if (!on_ || !open_) return;
+        spans_.push_back({phase, kind, flops});
+        record(s, spans_.size());
+    }
+    // The step's work is enqueued: waits for it and adds its spans.
+    void end() {
+        if (!on_ || !open_) return;
+        open_ = false;
+        if (spans_.empty()) return;
+        RIGEL_CUDA_CHECK(cudaEventSynchronize(events_[spans_.size()]));
+        std::map<std::string, double> flops_this_step;
+        std::map<std::string, int> calls_this_step;
+        for (std::size_t i = 0; i < spans_.size(); ++i) {
+            float ms = 0;
+            RIGEL_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]));
+            const Span& sp = spans_[i];
+            auto [it, fresh] = index_.try_emplace(sp.phase, totals_.size());
+            if (fresh) totals_.push_back(PhaseTime{.phase = sp.phase, .kind = sp.kind});
+            PhaseTime& t = totals_[it->second];
+            t.seconds += ms * 1e-3;
+            flops_this_step[sp.phase] += sp.flops;
+            ++calls_this_step[sp.phase];
+        }
+        for (PhaseTime& t : totals_) {
+            t.flops = flops_this_step[t.phase];
+            t.calls = calls_this_step[t.phase];
+            ++t.steps;
+        }
+    }
+    const std::vector<PhaseTime>& totals() const { return totals_; }
+
+private:
+    struct Span {
+        const char* phase;
+        const char* kind;
+        double flops;
+    };
+    void record(cudaStream_t s, std::size_t i) {
+        while (events_.size() <= i) {
+            cudaEvent_t e = nullptr;
+            RIGEL_CUDA_CHECK(cudaEventCreate(&e));
+            events_.push_back(e);
+        }
+        RIGEL_CUDA_CHECK(cudaEventRecord(events_[i], s));
+    }
+    bool on_ = false, open_ = false;
+    std::vector<cudaEvent_t> events_;
+    std::vector<Span> spans_;
+    std::vector<PhaseTime> totals_;
+    std::map<std::string, std::size_t> index_;
+};
 
 class CudaBackend final : public TrainBackend {
 public:
@@ -116,16 +196,21 @@ public:
 
     StepStats step(std::span<const Batch> micro, double lr, std::int64_t t, const TrainOptions& o) override {
         check_shape(o);
+        prof_.begin(stream_);
         RIGEL_CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.size() * sizeof(float), stream_));
+        other("zero_grads");
         StepStats st;
         for (const Batch& b : micro) {
             upload(b);
+            other("upload");
             forward();
             st.loss += mean_loss() / static_cast<double>(micro.size());
+            other("loss_readback");
             backward(1.0f / static_cast<float>(N_ * micro.size()));
         }
         RIGEL_CUDA_CHECK(cudaMemsetAsync(sum_sq_.get(), 0, sizeof(float), stream_));
         cuda::train::sum_squares(sum_sq_.get(), grads_.get(), static_cast<std::int64_t>(grads_.size()), stream_);
+        other("grad_norm");
         float sum_sq = 0;
         RIGEL_CUDA_CHECK(cudaMemcpyAsync(&sum_sq, sum_sq_.get(), sizeof(float), cudaMemcpyDeviceToHost, stream_));
         RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -137,6 +222,8 @@ public:
                            static_cast<float>(a.beta1), static_cast<float>(a.beta2), static_cast<float>(a.eps),
                            static_cast<float>(a.weight_decay), static_cast<float>(1 - std::pow(a.beta1, t)),
                            static_cast<float>(1 - std::pow(a.beta2, t)), static_cast<float>(scale), stream_);
+        other("adamw");
+        prof_.end();
         std::size_t free = 0, total = 0;
         RIGEL_CUDA_CHECK(cudaMemGetInfo(&free, &total));
         peak_ = std::max(peak_, static_cast<double>(total - free));
@@ -145,6 +232,9 @@ public:
 
     // The device's memory in use (all of it, as nvidia-smi counts it) at the end of each step, at its largest.
     double peak_memory_bytes() const override { return peak_; }
+
+    void set_profiling(bool on) override { prof_.enable(on); }
+    std::vector<PhaseTime> phase_times() const override { return prof_.totals(); }
 
     double eval_loss(const Batch& b, const TrainOptions& o) override {
         check_shape(o);
@@ -197,55 +287,69 @@ private:
                      .first;
         return *it->second;
     }
+    // One product of the step, `phase` to the profiler.
+    void product(const char* phase, std::int64_t m, std::int64_t n, std::int64_t k, gemm::Op a, gemm::Op b,
+                 gemm::Type out, gemm::Epilogue e, const gemm::Args& args) {
+        plan(m, n, k, a, b, out, e).run(args, stream_);
+        prof_.mark(phase, "gemm", 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
+                   stream_);
+    }
+    void other(const char* phase) { prof_.mark(phase, "other", 0, stream_); }
+
     // Y (N x OC) = X W^T (+ bias) (+ residual): the forward layout NT.
-    void linear(bf16* y, const bf16* x, const bf16* w, const bf16* bias, int in, int out,
+    void linear(const char* phase, bf16* y, const bf16* x, const bf16* w, const bf16* bias, int in, int out,
                 gemm::Epilogue e = gemm::Epilogue::bias, const bf16* residual = nullptr, bf16* aux = nullptr) {
-        plan(N_, out, in, gemm::Op::n, gemm::Op::t, gemm::Type::bf16, e)
-            .run({.a = x, .b = w, .d = y, .c = residual, .bias = bias, .aux = aux, .beta = residual ? 1.0f : 0.0f},
-                 stream_);
+        product(phase, N_, out, in, gemm::Op::n, gemm::Op::t, gemm::Type::bf16, e,
+                {.a = x, .b = w, .d = y, .c = residual, .bias = bias, .aux = aux, .beta = residual ? 1.0f : 0.0f});
     }
     // dX (N x in) = dY W: NN. With dgelu_bgrad: dX = (dY W) gelu'(aux), bgrad its column sums.
-    void linear_dx(bf16* dx, const bf16* dy, const bf16* w, int in, int out,
+    void linear_dx(const char* phase, bf16* dx, const bf16* dy, const bf16* w, int in, int out,
                    gemm::Epilogue e = gemm::Epilogue::none, const bf16* aux = nullptr, float* bgrad = nullptr) {
-        plan(N_, in, out, gemm::Op::n, gemm::Op::n, gemm::Type::bf16, e)
-            .run({.a = dy, .b = w, .d = dx, .aux = const_cast<bf16*>(aux), .bgrad = bgrad}, stream_);
+        product(phase, N_, in, out, gemm::Op::n, gemm::Op::n, gemm::Type::bf16, e,
+                {.a = dy, .b = w, .d = dx, .aux = const_cast<bf16*>(aux), .bgrad = bgrad});
     }
     // dW (out x in) += dY^T X: TN, fp32, accumulated.
-    void linear_dw(float* dw, const bf16* dy, const bf16* x, int in, int out) {
-        plan(out, in, N_, gemm::Op::t, gemm::Op::n, gemm::Type::f32, gemm::Epilogue::none)
-            .run({.a = dy, .b = x, .d = dw, .c = dw, .beta = 1.0f}, stream_);
+    void linear_dw(const char* phase, float* dw, const bf16* dy, const bf16* x, int in, int out) {
+        product(phase, out, in, N_, gemm::Op::t, gemm::Op::n, gemm::Type::f32, gemm::Epilogue::none,
+                {.a = dy, .b = x, .d = dw, .c = dw, .beta = 1.0f});
     }
 
     void forward() {
         const int C = this->C(), Vp = c_.padded_vocab_size;
         cuda::train::encoder_forward(acts_[0].in.get(), tokens_.get(), w16(Param::wte), w16(Param::wpe), N_, T_, C,
                                      stream_);
+        other("encoder_forward");
         for (int l = 0; l < c_.layers; ++l) {
             Acts& a = acts_[static_cast<std::size_t>(l)];
             cuda::train::layernorm_forward(a.ln1.get(), a.mean1.get(), a.rstd1.get(), a.in.get(), w16(Param::ln1w, l),
                                            w16(Param::ln1b, l), N_, C, stream_);
-            linear(a.qkv.get(), a.ln1.get(), w16(Param::qkvw, l), w16(Param::qkvb, l), C, 3 * C);
+            other("layernorm_forward");
+            linear("fwd_qkv", a.qkv.get(), a.ln1.get(), w16(Param::qkvw, l), w16(Param::qkvb, l), C, 3 * C);
             attention_->forward({.q = a.qkv.get(), .k = a.qkv.get() + C, .v = a.qkv.get() + 2 * C, .o = a.atty.get(),
                                  .lse = a.lse.get()},
                                 stream_);
-            linear(a.res2.get(), a.atty.get(), w16(Param::attprojw, l), w16(Param::attprojb, l), C, C,
+            prof_.mark("attention_forward", "attention", attention::forward_flops(attention_->desc()), stream_);
+            linear("fwd_attn_proj", a.res2.get(), a.atty.get(), w16(Param::attprojw, l), w16(Param::attprojb, l), C, C,
                    gemm::Epilogue::bias, a.in.get());
             cuda::train::layernorm_forward(a.ln2.get(), a.mean2.get(), a.rstd2.get(), a.res2.get(), w16(Param::ln2w, l),
                                            w16(Param::ln2b, l), N_, C, stream_);
-            linear(a.fch.get(), a.ln2.get(), w16(Param::fcw, l), w16(Param::fcb, l), C, 4 * C,
+            other("layernorm_forward");
+            linear("fwd_mlp_up", a.fch.get(), a.ln2.get(), w16(Param::fcw, l), w16(Param::fcb, l), C, 4 * C,
                    gemm::Epilogue::bias_gelu_aux, nullptr, a.pre.get());
             bf16* next = l + 1 < c_.layers ? acts_[static_cast<std::size_t>(l) + 1].in.get() : out_.get();
-            linear(next, a.fch.get(), w16(Param::fcprojw, l), w16(Param::fcprojb, l), 4 * C, C, gemm::Epilogue::bias,
+            linear("fwd_mlp_down", next, a.fch.get(), w16(Param::fcprojw, l), w16(Param::fcprojb, l), 4 * C, C, gemm::Epilogue::bias,
                    a.res2.get());
         }
         cuda::train::layernorm_forward(lnf_.get(), meanf_.get(), rstdf_.get(), out_.get(), w16(Param::lnfw),
                                        w16(Param::lnfb), N_, C, stream_);
-        plan(N_, Vp, C, gemm::Op::n, gemm::Op::t, gemm::Type::bf16, gemm::Epilogue::none)
-            .run({.a = lnf_.get(), .b = w16(Param::wte), .d = logits_.get()}, stream_);
+        other("layernorm_forward");
+        product("fwd_lm_head", N_, Vp, C, gemm::Op::n, gemm::Op::t, gemm::Type::bf16, gemm::Epilogue::none,
+                {.a = lnf_.get(), .b = w16(Param::wte), .d = logits_.get()});
         // The losses, and the logits replaced by their gradient for a mean over the N tokens of this
         // micro-batch (backward() scales by the micro-batch count through its own dloss).
         cuda::train::crossentropy_fused(losses_.get(), logits_.get(), targets_.get(), 1.0f, N_, c_.vocab_size, Vp,
                                         stream_);
+        other("crossentropy");
     }
 
     double mean_loss() {
@@ -263,44 +367,53 @@ private:
     void backward(float dloss) {
         const int C = this->C(), Vp = c_.padded_vocab_size;
         RIGEL_CUDA_CHECK(cudaMemsetAsync(dres_.get(), 0, dres_.size() * sizeof(bf16), stream_));
-        plan(N_, C, Vp, gemm::Op::n, gemm::Op::n, gemm::Type::bf16, gemm::Epilogue::none)
-            .run({.a = logits_.get(), .b = w16(Param::wte), .d = dln_.get(), .alpha = dloss}, stream_);
-        plan(Vp, C, N_, gemm::Op::t, gemm::Op::n, gemm::Type::f32, gemm::Epilogue::none)
-            .run({.a = logits_.get(), .b = lnf_.get(), .d = grad(Param::wte), .c = grad(Param::wte), .alpha = dloss,
-                  .beta = 1.0f},
-                 stream_);
+        other("zero_grads");
+        product("bwd_lm_head_dx", N_, C, Vp, gemm::Op::n, gemm::Op::n, gemm::Type::bf16, gemm::Epilogue::none,
+                {.a = logits_.get(), .b = w16(Param::wte), .d = dln_.get(), .alpha = dloss});
+        product("bwd_lm_head_dw", Vp, C, N_, gemm::Op::t, gemm::Op::n, gemm::Type::f32, gemm::Epilogue::none,
+                {.a = logits_.get(), .b = lnf_.get(), .d = grad(Param::wte), .c = grad(Param::wte), .alpha = dloss,
+                 .beta = 1.0f});
         cuda::train::layernorm_backward(dres_.get(), grad(Param::lnfw), grad(Param::lnfb), dln_.get(), out_.get(),
                                         w16(Param::lnfw), meanf_.get(), rstdf_.get(), N_, C, stream_);
+        other("layernorm_backward");
         for (int l = c_.layers - 1; l >= 0; --l) {
             Acts& a = acts_[static_cast<std::size_t>(l)];
             // x' = x2 + h Wfcproj^T + b: dres flows on to x2 unchanged.
-            linear_dw(grad(Param::fcprojw, l), dres_.get(), a.fch.get(), 4 * C, C);
+            linear_dw("bwd_mlp_down_dw", grad(Param::fcprojw, l), dres_.get(), a.fch.get(), 4 * C, C);
             cuda::train::bias_backward(grad(Param::fcprojb, l), dres_.get(), N_, C, stream_);
-            linear_dx(dfch_.get(), dres_.get(), w16(Param::fcprojw, l), 4 * C, C, gemm::Epilogue::dgelu_bgrad,
-                      a.pre.get(), bgrad_.get());
+            other("bias_backward");
+            linear_dx("bwd_mlp_down_dx", dfch_.get(), dres_.get(), w16(Param::fcprojw, l), 4 * C, C,
+                      gemm::Epilogue::dgelu_bgrad, a.pre.get(), bgrad_.get());
             cuda::train::add_into(grad(Param::fcb, l), bgrad_.get(), 4 * C, stream_);
-            linear_dw(grad(Param::fcw, l), dfch_.get(), a.ln2.get(), C, 4 * C);
-            linear_dx(dln_.get(), dfch_.get(), w16(Param::fcw, l), C, 4 * C);
+            other("bias_backward");
+            linear_dw("bwd_mlp_up_dw", grad(Param::fcw, l), dfch_.get(), a.ln2.get(), C, 4 * C);
+            linear_dx("bwd_mlp_up_dx", dln_.get(), dfch_.get(), w16(Param::fcw, l), C, 4 * C);
             cuda::train::layernorm_backward(dres_.get(), grad(Param::ln2w, l), grad(Param::ln2b, l), dln_.get(),
                                             a.res2.get(), w16(Param::ln2w, l), a.mean2.get(), a.rstd2.get(), N_, C,
                                             stream_);
+            other("layernorm_backward");
             // x2 = x + y Wproj^T + b
-            linear_dw(grad(Param::attprojw, l), dres_.get(), a.atty.get(), C, C);
+            linear_dw("bwd_attn_proj_dw", grad(Param::attprojw, l), dres_.get(), a.atty.get(), C, C);
             cuda::train::bias_backward(grad(Param::attprojb, l), dres_.get(), N_, C, stream_);
-            linear_dx(datty_.get(), dres_.get(), w16(Param::attprojw, l), C, C);
+            other("bias_backward");
+            linear_dx("bwd_attn_proj_dx", datty_.get(), dres_.get(), w16(Param::attprojw, l), C, C);
             attention_->backward({.q = a.qkv.get(), .k = a.qkv.get() + C, .v = a.qkv.get() + 2 * C, .o = a.atty.get(),
                                   .dout = datty_.get(), .lse = a.lse.get(), .dq = dqkv_.get(), .dk = dqkv_.get() + C,
                                   .dv = dqkv_.get() + 2 * C},
                                  stream_);
-            linear_dw(grad(Param::qkvw, l), dqkv_.get(), a.ln1.get(), C, 3 * C);
+            prof_.mark("attention_backward", "attention", attention::backward_flops(attention_->desc()), stream_);
+            linear_dw("bwd_qkv_dw", grad(Param::qkvw, l), dqkv_.get(), a.ln1.get(), C, 3 * C);
             cuda::train::bias_backward(grad(Param::qkvb, l), dqkv_.get(), N_, 3 * C, stream_);
-            linear_dx(dln_.get(), dqkv_.get(), w16(Param::qkvw, l), C, 3 * C);
+            other("bias_backward");
+            linear_dx("bwd_qkv_dx", dln_.get(), dqkv_.get(), w16(Param::qkvw, l), C, 3 * C);
             cuda::train::layernorm_backward(dres_.get(), grad(Param::ln1w, l), grad(Param::ln1b, l), dln_.get(),
                                             a.in.get(), w16(Param::ln1w, l), a.mean1.get(), a.rstd1.get(), N_, C,
                                             stream_);
+            other("layernorm_backward");
         }
         cuda::train::encoder_backward(grad(Param::wte), grad(Param::wpe), dres_.get(), tokens_.get(), N_, T_, C,
                                       stream_);
+        other("encoder_backward");
     }
 
     Gpt2Config c_;
@@ -319,6 +432,7 @@ private:
         plans_;
     cudaStream_t stream_ = nullptr;
     double peak_ = 0;
+    PhaseTimer prof_;
 };
 
 }  // namespace
