@@ -122,49 +122,50 @@ struct Elem<__half> {
     }
 };
 
-// Eight consecutive elements in D's type, as 16-byte accesses (two for f32);
-// the address must be 16-byte aligned.
+// Eight consecutive elements in D's type, as 16-byte accesses (two for f32;
+// the address must be 16-byte aligned), kept packed in registers until an
+// element is used: 4 registers for eight 16-bit values instead of 8 floats.
 template <class T>
 struct Vec8 {
-    static_assert(sizeof(T) == 2);
-    using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
-    static __device__ __forceinline__ float2 widen(Pair v) {
-        if constexpr (std::is_same_v<T, __half>) return __half22float2(v);
-        else return __bfloat1622float2(v);
-    }
-    static __device__ __forceinline__ Pair narrow(float a, float b) {
-        if constexpr (std::is_same_v<T, __half>) return __floats2half2_rn(a, b);
-        else return __floats2bfloat162_rn(a, b);
-    }
-    static __device__ __forceinline__ void load(const void* p, std::int64_t i, float (&v)[8]) {
-        const uint4 u = *reinterpret_cast<const uint4*>(static_cast<const T*>(p) + i);
-        const Pair* pairs = reinterpret_cast<const Pair*>(&u);  // the 16 bytes, in registers
+    static constexpr int kWords = sizeof(T) / 2;  // 16-byte words per 8 elements
+    struct Packed {
+        uint4 w[kWords];
+    };
+    static __device__ __forceinline__ Packed load(const void* p, std::int64_t i) {
+        const uint4* s = reinterpret_cast<const uint4*>(static_cast<const T*>(p) + i);
+        Packed v;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const float2 f = widen(pairs[j]);
-            v[2 * j] = f.x;
-            v[2 * j + 1] = f.y;
+        for (int j = 0; j < kWords; ++j) v.w[j] = s[j];
+        return v;
+    }
+    // Element e (a compile-time index after unrolling) in fp32.
+    static __device__ __forceinline__ float get(const Packed& v, int e) {
+        if constexpr (std::is_same_v<T, float>) {
+            return reinterpret_cast<const float*>(v.w)[e];
+        } else {
+            const T x = reinterpret_cast<const T*>(v.w)[e];
+            if constexpr (std::is_same_v<T, __half>) return __half2float(x);
+            else return __bfloat162float(x);
         }
     }
     static __device__ __forceinline__ void store(void* p, std::int64_t i, const float (&v)[8]) {
-        uint4 u;
-        Pair* pairs = reinterpret_cast<Pair*>(&u);
+        Packed out;
+        if constexpr (std::is_same_v<T, float>) {
+            float* f = reinterpret_cast<float*>(out.w);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) pairs[j] = narrow(v[2 * j], v[2 * j + 1]);
-        *reinterpret_cast<uint4*>(static_cast<T*>(p) + i) = u;
-    }
-};
-template <>
-struct Vec8<float> {
-    static __device__ __forceinline__ void load(const void* p, std::int64_t i, float (&v)[8]) {
-        const float4* s = reinterpret_cast<const float4*>(static_cast<const float*>(p) + i);
-        const float4 a = s[0], b = s[1];
-        v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-    }
-    static __device__ __forceinline__ void store(void* p, std::int64_t i, const float (&v)[8]) {
-        float4* d = reinterpret_cast<float4*>(static_cast<float*>(p) + i);
-        d[0] = make_float4(v[0], v[1], v[2], v[3]);
-        d[1] = make_float4(v[4], v[5], v[6], v[7]);
+            for (int e = 0; e < 8; ++e) f[e] = v[e];
+        } else {
+            using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+            Pair* pairs = reinterpret_cast<Pair*>(out.w);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                if constexpr (std::is_same_v<T, __half>) pairs[j] = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
+                else pairs[j] = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
+            }
+        }
+        uint4* d = reinterpret_cast<uint4*>(static_cast<T*>(p) + i);
+#pragma unroll
+        for (int j = 0; j < kWords; ++j) d[j] = out.w[j];
     }
 };
 
@@ -341,20 +342,23 @@ struct FusedEpilogue {
     template <class T, Epilogue K>
     static __device__ __forceinline__ void finish_octets(const Params& p, const float* staging, int rows_left,
                                                          std::int64_t row0, int col0, int t) {
+        using V = Vec8<T>;
         const int q = t % 4;
         const int cc = col0 + 8 * q;
-        float bias[8] = {};
-        if constexpr (takes_bias(K)) Vec8<T>::load(p.bias, cc, bias);
-        // Both rows' C and aux before any store to D (finish_pairs says why).
-        float cv[2][8] = {}, av[2][8] = {};
+        typename V::Packed bias{};
+        if constexpr (takes_bias(K)) bias = V::load(p.bias, cc);
+        // Both rows' C and aux before any store to D (finish_pairs says why),
+        // packed as loaded.
+        typename V::Packed cv[2] = {}, av[2] = {};
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             const int r = t / 4 + 32 * i;
             if (r >= rows_left) continue;
             const std::int64_t row = row0 + r;
-            if (p.beta != 0.0f) Vec8<T>::load(p.c, row * p.ldc + cc, cv[i]);
-            if constexpr (K == Epilogue::dgelu_bgrad) Vec8<T>::load(p.aux, row * p.ldaux + cc, av[i]);
+            if (p.beta != 0.0f) cv[i] = V::load(p.c, row * p.ldc + cc);
+            if constexpr (K == Epilogue::dgelu_bgrad) av[i] = V::load(p.aux, row * p.ldaux + cc);
         }
+        [[maybe_unused]] float sum[8] = {};  // dgelu_bgrad: D's column sums
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             const int r = t / 4 + 32 * i;
@@ -371,19 +375,16 @@ struct FusedEpilogue {
 #pragma unroll
             for (int e = 0; e < 8; ++e) {
                 float xe = p.alpha * x[e];
-                if (p.beta != 0.0f) xe += p.beta * cv[i][e];
-                x[e] = finish(K, xe, bias[e], av[i][e], pre[e]);
-                if constexpr (K == Epilogue::dgelu_bgrad) av[0][e] = i == 0 ? x[e] : av[0][e] + x[e];  // the sums
+                if (p.beta != 0.0f) xe += p.beta * V::get(cv[i], e);
+                const float b = takes_bias(K) ? V::get(bias, e) : 0.0f;
+                const float a = K == Epilogue::dgelu_bgrad ? V::get(av[i], e) : 0.0f;
+                x[e] = finish(K, xe, b, a, pre[e]);
+                if constexpr (K == Epilogue::dgelu_bgrad) sum[e] += x[e];
             }
-            if constexpr (K == Epilogue::bias_gelu_aux) Vec8<T>::store(p.aux, row * p.ldaux + cc, pre);
-            Vec8<T>::store(p.d, row * p.ldd + cc, x);
+            if constexpr (K == Epilogue::bias_gelu_aux) V::store(p.aux, row * p.ldaux + cc, pre);
+            V::store(p.d, row * p.ldd + cc, x);
         }
         if constexpr (K == Epilogue::dgelu_bgrad) {
-            float (&sum)[8] = av[0];
-            if (t / 4 >= rows_left) {
-#pragma unroll
-                for (int e = 0; e < 8; ++e) sum[e] = 0.0f;
-            }
 #pragma unroll
             for (int e = 0; e < 8; ++e) {
                 sum[e] += __shfl_xor_sync(0xffffffffu, sum[e], 4);
