@@ -196,7 +196,7 @@ if has gemm || has gemm_quick; then
   log "gemm verify"
   timeout -s INT 300 $RIGEL gemm verify --out "$OUT" > "$OUT/gemm_verify.txt" 2> "$OUT/gemm_verify.err"
   summary+=("gemm verify: rc $?")
-  if has gemm; then gemm_suites=(all); else gemm_suites=(fused small); fi
+  if has gemm; then gemm_suites=(all); else read -r -a gemm_suites <<< "${GEMM_SUITES:-fused small}"; fi
   for s in "${gemm_suites[@]}"; do
     log "gemm bench $s"
     timeout -s INT 360 $RIGEL gemm bench --suite "$s" --out "$OUT" >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
@@ -243,10 +243,15 @@ fi
 # torch.compile) from the same step-0 weights, the same batches and settings,
 # each for TRAIN_STEPS steps (default 30) in the same call. The token files
 # come with the call: carry data/shakespeare (make data writes it), which
-# sits beside the export.
+# sits beside the export. PyTorch's logs are named as rigel names its own
+# (<UTC date>_<commit>_train_gpt2_torch-<mode>.csv, with a sidecar), and each
+# mode profiles one more step into torch_<mode>_profile.txt.
 if has train_compare; then
   data=${DATA:-../data/shakespeare}
   steps=${TRAIN_STEPS:-30}
+  # The commit rigel's binary names (.visit/COMMIT, the folder this runs in).
+  commit=$(cat COMMIT 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)
+  stem="$(date -u +%F)_${commit:0:7}_train_gpt2"
   common=(--batch 16 --seq 1024 --steps "$steps" --warmup 10 --lr 6e-4 --val-batches 4)
   rm -f "$OUT/init.ckpt" "$OUT/rigel.ckpt"
   log "train compare: init"
@@ -257,11 +262,21 @@ if has train_compare; then
   timeout -s INT 300 $RIGEL train run --model gpt2 --backend cuda --data "$data/train.bin" --val "$data/val.bin" \
     --checkpoint "$OUT/rigel.ckpt" --resume "${common[@]}" --out "$OUT" > "$OUT/train_rigel.txt" 2>&1
   summary+=("train rigel: rc $?")
+  # Where rigel's step spends its device time: a short run of its own with
+  # --profile (a synchronization per step, so its tokens/s are not the ones
+  # compared), only its phase table kept.
+  log "train compare: rigel profile"
+  mkdir -p "$OUT/profile"
+  timeout -s INT 200 $RIGEL train run --model gpt2 --backend cuda --data "$data/train.bin" --batch 16 --seq 1024 \
+    --steps 8 --warmup 10 --lr 6e-4 --profile --out "$OUT/profile" > "$OUT/train_rigel_profile.txt" 2>&1
+  summary+=("train rigel profile: rc $?")
+  mv "$OUT"/profile/*_profile_gpt2_cuda.* "$OUT"/ 2>/dev/null; rm -rf "$OUT/profile"
   for mode in eager compile; do
     log "train compare: torch $mode"
     flag=(); [ "$mode" = compile ] && flag=(--compile)
     timeout -s INT 300 python3 scripts/gpt2_torch.py --init "$OUT/init.ckpt" --data "$data/train.bin" \
-      --val "$data/val.bin" "${common[@]}" "${flag[@]}" --out "$OUT/torch_$mode.csv" > "$OUT/train_torch_$mode.txt" 2>&1
+      --val "$data/val.bin" "${common[@]}" "${flag[@]}" --commit "$commit" --out "$OUT/${stem}_torch-$mode.csv" \
+      --profile "$OUT/torch_${mode}_profile.txt" > "$OUT/train_torch_$mode.txt" 2>&1
     summary+=("train torch $mode: rc $?")
   done
   rm -f "$OUT/init.ckpt" "$OUT/rigel.ckpt"  # 1.5 GB each: not brought back
@@ -281,6 +296,7 @@ for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/gemm_bench.txt" ] && tail -50 "$OUT/gemm_bench.txt"
 [ -f "$OUT/train_check.txt" ] && cat "$OUT/train_check.txt"
 for f in train_rigel train_torch_eager train_torch_compile; do [ -f "$OUT/$f.txt" ] && tail -4 "$OUT/$f.txt"; done
+[ -f "$OUT/train_rigel_profile.txt" ] && grep -A40 '^phase' "$OUT/train_rigel_profile.txt"
 [ -f "$OUT/attention_verify.txt" ] && grep -c " pass " "$OUT/attention_verify.txt" && grep " FAIL " "$OUT/attention_verify.txt" | head -20
 [ -f "$OUT/attention_bench.txt" ] && grep -E "^(sdpa|gpt2|targets) " "$OUT/attention_bench.txt" | tail -60
 printf '%s\n' "${summary[@]}"
