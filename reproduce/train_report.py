@@ -29,6 +29,7 @@ class Run:
     backend: str
     steps: dict = field(default_factory=dict)  # step -> {column: float}
     files: list = field(default_factory=list)
+    history: list = field(default_factory=list)  # every file of this model and backend, older runs' too
 
     @property
     def label(self):
@@ -36,7 +37,10 @@ class Run:
 
 
 def load(folder):
-    """{(model, backend): Run}, each joined from its files in run order."""
+    """{(model, backend): Run}: the newest run of each, joined from its files
+    in run order. A file whose first step is 1 starts a new run (a fresh
+    `rigel train run`); one that starts later continues the run before it (a
+    resume)."""
     files = []
     if os.path.isdir(folder):
         for entry in sorted(os.scandir(folder), key=lambda e: e.name):
@@ -51,9 +55,14 @@ def load(folder):
             files.append((rf, m.group("model"), m.group("backend")))
     runs = {}
     for rf, model, backend in sorted(files, key=lambda x: findings.run_age(x[0])):
-        run = runs.setdefault((model, backend), Run(model, backend))
+        steps = file_steps(rf)
+        old = runs.get((model, backend))
+        if old is None or (steps and min(steps) == 1):
+            runs[(model, backend)] = Run(model, backend, history=old.history if old else [])
+        run = runs[(model, backend)]
         run.files.append(rf)
-        run.steps.update(file_steps(rf))
+        run.history.append(rf)
+        run.steps.update(steps)
     return runs
 
 
@@ -100,7 +109,7 @@ def comparisons(runs):
     for run in runs.values():
         if run.backend != RIGEL_BACKEND and not run.backend.startswith(TORCH_PREFIX):
             continue
-        for rf in run.files:  # in run order, so a later file's step wins
+        for rf in run.history:  # in run order, so a later file's step wins
             commit = rf.side("git_commit")
             if not commit or commit == "unknown":
                 continue

@@ -1,6 +1,6 @@
 """The training report (reproduce/train_report.py): the runs' table from
 fixture logs, a run resumed across two files joined by step (the later file's
-row winning), "no log yet" without any, a file without the columns refused,
+row winning), a fresh run (from step 1) replacing an older one, "no log yet" without any, a file without the columns refused,
 the loss-curve figure drawn; rigel set beside PyTorch's runs of the same
 commit (median speed over steps 2..N, their ratio, the largest loss gap), runs
 of other commits or of no known commit kept apart, and one sentence without a
@@ -37,6 +37,14 @@ class TrainReport(TempDirTest):
         block = train_report.runs_block(runs)
         self.assertIn("| tiny | cuda | 10 | 9.5000 | 8.0000 | 3,000 |", block)
         self.assertIn("2026-12-01_aaaaaaa_train_tiny_cuda.csv, 2026-12-02_bbbbbbb_train_tiny_cuda.csv", block)
+
+    def test_a_fresh_run_replaces_the_older_one(self):
+        self.write("2026-12-01_aaaaaaa_train_tiny_cuda.csv", to_csv(HEADER, rows("20261201T100000Z-a", range(1, 21))))
+        self.write("2026-12-02_bbbbbbb_train_tiny_cuda.csv",
+                   to_csv(HEADER, rows("20261202T100000Z-b", range(1, 8), rate=3000.0)))
+        run = train_report.load(self.dir)[("tiny", "cuda")]
+        self.assertEqual(sorted(run.steps), list(range(1, 8)))
+        self.assertEqual([f.name for f in run.files], ["2026-12-02_bbbbbbb_train_tiny_cuda.csv"])
 
     def test_a_file_without_the_columns_is_refused(self):
         self.write("2026-12-01_aaaaaaa_train_gpt2_cuda.csv", "run_id,step\nx,1\n")
