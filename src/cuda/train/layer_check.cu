@@ -9,6 +9,7 @@
 //   layernorm fwd     out: ub |ref| + 16 (C + 8) u (|norm w| + |b|): the mean and variance are fp32
 //                     sums of C terms, each error carried through rstd into norm;
 //                     mean: (C + 8) u mean|x|; rstd: 16 (C + 8) u rstd
+//   bias backward     (N + 8) u sum |terms| (db's start value among them)
 //   layernorm bwd     dx: ub |ref| + 16 (C + 8) u rstd (|dnorm| + mean|dnorm| + |norm| mean|dnorm norm|), the
 //                     reference taking the device's mean and rstd; dw, db: (N + 8) u sum |terms|
 //   cross-entropy     loss: 2 (V + 16) u + 8 u (|lse| + |x_t|) (an fp32 sum of V exponentials, its log);
@@ -142,8 +143,8 @@ LayerCheck check_encoder(Rng& rng) {
 }
 
 LayerCheck check_layernorm(Rng& rng) {
-    const int N = 256, C = 768;
-    LayerCheck c{.kernel = "layernorm_forward, layernorm_backward", .shape = "N 256 x C 768"};
+    const int N = 3000, C = 768;  // more rows than the backward pass's warps: some take two
+    LayerCheck c{.kernel = "layernorm_forward, layernorm_backward", .shape = "N 3000 x C 768"};
     const Bf16Data x = random_bf16(static_cast<std::size_t>(N) * C, rng, 0.5, 2.0);
     const Bf16Data w = random_bf16(C, rng, 1.0, 0.2), b = random_bf16(C, rng, 0.0, 0.2);
     const Bf16Data dout = random_bf16(static_cast<std::size_t>(N) * C, rng, 0, 1);
@@ -206,6 +207,35 @@ LayerCheck check_layernorm(Rng& rng) {
     for (int k = 0; k < C; ++k) {
         jdw(static_cast<std::size_t>(k), value(dw[k]), rdw[k], (N + 8) * kU * adw[k] + 1e-30);
         jdb(static_cast<std::size_t>(k), value(db[k]), rdb[k], (N + 8) * kU * adb[k] + 1e-30);
+    }
+    finish(c);
+    return c;
+}
+
+// Three widths: 16-byte reads over many CTAs of 256 columns (2304), one CTA
+// partly past C (200), and the one-column-per-lane path (C not a multiple of
+// 8). db starts nonzero: the kernel adds.
+LayerCheck check_bias_backward(Rng& rng) {
+    const int N = 1000;
+    LayerCheck c{.kernel = "bias_backward", .shape = "N 1000 x C 2304, 200, 100"};
+    for (const int C : {2304, 200, 100}) {
+        const Bf16Data dout = random_bf16(static_cast<std::size_t>(N) * C, rng, 0.1, 1);
+        std::vector<float> db0(static_cast<std::size_t>(C));
+        for (float& v : db0) v = static_cast<float>(rng.normal());
+        DeviceArray<__nv_bfloat16> d_dout(dout.bits);
+        DeviceArray<float> d_db(db0);
+        cuda::train::bias_backward(d_db.get(), d_dout.get(), N, C, nullptr);
+        const auto db = d_db.download();
+        Judge j(c, "db (C " + std::to_string(C) + ")");
+        for (int k = 0; k < C; ++k) {
+            double ref = db0[k], abs_sum = std::fabs(db0[k]);
+            for (int n = 0; n < N; ++n) {
+                const double v = dout.values[static_cast<std::size_t>(n) * C + k];
+                ref += v;
+                abs_sum += std::fabs(v);
+            }
+            j(static_cast<std::size_t>(k), value(db[k]), ref, (N + 8) * kU * abs_sum + 1e-30);
+        }
     }
     finish(c);
     return c;
@@ -341,7 +371,8 @@ LayerCheck check_training_steps(Rng& rng) {
 std::vector<LayerCheck> check_layers(std::uint64_t seed) {
     Rng rng(seed);
     std::vector<LayerCheck> out;
-    for (auto check : {check_encoder, check_layernorm, check_crossentropy, check_adamw, check_training_steps}) {
+    for (auto check : {check_encoder, check_layernorm, check_bias_backward, check_crossentropy, check_adamw,
+                       check_training_steps}) {
         try {
             out.push_back(check(rng));
         } catch (const std::exception& e) {

@@ -25,6 +25,7 @@ void layernorm_forward(__nv_bfloat16* out, float* mean, float* rstd, const __nv_
                        const __nv_bfloat16* b, int N, int C, cudaStream_t s);
 // dx += rstd (dnorm - mean(dnorm) - norm mean(dnorm norm)), dnorm = dout w (dx bf16, added to
 // what it holds: the residual stream's gradient); dw += sum_n dout norm, db += sum_n dout (fp32).
+// C a multiple of 8 up to 1024 (else std::invalid_argument).
 void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bfloat16* dout, const __nv_bfloat16* x,
                         const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C, cudaStream_t s);
 
