@@ -13,6 +13,15 @@
 //      the SMs (at most kMaxSplits), run by the cooperative kernel, the
 //      partial tiles going to an fp32 workspace that a second kernel sums and
 //      passes through the epilogue.
+//   3. Otherwise, if the last wave of tiles leaves the tensor work of all
+//      waves under kMinWaveUse busy (144 tiles on 132 SMs: two waves, the
+//      second 12 tiles, 55 %) and K is long (at least kMinSplitKTiles k-tiles
+//      per split), split K s ways, s from 2 to kMaxWaveSplits minimizing the
+//      modelled time waves(s) / s + s r, where r is one fp32 partial slab's
+//      round trip (written, read back: 8 M N bytes at kSlabBytesPerSecond)
+//      over one wave of full-K tiles (2 128^2 K flops at kFlopsPerSm); only
+//      where that model promises at least kMinWaveGain. GPT-2's dW products
+//      (768 x 3072 x 16384, 144 tiles) split 4 ways.
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison.
 // These are the rules measured on the H200 machine; `rigel gemm bench --suite
@@ -35,6 +44,12 @@ constexpr int kWideTileN = 256;
 constexpr int kNarrowTileN = 128;
 constexpr int kMaxSplits = 16;
 constexpr int kMinKTilesPerSplit = 2;
+constexpr double kMinWaveUse = 0.75;
+constexpr int kMinSplitKTiles = 16;
+constexpr int kMaxWaveSplits = 8;
+constexpr double kSlabBytesPerSecond = 3.0e12;  // about what a device-to-device copy moves on the H200
+constexpr double kFlopsPerSm = 700e12 / 132;     // a 128 x 128 tile's rate in a full wave
+constexpr double kMinWaveGain = 0.9;
 constexpr std::int64_t kMaxWorkspaceBytes = std::int64_t{1} << 30;
 constexpr std::int64_t kMaxInt = std::numeric_limits<std::int32_t>::max();
 
@@ -215,6 +230,31 @@ Choice choose(const Desc& desc, int sms) {
             c.pingpong = false;
             c.why = std::to_string(tiles) + " tiles of 128 x 128 fill under half the " + std::to_string(sms) +
                     " SMs: split K " + std::to_string(splits) + " ways (cooperative kernel, fp32 partials)";
+        }
+    }
+    const auto waves = [&](std::int64_t units) { return static_cast<double>(ceil_div(units, sms)); };
+    if (c.splits == 1 && static_cast<double>(tiles) / (waves(tiles) * sms) < kMinWaveUse &&
+        k_tiles >= 2 * kMinSplitKTiles) {
+        const double slab = 8.0 * static_cast<double>(d.m) * static_cast<double>(d.n) / kSlabBytesPerSecond;
+        const double wave = 2.0 * kTileM * kNarrowTileN * static_cast<double>(d.k) / kFlopsPerSm;
+        const double r = slab / wave;
+        const double unsplit = waves(tiles);
+        double best = unsplit;
+        int best_splits = 1;
+        const std::int64_t most = std::min<std::int64_t>(
+            {kMaxWaveSplits, k_tiles / kMinSplitKTiles,
+             std::max<std::int64_t>(1, kMaxWorkspaceBytes / (d.m * d.n * 4))});
+        for (int s = 2; s <= most; ++s) {
+            const double t = waves(tiles * s) / s + s * r;
+            if (t < best) best = t, best_splits = s;
+        }
+        if (best_splits > 1 && best <= kMinWaveGain * unsplit) {
+            c.splits = best_splits;
+            c.pingpong = false;
+            c.why = std::to_string(tiles) + " tiles of 128 x 128 leave the last of " +
+                    std::to_string(static_cast<long long>(unsplit)) + " waves on " + std::to_string(sms) +
+                    " SMs part-empty: split K " + std::to_string(best_splits) +
+                    " ways (cooperative kernel, fp32 partials)";
         }
     }
     c.ctas = static_cast<int>(c.splits > 1 ? tiles * c.splits : std::min<std::int64_t>(tiles, sms));

@@ -2,6 +2,8 @@
 // the argument check and the dispatcher, on any machine.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -234,11 +236,15 @@ TEST(GemmChoose, HalfPrecisionWithoutSplitTakesPingPong) {
 }
 
 TEST(GemmChoose, SplitRulesAtTheirBoundaries) {
-    // 66 tiles = half of 132 SMs: no split however long K is.
-    const Choice c = choose(Desc{.m = 128 * 66, .n = 128, .k = 1 << 16}, kH200Sms);
+    // 66 tiles = half of 132 SMs: not rule 2's; with a short K, no split.
+    const Choice c = choose(Desc{.m = 128 * 66, .n = 128, .k = 1024}, kH200Sms);
     EXPECT_EQ(c.splits, 1);
     EXPECT_TRUE(c.pingpong);
     EXPECT_EQ(c.ctas, 66);
+    // With a long K, the last-wave rule: one wave half used, split 2 ways fills it.
+    const Choice lw = choose(Desc{.m = 128 * 66, .n = 128, .k = 1 << 16}, kH200Sms);
+    EXPECT_EQ(lw.splits, 2);
+    EXPECT_TRUE(contains(lw.why, "last of 1 waves")) << lw.why;
     // 65 tiles: split 2 ways.
     EXPECT_EQ(choose(Desc{.m = 128 * 65, .n = 128, .k = 1 << 16}, kH200Sms).splits, 2);
     // Too short a K to split: 3 k-tiles of 64 cannot give two splits of 2.
@@ -253,6 +259,28 @@ TEST(GemmChoose, SplitRulesAtTheirBoundaries) {
     const Choice w = choose(Desc{.m = 8192, .n = 8192, .k = 1 << 16}, 100000);
     EXPECT_EQ(w.splits, 4);
     EXPECT_EQ(w.ctas, 64 * 64 * 4);
+}
+
+TEST(GemmChoose, APartEmptyLastWaveSplitsLongK) {
+    // GPT-2's dW products: 3072 x 768 (and 768 x 3072) over K = 16384 are
+    // 144 tiles, 2 waves on 132 SMs, the second 12 tiles: split 4 ways
+    // (576 units, 5 waves of a quarter K each).
+    for (const auto& [m, n] : {std::pair<std::int64_t, std::int64_t>{3072, 768}, {768, 3072}}) {
+        const Choice c = choose(Desc{.m = m, .n = n, .k = 16384, .a_op = Op::t, .d_type = Type::f32}, kH200Sms);
+        EXPECT_EQ(c.splits, 4) << m << " x " << n;
+        EXPECT_FALSE(c.pingpong);
+        EXPECT_EQ(c.ctas, 144 * 4);
+        EXPECT_TRUE(contains(c.why, "leave the last of 2 waves")) << c.why;
+    }
+    // 2304 x 768 (108 tiles, one wave 82 % used) is left alone, as are the
+    // products whose waves are nearly full (GPT-2's forward: 768 tiles).
+    EXPECT_EQ(choose(Desc{.m = 2304, .n = 768, .k = 16384, .a_op = Op::t}, kH200Sms).splits, 1);
+    EXPECT_EQ(choose(Desc{.m = 16384, .n = 768, .k = 3072, .b_op = Op::t}, kH200Sms).splits, 1);
+    // Too short a K for splits of 16 k-tiles: 144 tiles at K = 1984 (31 k-tiles).
+    EXPECT_EQ(choose(Desc{.m = 3072, .n = 768, .k = 1984}, kH200Sms).splits, 1);
+    // Where the slabs' round trip costs more than the wave saves, no split:
+    // 144 tiles at K = 2048 (r = 0.5 per split).
+    EXPECT_EQ(choose(Desc{.m = 3072, .n = 768, .k = 2048}, kH200Sms).splits, 1);
 }
 
 TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
