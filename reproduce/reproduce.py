@@ -398,11 +398,13 @@ def main():
     try:
         attention_blocks = attention_report.blocks(RESULTS / "h200")
         train_runs = train_report.load(RESULTS / "h200")
+        train_profile = train_report.profile_block(RESULTS / "h200")
     except findings.FindingsError as e:
         sys.exit(f"reproduce: error: {e}")
     training_md = (docs / "training.md").read_text() if (docs / "training.md").exists() else ""
     for name, body in (("train-runs", train_report.runs_block(train_runs)),
-                       ("train-compare", train_report.compare_block(train_runs))):
+                       ("train-compare", train_report.compare_block(train_runs)),
+                       ("train-profile", train_profile)):
         readme = replace_block(readme, name, body)
         training_md = replace_block(training_md, name, body)
     if training_md:

@@ -117,8 +117,9 @@ def comparisons(runs):
             part = c.runs.setdefault(run.backend, Run(run.model, run.backend))
             part.files.append(rf)
             part.steps.update(file_steps(rf))
-    return [c for _, c in sorted(groups.items())
-            if RIGEL_BACKEND in c.runs and any(b.startswith(TORCH_PREFIX) for b in c.runs)]
+    found = [c for c in groups.values()
+             if RIGEL_BACKEND in c.runs and any(b.startswith(TORCH_PREFIX) for b in c.runs)]
+    return sorted(found, key=lambda c: findings.run_age(c.runs[RIGEL_BACKEND].files[0]))  # the oldest first
 
 
 def median_rate(run):
@@ -203,3 +204,43 @@ def draw(plt, runs, path, write_if_changed, style):
     style.save(fig, path, write_if_changed)
     plt.close(fig)
     return True
+
+
+PROFILE_NAME = re.compile(r"_profile_(?P<model>[a-z0-9]+)_(?P<backend>[a-z0-9-]+)\.csv$")
+PROFILE_COLUMNS = ("phase", "kind", "calls", "ms_per_step", "share", "tflops", "steps")
+
+
+def profile_block(folder):
+    """The newest `rigel train run --profile` table (results/h200/*_profile_<model>_<backend>.csv):
+    where the device's time goes in one step, the slowest phase first."""
+    newest = None
+    if os.path.isdir(folder):
+        for entry in os.scandir(folder):
+            if not entry.is_file() or not PROFILE_NAME.search(entry.name):
+                continue
+            rf = findings.read_result_file(entry.path)
+            for col in PROFILE_COLUMNS:
+                if not rf.table.has(col):
+                    raise findings.FindingsError(f"{findings.shown_path(entry.path)}: not a step profile "
+                                                 f"(no column '{col}')")
+            if newest is None or findings.run_age(rf) > findings.run_age(newest):
+                newest = rf
+    if newest is None:
+        return ("No committed step profile yet (`results/h200/*_profile_<model>_<backend>.csv`, written by "
+                "`rigel train run --profile --out`).")
+    t = newest.table
+    order = sorted(range(len(t.rows)), key=lambda i: -findings.typed(t, i, "ms_per_step"))
+    total = sum(findings.typed(t, i, "ms_per_step") for i in order)
+    steps = findings.parse_int(t.cell(order[0], "steps")) if order else 0
+    lines = [f"From {findings.md_cell(newest.name)} (commit {findings.md_cell(newest.side('git_commit')[:7])}, "
+             f"{findings.md_cell(newest.env('gpu_name'))}): device time per step, averaged over {steps} steps, "
+             f"{total:.1f} ms in all; each GEMM named as in `rigel gemm bench --suite gpt2`.",
+             "",
+             "| phase | kind | calls per step | ms per step | share | Tflop/s |",
+             "|---|---|---|---|---|---|"]
+    for i in order:
+        rate = findings.typed(t, i, "tflops")
+        lines.append(f"| {findings.md_cell(t.cell(i, 'phase'))} | {t.cell(i, 'kind')} | {t.cell(i, 'calls')} | "
+                     f"{findings.typed(t, i, 'ms_per_step'):.3f} | {100 * findings.typed(t, i, 'share'):.1f} % | "
+                     f"{'-' if math.isnan(rate) else f'{rate:.0f}'} |")
+    return "\n".join(lines)

@@ -4,7 +4,7 @@ row winning), a fresh run (from step 1) replacing an older one, "no log yet" wit
 the loss-curve figure drawn; rigel set beside PyTorch's runs of the same
 commit (median speed over steps 2..N, their ratio, the largest loss gap), runs
 of other commits or of no known commit kept apart, and one sentence without a
-PyTorch log."""
+PyTorch log; the newest step profile, slowest phase first."""
 import os
 import unittest
 
@@ -142,3 +142,34 @@ class TrainCompare(TempDirTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+PROFILE_HEADER = ["run_id", "host", "device", "phase", "kind", "calls", "ms_per_step", "share", "tflops", "steps"]
+
+
+class TrainProfile(TempDirTest):
+    def profile(self, name, run_id, rows):
+        self.write(name, to_csv(PROFILE_HEADER, [[run_id, "h", "NVIDIA H200"] + r for r in rows]))
+        self.write(name[:-4] + ".json", sidecar(run_id, C1, questions={}))
+
+    def test_no_profile_says_so(self):
+        self.assertIn("No committed step profile yet", train_report.profile_block(self.dir))
+
+    def test_the_newest_profile_slowest_phase_first(self):
+        self.profile("2026-12-01_aaaaaaa_profile_gpt2_cuda.csv", "20261201T100000Z-a",
+                     [["adamw", "other", "1", "9", "1", "", "7"]])
+        self.profile("2026-12-02_1111111_profile_gpt2_cuda.csv", "20261202T100000Z-b",
+                     [["adamw", "other", "1", "1.0", "0.25", "", "7"],
+                      ["fwd_qkv", "gemm", "12", "3.0", "0.75", "283.5", "7"]])
+        block = train_report.profile_block(self.dir)
+        self.assertIn("2026-12-02_1111111_profile_gpt2_cuda.csv (commit 1111111, NVIDIA H200)", block)
+        self.assertIn("averaged over 7 steps, 4.0 ms in all", block)
+        rows = [line for line in block.splitlines() if line.startswith("| ") and not line.startswith("| phase")]
+        self.assertEqual(rows, ["| fwd_qkv | gemm | 12 | 3.000 | 75.0 % | 284 |",
+                                "| adamw | other | 1 | 1.000 | 25.0 % | - |"])
+
+    def test_a_file_without_the_columns_is_refused(self):
+        self.write("2026-12-02_1111111_profile_gpt2_cuda.csv", "run_id,phase\nx,adamw\n")
+        with self.assertRaises(findings.FindingsError) as e:
+            train_report.profile_block(self.dir)
+        self.assertIn("not a step profile (no column 'kind')", str(e.exception))
