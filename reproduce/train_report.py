@@ -21,6 +21,7 @@ LOG_NAME = re.compile(r"_train_(?P<model>[a-z0-9]+)_(?P<backend>[a-z0-9]+(?:-[a-
 RIGEL_BACKEND = "cuda"  # the backend PyTorch's runs are set beside
 TORCH_PREFIX = "torch-"  # scripts/gpt2_torch.py's backends: torch-eager, torch-compile
 COLUMNS = ("run_id", "step", "loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "elapsed_s")
+OPTIONAL = ("peak_memory_gb",)  # NaN where a log lacks it (the host reference's)
 
 
 @dataclass
@@ -69,7 +70,7 @@ def load(folder):
 def file_steps(rf):
     """{step: {column: float}} of one log file."""
     t = rf.table
-    return {findings.parse_int(t.cell(i, "step")): {c: findings.typed(t, i, c) for c in COLUMNS[2:]}
+    return {findings.parse_int(t.cell(i, "step")): {c: findings.typed(t, i, c) for c in COLUMNS[2:] + OPTIONAL}
             for i in range(len(t.rows))}
 
 
@@ -141,6 +142,17 @@ def largest_loss_gap(run, rigel):
     return best
 
 
+def peak_text(run):
+    """The run's largest peak_memory_gb: the device's memory in use at the end
+    of a step (rigel's log, and gpt2_torch.py's whose sidecar says so); older
+    PyTorch logs held the caching allocator's peak instead, marked as such."""
+    peaks = [v["peak_memory_gb"] for v in run.steps.values() if not math.isnan(v["peak_memory_gb"])]
+    if not peaks:
+        return "-"
+    device_wide = run.backend == RIGEL_BACKEND or all(rf.side("peak_memory") for rf in run.files)
+    return f"{max(peaks):.2f}" + ("" if device_wide else " (allocator's peak)")
+
+
 def compare_block(runs):
     """The train-compare block: per Comparison, a table of its backends (rigel's
     first) by speed, rigel's speed against each, and how far the losses part."""
@@ -159,8 +171,8 @@ def compare_block(runs):
         out += ["", f"{findings.md_cell(c.model)}, commit {findings.md_cell(c.commit[:7])}"
                 + (f", {findings.md_cell(', '.join(devices))}" if devices else "") + ":", "",
                 "| backend | steps | median tokens/s (steps 2..N) | rigel / this backend | final loss | "
-                "largest loss difference to rigel | log |",
-                "|---|---|---|---|---|---|---|"]
+                "largest loss difference to rigel | last validation loss | peak memory (GB) | log |",
+                "|---|---|---|---|---|---|---|---|---|"]
         for backend in [RIGEL_BACKEND] + sorted(b for b in c.runs if b != RIGEL_BACKEND):
             run = c.runs[backend]
             steps = sorted(run.steps)
@@ -172,10 +184,12 @@ def compare_block(runs):
                 d, at = largest_loss_gap(run, rigel)
                 gap = "-" if at is None else f"{d:.4f} (step {at})"
             final = run.steps[steps[-1]]["loss"]
+            vals = [run.steps[s]["val_loss"] for s in steps if not math.isnan(run.steps[s]["val_loss"])]
             out.append(f"| {findings.md_cell(backend)} | {steps[-1]} | "
                        f"{'-' if math.isnan(rate) else f'{rate:,.0f}'} | "
                        f"{'-' if math.isnan(ratio) else findings.ratio_text(ratio)} | "
                        f"{'-' if math.isnan(final) else f'{final:.4f}'} | {gap} | "
+                       f"{f'{vals[-1]:.4f}' if vals else '-'} | {peak_text(run)} | "
                        f"{', '.join(findings.md_cell(f.name) for f in run.files)} |")
     return "\n".join(out)
 

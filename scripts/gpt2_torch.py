@@ -233,7 +233,8 @@ def sidecar(run, csv_name, n_rows, complete, interrupted=False):
             "git_commit": run["git_commit"], "complete": complete, "interrupted": interrupted, "rows": n_rows,
             "model": run["model"], "backend": "torch-" + run["mode"], "mode": run["mode"], "batch": run["batch"],
             "seq": run["seq"], "accumulation": run["accumulation"], "steps": run["steps"],
-            "environment": run["environment"]}
+            "peak_memory": "device memory in use (total - free) at the end of a step, at its largest",
+            "allocator_peak_gb": run.get("allocator_peak_gb"), "environment": run["environment"]}
 
 
 def write_atomic(path, text):
@@ -388,7 +389,7 @@ def train(args):
         return loss_sum, norm
 
     flops_per_token = training_flops_per_token(config, T)
-    rows, start = [], time.time()
+    rows, start, peak = [], time.time(), 0.0
     torch.cuda.reset_peak_memory_stats()
     try:
         for step in range(1, args.steps + 1):
@@ -402,7 +403,13 @@ def train(args):
             last = step == args.steps
             vl = val_loss() if val_tokens is not None and (last or (args.val_every and step % args.val_every == 0)) \
                 else None
-            peak = torch.cuda.max_memory_allocated() / 1e9
+            # The device's memory in use, all of it (the CUDA context and the
+            # caching allocator's reserve included), at the end of the step:
+            # what rigel's log reports. The allocator's own peak goes to the
+            # sidecar beside it.
+            free, total = torch.cuda.mem_get_info()
+            peak = max(peak, (total - free) / 1e9)
+            run["allocator_peak_gb"] = torch.cuda.max_memory_allocated() / 1e9
             row = {"step": step, "loss": float(loss_sum), "val_loss": vl, "lr": lr, "grad_norm": float(norm),
                    "tokens_per_s": tokens_per_s, "tflops": flops_per_token * tokens_per_s / 1e12,
                    "mfu": flops_per_token * tokens_per_s / H200_DENSE_BF16, "peak_memory_gb": peak,

@@ -5,6 +5,7 @@ the loss-curve figure drawn; rigel set beside PyTorch's runs of the same
 commit (median speed over steps 2..N, their ratio, the largest loss gap), runs
 of other commits or of no known commit kept apart, and one sentence without a
 PyTorch log; the newest step profile, slowest phase first."""
+import json
 import os
 import unittest
 
@@ -123,14 +124,29 @@ class TrainCompare(TempDirTest):
         self.assertIn("gpt2, commit 1111111, NVIDIA H200:", block)
         rows = [line for line in lines if line.startswith("| ") and not line.startswith("| backend")]
         self.assertEqual(rows, [
-            "| cuda | 4 | 300 | 1.00x | 8.0000 | - | 2026-12-02_1111111_train_gpt2_cuda.csv |",
-            "| torch-compile | 3 | 200 | 1.50x | 8.9000 | 0.1000 (step 3) | "
+            "| cuda | 4 | 300 | 1.00x | 8.0000 | - | - | - | 2026-12-02_1111111_train_gpt2_cuda.csv |",
+            "| torch-compile | 3 | 200 | 1.50x | 8.9000 | 0.1000 (step 3) | - | - | "
             "2026-12-02_1111111_train_gpt2_torch-compile.csv |",
-            "| torch-eager | 4 | 150 | 2.00x | 8.0200 | 0.0500 (step 3) | "
+            "| torch-eager | 4 | 150 | 2.00x | 8.0200 | 0.0500 (step 3) | - | - | "
             "2026-12-02_1111111_train_gpt2_torch-eager.csv |",
         ])
         self.assertNotIn("2222222", block)
         self.assertNotIn("unknown", block)
+
+    def test_peak_memory_says_which_measure(self):
+        header = HEADER + ["peak_memory_gb"]
+        rows_with = lambda run_id, peaks: [r + [str(p)] for r, p in zip(log_rows(run_id, [1, 2, 2], [3, 2, 1]), peaks)]
+        self.write("2026-12-02_1111111_train_gpt2_cuda.csv", to_csv(header, rows_with("20261202T100000Z-a", [9, 9.5, 9.25])))
+        self.write("2026-12-02_1111111_train_gpt2_cuda.json", sidecar("20261202T100000Z-a", C1, questions={}))
+        self.write("2026-12-02_1111111_train_gpt2_torch-eager.csv", to_csv(header, rows_with("20261202T100100Z-b", [8, 8, 8])))
+        self.write("2026-12-02_1111111_train_gpt2_torch-eager.json", sidecar("20261202T100100Z-b", C1, questions={}))
+        runs = train_report.load(self.dir)
+        self.assertEqual(train_report.peak_text(runs[("gpt2", "cuda")]), "9.50")
+        self.assertEqual(train_report.peak_text(runs[("gpt2", "torch-eager")]), "8.00 (allocator's peak)")
+        side = json.loads(sidecar("20261202T100100Z-b", C1, questions={}))
+        side["peak_memory"] = "device memory in use (total - free) at the end of a step, at its largest"
+        self.write("2026-12-02_1111111_train_gpt2_torch-eager.json", json.dumps(side))
+        self.assertEqual(train_report.peak_text(train_report.load(self.dir)[("gpt2", "torch-eager")]), "8.00")
 
     def test_a_run_of_step_one_alone_has_no_median(self):
         self.log("2026-12-02_1111111_train_gpt2_cuda.csv", "20261202T100000Z-a", C1, [100], [11.0])
