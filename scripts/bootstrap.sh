@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make git pkg-config libcli11-dev libgtest-dev googletest
-          libopenblas-dev python3 python3-matplotlib)
+          libopenblas-dev python3 python3-matplotlib python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
