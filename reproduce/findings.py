@@ -382,6 +382,24 @@ def run_age(f):
     return (f.table.cell(0, "run_id") if f.table.rows else "", f.name)
 
 
+def newest_result_file(folder, name_pattern, columns, what):
+    """The latest result file in `folder` whose name matches `name_pattern` (a
+    compiled regex), read with its sidecar; None when there is none. A match
+    that lacks one of `columns` is refused as not being `what`."""
+    newest = None
+    if os.path.isdir(folder):
+        for entry in os.scandir(folder):
+            if not entry.is_file() or not name_pattern.search(entry.name):
+                continue
+            rf = read_result_file(entry.path)
+            for col in columns:
+                if not rf.table.has(col):
+                    raise FindingsError(f"{shown_path(entry.path)}: not {what} (no column '{col}')")
+            if newest is None or run_age(rf) > run_age(newest):
+                newest = rf
+    return newest
+
+
 # ---- which unit executes each path: dispatch triangulation ----------------------
 
 

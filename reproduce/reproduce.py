@@ -27,6 +27,7 @@ import attention_report  # noqa: E402
 import findings  # noqa: E402
 import gemm_report  # noqa: E402
 import train_report  # noqa: E402
+import gates_report  # noqa: E402
 from figures import accumulator, climb, fused_gain, roofline, speed_ratios, style, wins  # noqa: E402
 
 NAIVE = "k01_cpu_naive"
@@ -369,6 +370,10 @@ def main():
     try:
         fin = findings.load_results(FINDINGS_RESULTS)
         findings_md = findings.render_findings(fin)
+        gates_section = gates_report.findings_section(RESULTS / "toolchain")
+        if gates_section:
+            findings_md = findings_md.rstrip("\n") + "\n\n" + gates_section
+        gates_block = gates_report.block(RESULTS / "toolchain")
     except findings.FindingsError as e:
         sys.exit(f"reproduce: error: {e}")
     rows = read_rows("ladder")
@@ -415,6 +420,9 @@ def main():
         attention_md = replace_block(attention_md, name, body)
     if attention_md:
         write_if_changed(docs / "attention.md", attention_md)
+    gates_md = (docs / "version_gates.md").read_text() if (docs / "version_gates.md").exists() else ""
+    if gates_md:
+        write_if_changed(docs / "version_gates.md", replace_block(gates_md, "version-gates", gates_block))
     write_if_changed(docs / "ladder.md", "".join(parts))
     write_if_changed(ROOT / "README.md", readme)
     write_if_changed(ROOT / "FINDINGS.md", findings_md)

@@ -227,18 +227,7 @@ PROFILE_COLUMNS = ("phase", "kind", "calls", "ms_per_step", "share", "tflops", "
 def profile_block(folder):
     """The newest `rigel train run --profile` table (results/h200/*_profile_<model>_<backend>.csv):
     where the device's time goes in one step, the slowest phase first."""
-    newest = None
-    if os.path.isdir(folder):
-        for entry in os.scandir(folder):
-            if not entry.is_file() or not PROFILE_NAME.search(entry.name):
-                continue
-            rf = findings.read_result_file(entry.path)
-            for col in PROFILE_COLUMNS:
-                if not rf.table.has(col):
-                    raise findings.FindingsError(f"{findings.shown_path(entry.path)}: not a step profile "
-                                                 f"(no column '{col}')")
-            if newest is None or findings.run_age(rf) > findings.run_age(newest):
-                newest = rf
+    newest = findings.newest_result_file(folder, PROFILE_NAME, PROFILE_COLUMNS, "a step profile")
     if newest is None:
         return ("No committed step profile yet (`results/h200/*_profile_<model>_<backend>.csv`, written by "
                 "`rigel train run --profile --out`).")

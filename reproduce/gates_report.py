@@ -1,0 +1,115 @@
+"""The toolchain's version gates, from the newest committed
+results/toolchain/*_version_gates.csv (scripts/version_gates.py): the
+feature-by-target table of docs/version_gates.md and FINDINGS.md's section.
+
+Every statement here is counted from the rows: the lowest PTX ISA version
+ptxas accepts per feature and target, NVRTC's answer, how many answers agree
+with the PTX ISA document, and the messages the refusals carry.
+"""
+import re
+
+import findings
+
+GATES_NAME = re.compile(r"_version_gates\.csv$")
+COLUMNS = ("tool", "tool_version", "feature", "instruction", "target", "ptx_version", "accepted", "documented",
+           "agrees", "message", "doc")
+
+
+def load(folder):
+    """The newest version-gates file, or None."""
+    return findings.newest_result_file(folder, GATES_NAME, COLUMNS, "a version-gates file")
+
+
+def rows_of(rf):
+    t = rf.table
+    return [{c: t.cell(i, c) for c in COLUMNS} for i in range(len(t.rows))]
+
+
+def ordered(values):
+    seen = []
+    for v in values:
+        if v not in seen:
+            seen.append(v)
+    return seen
+
+
+def version_key(v):
+    return tuple(int(x) for x in v.split("."))
+
+
+def table(rf):
+    """Feature x target: the lowest PTX ISA version ptxas accepts ('-': none),
+    NVRTC's cubin (y/n), '!' where an answer disagrees with the document."""
+    rows = rows_of(rf)
+    features = ordered(r["feature"] for r in rows)
+    targets = ordered(r["target"] for r in rows)
+    lines = ["| feature | instruction | " + " | ".join(targets) + " | the PTX ISA document |",
+             "|---|---|" + "---|" * len(targets) + "---|"]
+    for f in features:
+        mine = [r for r in rows if r["feature"] == f]
+        cells = []
+        for t in targets:
+            ptx = sorted((r for r in mine if r["target"] == t and r["tool"] == "ptxas"),
+                         key=lambda r: version_key(r["ptx_version"]))
+            nv = [r for r in mine if r["target"] == t and r["tool"] == "nvrtc"]
+            lowest = next((r["ptx_version"] for r in ptx if r["accepted"] == "1"), "-")
+            cell = lowest + ("" if not nv else " / " + ("y" if nv[0]["accepted"] == "1" else "n"))
+            if any(r["agrees"] != "1" for r in ptx + nv):
+                cell += " **!**"
+            cells.append(cell)
+        lines.append(f"| {findings.md_cell(f)} | `{findings.md_cell(mine[0]['instruction'])}` | " +
+                     " | ".join(cells) + f" | {findings.md_cell(mine[0]['doc'])} |")
+    return "\n".join(lines)
+
+
+def counts(rf):
+    rows = rows_of(rf)
+    by_tool = {}
+    for r in rows:
+        a = by_tool.setdefault(r["tool"], [0, 0, r["tool_version"]])
+        a[0] += r["agrees"] == "1"
+        a[1] += 1
+    return by_tool
+
+
+def block(folder):
+    rf = load(folder)
+    if rf is None:
+        return ("No committed version-gates file yet (`results/toolchain/*_version_gates.csv`, written by "
+                "`scripts/version_gates.py --out results/toolchain`).")
+    tools = counts(rf)
+    agree = "; ".join(f"{tool} {v[2]}: {v[0]}/{v[1]} answers agree with the document"
+                      for tool, v in sorted(tools.items()))
+    return (f"From {findings.md_cell(rf.name)} (commit {findings.md_cell(rf.side('git_commit')[:7])}): {agree}. "
+            "Each cell: the lowest PTX ISA version at which ptxas assembles the feature for the target ('-': at "
+            "none of 7.8 to 9.0), then NVRTC's answer (y: a cubin) in its own PTX ISA version; **!** marks an "
+            "answer the document does not predict.\n\n" + table(rf))
+
+
+def messages(rf):
+    """The distinct refusal messages, with how many answers gave each (the
+    target and version numbers in them folded, so one gate is one line)."""
+    tally = {}
+    for r in rows_of(rf):
+        if r["accepted"] == "1" or not r["message"]:
+            continue
+        key = re.sub(r"sm_\d+a?|\b\d+\.\d+\b", "#", r["message"])
+        entry = tally.setdefault(key, [0, r["message"]])
+        entry[0] += 1
+    return sorted(tally.values(), key=lambda e: -e[0])
+
+
+def findings_section(folder):
+    """FINDINGS.md's section on the gates: the table, then each refusal message
+    with its count, the evidence of which gate (target or version) refused."""
+    rf = load(folder)
+    if rf is None:
+        return ""
+    lines = ["## The toolchain's version gates (compile half)", "",
+             "`scripts/version_gates.py` asks ptxas (at each PTX ISA version from 7.8 to 9.0) and NVRTC which "
+             "target takes each feature, and sets each answer beside the PTX ISA document's notes "
+             "(docs/version_gates.md). " + block(folder), "",
+             "The refusals' messages (a target or version in them shown as #, with one example), by count:", ""]
+    for n, example in messages(rf)[:12]:
+        lines.append(f"- {n}: {findings.md_cell(example)}")
+    return "\n".join(lines) + "\n"

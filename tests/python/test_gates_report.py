@@ -1,0 +1,53 @@
+"""The version-gates report (reproduce/gates_report.py) from fixture files: the
+newest file wins, the feature-by-target cell holds ptxas's lowest accepted
+version and NVRTC's answer, a disagreement is marked and counted, refusal
+messages are tallied with their numbers folded, and a file without the
+columns is refused."""
+from helpers import TempDirTest, findings, sidecar, to_csv
+
+import gates_report  # noqa: E402
+
+HEADER = ["run_id", "host", "tool", "tool_version", "feature", "instruction", "target", "ptx_version", "accepted",
+          "documented", "agrees", "message", "doc"]
+
+
+def row(run_id, tool, target, version, accepted, documented, message=""):
+    return [run_id, "h", tool, "13.0", "wgmma", "wgmma.mma_async", target, version, str(accepted), str(documented),
+            str(int(accepted == documented)), message, "sm_90a only"]
+
+
+class GatesReport(TempDirTest):
+    def put(self, name, run_id, rows):
+        self.write(name, to_csv(HEADER, rows))
+        self.write(name[:-4] + ".json", sidecar(run_id, "abcdef1" + "0" * 33, questions={}))
+
+    def test_nothing_committed(self):
+        self.assertIn("No committed version-gates file", gates_report.block(self.dir))
+        self.assertEqual(gates_report.findings_section(self.dir), "")
+
+    def test_cells_counts_and_messages(self):
+        self.put("2026-12-01_aaaaaaa_version_gates.csv", "20261201T100000Z-a",
+                 [row("20261201T100000Z-a", "ptxas", "sm_90", "8.0", 1, 1)])
+        r = "20261202T100000Z-b"
+        self.put("2026-12-02_abcdef1_version_gates.csv", r, [
+            row(r, "ptxas", "sm_90", "7.8", 0, 0, "error : Instruction 'wgmma.fence' not supported on .target 'sm_90'"),
+            row(r, "ptxas", "sm_90", "8.0", 0, 0, "error : Instruction 'wgmma.fence' not supported on .target 'sm_90'"),
+            row(r, "ptxas", "sm_90a", "7.8", 0, 0, "error : PTX .version 7.8 does not support .target sm_90a"),
+            row(r, "ptxas", "sm_90a", "8.0", 1, 1),
+            row(r, "nvrtc", "sm_90", "", 1, 0),  # NVRTC says yes where the document says no
+            row(r, "nvrtc", "sm_90a", "", 1, 1),
+        ])
+        block = gates_report.block(self.dir)
+        self.assertIn("From 2026-12-02_abcdef1_version_gates.csv (commit abcdef1)", block)
+        self.assertIn("nvrtc 13.0: 1/2 answers agree", block)
+        self.assertIn("ptxas 13.0: 4/4 answers agree", block)
+        self.assertIn("| wgmma | `wgmma.mma_async` | - / y **!** | 8.0 / y | sm_90a only |", block)
+        section = gates_report.findings_section(self.dir)
+        self.assertIn("- 2: error : Instruction 'wgmma.fence' not supported on .target 'sm_90'", section)
+        self.assertIn("- 1: error : PTX .version 7.8 does not support .target sm_90a", section)
+
+    def test_a_file_without_the_columns_is_refused(self):
+        self.write("2026-12-02_abcdef1_version_gates.csv", "run_id,tool\nx,ptxas\n")
+        with self.assertRaises(findings.FindingsError) as e:
+            gates_report.load(self.dir)
+        self.assertIn("not a version-gates file (no column 'tool_version')", str(e.exception))
