@@ -9,7 +9,6 @@ hand: a number that no committed CSV holds is written as "not measured".
 """
 import math
 import os
-import re
 
 import findings
 

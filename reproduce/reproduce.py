@@ -154,7 +154,7 @@ def ladder_table(rows, size):
     naive = [r for r in sel if r["rung"] == NAIVE and r["dtype"] == "f32"]
     base = naive[-1]["_rate"] if naive else math.nan
     sass = sass_opcodes()
-    out = [f"| rung | backend | type | threads | rate | x naive CPU f32 | % of vendor | max scaled error | SASS | source |",
+    out = ["| rung | backend | type | threads | rate | x naive CPU f32 | % of vendor | max scaled error | SASS | source |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in sel:
         g = r["_rate"]
