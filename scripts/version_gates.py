@@ -327,12 +327,12 @@ def default_commit():
         return "unknown", False
 
 
-def write_results(out_dir, rows, side):
-    commit = side["git_commit"]
-    stem = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}_{commit[:7]}_version_gates"
+def write_table(out_dir, stem, header, rows, side):
+    """DIR/<stem>.csv and its sidecar <stem>.json (side, with the CSV's name and
+    row count), each written whole through a temporary file."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(HEADER)
+    w.writerow(header)
     w.writerows(rows)
     os.makedirs(out_dir, exist_ok=True)
     for name, text in ((stem + ".csv", buf.getvalue()),
@@ -342,6 +342,11 @@ def write_results(out_dir, rows, side):
             f.write(text)
         os.replace(tmp, os.path.join(out_dir, name))
     return os.path.join(out_dir, stem + ".csv")
+
+
+def write_results(out_dir, rows, side):
+    stem = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}_{side['git_commit'][:7]}_version_gates"
+    return write_table(out_dir, stem, HEADER, rows, side)
 
 
 def main(argv=None):
