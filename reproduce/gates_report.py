@@ -1,6 +1,7 @@
 """The toolchain's version gates, from the newest committed
-results/toolchain/*_version_gates.csv (scripts/version_gates.py): the
-feature-by-target table of docs/version_gates.md and FINDINGS.md's section.
+results/toolchain/*_version_gates.csv (scripts/version_gates.py, the compile
+half) and results/h200/*_driver_gates.csv (scripts/driver_gates.py, the run
+half): the tables of docs/version_gates.md and FINDINGS.md's section.
 
 Every statement here is counted from the rows: the lowest PTX ISA version
 ptxas accepts per feature and target, NVRTC's answer, how many answers agree
@@ -11,6 +12,9 @@ import re
 import findings
 
 GATES_NAME = re.compile(r"_version_gates\.csv$")
+DRIVER_NAME = re.compile(r"_driver_gates\.csv$")
+DRIVER_COLUMNS = ("device", "compute_capability", "driver", "case", "form", "target", "ptx_version", "loaded",
+                  "ran", "documented", "agrees", "message", "why")
 COLUMNS = ("tool", "tool_version", "feature", "instruction", "target", "ptx_version", "accepted", "documented",
            "agrees", "message", "doc")
 
@@ -99,7 +103,35 @@ def messages(rf):
     return sorted(tally.values(), key=lambda e: -e[0])
 
 
-def findings_section(folder):
+def load_driver(folder):
+    """The newest driver-gates file, or None."""
+    return findings.newest_result_file(folder, DRIVER_NAME, DRIVER_COLUMNS, "a driver-gates file")
+
+
+def driver_block(folder):
+    rf = load_driver(folder)
+    if rf is None:
+        return ("No committed driver-gates file yet (`results/h200/*_driver_gates.csv`, written by "
+                "`scripts/driver_gates.py --out DIR` on the H200 machine).")
+    t = rf.table
+    n = len(t.rows)
+    agree = sum(t.cell(i, "agrees") == "1" for i in range(n))
+    first = 0
+    lines = [f"From {findings.md_cell(rf.name)} (commit {findings.md_cell(rf.side('git_commit')[:7])}; "
+             f"{findings.md_cell(t.cell(first, 'device'))}, compute capability {t.cell(first, 'compute_capability')}, "
+             f"driver API {t.cell(first, 'driver')}): {agree}/{n} answers as the documentation predicts.", "",
+             "| image | loaded | ran (read back 42) | the driver's answer | predicted | why |",
+             "|---|---|---|---|---|---|"]
+    for i in range(n):
+        verdict = "" if t.cell(i, "agrees") == "1" else " **!**"
+        lines.append(f"| {findings.md_cell(t.cell(i, 'case'))} | {'yes' if t.cell(i, 'loaded') == '1' else 'no'} | "
+                     f"{'yes' if t.cell(i, 'ran') == '1' else 'no'} | {findings.md_cell(t.cell(i, 'message')) or '-'} | "
+                     f"{'runs' if t.cell(i, 'documented') == '1' else 'refused'}{verdict} | "
+                     f"{findings.md_cell(t.cell(i, 'why'))} |")
+    return "\n".join(lines)
+
+
+def findings_section(folder, driver_folder=None):
     """FINDINGS.md's section on the gates: the table, then each refusal message
     with its count, the evidence of which gate (target or version) refused."""
     rf = load(folder)
@@ -112,4 +144,9 @@ def findings_section(folder):
              "The refusals' messages (a target or version in them shown as #, with one example), by count:", ""]
     for n, example in messages(rf)[:12]:
         lines.append(f"- {n}: {findings.md_cell(example)}")
+    if driver_folder is not None and load_driver(driver_folder) is not None:
+        lines += ["", "### The run half: what the driver loads", "",
+                  "`scripts/driver_gates.py` on the H200 machine: one small kernel as cubins for several targets "
+                  "and as PTX for the driver to compile at load time, each loaded, launched and read back. " +
+                  driver_block(driver_folder)]
     return "\n".join(lines) + "\n"

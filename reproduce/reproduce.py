@@ -370,10 +370,11 @@ def main():
     try:
         fin = findings.load_results(FINDINGS_RESULTS)
         findings_md = findings.render_findings(fin)
-        gates_section = gates_report.findings_section(RESULTS / "toolchain")
+        gates_section = gates_report.findings_section(RESULTS / "toolchain", RESULTS / "h200")
         if gates_section:
             findings_md = findings_md.rstrip("\n") + "\n\n" + gates_section
         gates_block = gates_report.block(RESULTS / "toolchain")
+        driver_block = gates_report.driver_block(RESULTS / "h200")
     except findings.FindingsError as e:
         sys.exit(f"reproduce: error: {e}")
     rows = read_rows("ladder")
@@ -422,7 +423,8 @@ def main():
         write_if_changed(docs / "attention.md", attention_md)
     gates_md = (docs / "version_gates.md").read_text() if (docs / "version_gates.md").exists() else ""
     if gates_md:
-        write_if_changed(docs / "version_gates.md", replace_block(gates_md, "version-gates", gates_block))
+        gates_md = replace_block(gates_md, "version-gates", gates_block)
+        write_if_changed(docs / "version_gates.md", replace_block(gates_md, "driver-gates", driver_block))
     write_if_changed(docs / "ladder.md", "".join(parts))
     write_if_changed(ROOT / "README.md", readme)
     write_if_changed(ROOT / "FINDINGS.md", findings_md)

@@ -51,3 +51,26 @@ class GatesReport(TempDirTest):
         with self.assertRaises(findings.FindingsError) as e:
             gates_report.load(self.dir)
         self.assertIn("not a version-gates file (no column 'tool_version')", str(e.exception))
+
+
+DRIVER_HEADER = ["run_id", "host", "device", "compute_capability", "driver", "case", "form", "target", "ptx_version",
+                 "loaded", "ran", "value", "documented", "agrees", "message", "why"]
+
+
+class DriverGates(TempDirTest):
+    def test_nothing_committed(self):
+        self.assertIn("No committed driver-gates file", gates_report.driver_block(self.dir))
+
+    def test_answers_beside_the_prediction(self):
+        r = "20261202T100000Z-b"
+        self.write("2026-12-02_abcdef1_driver_gates.csv", to_csv(DRIVER_HEADER, [
+            [r, "h", "NVIDIA H200", "9.0", "13.0", "cubin sm_90", "cubin", "sm_90", "8.0", "1", "1", "42", "1", "1", "",
+             "its own architecture"],
+            [r, "h", "NVIDIA H200", "9.0", "13.0", "cubin sm_80", "cubin", "sm_80", "8.0", "1", "1", "42", "0", "0", "",
+             "another major version"],
+        ]))
+        self.write("2026-12-02_abcdef1_driver_gates.json", sidecar(r, "abcdef1" + "0" * 33, questions={}))
+        block = gates_report.driver_block(self.dir)
+        self.assertIn("(commit abcdef1; NVIDIA H200, compute capability 9.0, driver API 13.0): 1/2 answers", block)
+        self.assertIn("| cubin sm_90 | yes | yes | - | runs | its own architecture |", block)
+        self.assertIn("| cubin sm_80 | yes | yes | - | refused **!** | another major version |", block)
