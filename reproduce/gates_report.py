@@ -13,6 +13,9 @@ import findings
 
 GATES_NAME = re.compile(r"_version_gates\.csv$")
 DRIVER_NAME = re.compile(r"_driver_gates\.csv$")
+OFFERS_NAME = re.compile(r"_cublaslt_offers\.csv$")
+OFFERS_COLUMNS = ("device", "cublaslt_version", "a_type", "b_type", "d_type", "layout", "a_scale", "b_scale", "status",
+                  "algorithms", "offered", "documented", "agrees", "doc")
 DRIVER_COLUMNS = ("device", "compute_capability", "driver", "case", "form", "target", "ptx_version", "loaded",
                   "ran", "documented", "agrees", "message", "why")
 COLUMNS = ("tool", "tool_version", "feature", "instruction", "target", "ptx_version", "accepted", "documented",
@@ -131,6 +134,34 @@ def driver_block(folder):
     return "\n".join(lines)
 
 
+def offers_block(folder):
+    """What cuBLASLt's heuristic offers per type pairing (scripts/cublaslt_offers.py)."""
+    rf = findings.newest_result_file(folder, OFFERS_NAME, OFFERS_COLUMNS, "a cuBLASLt offers file")
+    if rf is None:
+        return ("No committed cuBLASLt offers file yet (`results/h200/*_cublaslt_offers.csv`, written by "
+                "`scripts/cublaslt_offers.py --out DIR` on the H200 machine).")
+    t = rf.table
+    n = len(t.rows)
+    stated = [i for i in range(n) if t.cell(i, "documented") != ""]
+    agree = sum(t.cell(i, "agrees") == "1" for i in stated)
+    lines = [f"From {findings.md_cell(rf.name)} (commit {findings.md_cell(rf.side('git_commit')[:7])}; "
+             f"{findings.md_cell(t.cell(0, 'device'))}, cuBLASLt {t.cell(0, 'cublaslt_version')}; 4096^3, 32 MiB "
+             f"of workspace): {agree}/{len(stated)} answers as the documentation leads one to expect, "
+             f"{n - len(stated)} where it states nothing.", "",
+             "| A x B -> D | layout | scales (A; B) | heuristic's answer | algorithms | expected | what is expected, "
+             "and why |", "|---|---|---|---|---|---|---|"]
+    for i in range(n):
+        doc = t.cell(i, "documented")
+        expected = "-" if doc == "" else ("offered" if doc == "1" else "not offered")
+        if doc != "" and t.cell(i, "agrees") != "1":
+            expected += " **!**"
+        lines.append(f"| {t.cell(i, 'a_type')} x {t.cell(i, 'b_type')} -> {t.cell(i, 'd_type')} | "
+                     f"{t.cell(i, 'layout')} | {findings.md_cell(t.cell(i, 'a_scale'))}; "
+                     f"{findings.md_cell(t.cell(i, 'b_scale'))} | {t.cell(i, 'status')} | {t.cell(i, 'algorithms')} | "
+                     f"{expected} | {findings.md_cell(t.cell(i, 'doc'))} |")
+    return "\n".join(lines)
+
+
 def findings_section(folder, driver_folder=None):
     """FINDINGS.md's section on the gates: the table, then each refusal message
     with its count, the evidence of which gate (target or version) refused."""
@@ -148,5 +179,8 @@ def findings_section(folder, driver_folder=None):
         lines += ["", "### The run half: what the driver loads", "",
                   "`scripts/driver_gates.py` on the H200 machine: one small kernel as cubins for several targets "
                   "and as PTX for the driver to compile at load time, each loaded, launched and read back. " +
-                  driver_block(driver_folder)]
+                  driver_block(driver_folder), "", "### What cuBLASLt 13 offers on the H200", "",
+                  "`scripts/cublaslt_offers.py`: cuBLASLt's heuristic asked, per type pairing, layout and scaling "
+                  "mode, for algorithms (no product computed; the block-scaled modes asked with the mode alone, "
+                  "no scale pointers set). " + offers_block(driver_folder)]
     return "\n".join(lines) + "\n"

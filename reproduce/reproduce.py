@@ -375,6 +375,7 @@ def main():
             findings_md = findings_md.rstrip("\n") + "\n\n" + gates_section
         gates_block = gates_report.block(RESULTS / "toolchain")
         driver_block = gates_report.driver_block(RESULTS / "h200")
+        offers_block = gates_report.offers_block(RESULTS / "h200")
     except findings.FindingsError as e:
         sys.exit(f"reproduce: error: {e}")
     rows = read_rows("ladder")
@@ -424,7 +425,8 @@ def main():
     gates_md = (docs / "version_gates.md").read_text() if (docs / "version_gates.md").exists() else ""
     if gates_md:
         gates_md = replace_block(gates_md, "version-gates", gates_block)
-        write_if_changed(docs / "version_gates.md", replace_block(gates_md, "driver-gates", driver_block))
+        gates_md = replace_block(gates_md, "driver-gates", driver_block)
+        write_if_changed(docs / "version_gates.md", replace_block(gates_md, "cublaslt-offers", offers_block))
     write_if_changed(docs / "ladder.md", "".join(parts))
     write_if_changed(ROOT / "README.md", readme)
     write_if_changed(ROOT / "FINDINGS.md", findings_md)

@@ -74,3 +74,24 @@ class DriverGates(TempDirTest):
         self.assertIn("(commit abcdef1; NVIDIA H200, compute capability 9.0, driver API 13.0): 1/2 answers", block)
         self.assertIn("| cubin sm_90 | yes | yes | - | runs | its own architecture |", block)
         self.assertIn("| cubin sm_80 | yes | yes | - | refused **!** | another major version |", block)
+
+
+OFFERS_HEADER = ["run_id", "host", "device", "cublaslt_version", "a_type", "b_type", "c_type", "d_type", "layout",
+                 "a_scale", "b_scale", "status", "algorithms", "offered", "documented", "agrees", "doc"]
+
+
+class CublasLtOffers(TempDirTest):
+    def test_stated_and_unstated_answers(self):
+        r = "20261202T100000Z-c"
+        self.write("2026-12-02_abcdef1_cublaslt_offers.csv", to_csv(OFFERS_HEADER, [
+            [r, "h", "NVIDIA H200", "130100", "e4m3", "e4m3", "bf16", "bf16", "NN", "per tensor", "per tensor",
+             "SUCCESS", "8", "1", "0", "0", "fp8 only as TN"],
+            [r, "h", "NVIDIA H200", "130100", "e4m3", "e4m3", "bf16", "bf16", "TN", "1 x 128 fp32", "128 x 128 fp32",
+             "INVALID_VALUE", "0", "0", "", "", "nothing stated"],
+        ]))
+        self.write("2026-12-02_abcdef1_cublaslt_offers.json", sidecar(r, "abcdef1" + "0" * 33, questions={}))
+        block = gates_report.offers_block(self.dir)
+        self.assertIn("cuBLASLt 130100; 4096^3, 32 MiB of workspace): 0/1 answers as the documentation", block)
+        self.assertIn("1 where it states nothing", block)
+        self.assertIn("| e4m3 x e4m3 -> bf16 | NN | per tensor; per tensor | SUCCESS | 8 | not offered **!** |", block)
+        self.assertIn("| INVALID_VALUE | 0 | - | nothing stated |", block)
