@@ -62,4 +62,13 @@ ParamLayout param_layout(const Gpt2Config& c);
 // value products, forward and backward, causal masking not discounted).
 double training_flops_per_token(const Gpt2Config& c, int T);
 
+// The device memory the cuda backend (src/cuda/train/cuda_backend.cu) allocates
+// for micro-batches of B x T tokens, in bytes: the fp32 master weights,
+// gradients and AdamW moments, the bf16 weights and the decay mask (19 bytes
+// a parameter); each layer's saved activations (16 bf16 values of C per token,
+// LayerNorm's statistics, attention's logsumexp); the logits; the backward
+// pass's buffers; attention's fp32 dQ workspace. The GEMM plans' split-K
+// workspaces come on top (tens of MB for GPT-2 small).
+std::int64_t cuda_backend_bytes(const Gpt2Config& c, int B, int T);
+
 }  // namespace rigel::train

@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -141,6 +142,7 @@ class CudaBackend final : public TrainBackend {
 public:
     CudaBackend(const Gpt2Config& c, int batch, int seq)
         : c_(c), B_(batch), T_(seq), N_(batch * seq), layout_(param_layout(c)) {
+        refuse_if_too_big();
         const std::size_t P = static_cast<std::size_t>(layout_.total);
         params_ = Device<float>(P), params16_ = Device<bf16>(P), grads_ = Device<float>(P), m_ = Device<float>(P),
         v_ = Device<float>(P);
@@ -256,6 +258,24 @@ private:
         const bool layered = p != Param::wte && p != Param::wpe && p != Param::lnfw && p != Param::lnfb;
         return layout_.at(p) + (layered ? layer * (layout_.count(p) / c_.layers) : 0);
     }
+
+    // Before any allocation: a micro-batch that cannot fit is refused in one
+    // sentence, not by the first cudaMalloc that fails.
+    void refuse_if_too_big() const {
+        std::size_t free = 0, total = 0;
+        RIGEL_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+        const double need = static_cast<double>(cuda_backend_bytes(c_, B_, T_)) + kHeadroomBytes;
+        if (need > static_cast<double>(free)) {
+            char text[320];
+            std::snprintf(text, sizeof text,
+                          "a micro-batch of %d x %d tokens needs about %.2f GB of device memory (weights, AdamW "
+                          "state, activations, logits), and %.2f GB are free: lower --batch and raise "
+                          "--accumulation",
+                          B_, T_, need / 1e9, static_cast<double>(free) / 1e9);
+            throw std::invalid_argument(text);
+        }
+    }
+    static constexpr double kHeadroomBytes = 256e6;  // the GEMM plans' workspaces, allocated on first use
 
     void check_shape(const TrainOptions& o) const {
         if (o.batch != B_ || o.seq != T_)
