@@ -4,7 +4,7 @@
 # and JSON results and the logs into $OUT/visit.tar.gz. The last thing printed is a short
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
-# [gemm_compare] [attention] [attention_quick] [train] [train_compare]
+# [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -229,6 +229,18 @@ if has attention || has attention_quick; then
     timeout -s INT 400 $RIGEL attention bench --suite "$s" --out "$OUT" >> "$OUT/attention_bench.txt" \
       2>> "$OUT/attention_bench.err"
     summary+=("attention bench (suite $s): rc $?")
+  done
+fi
+
+# rigel emulate against the GEMM library, bit for bit: ten problems of about
+# 1024^3 (odd shapes among them, some split by the dispatcher) per 16-bit path.
+if has emulate; then
+  shapes="1024x1024x1024,1000x1030x1100,1023x977x1031,512x512x4096,257x1100x1024,1024x1024x2048,999x1001x1003,640x1408x1152,1100x900x960,128x1024x8192"
+  for path in wgmma_bf16 wgmma_f16; do
+    log "emulate $path against the library"
+    timeout -s INT 300 $RIGEL emulate --path "$path" --shapes "$shapes" --against library --out "$OUT" \
+      >> "$OUT/emulate.txt" 2>&1
+    summary+=("emulate $path (10 problems): rc $?")
   done
 fi
 

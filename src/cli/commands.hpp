@@ -48,5 +48,7 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app);
 std::vector<SubcommandHook> add_attention_commands(CLI::App& app);
 // `train check` (src/cli/train_commands.cpp).
 std::vector<SubcommandHook> add_train_commands(CLI::App& app);
+// `emulate` (src/cli/emulate_commands.cpp).
+std::vector<SubcommandHook> add_emulate_commands(CLI::App& app);
 
 }  // namespace rigel::cli

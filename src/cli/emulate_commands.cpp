@@ -1,0 +1,214 @@
+// `rigel emulate`: a GEMM computed on the CPU exactly as a GPU path computes it
+// (src/probes/numerics/emulate.hpp), and, with --against library on the H200,
+// set bit for bit beside what rigel's GEMM library returns for the same bytes.
+//   rigel emulate --path wgmma_bf16 --m 1000 --n 1030 --k 1100 [--splits S] [--against library] [--out DIR]
+// Inputs are drawn as the ladder draws them (--recipe, --seed), quantized to
+// the path's type; the library computes D = A B^T in fp32 (A M x K row-major,
+// B N x K: layout NT), and the emulation follows the split of K the library's
+// dispatcher chose for the shape.
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "cli/device_runs.hpp"
+#include "core/recipe.hpp"
+#include "harness/executor.hpp"
+#include "probes/numerics/emulate.hpp"
+#include "rigel/gemm.hpp"
+
+namespace rigel::cli {
+namespace {
+
+struct EmulateArgs {
+    std::string path = "wgmma_bf16", m = "1000", n = "1030", k = "1100", splits = "1", recipe = "normal",
+                against = "none", shapes;
+    CommonArgs common;
+};
+
+int parse_dim(const std::string& option, const std::string& text) {
+    long long v = 0;
+    const char* end = text.data() + text.size();
+    const auto [p, ec] = std::from_chars(text.data(), end, v);
+    if (text.empty() || ec != std::errc() || p != end || v < 1 || v > 16384)
+        throw std::invalid_argument(option + " '" + text + "' is not an integer from 1 to 16384");
+    return static_cast<int>(v);
+}
+
+const std::vector<std::string>& header() {
+    static const std::vector<std::string> h{"run_id", "host",  "device",    "path",      "instruction", "m",
+                                            "n",      "k",     "splits",    "recipe",    "seed",        "elements",
+                                            "identical", "first_mismatch", "checksum"};
+    return h;
+}
+
+gemm::Type library_type(DType t) {
+    if (t == DType::bf16) return gemm::Type::bf16;
+    if (t == DType::f16) return gemm::Type::f16;
+    throw std::invalid_argument("the GEMM library has no kernel for this path's type");
+}
+
+std::uint32_t bits(float v) {
+    std::uint32_t u = 0;
+    std::memcpy(&u, &v, 4);
+    return u;
+}
+
+struct Problem {
+    int m, n, k;
+};
+
+// --shapes "MxNxK,MxNxK,...", or the one --m, --n, --k.
+std::vector<Problem> problems_of(const EmulateArgs& a) {
+    if (a.shapes.empty()) return {{parse_dim("--m", a.m), parse_dim("--n", a.n), parse_dim("--k", a.k)}};
+    std::vector<Problem> out;
+    std::size_t at = 0;
+    while (at <= a.shapes.size()) {
+        const std::size_t end = std::min(a.shapes.find(',', at), a.shapes.size());
+        const std::string one = a.shapes.substr(at, end - at);
+        const std::size_t x1 = one.find('x'), x2 = one.find('x', x1 == std::string::npos ? x1 : x1 + 1);
+        if (x1 == std::string::npos || x2 == std::string::npos)
+            throw std::invalid_argument("--shapes: '" + one + "' is not MxNxK");
+        out.push_back({parse_dim("--shapes M", one.substr(0, x1)), parse_dim("--shapes N", one.substr(x1 + 1, x2 - x1 - 1)),
+                       parse_dim("--shapes K", one.substr(x2 + 1))});
+        at = end + 1;
+    }
+    return out;
+}
+
+struct Outcome {
+    int splits = 1;
+    std::size_t elements = 0, identical = 0;
+    std::string first, checksum;
+};
+
+// One problem: fresh inputs, the emulation, and with `ex` (a device) the
+// library's D beside it (the library's split of K then the emulation's too).
+Outcome emulate_one(const emulate::Path& p, const Problem& pr, int splits, Recipe recipe, std::uint64_t seed,
+                    int threads, Executor* ex) {
+    const emulate::Path* path = &p;
+    const int m = pr.m, n = pr.n, k = pr.k;
+    const bool compare = ex != nullptr;
+    const Operand A = make_operand(path->type, recipe, seed, 0, static_cast<std::size_t>(m), static_cast<std::size_t>(k),
+                                   KAxis::cols);
+    const Operand B = make_operand(path->type, recipe, seed, 1, static_cast<std::size_t>(n), static_cast<std::size_t>(k),
+                                   KAxis::cols);
+
+    std::vector<float> device;
+    if (compare) {
+        const gemm::Desc desc{.m = m, .n = n, .k = k, .a_type = library_type(path->type),
+                              .b_type = library_type(path->type), .a_op = gemm::Op::n, .b_op = gemm::Op::t,
+                              .d_type = gemm::Type::f32};
+        gemm::Plan plan(desc);
+        splits = plan.choice().splits;
+        DeviceBuffer da(*ex, A.bytes.size()), db(*ex, B.bytes.size()),
+            dd(*ex, static_cast<std::size_t>(m) * n * sizeof(float));
+        ex->upload(da.get(), A.bytes.data(), A.bytes.size());
+        ex->upload(db.get(), B.bytes.data(), B.bytes.size());
+        ex->poison(dd.get(), dd.size());
+        plan.run({.a = da.get(), .b = db.get(), .d = dd.get()}, static_cast<gemm::Stream>(ex->stream()));
+        ex->synchronize();
+        device.resize(static_cast<std::size_t>(m) * n);
+        ex->download(device.data(), dd.get(), dd.size());
+    }
+    const std::vector<float> d =
+        emulate::gemm(*path, A.values, B.values, m, n, k, emulate::KSplit{.splits = splits}, threads);
+
+    std::uint64_t checksum = 1469598103934665603ULL;  // FNV-1a over D's bits
+    for (float v : d) {
+        const std::uint32_t u = bits(v);
+        for (int i = 0; i < 4; ++i) checksum = (checksum ^ ((u >> (8 * i)) & 0xFF)) * 1099511628211ULL;
+    }
+    std::size_t identical = 0;
+    std::string first;
+    for (std::size_t i = 0; compare && i < d.size(); ++i) {
+        if (bits(d[i]) == bits(device[i])) {
+            ++identical;
+        } else if (first.empty()) {
+            char text[160];
+            std::snprintf(text, sizeof text, "D[%zu][%zu]: device %.9g, emulated %.9g", i / n, i % n,
+                          static_cast<double>(device[i]), static_cast<double>(d[i]));
+            first = text;
+        }
+    }
+    char sum_text[32];
+    std::snprintf(sum_text, sizeof sum_text, "%016llx", static_cast<unsigned long long>(checksum));
+    return {splits, d.size(), identical, first, sum_text};
+}
+
+int run_emulate(const EmulateArgs& a, const CLI::App& cmd) {
+    check_out_option(cmd, a.common.out);
+    const emulate::Path* path = emulate::path_named(a.path);
+    if (!path) throw std::invalid_argument("--path '" + a.path + "' is not one of " + emulate::path_names());
+    const std::vector<Problem> problems = problems_of(a);
+    const int splits = parse_dim("--splits", a.splits);
+    const auto recipe = parse_recipe(a.recipe);
+    if (!recipe) throw std::invalid_argument("--recipe '" + a.recipe + "' is not a recipe");
+    if (a.against != "none" && a.against != "library")
+        throw std::invalid_argument("--against '" + a.against + "' is not none or library");
+    const std::uint64_t seed = parse_seed("--seed", a.common.seed);
+    const int threads = static_cast<int>(parse_seed("--threads", a.common.threads));
+    const bool compare = a.against == "library";
+    std::unique_ptr<Executor> ex = compare ? sm90_device("rigel emulate --against library") : make_host_executor();
+
+    RunFiles files(a.common.out, header(), "emulate", "emulate_" + std::string(path->name), std::string(path->name),
+                   seed, *ex);
+    std::vector<std::vector<std::string>> cells;
+    bool all_identical = true;
+    for (std::size_t i = 0; i < problems.size(); ++i) {
+        const Problem& pr = problems[i];
+        const std::uint64_t problem_seed = seed + i;  // fresh inputs per problem
+        const Outcome o = emulate_one(*path, pr, splits, *recipe, problem_seed, threads, compare ? ex.get() : nullptr);
+        const std::string shape = std::to_string(pr.m) + " x " + std::to_string(pr.n) + " x " + std::to_string(pr.k);
+        say(std::string(path->name) + " " + shape + ", K split " + std::to_string(o.splits) + " way(s): " +
+            (compare ? std::to_string(o.identical) + "/" + std::to_string(o.elements) + " bit-identical to the "
+                                                                                        "library's"
+                     : "D's checksum " + o.checksum) +
+            (o.first.empty() ? "" : "; first difference " + o.first));
+        all_identical = all_identical && o.identical == o.elements;
+        const RowContext& x = files.rows();
+        cells.push_back({x.run_id, x.host, x.device, std::string(path->name), std::string(path->instruction),
+                         std::to_string(pr.m), std::to_string(pr.n), std::to_string(pr.k), std::to_string(o.splits),
+                         a.recipe, std::to_string(problem_seed), std::to_string(o.elements),
+                         compare ? std::to_string(o.identical) : "", o.first, o.checksum});
+        JsonObject side;
+        side.str("path", std::string(path->name)).str("instruction", std::string(path->instruction))
+            .str("against", a.against);
+        files.write(cells, side, i + 1 == problems.size());
+    }
+    files.report(cells.size());
+    return compare && !all_identical ? 1 : 0;
+}
+
+}  // namespace
+
+std::vector<SubcommandHook> add_emulate_commands(CLI::App& app) {
+    static EmulateArgs ea;
+    auto* cmd = app.add_subcommand("emulate", "A GEMM on the CPU exactly as a GPU path computes it (the measured "
+                                              "tensor-core model), optionally beside the GEMM library's bits");
+    cmd->add_option("--path", ea.path, "the path: " + emulate::path_names())->capture_default_str();
+    cmd->add_option("--m", ea.m, "rows of D")->capture_default_str();
+    cmd->add_option("--n", ea.n, "columns of D")->capture_default_str();
+    cmd->add_option("--k", ea.k, "the inner dimension")->capture_default_str();
+    cmd->add_option("--shapes", ea.shapes, "several problems, MxNxK,MxNxK,... (each with fresh inputs: seed, seed + "
+                                            "1, ...), one CSV row each");
+    cmd->add_option("--splits", ea.splits, "K split this many ways (with --against library: the library's choice)")
+        ->capture_default_str();
+    cmd->add_option("--recipe", ea.recipe, "the inputs' distribution (uniform, normal, small_int, hostile)")
+        ->capture_default_str();
+    cmd->add_option("--against", ea.against, "none, or library: run the GEMM library on the device (fp32 D, layout "
+                                              "NT) and compare bit for bit (exit 1 on any difference)")
+        ->capture_default_str();
+    add_common_options(cmd, ea.common, false);
+    return {{cmd, [cmd] { return run_emulate(ea, *cmd); }}};
+}
+
+}  // namespace rigel::cli

@@ -1,0 +1,59 @@
+// `rigel emulate`: a whole GEMM computed on the CPU exactly as a named GPU path
+// computes it, from the tensor-core model the numerics probes measured
+// (numerics_model.hpp, BlockModel) and the kernel's order of work.
+//
+// A path is one instruction with its measured model (products per alignment
+// step, bits kept, alignment cut, output rounding, where C joins) and the
+// order in which a kernel chains it: every output element is a chain of
+// instructions over K in increasing k, each instruction's fp32 result the C of
+// the next; a split-K kernel chains each split's share of K from zero and then
+// adds the splits' fp32 partials in split order, rounding each add to nearest
+// (src/cuda/gemm/epilogue_kernel.cu). The models are the ones the H200 machine
+// measured bit-identical on random single and chained instructions
+// (FINDINGS.md, the accumulator section); fp8 paths are not here yet, their
+// models being incomplete.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "probes/numerics/numerics_model.hpp"
+
+namespace rigel::emulate {
+
+struct Path {
+    std::string_view name;         // e.g. "wgmma_bf16"
+    std::string_view instruction;  // the PTX instruction whose model it is
+    DType type;                    // A's and B's
+    int k_inst;                    // products per instruction along K
+    probes::BlockModel model;
+    std::string_view runs_it;      // which of rigel's kernels compute with it
+};
+
+// The registry (a table, one row per path).
+std::span<const Path> paths();
+const Path* path_named(std::string_view name);
+std::string path_names();
+
+// How a kernel splits K: `splits` contiguous ranges of whole k-tiles of
+// `k_tile` elements, each k_tiles / splits long, the last also taking the
+// remainder (src/cuda/hopper/warp_specialized.cuh, k_tile_range).
+struct KSplit {
+    int splits = 1;
+    int k_tile = 64;
+};
+
+// D = A B^T as the path computes it, D[i][j] over row i of A (M x K,
+// row-major) and row j of B (N x K, row-major), the operands' exact values
+// (already quantized to the path's type). Returns D's fp32 values, row-major.
+// `threads` 0: all the machine's.
+std::vector<float> gemm(const Path& p, std::span<const double> a, std::span<const double> b, int m, int n, int k,
+                        KSplit split = {}, int threads = 0);
+
+// One element: the chain of row `a` with row `b` (K long), split as asked.
+float element(const Path& p, std::span<const double> a, std::span<const double> b, KSplit split = {});
+
+}  // namespace rigel::emulate
