@@ -45,6 +45,10 @@ struct Desc {
     float scale = 0.0f;  // 0: 1 / sqrt(head_dim)
     // Elements between consecutive tokens of Q, K, V and O (and of dQ, dK, dV, dO); 0: packed (H * D).
     std::int64_t ldq = 0, ldk = 0, ldv = 0, ldo = 0;
+    // The backward pass's dQ in a pass of its own, each row summed by one CTA in
+    // key order: bit-identical from run to run, at about 40 % more tensor work
+    // (fa2_backward.cu). Off: fp32 atomic adds, whose order varies.
+    bool deterministic = false;
 };
 
 // The head dimensions the kernels take.
@@ -123,7 +127,8 @@ public:
     void forward(const ForwardArgs& a, Stream stream = nullptr) const;
     // Enqueues the backward pass (FlashAttention-2 on mma.sync, whatever the forward kernel):
     // Dl = rowsum(dO O), then dK and dV per key tile in registers and dQ accumulated in fp32 with
-    // atomic adds (its last bits may vary from run to run; dK and dV do not), then dQ rounded.
+    // atomic adds (its last bits may vary from run to run; dK and dV do not), then dQ rounded;
+    // with desc.deterministic, dQ in a query-stationary pass of its own instead, no atomics.
     // Holds a workspace of 4 (B S H D + B H S) bytes, allocated on the first call.
     void backward(const BackwardArgs& a, Stream stream = nullptr) const;
 

@@ -166,7 +166,8 @@ double backward_flops(const Desc& d) { return 2.5 * forward_flops(d); }
 
 std::string shape_text(const Desc& d) {
     return "B " + std::to_string(d.batch) + " x H " + std::to_string(d.heads) + " x S " + std::to_string(d.seq) +
-           " x D " + std::to_string(d.head_dim) + (d.causal ? ", causal" : "");
+           " x D " + std::to_string(d.head_dim) + (d.causal ? ", causal" : "") +
+           (d.deterministic ? ", deterministic" : "");
 }
 
 }  // namespace rigel::attention

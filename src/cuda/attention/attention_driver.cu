@@ -65,6 +65,17 @@ public:
         ex_.synchronize();
     }
 
+    // The gradients' bytes, dQ then dK then dV (for the deterministic mode's repeat check).
+    std::vector<unsigned char> gradient_bytes() const {
+        std::vector<unsigned char> out;
+        for (const DeviceBuffer* b : {dq_.get(), dk_.get(), dv_.get()}) {
+            const std::size_t at = out.size();
+            out.resize(at + b->size());
+            ex_.download(out.data() + at, b->get(), b->size());
+        }
+        return out;
+    }
+
     Verdict check_outputs(bool backward, std::uint64_t seed, int threads) {
         const auto down16 = [&](const DeviceBuffer& b) {
             std::vector<std::uint16_t> h(b.size() / 2);
@@ -187,6 +198,27 @@ std::vector<VerifyRow> verify_case(Executor& ex, const AttentionCase& c, Kernel 
     rows.push_back(verify_one(c, dc, runner(Contender::rigel, plan, dc, ex, false), ex, seed, threads));
     if (!rows.back().pass) return rows;
     rows.push_back(verify_one(c, dc, runner(Contender::rigel, plan, dc, ex, true), ex, seed, threads));
+    // The deterministic mode (once per case: the backward pass is the same
+    // whatever the forward kernel): checked against float64, then run again
+    // on fresh poison and held to the same bytes.
+    if (kernel == Kernel::fa2) {
+        Desc det_desc = c.desc;
+        det_desc.deterministic = true;
+        const Plan det(det_desc, kernel);
+        Runner r = runner(Contender::rigel, det, dc, ex, true);
+        r.kernel = "fa2 backward, deterministic";
+        rows.push_back(verify_one(c, dc, r, ex, seed, threads));
+        if (rows.back().pass) {
+            const std::vector<unsigned char> first = dc.gradient_bytes();
+            dc.poison(true);
+            r.launch();
+            ex.synchronize();
+            if (dc.gradient_bytes() != first) {
+                rows.back().pass = false;
+                rows.back().reason = "a second run wrote other bytes: not deterministic";
+            }
+        }
+    }
     if (baselines && cuda::vendor::cudnn_sdpa_backward_support(dc.desc()).empty())
         rows.push_back(verify_one(c, dc, runner(Contender::cudnn, plan, dc, ex, true), ex, seed, threads));
     return rows;

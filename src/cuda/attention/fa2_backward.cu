@@ -25,6 +25,14 @@
 // registers and are written once). The fp32 adds from different CTAs land in
 // an order that varies from run to run, so dQ's last bits may too; dK and dV
 // are deterministic.
+//
+// The deterministic mode (Desc::deterministic) leaves dQ out of the main
+// kernel and computes it in a pass of its own, query-stationary as the
+// forward is: a CTA per 64 query rows walks the key tiles in order,
+// recomputes S = Q K^T and dP = dO V^T for its rows, and keeps
+// dQ += (P (dP - Dl)) K in registers; no two CTAs add into the same row, so
+// every bit is fixed by the inputs. The price is the recomputation of S and
+// dP: about 40 % more tensor work than the atomic mode.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -58,12 +66,28 @@ struct BwdParams {
     const __nv_bfloat16 *q, *k, *v, *dout;
     const float* lse;
     const float* dl;
-    float* dq_acc;  // [B S][H D] fp32
-    __nv_bfloat16 *dk, *dv;
+    float* dq_acc;  // [B S][H D] fp32 (the atomic mode)
+    __nv_bfloat16 *dq, *dk, *dv;
     std::int64_t ldq, ldk, ldv, ldo;
     int seq, heads;
     float scale, scale_log2;
     bool causal;
+};
+
+// Where one head of one sequence starts in each input.
+template <int D>
+struct HeadView {
+    std::int64_t token0;
+    const __nv_bfloat16 *q, *k, *v, *dout;
+    const float *lse, *dl;
+    __device__ HeadView(const BwdParams& p, int batch, int head)
+        : token0(static_cast<std::int64_t>(batch) * p.seq),
+          q(p.q + token0 * p.ldq + head * D),
+          k(p.k + token0 * p.ldk + head * D),
+          v(p.v + token0 * p.ldv + head * D),
+          dout(p.dout + token0 * p.ldo + head * D),
+          lse(p.lse + (static_cast<std::int64_t>(batch) * p.heads + head) * p.seq),
+          dl(p.dl + (static_cast<std::int64_t>(batch) * p.heads + head) * p.seq) {}
 };
 
 // ---- 1. Dl = rowsum(dO * O) ----------------------------------------------------
@@ -106,7 +130,7 @@ __global__ void dq_store_kernel(const float* __restrict__ acc, __nv_bfloat16* __
 
 // ---- 2. the main kernel ----------------------------------------------------------
 
-template <int D>
+template <int D, bool WithDq>
 __global__ void __launch_bounds__(kThreads) fa2_backward_kernel(const BwdParams p) {
     using B = Bwd<D>;
     constexpr int R = B::kRows;
@@ -124,13 +148,10 @@ __global__ void __launch_bounds__(kThreads) fa2_backward_kernel(const BwdParams 
     const int key0 = static_cast<int>(blockIdx.y) * kKeys;
     const int wkey0 = key0 + 16 * warp;  // this warp's keys
 
-    const std::int64_t token0 = static_cast<std::int64_t>(batch) * p.seq;
-    const __nv_bfloat16* qh = p.q + token0 * p.ldq + head * D;
-    const __nv_bfloat16* kh = p.k + token0 * p.ldk + head * D;
-    const __nv_bfloat16* vh = p.v + token0 * p.ldv + head * D;
-    const __nv_bfloat16* doh = p.dout + token0 * p.ldo + head * D;
-    const float* lse_h = p.lse + (static_cast<std::int64_t>(batch) * p.heads + head) * p.seq;
-    const float* dl_h = p.dl + (static_cast<std::int64_t>(batch) * p.heads + head) * p.seq;
+    const HeadView<D> hv(p, batch, head);
+    const std::int64_t token0 = hv.token0;
+    const __nv_bfloat16 *qh = hv.q, *kh = hv.k, *vh = hv.v, *doh = hv.dout;
+    const float *lse_h = hv.lse, *dl_h = hv.dl;
 
     // Causal: rows before this CTA's first key see none of its keys.
     const int first_tile = p.causal ? key0 / R : 0;
@@ -189,6 +210,7 @@ __global__ void __launch_bounds__(kThreads) fa2_backward_kernel(const BwdParams 
         warp_product_ab<R, D, D>(dv, pa, sdo, lane);
         warp_product_ab<R, D, D>(dk, dsa, sq, lane);
 
+        if constexpr (WithDq) {
         // dS^T to shared memory for dQ.
 #pragma unroll
         for (int nt = 0; nt < R / 8; ++nt)
@@ -228,6 +250,7 @@ __global__ void __launch_bounds__(kThreads) fa2_backward_kernel(const BwdParams 
                 }
             }
         }
+        }  // WithDq
         __syncthreads();  // dS^T, lse, Dl and this tile's buffers are refilled next
     }
 
@@ -247,6 +270,99 @@ __global__ void __launch_bounds__(kThreads) fa2_backward_kernel(const BwdParams 
     }
 }
 
+// ---- 4. the deterministic mode's dQ pass --------------------------------------------
+
+constexpr int kDqRows = 64;  // query rows per CTA: 16 per warp
+
+template <int D>
+constexpr int dq_smem_bytes() {
+    return (2 * kDqRows + 4 * kKeys) * D * 2;  // Q and dO, then K and V for two stages
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads) fa2_backward_dq_kernel(const BwdParams p) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    auto* sq = reinterpret_cast<__nv_bfloat16*>(smem);
+    __nv_bfloat16* sdo = sq + kDqRows * D;
+    __nv_bfloat16* sk = sdo + kDqRows * D;  // stage s at sk + s * kKeys * D
+    __nv_bfloat16* sv = sk + 2 * kKeys * D;
+
+    const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int head = static_cast<int>(blockIdx.x) % p.heads, batch = static_cast<int>(blockIdx.x) / p.heads;
+    const int row0 = static_cast<int>(blockIdx.y) * kDqRows;
+    const int warp_row0 = row0 + 16 * warp;
+    const int key_end = p.causal ? min(p.seq, row0 + kDqRows) : p.seq;  // keys any row of the CTA sees
+    const int key_tiles = (key_end + kKeys - 1) / kKeys;
+
+    const HeadView<D> hv(p, batch, head);
+    const std::int64_t token0 = hv.token0;
+    const __nv_bfloat16 *qh = hv.q, *kh = hv.k, *vh = hv.v, *doh = hv.dout;
+    const float *lse_h = hv.lse, *dl_h = hv.dl;
+
+    load_rows<D, kDqRows, kThreads>(sq, qh, p.ldq, row0, p.seq);
+    load_rows<D, kDqRows, kThreads>(sdo, doh, p.ldo, row0, p.seq);
+    load_rows<D, kKeys, kThreads>(sk, kh, p.ldk, 0, p.seq);
+    load_rows<D, kKeys, kThreads>(sv, vh, p.ldv, 0, p.seq);
+    cp_async_commit();
+
+    // This thread's two rows (g and g + 8 of the warp's 16): lse in the log2
+    // domain (+inf past S: P = 0 there) and Dl.
+    float lse_r[2], dl_r[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int row = warp_row0 + g + 8 * h;
+        lse_r[h] = row < p.seq ? lse_h[row] * kLog2e : INFINITY;
+        dl_r[h] = row < p.seq ? dl_h[row] : 0.0f;
+    }
+
+    float dq[D / 8][4] = {};
+    for (int j = 0; j < key_tiles; ++j) {
+        const int stage = j & 1;
+        kv_ring_step<D, kKeys, kThreads>(sk, sv, kh, p.ldk, vh, p.ldv, j, key_tiles, p.seq);
+        __syncthreads();
+        const __nv_bfloat16* kt = sk + stage * kKeys * D;
+        const __nv_bfloat16* vt = sv + stage * kKeys * D;
+        const int key0 = j * kKeys;
+
+        // S = Q K^T and dP = dO V^T: the warp's 16 rows x the tile's 64 keys.
+        float s[kKeys / 8][4] = {}, dp[kKeys / 8][4] = {};
+        warp_product_abt<D, kKeys, D>(s, sq, 16 * warp, kt, lane);
+        warp_product_abt<D, kKeys, D>(dp, sdo, 16 * warp, vt, lane);
+
+        // P and dS = P (dP - Dl), in place of dP; as the main kernel computes them.
+        const bool masked = key0 + kKeys > p.seq || (p.causal && key0 + kKeys - 1 > warp_row0);
+#pragma unroll
+        for (int nt = 0; nt < kKeys / 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int key = key0 + nt * 8 + 2 * t + (e & 1);
+                const int h = e >> 1;
+                float pv = fast_exp2(fmaf(s[nt][e], p.scale_log2, -lse_r[h]));
+                if (masked && (key >= p.seq || (p.causal && key > warp_row0 + g + 8 * h))) pv = 0.0f;
+                dp[nt][e] = pv * (dp[nt][e] - dl_r[h]);
+            }
+
+        // dQ += dS K: dS's accumulators as A fragments, K read as a keys x D tile.
+        std::uint32_t dsa[kKeys / 16][4];
+        accumulators_to_a<kKeys>(dp, dsa);
+        warp_product_ab<kKeys, D, D>(dq, dsa, kt, lane);
+        __syncthreads();  // every warp is done with this stage before it is refilled
+    }
+
+    // dQ = scale x the sum, rounded to bf16, for the warp's rows inside the sequence.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int row = warp_row0 + g + 8 * h;
+        if (row >= p.seq) continue;
+        __nv_bfloat16* dqr = p.dq + (token0 + row) * p.ldq + head * D;
+#pragma unroll
+        for (int nt = 0; nt < D / 8; ++nt)
+            *reinterpret_cast<std::uint32_t*>(dqr + nt * 8 + 2 * t) =
+                pack_bf16(dq[nt][2 * h] * p.scale, dq[nt][2 * h + 1] * p.scale);
+    }
+}
+
 template <int D>
 void launch(const rigel::attention::Desc& d, const rigel::attention::BackwardArgs& a, float* dq_acc, float* dl,
             cudaStream_t stream) {
@@ -255,10 +371,10 @@ void launch(const rigel::attention::Desc& d, const rigel::attention::BackwardArg
         static_cast<const __nv_bfloat16*>(a.o), static_cast<const __nv_bfloat16*>(a.dout), d.ldo,
         static_cast<int>(d.seq), static_cast<int>(d.heads), rows, dl);
     RIGEL_CUDA_CHECK_LAUNCH();
-    RIGEL_CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, static_cast<std::size_t>(rows * D) * sizeof(float), stream));
+    if (!d.deterministic)
+        RIGEL_CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, static_cast<std::size_t>(rows * D) * sizeof(float), stream));
 
     constexpr int bytes = Bwd<D>::kBytes;
-    allow_dynamic_smem<fa2_backward_kernel<D>>(bytes);
     const BwdParams p{.q = static_cast<const __nv_bfloat16*>(a.q),
                       .k = static_cast<const __nv_bfloat16*>(a.k),
                       .v = static_cast<const __nv_bfloat16*>(a.v),
@@ -266,6 +382,7 @@ void launch(const rigel::attention::Desc& d, const rigel::attention::BackwardArg
                       .lse = a.lse,
                       .dl = dl,
                       .dq_acc = dq_acc,
+                      .dq = static_cast<__nv_bfloat16*>(a.dq),
                       .dk = static_cast<__nv_bfloat16*>(a.dk),
                       .dv = static_cast<__nv_bfloat16*>(a.dv),
                       .ldq = d.ldq,
@@ -278,7 +395,20 @@ void launch(const rigel::attention::Desc& d, const rigel::attention::BackwardArg
                       .scale_log2 = d.scale * kLog2e,
                       .causal = d.causal};
     const dim3 grid(static_cast<unsigned>(d.batch * d.heads), static_cast<unsigned>((d.seq + kKeys - 1) / kKeys));
-    fa2_backward_kernel<D><<<grid, kThreads, bytes, stream>>>(p);
+    if (d.deterministic) {
+        allow_dynamic_smem<fa2_backward_kernel<D, false>>(bytes);
+        fa2_backward_kernel<D, false><<<grid, kThreads, bytes, stream>>>(p);
+        RIGEL_CUDA_CHECK_LAUNCH();
+        constexpr int dq_bytes = dq_smem_bytes<D>();
+        allow_dynamic_smem<fa2_backward_dq_kernel<D>>(dq_bytes);
+        const dim3 dq_grid(static_cast<unsigned>(d.batch * d.heads),
+                           static_cast<unsigned>((d.seq + kDqRows - 1) / kDqRows));
+        fa2_backward_dq_kernel<D><<<dq_grid, kThreads, dq_bytes, stream>>>(p);
+        RIGEL_CUDA_CHECK_LAUNCH();
+        return;
+    }
+    allow_dynamic_smem<fa2_backward_kernel<D, true>>(bytes);
+    fa2_backward_kernel<D, true><<<grid, kThreads, bytes, stream>>>(p);
     RIGEL_CUDA_CHECK_LAUNCH();
 
     const int width = static_cast<int>(d.heads * d.head_dim);

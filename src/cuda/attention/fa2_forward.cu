@@ -112,14 +112,7 @@ __global__ void __launch_bounds__(Shape<D>::kThreads) fa2_forward_kernel(const P
 
     for (int j = 0; j < key_tiles; ++j) {
         const int stage = j & 1;
-        if (j + 1 < key_tiles) {
-            load_rows<D, kKeys, Shape<D>::kThreads>(sk + (stage ^ 1) * kKeys * D, kh, p.ldk, (j + 1) * kKeys, p.seq);
-            load_rows<D, kKeys, Shape<D>::kThreads>(sv + (stage ^ 1) * kKeys * D, vh, p.ldv, (j + 1) * kKeys, p.seq);
-            cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
+        kv_ring_step<D, kKeys, Shape<D>::kThreads>(sk, sv, kh, p.ldk, vh, p.ldv, j, key_tiles, p.seq);
         __syncthreads();
         const __nv_bfloat16* kt = sk + stage * kKeys * D;
         const __nv_bfloat16* vt = sv + stage * kKeys * D;

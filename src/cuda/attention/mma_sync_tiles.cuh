@@ -83,6 +83,24 @@ __device__ __forceinline__ void load_rows(__nv_bfloat16* tile, const __nv_bfloat
     }
 }
 
+// Step j of a K/V ring of two stages (tiles Keys rows each, at sk and sv +
+// stage * Keys * D): the next tile's rows into the other stage, then a wait
+// for this one; the caller syncs the CTA before reading it.
+template <int D, int Keys, int Threads>
+__device__ __forceinline__ void kv_ring_step(__nv_bfloat16* sk, __nv_bfloat16* sv, const __nv_bfloat16* kh,
+                                             std::int64_t ldk, const __nv_bfloat16* vh, std::int64_t ldv, int j,
+                                             int tiles, int seq) {
+    const int stage = j & 1;
+    if (j + 1 < tiles) {
+        load_rows<D, Keys, Threads>(sk + (stage ^ 1) * Keys * D, kh, ldk, (j + 1) * Keys, seq);
+        load_rows<D, Keys, Threads>(sv + (stage ^ 1) * Keys * D, vh, ldv, (j + 1) * Keys, seq);
+        cp_async_commit();
+        cp_async_wait<1>();
+    } else {
+        cp_async_wait<0>();
+    }
+}
+
 // acc (16 x N) += A B^T for one warp: A is rows [a_row0, a_row0 + 16) of tile
 // `a`, B is rows [0, N) of tile `b`, both K long, both tiles W wide (rows as
 // stored: the "col" operand of mma is B's rows).
