@@ -5,6 +5,7 @@
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
+# [ncu_gemm]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -229,6 +230,22 @@ if has attention || has attention_quick; then
     timeout -s INT 400 $RIGEL attention bench --suite "$s" --out "$OUT" >> "$OUT/attention_bench.txt" \
       2>> "$OUT/attention_bench.err"
     summary+=("attention bench (suite $s): rc $?")
+  done
+fi
+
+# Nsight Compute on the GEMM library's kernel for GPT-2's K = 768 products
+# (fwd_qkv, bias; fwd_lm_head, none): where its warps stall, to tell an epilogue
+# that outlasts the other consumer's main loop from a main loop that starves.
+# --clock-control none leaves the clocks alone. Text reports only.
+if has ncu_gemm; then
+  for shape in "16384 2304 768 bias" "16384 50304 768 none"; do
+    read -r m n k epi <<< "$shape"
+    log "ncu gemm $m x $n x $k $epi"
+    timeout -s INT 240 ncu --clock-control none --set full -k regex:pingpong --launch-skip 2 --launch-count 1 \
+      --print-details all --page details \
+      $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout NT --epilogue "$epi" --warmup 0 --min-time 0.01 \
+      > "$OUT/ncu_gemm_${m}x${n}x${k}_${epi}.txt" 2>&1
+    summary+=("ncu gemm $m x $n x $k $epi: rc $?")
   done
 fi
 
