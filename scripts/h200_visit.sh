@@ -47,6 +47,9 @@ if ! { cmake -S . -B build/h200 -G "$gen" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUD
   exit 1
 fi
 summary+=("build: ok in $(( $(date +%s) - start )) s")
+# Each object's compile time (ninja's log: start and end in ms), the slowest first, for the build's critical path.
+[ -f build/h200/.ninja_log ] && awk 'NR > 1 { printf "%.1f %s\n", ($2 - $1) / 1000, $4 }' build/h200/.ninja_log |
+  sort -rn > "$OUT/build_times.txt"
 
 if has sass; then
   log "sass"
