@@ -211,45 +211,45 @@ __global__ void __launch_bounds__(kThreads) fa2_backward_kernel(const BwdParams 
         warp_product_ab<R, D, D>(dk, dsa, sq, lane);
 
         if constexpr (WithDq) {
-        // dS^T to shared memory for dQ.
+            // dS^T to shared memory for dQ.
 #pragma unroll
-        for (int nt = 0; nt < R / 8; ++nt)
+            for (int nt = 0; nt < R / 8; ++nt)
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
-                *reinterpret_cast<std::uint32_t*>(sds + swizzled<R>(16 * warp + g + 8 * h, nt * 8 + 2 * t)) =
-                    pack_bf16(dpt[nt][2 * h], dpt[nt][2 * h + 1]);
-        __syncthreads();
+                for (int h = 0; h < 2; ++h)
+                    *reinterpret_cast<std::uint32_t*>(sds + swizzled<R>(16 * warp + g + 8 * h, nt * 8 + 2 * t)) =
+                        pack_bf16(dpt[nt][2 * h], dpt[nt][2 * h + 1]);
+            __syncthreads();
 
-        // dQ_tile = dS K: warp tile 16 rows x 64 columns; dS read transposed from dS^T.
-        {
-            const int r0 = 16 * (warp % B::kDqRowTiles), c0 = 64 * (warp / B::kDqRowTiles);
-            float dq[8][4] = {};
+            // dQ_tile = dS K: warp tile 16 rows x 64 columns; dS read transposed from dS^T.
+            {
+                const int r0 = 16 * (warp % B::kDqRowTiles), c0 = 64 * (warp / B::kDqRowTiles);
+                float dq[8][4] = {};
 #pragma unroll
-            for (int kk = 0; kk < kKeys / 16; ++kk) {
-                std::uint32_t a[4];
-                ldmatrix_x4_trans(a, smem_addr(sds + swizzled<R>(kk * 16 + (lane & 7) + ((lane >> 4) & 1) * 8,
-                                                                 r0 + ((lane >> 3) & 1) * 8)));
+                for (int kk = 0; kk < kKeys / 16; ++kk) {
+                    std::uint32_t a[4];
+                    ldmatrix_x4_trans(a, smem_addr(sds + swizzled<R>(kk * 16 + (lane & 7) + ((lane >> 4) & 1) * 8,
+                                                                     r0 + ((lane >> 3) & 1) * 8)));
 #pragma unroll
-                for (int dp = 0; dp < 4; ++dp) {
-                    std::uint32_t b[4];
-                    ldmatrix_x4_trans(b, smem_addr(sk + swizzled<D>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
-                                                                    c0 + dp * 16 + (lane >> 4) * 8)));
-                    mma_bf16(dq[2 * dp], a, b[0], b[1]);
-                    mma_bf16(dq[2 * dp + 1], a, b[2], b[3]);
+                    for (int dp = 0; dp < 4; ++dp) {
+                        std::uint32_t b[4];
+                        ldmatrix_x4_trans(b, smem_addr(sk + swizzled<D>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
+                                                                        c0 + dp * 16 + (lane >> 4) * 8)));
+                        mma_bf16(dq[2 * dp], a, b[0], b[1]);
+                        mma_bf16(dq[2 * dp + 1], a, b[2], b[3]);
+                    }
+                }
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int row = row0 + r0 + g + 8 * h;
+                    if (row >= p.seq) continue;
+                    float* acc = p.dq_acc + ((token0 + row) * p.heads + head) * D + c0;
+#pragma unroll
+                    for (int nt = 0; nt < 8; ++nt) {
+                        atomicAdd(acc + nt * 8 + 2 * t, dq[nt][2 * h]);
+                        atomicAdd(acc + nt * 8 + 2 * t + 1, dq[nt][2 * h + 1]);
+                    }
                 }
             }
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = row0 + r0 + g + 8 * h;
-                if (row >= p.seq) continue;
-                float* acc = p.dq_acc + ((token0 + row) * p.heads + head) * D + c0;
-#pragma unroll
-                for (int nt = 0; nt < 8; ++nt) {
-                    atomicAdd(acc + nt * 8 + 2 * t, dq[nt][2 * h]);
-                    atomicAdd(acc + nt * 8 + 2 * t + 1, dq[nt][2 * h + 1]);
-                }
-            }
-        }
         }  // WithDq
         __syncthreads();  // dS^T, lse, Dl and this tile's buffers are refilled next
     }
