@@ -255,12 +255,14 @@ fi
 # rigel emulate against the GEMM library, bit for bit: ten problems of about
 # 1024^3 (odd shapes among them, some split by the dispatcher) per 16-bit path.
 if has emulate; then
-  shapes="1024x1024x1024,1000x1030x1100,1023x977x1031,512x512x4096,257x1100x1024,1024x1024x2048,999x1001x1003,640x1408x1152,1100x900x960,128x1024x8192"
-  for path in wgmma_bf16 wgmma_f16; do
-    log "emulate $path against the library"
-    timeout -s INT 300 $RIGEL emulate --path "$path" --shapes "$shapes" --against library --out "$OUT" \
+  # K a multiple of 8: TMA's rows of 16 bytes (the library and the wgmma rungs refuse others).
+  shapes="1024x1024x1024,1000x1030x1104,1023x977x1032,512x512x4096,257x1100x1024,1024x1024x2048,999x1001x1000,640x1408x1152,1100x900x960,128x1024x8192"
+  for pair in "wgmma_bf16 library" "wgmma_f16 library" "wgmma_bf16 k32_wgmma_persistent" "mma_sync_bf16 k21_mma_sync"; do
+    read -r path against <<< "$pair"
+    log "emulate $path against $against"
+    timeout -s INT 300 $RIGEL emulate --path "$path" --shapes "$shapes" --against "$against" --out "$OUT/emulate_$against" \
       >> "$OUT/emulate.txt" 2>&1
-    summary+=("emulate $path (10 problems): rc $?")
+    summary+=("emulate $path against $against (10 problems): rc $?")
   done
 fi
 

@@ -1,11 +1,12 @@
 // `rigel emulate`: a GEMM computed on the CPU exactly as a GPU path computes it
-// (src/probes/numerics/emulate.hpp), and, with --against library on the H200,
-// set bit for bit beside what rigel's GEMM library returns for the same bytes.
-//   rigel emulate --path wgmma_bf16 --m 1000 --n 1030 --k 1100 [--splits S] [--against library] [--out DIR]
+// (src/probes/numerics/emulate.hpp), and, with --against on the H200, set bit
+// for bit beside what rigel's GEMM library (library) or one of the ladder's
+// rungs (k21_mma_sync, k32_wgmma_persistent, ...) returns for the same bytes.
+//   rigel emulate --path wgmma_bf16 --m 1000 --n 1030 --k 1104 [--splits S] [--against library|RUNG] [--out DIR]
 // Inputs are drawn as the ladder draws them (--recipe, --seed), quantized to
 // the path's type; the library computes D = A B^T in fp32 (A M x K row-major,
 // B N x K: layout NT), and the emulation follows the split of K the library's
-// dispatcher chose for the shape.
+// dispatcher chose for the shape; a rung chains all of K.
 #include <CLI/CLI.hpp>
 
 #include <charconv>
@@ -22,6 +23,7 @@
 #include "cli/device_runs.hpp"
 #include "core/recipe.hpp"
 #include "harness/executor.hpp"
+#include "ladder/rung.hpp"
 #include "probes/numerics/emulate.hpp"
 #include "rigel/gemm.hpp"
 
@@ -29,7 +31,7 @@ namespace rigel::cli {
 namespace {
 
 struct EmulateArgs {
-    std::string path = "wgmma_bf16", m = "1000", n = "1030", k = "1100", splits = "1", recipe = "normal",
+    std::string path = "wgmma_bf16", m = "1000", n = "1030", k = "1104", splits = "1", recipe = "normal",
                 against = "none", shapes;
     CommonArgs common;
 };
@@ -90,10 +92,25 @@ struct Outcome {
     std::string first, checksum;
 };
 
+// The rung `id` of the CUDA ladder, if it takes the path's type with B
+// stored N x K (as the emulation reads it); else std::invalid_argument.
+const Rung& rung_for(const std::string& id, const emulate::Path& path) {
+    for (const Rung& r : cuda_rungs()) {
+        if (r.id != id) continue;
+        if (r.b_layout != BLayout::n_by_k || (r.dtypes & dtype_bit(path.type)) == 0)
+            throw std::invalid_argument("--against " + id + " does not take " + std::string(path.name) +
+                                        "'s operands with B stored N x K");
+        return r;
+    }
+    throw std::invalid_argument("--against '" + id + "' is not none, library or a CUDA rung of this build (rigel "
+                                "ladder --list)");
+}
+
 // One problem: fresh inputs, the emulation, and with `ex` (a device) the
-// library's D beside it (the library's split of K then the emulation's too).
+// library's D (against == "library": its split of K then the emulation's
+// too) or a ladder rung's (K not split) beside it.
 Outcome emulate_one(const emulate::Path& p, const Problem& pr, int splits, Recipe recipe, std::uint64_t seed,
-                    int threads, Executor* ex) {
+                    int threads, Executor* ex, const std::string& against) {
     const emulate::Path* path = &p;
     const int m = pr.m, n = pr.n, k = pr.k;
     const bool compare = ex != nullptr;
@@ -103,7 +120,25 @@ Outcome emulate_one(const emulate::Path& p, const Problem& pr, int splits, Recip
                                    KAxis::cols);
 
     std::vector<float> device;
-    if (compare) {
+    if (compare && against != "library") {
+        const Rung& rung = rung_for(against, *path);
+        DeviceBuffer da(*ex, A.bytes.size()), db(*ex, B.bytes.size()),
+            dc(*ex, static_cast<std::size_t>(m) * n * sizeof(float));
+        ex->upload(da.get(), A.bytes.data(), A.bytes.size());
+        ex->upload(db.get(), B.bytes.data(), B.bytes.size());
+        ex->poison(dc.get(), dc.size());
+        const GemmProblem gp{.type = path->type, .m = m, .n = n, .k = k, .a = da.get(), .b = db.get(), .c = dc.get(),
+                             .stream = ex->stream()};
+        if (rung.check)
+            if (const std::string why = rung.check(gp); !why.empty())
+                throw std::invalid_argument(std::string(rung.id) + " refuses " + std::to_string(m) + " x " +
+                                            std::to_string(n) + " x " + std::to_string(k) + ": " + why);
+        rung.run(gp);
+        ex->synchronize();
+        splits = 1;
+        device.resize(static_cast<std::size_t>(m) * n);
+        ex->download(device.data(), dc.get(), dc.size());
+    } else if (compare) {
         const gemm::Desc desc{.m = m, .n = n, .k = k, .a_type = library_type(path->type),
                               .b_type = library_type(path->type), .a_op = gemm::Op::n, .b_op = gemm::Op::t,
                               .d_type = gemm::Type::f32};
@@ -152,12 +187,11 @@ int run_emulate(const EmulateArgs& a, const CLI::App& cmd) {
     const int splits = parse_dim("--splits", a.splits);
     const auto recipe = parse_recipe(a.recipe);
     if (!recipe) throw std::invalid_argument("--recipe '" + a.recipe + "' is not a recipe");
-    if (a.against != "none" && a.against != "library")
-        throw std::invalid_argument("--against '" + a.against + "' is not none or library");
+    if (a.against != "none" && a.against != "library") rung_for(a.against, *path);  // refused before anything runs
     const std::uint64_t seed = parse_seed("--seed", a.common.seed);
     const int threads = static_cast<int>(parse_seed("--threads", a.common.threads));
     const bool compare = a.against == "library";
-    std::unique_ptr<Executor> ex = compare ? sm90_device("rigel emulate --against library") : make_host_executor();
+    std::unique_ptr<Executor> ex = compare ? sm90_device("rigel emulate --against " + a.against) : make_host_executor();
 
     RunFiles files(a.common.out, header(), "emulate", "emulate_" + std::string(path->name), std::string(path->name),
                    seed, *ex);
@@ -166,11 +200,12 @@ int run_emulate(const EmulateArgs& a, const CLI::App& cmd) {
     for (std::size_t i = 0; i < problems.size(); ++i) {
         const Problem& pr = problems[i];
         const std::uint64_t problem_seed = seed + i;  // fresh inputs per problem
-        const Outcome o = emulate_one(*path, pr, splits, *recipe, problem_seed, threads, compare ? ex.get() : nullptr);
+        const Outcome o =
+            emulate_one(*path, pr, splits, *recipe, problem_seed, threads, compare ? ex.get() : nullptr, a.against);
         const std::string shape = std::to_string(pr.m) + " x " + std::to_string(pr.n) + " x " + std::to_string(pr.k);
         say(std::string(path->name) + " " + shape + ", K split " + std::to_string(o.splits) + " way(s): " +
-            (compare ? std::to_string(o.identical) + "/" + std::to_string(o.elements) + " bit-identical to the "
-                                                                                        "library's"
+            (compare ? std::to_string(o.identical) + "/" + std::to_string(o.elements) + " bit-identical to " +
+                           (a.against == "library" ? std::string("the library's") : a.against + "'s")
                      : "D's checksum " + o.checksum) +
             (o.first.empty() ? "" : "; first difference " + o.first));
         all_identical = all_identical && o.identical == o.elements;
@@ -204,8 +239,10 @@ std::vector<SubcommandHook> add_emulate_commands(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--recipe", ea.recipe, "the inputs' distribution (uniform, normal, small_int, hostile)")
         ->capture_default_str();
-    cmd->add_option("--against", ea.against, "none, or library: run the GEMM library on the device (fp32 D, layout "
-                                              "NT) and compare bit for bit (exit 1 on any difference)")
+    cmd->add_option("--against", ea.against, "none; library (the GEMM library, fp32 D, layout NT); or a CUDA rung "
+                                              "of the ladder taking B as N x K (k21_mma_sync, k32_wgmma_persistent, "
+                                              "...): run it on the device and compare bit for bit (exit 1 on any "
+                                              "difference)")
         ->capture_default_str();
     add_common_options(cmd, ea.common, false);
     return {{cmd, [cmd] { return run_emulate(ea, *cmd); }}};
