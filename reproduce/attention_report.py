@@ -62,7 +62,7 @@ def newest_rows(bench_files):
     for f in sorted(bench_files, key=findings.run_age):
         t = f.table
         for i in range(len(t.rows)):
-            row = {c: t.cell(i, c) for c in BENCH_COLUMNS + ("sm_clock_mhz", "power_w")}
+            row = {c: t.cell(i, c) for c in BENCH_COLUMNS + ("sm_clock_mhz", "power_w", "candidate_ms", "baseline_ms")}
             row["direction"] = direction(t, i)
             out[(row["suite"], row["case"], row["direction"], row["baseline"])] = (row, f)
     return out
@@ -179,3 +179,78 @@ def blocks(folder):
     return {"attention-verify": verify_block(verify),
             "attention-targets": targets_block(bench),
             "attention-results": results_block(bench)}
+
+
+# The decomposed rung's traffic per score (src/cuda/attention/decomposed.cu):
+# the fp32 scores written by the first GEMM and read by the softmax, P written
+# in bf16 by the softmax and read by the second GEMM; the whole S x S square
+# per head, causal or not (the mask is applied in the softmax).
+DECOMPOSED_BYTES_PER_SCORE = 4 + 4 + 2 + 2
+
+
+def finding_section(bench_files, bandwidth, l2_bytes):
+    """FINDINGS.md's section on RIGEL's attention finding: the fused forward
+    (fa3) against the decomposed rung, case by case from the newest runs that
+    paired them, beside the S x S round trip's bytes over the bandwidth probe's
+    device-to-device copy rate. `bandwidth` is (TB/s, path, probes file) or
+    None; `l2_bytes` the L2's size or None. Empty without such a run."""
+    rows = newest_rows(bench_files)
+    pairs = sorted(((k, v) for k, v in rows.items() if k[3] == "rigel_decomposed" and k[2] == "forward"),
+                   key=lambda kv: (int(kv[1][0]["head_dim"]), int(kv[1][0]["seq"]), kv[1][0]["causal"], kv[0][1]))
+    if not pairs:
+        return ""
+    lines = ["## Fused attention against the decomposed path (RIGEL's attention finding)", "",
+             "The RIGEL study found fused attention 3.6-5x *slower* than the decomposed path on its hardware, "
+             "which has no matrix unit and a cheap S x S round trip. On the H200 rigel's fused forward pass (fa3) "
+             "runs against its decomposed rung (per head: rigel's GEMM for Q K^T into fp32 scores, a row "
+             "softmax writing P in bf16, rigel's GEMM for P V), the two timed in alternating pairs in one run. "
+             f"The decomposed pass moves {DECOMPOSED_BYTES_PER_SCORE} bytes per score through memory (fp32 scores "
+             "written and read, P written and read, the whole square even when causal); the last columns set "
+             "that round trip's time at the probe's bandwidth beside the fused pass's whole time.", ""]
+    if bandwidth is None:
+        lines.append("No bandwidth probe is committed, so the traffic's time is not given.")
+        lines.append("")
+    else:
+        lines.append(f"Bandwidth: {bandwidth[0]:.2f} TB/s, the bandwidth probe's {findings.md_cell(bandwidth[1])} "
+                     f"({findings.md_cell(bandwidth[2].name)}).")
+        lines.append("")
+    lines += ["| case | fused (fa3) ms | decomposed ms | fused / decomposed [p10, p90] | S x S bytes per head | "
+              "a head's scratch in the L2 | round trip at the probe's bandwidth, ms | that / fused time | source |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    ratios, in_l2_cases, dram_cases, dram_over_fused = [], [], [], []
+    for (suite, case, _, _), (row, f) in pairs:
+        b, h, s = int(row["batch"]), int(row["heads"]), int(row["seq"])
+        per_head = DECOMPOSED_BYTES_PER_SCORE * s * s
+        traffic_ms = (b * h * per_head / (bandwidth[0] * 1e12) * 1e3) if bandwidth else math.nan
+        fused_ms, dec_ms = number(row.get("candidate_ms", "")), number(row.get("baseline_ms", ""))
+        scratch = 6 * s * s  # one head's fp32 scores and bf16 P, the buffer reused head after head
+        in_l2 = None if not l2_bytes else scratch <= l2_bytes
+        ratios.append(number(row["ratio_median"]))
+        if in_l2:
+            in_l2_cases.append(case)
+        else:
+            dram_cases.append(case + (f" ({traffic_ms / fused_ms:.1f}x)" if not math.isnan(traffic_ms) else ""))
+            dram_over_fused.append(traffic_ms / fused_ms)
+        lines.append(f"| {findings.md_cell(case)} ({shape(row)}) | {fused_ms:.3f} | {dec_ms:.3f} | "
+                     f"{ratio_text(row)} | {per_head / 1e6:.1f} MB | "
+                     f"{'unknown' if in_l2 is None else ('yes' if in_l2 else 'no')} ({scratch / 2**20:.0f} MiB) | "
+                     f"{'-' if math.isnan(traffic_ms) else f'{traffic_ms:.3f}'} | "
+                     f"{'-' if math.isnan(traffic_ms) else f'{traffic_ms / fused_ms:.1f}x'} | {source(f)} |")
+    l2_text = f"the {l2_bytes / 2**20:.0f} MiB L2" if l2_bytes else "the L2"
+    finite = [r for r in ratios if not math.isnan(r)]
+    summary = (f"The fused pass is {min(finite):.1f}x to {max(finite):.1f}x faster than the decomposed one over the "
+               f"{len(finite)} measured cases: the opposite direction to the study's, as a matrix unit predicts."
+               if finite else "No ratio was measured.")
+    lines += ["", summary]
+    if dram_cases:
+        verdict = ("the round trip alone takes longer than the whole fused pass"
+                   if all(x > 1 for x in dram_over_fused) else "the round trip's time, over the fused pass's")
+        lines.append(f"Where a head's scratch exceeds {l2_text} ({', '.join(dram_cases)}: the round trip over "
+                     f"the fused time), {verdict}.")
+    if in_l2_cases:
+        lines.append(f"Where it fits ({', '.join(in_l2_cases)}), the square can stay in the L2, so the bandwidth "
+                     "model overstates the traffic's cost there; what the decomposed pass spends instead (its 3 B H "
+                     "launches, its small per-head GEMMs) is not measured apart.")
+    lines.append("Not measured yet: the sweep S = 512 ... 16384 of the issue's suite (`rigel attention bench --suite "
+                 "sdpa` pairs every case with the decomposed rung).")
+    return "\n".join(lines) + "\n"

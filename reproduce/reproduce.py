@@ -370,6 +370,12 @@ def main():
     try:
         fin = findings.load_results(FINDINGS_RESULTS)
         findings_md = findings.render_findings(fin)
+        attention_bench, _ = attention_report.load(RESULTS / "h200")
+        bench_for_l2 = max(attention_bench, key=findings.run_age) if attention_bench else None
+        attention_section = attention_report.finding_section(
+            attention_bench, gemm_report.copy_bandwidth(fin.probes), gemm_report.l2_bytes(bench_for_l2, fin.probes))
+        if attention_section:
+            findings_md = findings_md.rstrip("\n") + "\n\n" + attention_section
         gates_section = gates_report.findings_section(RESULTS / "toolchain", RESULTS / "h200")
         if gates_section:
             findings_md = findings_md.rstrip("\n") + "\n\n" + gates_section

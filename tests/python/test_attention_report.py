@@ -86,3 +86,37 @@ class AttentionReport(TempDirTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class AttentionFinding(TempDirTest):
+    """RIGEL's attention finding: the fused / decomposed ratios, each case's S x S
+    round trip at the probe's bandwidth over the fused time, and whether a
+    head's scratch fits the L2; nothing without a paired run."""
+
+    def test_nothing_without_a_decomposed_pair(self):
+        self.write("2026-12-01_aaaaaaa_targets_attention.csv",
+                   to_csv(BENCH_HEADER, [bench("20261201T100000Z-a", "s4096_d128", "forward", "cudnn", 0.95)]))
+        bench_files, _ = attention_report.load(self.dir)
+        self.assertEqual(attention_report.finding_section(bench_files, (4.0, "copy", None), 60 * 2**20), "")
+
+    def test_ratios_round_trip_and_l2(self):
+        r = "20261201T100000Z-a"
+        small = bench(r, "s1024", "forward", "rigel_decomposed", 50.0)
+        small[BENCH_HEADER.index("seq")] = "1024"
+        big = bench(r, "s4096_d128", "forward", "rigel_decomposed", 9.0)
+        big[BENCH_HEADER.index("candidate_ms")] = "1.0"
+        self.write("2026-12-01_aaaaaaa_targets_attention.csv", to_csv(BENCH_HEADER, [small, big]))
+        bench_files, _ = attention_report.load(self.dir)
+
+        class Probe:
+            name = "2026-12-01_aaaaaaa_probes.csv"
+
+        text = attention_report.finding_section(bench_files, (4.0, "cudaMemcpyAsync device to device", Probe()),
+                                                60 * 2**20)
+        self.assertIn("Bandwidth: 4.00 TB/s", text)
+        # 4 x 16 heads of 12 x 4096^2 bytes at 4 TB/s: 3.221 ms, 3.2x the fused 1 ms; 96 MiB of scratch > 60 MiB.
+        self.assertIn("| no (96 MiB) | 3.221 | 3.2x |", text)
+        self.assertIn("| yes (6 MiB) |", text)
+        self.assertIn("The fused pass is 9.0x to 50.0x faster than the decomposed one over the 2 measured cases", text)
+        self.assertIn("the round trip alone takes longer than the whole fused pass", text)
+        self.assertIn("Where it fits (s1024)", text)
