@@ -20,6 +20,7 @@ import findings
 LOG_NAME = re.compile(r"_train_(?P<model>[a-z0-9]+)_(?P<backend>[a-z0-9]+(?:-[a-z0-9]+)*)\.csv$")
 RIGEL_BACKEND = "cuda"  # the backend PyTorch's runs are set beside
 TORCH_PREFIX = "torch-"  # scripts/gpt2_torch.py's backends: torch-eager, torch-compile
+VENDOR_BACKEND = "cuda-vendor"  # rigel's loop on cuBLASLt and cuDNN, for comparison (rigel train run --backend)
 COLUMNS = ("run_id", "step", "loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "elapsed_s")
 OPTIONAL = ("peak_memory_gb",)  # NaN where a log lacks it (the host reference's)
 
@@ -108,7 +109,7 @@ def comparisons(runs):
     no commit (or "unknown") cannot be placed in a call and is left out."""
     groups = {}
     for run in runs.values():
-        if run.backend != RIGEL_BACKEND and not run.backend.startswith(TORCH_PREFIX):
+        if run.backend not in (RIGEL_BACKEND, VENDOR_BACKEND) and not run.backend.startswith(TORCH_PREFIX):
             continue
         for rf in run.history:  # in run order, so a later file's step wins
             commit = rf.side("git_commit")
@@ -119,7 +120,7 @@ def comparisons(runs):
             part.files.append(rf)
             part.steps.update(file_steps(rf))
     found = [c for c in groups.values()
-             if RIGEL_BACKEND in c.runs and any(b.startswith(TORCH_PREFIX) for b in c.runs)]
+             if RIGEL_BACKEND in c.runs and any(b.startswith(TORCH_PREFIX) or b == VENDOR_BACKEND for b in c.runs)]
     return sorted(found, key=lambda c: findings.run_age(c.runs[RIGEL_BACKEND].files[0]))  # the oldest first
 
 
@@ -224,26 +225,69 @@ PROFILE_NAME = re.compile(r"_profile_(?P<model>[a-z0-9]+)_(?P<backend>[a-z0-9-]+
 PROFILE_COLUMNS = ("phase", "kind", "calls", "ms_per_step", "share", "tflops", "steps")
 
 
+def profile_files(folder):
+    """[(file, model, backend)] of every committed step profile, each checked for its columns."""
+    out = []
+    if os.path.isdir(folder):
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            m = PROFILE_NAME.search(entry.name)
+            if not entry.is_file() or not m:
+                continue
+            rf = findings.read_result_file(entry.path)
+            for col in PROFILE_COLUMNS:
+                if not rf.table.has(col):
+                    raise findings.FindingsError(f"{findings.shown_path(entry.path)}: not a step profile "
+                                                 f"(no column '{col}')")
+            out.append((rf, m.group("model"), m.group("backend")))
+    return out
+
+
+def phase_times(rf):
+    """{phase: (row index, ms per step)} of one profile."""
+    t = rf.table
+    return {t.cell(i, "phase"): (i, findings.typed(t, i, "ms_per_step")) for i in range(len(t.rows))}
+
+
 def profile_block(folder):
-    """The newest `rigel train run --profile` table (results/h200/*_profile_<model>_<backend>.csv):
-    where the device's time goes in one step, the slowest phase first."""
-    newest = findings.newest_result_file(folder, PROFILE_NAME, PROFILE_COLUMNS, "a step profile")
-    if newest is None:
-        return ("No committed step profile yet (`results/h200/*_profile_<model>_<backend>.csv`, written by "
+    """The newest `rigel train run --profile` table of rigel's kernels
+    (results/h200/*_profile_<model>_cuda.csv): where the device's time goes in
+    one step, the slowest phase first; beside it, where a profile of the same
+    commit ran with cuBLASLt and cuDNN in their place (cuda-vendor), their times
+    per phase."""
+    files = profile_files(folder)
+    mine = [f for f in files if f[2] == RIGEL_BACKEND]
+    if not mine:
+        return ("No committed step profile yet (`results/h200/*_profile_<model>_cuda.csv`, written by "
                 "`rigel train run --profile --out`).")
+    newest, model, _ = max(mine, key=lambda f: findings.run_age(f[0]))
+    commit = newest.side("git_commit")
+    vendors = [f for f in files if f[2] == VENDOR_BACKEND and f[1] == model and f[0].side("git_commit") == commit]
+    vendor = max(vendors, key=lambda f: findings.run_age(f[0]))[0] if vendors else None
     t = newest.table
     order = sorted(range(len(t.rows)), key=lambda i: -findings.typed(t, i, "ms_per_step"))
     total = sum(findings.typed(t, i, "ms_per_step") for i in order)
     steps = findings.parse_int(t.cell(order[0], "steps")) if order else 0
-    lines = [f"From {findings.md_cell(newest.name)} (commit {findings.md_cell(newest.side('git_commit')[:7])}, "
-             f"{findings.md_cell(newest.env('gpu_name'))}): device time per step, averaged over {steps} steps, "
-             f"{total:.1f} ms in all; each GEMM named as in `rigel gemm bench --suite gpt2`.",
-             "",
-             "| phase | kind | calls per step | ms per step | share | Tflop/s |",
-             "|---|---|---|---|---|---|"]
+    head = (f"From {findings.md_cell(newest.name)} (commit {findings.md_cell(commit[:7])}, "
+            f"{findings.md_cell(newest.env('gpu_name'))}): device time per step, averaged over {steps} steps, "
+            f"{total:.1f} ms in all; each GEMM named as in `rigel gemm bench --suite gpt2`.")
+    if vendor is None:
+        lines = [head, "", "| phase | kind | calls per step | ms per step | share | Tflop/s |",
+                 "|---|---|---|---|---|---|"]
+    else:
+        v_times = phase_times(vendor)
+        v_total = sum(ms for _, ms in v_times.values())
+        lines = [head + f" Beside it, {findings.md_cell(vendor.name)}: the same loop with cuBLASLt's matmuls and "
+                 f"cuDNN's attention (`--backend cuda-vendor`), {v_total:.1f} ms in all; rigel's own kernels (the "
+                 "other phases) run in both.", "",
+                 "| phase | kind | calls per step | ms per step | share | Tflop/s | cuda-vendor ms | rigel / vendor |",
+                 "|---|---|---|---|---|---|---|---|"]
     for i in order:
         rate = findings.typed(t, i, "tflops")
-        lines.append(f"| {findings.md_cell(t.cell(i, 'phase'))} | {t.cell(i, 'kind')} | {t.cell(i, 'calls')} | "
-                     f"{findings.typed(t, i, 'ms_per_step'):.3f} | {100 * findings.typed(t, i, 'share'):.1f} % | "
-                     f"{'-' if math.isnan(rate) else f'{rate:.0f}'} |")
+        ms = findings.typed(t, i, "ms_per_step")
+        line = (f"| {findings.md_cell(t.cell(i, 'phase'))} | {t.cell(i, 'kind')} | {t.cell(i, 'calls')} | "
+                f"{ms:.3f} | {100 * findings.typed(t, i, 'share'):.1f} % | {'-' if math.isnan(rate) else f'{rate:.0f}'} |")
+        if vendor is not None:
+            vm = v_times.get(t.cell(i, "phase"), (None, math.nan))[1]
+            line += f" {'-' if math.isnan(vm) else f'{vm:.3f}'} | {'-' if math.isnan(vm) or vm <= 0 else f'{ms / vm:.2f}x'} |"
+        lines.append(line)
     return "\n".join(lines)

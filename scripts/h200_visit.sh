@@ -305,6 +305,18 @@ if has train_compare; then
     --steps 8 --warmup 10 --lr 6e-4 --profile --out "$OUT/profile" > "$OUT/train_rigel_profile.txt" 2>&1
   summary+=("train rigel profile: rc $?")
   mv "$OUT"/profile/*_profile_gpt2_cuda.* "$OUT"/ 2>/dev/null; rm -rf "$OUT/profile"
+  # The same loop with cuBLASLt's matmuls and cuDNN's attention (for
+  # comparison only): its timed run from the same weights, then its profile.
+  log "train compare: rigel's loop on cuBLASLt and cuDNN"
+  cp "$OUT/init.ckpt" "$OUT/vendor.ckpt"
+  timeout -s INT 200 $RIGEL train run --model gpt2 --backend cuda-vendor --data "$data/train.bin" --val "$data/val.bin" \
+    --checkpoint "$OUT/vendor.ckpt" --resume "${common[@]}" --out "$OUT" > "$OUT/train_vendor.txt" 2>&1
+  summary+=("train cuda-vendor: rc $?")
+  mkdir -p "$OUT/profile"
+  timeout -s INT 200 $RIGEL train run --model gpt2 --backend cuda-vendor --data "$data/train.bin" --batch 16 \
+    --seq 1024 --steps 8 --warmup 10 --lr 6e-4 --profile --out "$OUT/profile" > "$OUT/train_vendor_profile.txt" 2>&1
+  summary+=("train cuda-vendor profile: rc $?")
+  mv "$OUT"/profile/*_profile_gpt2_cuda-vendor.* "$OUT"/ 2>/dev/null; rm -rf "$OUT/profile" "$OUT/vendor.ckpt"
   for mode in eager compile; do
     log "train compare: torch $mode"
     flag=(); [ "$mode" = compile ] && flag=(--compile)
@@ -329,7 +341,7 @@ for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/gemm_compare.txt" ] && tail -40 "$OUT/gemm_compare.txt"
 [ -f "$OUT/gemm_bench.txt" ] && tail -50 "$OUT/gemm_bench.txt"
 [ -f "$OUT/train_check.txt" ] && cat "$OUT/train_check.txt"
-for f in train_rigel train_torch_eager train_torch_compile; do [ -f "$OUT/$f.txt" ] && tail -4 "$OUT/$f.txt"; done
+for f in train_rigel train_vendor train_torch_eager train_torch_compile; do [ -f "$OUT/$f.txt" ] && tail -4 "$OUT/$f.txt"; done
 [ -f "$OUT/train_rigel_profile.txt" ] && grep -A40 '^phase' "$OUT/train_rigel_profile.txt"
 [ -f "$OUT/attention_verify.txt" ] && grep -c " pass " "$OUT/attention_verify.txt" && grep " FAIL " "$OUT/attention_verify.txt" | head -20
 [ -f "$OUT/attention_bench.txt" ] && grep -E "^(sdpa|gpt2|targets) " "$OUT/attention_bench.txt" | tail -60

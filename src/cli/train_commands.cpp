@@ -130,8 +130,9 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     check_out_option(cmd, a.out);
     train::TrainOptions o;
     o.model = model_named(a.model).config;
-    if (a.backend != "reference" && a.backend != "cuda")
-        throw std::invalid_argument("--backend '" + a.backend + "' is not reference or cuda");
+    if (a.backend != "reference" && a.backend != "cuda" && a.backend != "cuda-vendor")
+        throw std::invalid_argument("--backend '" + a.backend + "' is not reference, cuda or cuda-vendor");
+    const bool on_device = a.backend != "reference";
     if (a.data.empty()) throw std::invalid_argument("--data is required: a token file (scripts/prepare_data.py)");
     o.train_file = a.data;
     o.val_file = a.val;
@@ -156,10 +157,10 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     if (const std::string why = train::check(o); !why.empty()) throw std::invalid_argument(why);
 
     std::unique_ptr<Executor> ex =
-        a.backend == "cuda" ? sm90_device("rigel's training") : make_host_executor();
+        on_device ? sm90_device("rigel's training") : make_host_executor();
     install_stop_handlers();
     RunFiles files(a.out, log_header(), "train_log", "train_" + a.model + "_" + a.backend, a.model, o.seed, *ex);
-    auto backend = a.backend == "cuda" ? train::make_cuda_backend(o.model, o.batch, o.seq)
+    auto backend = on_device ? train::make_cuda_backend(o.model, o.batch, o.seq, a.backend == "cuda-vendor")
                                        : train::make_reference_backend(o.model);
     std::vector<std::vector<std::string>> cells;
     train::train(o, *backend, [&](const train::StepLog& l) {
@@ -258,7 +259,8 @@ std::vector<SubcommandHook> add_train_commands(CLI::App& app) {
     run->add_option("--val", ra.val, "validation tokens (same format)");
     run->add_option("--model", ra.model, "tiny (2 layers, 64 channels) or gpt2 (124M)")->capture_default_str();
     run->add_option("--backend", ra.backend, "reference (float64 on the host) or cuda (rigel's kernels, checked "
-                                             "against the reference by `rigel train check`)")->capture_default_str();
+                                             "against the reference by `rigel train check`); cuda-vendor, for "
+                                             "comparison only: cuBLASLt and cuDNN where they compute the same thing")->capture_default_str();
     run->add_option("--batch", ra.batch, "sequences per micro-batch")->capture_default_str();
     run->add_option("--seq", ra.seq, "tokens per sequence")->capture_default_str();
     run->add_option("--accumulation", ra.accumulation, "micro-batches per step")->capture_default_str();

@@ -84,8 +84,11 @@ public:
 std::unique_ptr<TrainBackend> make_reference_backend(const Gpt2Config& c);
 
 // rigel's kernels on the device, for micro-batches of `batch` x `seq` tokens
-// (src/cuda/train/cuda_backend.cu); a build without CUDA throws.
-std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, int seq);
+// (src/cuda/train/cuda_backend.cu); a build without CUDA throws. With
+// `vendor`, for comparison only: cuBLASLt computes the matmuls it supports
+// with the same epilogues, and cuDNN the attention, rigel's kernels the rest
+// (name() says which products stayed on rigel's GEMM library).
+std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, int seq, bool vendor = false);
 
 // One line of the training log.
 struct StepLog {

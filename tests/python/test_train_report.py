@@ -189,3 +189,16 @@ class TrainProfile(TempDirTest):
         with self.assertRaises(findings.FindingsError) as e:
             train_report.profile_block(self.dir)
         self.assertIn("not a step profile (no column 'kind')", str(e.exception))
+
+    def test_the_vendor_profile_of_the_same_commit_beside_it(self):
+        self.profile("2026-12-02_1111111_profile_gpt2_cuda.csv", "20261202T100000Z-b",
+                     [["adamw", "other", "1", "1.0", "0.25", "", "7"],
+                      ["fwd_qkv", "gemm", "12", "3.0", "0.75", "283.5", "7"]])
+        self.profile("2026-12-02_1111111_profile_gpt2_cuda-vendor.csv", "20261202T100100Z-c",
+                     [["adamw", "other", "1", "1.0", "0.5", "", "7"],
+                      ["fwd_qkv", "gemm", "12", "1.5", "0.5", "567", "7"]])
+        block = train_report.profile_block(self.dir)
+        self.assertIn("Beside it, 2026-12-02_1111111_profile_gpt2_cuda-vendor.csv", block)
+        self.assertIn("2.5 ms in all", block)
+        self.assertIn("| fwd_qkv | gemm | 12 | 3.000 | 75.0 % | 284 | 1.500 | 2.00x |", block)
+        self.assertIn("| adamw | other | 1 | 1.000 | 25.0 % | - | 1.000 | 1.00x |", block)

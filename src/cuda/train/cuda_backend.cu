@@ -39,6 +39,8 @@
 
 #include "cuda/check.cuh"
 #include "cuda/train/train_kernels.cuh"
+#include "cuda/vendor/cublaslt_gemm.hpp"
+#include "cuda/vendor/cudnn_attention.hpp"
 #include "rigel/attention.hpp"
 #include "rigel/gemm.hpp"
 #include "train/trainer.hpp"
@@ -140,8 +142,8 @@ private:
 
 class CudaBackend final : public TrainBackend {
 public:
-    CudaBackend(const Gpt2Config& c, int batch, int seq)
-        : c_(c), B_(batch), T_(seq), N_(batch * seq), layout_(param_layout(c)) {
+    CudaBackend(const Gpt2Config& c, int batch, int seq, bool vendor)
+        : c_(c), B_(batch), T_(seq), N_(batch * seq), layout_(param_layout(c)), vendor_(vendor) {
         refuse_if_too_big();
         const std::size_t P = static_cast<std::size_t>(layout_.total);
         params_ = Device<float>(P), params16_ = Device<bf16>(P), grads_ = Device<float>(P), m_ = Device<float>(P),
@@ -171,10 +173,22 @@ public:
                                                                        .head_dim = D, .causal = true,
                                                                        .ldq = 3 * C(), .ldk = 3 * C(), .ldv = 3 * C(),
                                                                        .ldo = C()});
+        if (vendor_) {
+            attention_refusal_ = cuda::vendor::cudnn_sdpa_support(attention_->desc());
+            if (attention_refusal_.empty()) attention_refusal_ = cuda::vendor::cudnn_sdpa_backward_support(attention_->desc());
+            vendor_attention_ = attention_refusal_.empty();
+        }
     }
     ~CudaBackend() override { cudaStreamDestroy(stream_); }
 
-    std::string name() const override { return "cuda (rigel's GEMM library, attention and training kernels)"; }
+    std::string name() const override {
+        if (!vendor_) return "cuda (rigel's GEMM library, attention and training kernels)";
+        std::string kept;
+        for (const auto& [phase, why] : vendor_refused_) kept += (kept.empty() ? "" : "; ") + phase + ": " + why;
+        return std::string("cuda-vendor, for comparison only: cuBLASLt for the matmuls (same epilogues), ") +
+               (vendor_attention_ ? "cuDNN for attention" : "rigel's attention (cuDNN: " + attention_refusal_ + ")") +
+               ", rigel's kernels for the rest" + (kept.empty() ? "" : "; on rigel's GEMM library: " + kept);
+    }
 
     void load(const ModelState& s) override {
         const std::size_t bytes = s.params.size() * sizeof(float);
@@ -307,14 +321,43 @@ private:
                      .first;
         return *it->second;
     }
-    // One product of the step, `phase` to the profiler.
+    // One product of the step, `phase` to the profiler: rigel's plan, or with
+    // vendor_ cuBLASLt wherever it computes the same thing.
     void product(const char* phase, std::int64_t m, std::int64_t n, std::int64_t k, gemm::Op a, gemm::Op b,
                  gemm::Type out, gemm::Epilogue e, const gemm::Args& args) {
-        plan(m, n, k, a, b, out, e).run(args, stream_);
+        gemm::Plan& p = plan(m, n, k, a, b, out, e);
+        if (vendor_ && vendor_takes(phase, p.desc()))
+            cuda::vendor::cublaslt_gemm(p.desc(), args, stream_);
+        else
+            p.run(args, stream_);
         prof_.mark(phase, "gemm", 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
                    stream_);
     }
     void other(const char* phase) { prof_.mark(phase, "other", 0, stream_); }
+
+    // Whether cuBLASLt computes `d` as rigel's plan does (asked once per
+    // phase); a refusal keeps that product on rigel's library and is named.
+    bool vendor_takes(const char* phase, const gemm::Desc& d) {
+        auto it = vendor_support_.find(phase);
+        if (it == vendor_support_.end()) {
+            const std::string why = cuda::vendor::cublaslt_gemm_support(d);
+            it = vendor_support_.emplace(phase, why.empty()).first;
+            if (!why.empty()) vendor_refused_.emplace_back(phase, why);
+        }
+        return it->second;
+    }
+    void attention_forward(const attention::ForwardArgs& a) {
+        if (vendor_attention_)
+            cuda::vendor::cudnn_sdpa_forward(attention_->desc(), a, stream_);
+        else
+            attention_->forward(a, stream_);
+    }
+    void attention_backward(const attention::BackwardArgs& a) {
+        if (vendor_attention_)
+            cuda::vendor::cudnn_sdpa_backward(attention_->desc(), a, stream_);
+        else
+            attention_->backward(a, stream_);
+    }
 
     // Y (N x OC) = X W^T (+ bias) (+ residual): the forward layout NT.
     void linear(const char* phase, bf16* y, const bf16* x, const bf16* w, const bf16* bias, int in, int out,
@@ -345,9 +388,8 @@ private:
                                            w16(Param::ln1b, l), N_, C, stream_);
             other("layernorm_forward");
             linear("fwd_qkv", a.qkv.get(), a.ln1.get(), w16(Param::qkvw, l), w16(Param::qkvb, l), C, 3 * C);
-            attention_->forward({.q = a.qkv.get(), .k = a.qkv.get() + C, .v = a.qkv.get() + 2 * C, .o = a.atty.get(),
-                                 .lse = a.lse.get()},
-                                stream_);
+            attention_forward({.q = a.qkv.get(), .k = a.qkv.get() + C, .v = a.qkv.get() + 2 * C, .o = a.atty.get(),
+                               .lse = a.lse.get()});
             prof_.mark("attention_forward", "attention", attention::forward_flops(attention_->desc()), stream_);
             linear("fwd_attn_proj", a.res2.get(), a.atty.get(), w16(Param::attprojw, l), w16(Param::attprojb, l), C, C,
                    gemm::Epilogue::bias, a.in.get());
@@ -417,10 +459,9 @@ private:
             cuda::train::bias_backward(grad(Param::attprojb, l), dres_.get(), N_, C, stream_);
             other("bias_backward");
             linear_dx("bwd_attn_proj_dx", datty_.get(), dres_.get(), w16(Param::attprojw, l), C, C);
-            attention_->backward({.q = a.qkv.get(), .k = a.qkv.get() + C, .v = a.qkv.get() + 2 * C, .o = a.atty.get(),
-                                  .dout = datty_.get(), .lse = a.lse.get(), .dq = dqkv_.get(), .dk = dqkv_.get() + C,
-                                  .dv = dqkv_.get() + 2 * C},
-                                 stream_);
+            attention_backward({.q = a.qkv.get(), .k = a.qkv.get() + C, .v = a.qkv.get() + 2 * C, .o = a.atty.get(),
+                                .dout = datty_.get(), .lse = a.lse.get(), .dq = dqkv_.get(), .dk = dqkv_.get() + C,
+                                .dv = dqkv_.get() + 2 * C});
             prof_.mark("attention_backward", "attention", attention::backward_flops(attention_->desc()), stream_);
             linear_dw("bwd_qkv_dw", grad(Param::qkvw, l), dqkv_.get(), a.ln1.get(), C, 3 * C);
             cuda::train::bias_backward(grad(Param::qkvb, l), dqkv_.get(), N_, 3 * C, stream_);
@@ -453,12 +494,16 @@ private:
     cudaStream_t stream_ = nullptr;
     double peak_ = 0;
     PhaseTimer prof_;
+    bool vendor_ = false, vendor_attention_ = false;
+    std::string attention_refusal_;
+    std::map<std::string, bool> vendor_support_;
+    std::vector<std::pair<std::string, std::string>> vendor_refused_;
 };
 
 }  // namespace
 
-std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, int seq) {
-    return std::make_unique<CudaBackend>(c, batch, seq);
+std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, int seq, bool vendor) {
+    return std::make_unique<CudaBackend>(c, batch, seq, vendor);
 }
 
 }  // namespace rigel::train
