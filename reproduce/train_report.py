@@ -38,23 +38,30 @@ class Run:
         return f"{self.model} ({self.backend})"
 
 
+def named_files(folder, pattern, columns, what):
+    """[(file, model, backend)] of the files in `folder` whose names `pattern`
+    matches (its groups name the model and backend), each read with its
+    sidecar and refused as not `what` when it lacks one of `columns`."""
+    out = []
+    if os.path.isdir(folder):
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            m = pattern.search(entry.name)
+            if not entry.is_file() or not m:
+                continue
+            rf = findings.read_result_file(entry.path)
+            for col in columns:
+                if not rf.table.has(col):
+                    raise findings.FindingsError(f"{findings.shown_path(entry.path)}: not {what} (no column '{col}')")
+            out.append((rf, m.group("model"), m.group("backend")))
+    return out
+
+
 def load(folder):
     """{(model, backend): Run}: the newest run of each, joined from its files
     in run order. A file whose first step is 1 starts a new run (a fresh
     `rigel train run`); one that starts later continues the run before it (a
     resume)."""
-    files = []
-    if os.path.isdir(folder):
-        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-            m = LOG_NAME.search(entry.name)
-            if not entry.is_file() or not m:
-                continue
-            rf = findings.read_result_file(entry.path)
-            for col in COLUMNS:
-                if not rf.table.has(col):
-                    raise findings.FindingsError(f"{findings.shown_path(entry.path)}: not a training log "
-                                                 f"(no column '{col}')")
-            files.append((rf, m.group("model"), m.group("backend")))
+    files = named_files(folder, LOG_NAME, COLUMNS, "a training log")
     runs = {}
     for rf, model, backend in sorted(files, key=lambda x: findings.run_age(x[0])):
         steps = file_steps(rf)
@@ -227,19 +234,7 @@ PROFILE_COLUMNS = ("phase", "kind", "calls", "ms_per_step", "share", "tflops", "
 
 def profile_files(folder):
     """[(file, model, backend)] of every committed step profile, each checked for its columns."""
-    out = []
-    if os.path.isdir(folder):
-        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-            m = PROFILE_NAME.search(entry.name)
-            if not entry.is_file() or not m:
-                continue
-            rf = findings.read_result_file(entry.path)
-            for col in PROFILE_COLUMNS:
-                if not rf.table.has(col):
-                    raise findings.FindingsError(f"{findings.shown_path(entry.path)}: not a step profile "
-                                                 f"(no column '{col}')")
-            out.append((rf, m.group("model"), m.group("backend")))
-    return out
+    return named_files(folder, PROFILE_NAME, PROFILE_COLUMNS, "a step profile")
 
 
 def phase_times(rf):
