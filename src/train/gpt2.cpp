@@ -48,7 +48,7 @@ std::int64_t cuda_backend_bytes(const Gpt2Config& c, int B, int T) {
     const std::int64_t weights = P * (4 + 2 + 4 + 4 + 4 + 1);             // params, bf16 copy, grads, m, v, mask
     const std::int64_t layer = 16 * NC * 2 + 4 * N * 4 + N * H * 4;        // activations, LN stats, lse
     const std::int64_t head = 2 * NC * 2 + 2 * N * 4 + N * c.padded_vocab_size * 2 + N * 4 + 2 * N * 2;
-    const std::int64_t backward = (NC + NC + NC + 3 * NC + 4 * NC) * 2 + 4 * C * 4 + 4;  // dres dln datty dqkv dfch
+    const std::int64_t backward = (NC + NC + NC + 3 * NC + 4 * NC) * 2 + 4;  // dres dln datty dqkv dfch, the norm
     const std::int64_t attention = 4 * (NC + N * H);                       // fp32 dQ and Dl
     return weights + c.layers * layer + head + backward + attention;
 }

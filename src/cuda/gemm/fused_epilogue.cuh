@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/gelu.cuh"
 #include "cuda/hopper/sm90.cuh"
 #include "cuda/hopper/sm90_cluster.cuh"
 #include "rigel/gemm.hpp"
@@ -39,23 +40,7 @@ struct EpilogueParams {
     bool octets = false;      // ... and eight at a time (16-byte aligned rows and pointers)
 };
 
-// -- the math, in fp32 -------------------------------------------------------
-// GPT-2's GELU (the tanh approximation) and the exact erf form; tanhf and
-// erff, not the approximate-tanh instruction, so an f32 output stays within a
-// few ulps of the float64 reference.
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-constexpr float kGeluCubic = 0.044715f;
-
-__device__ __forceinline__ float gelu_tanh(float x) {
-    const float t = tanhf(kSqrt2OverPi * (x + kGeluCubic * x * x * x));
-    return 0.5f * x * (1.0f + t);
-}
-__device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }
-// d/dx gelu_tanh(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
-__device__ __forceinline__ float gelu_tanh_grad(float x) {
-    const float t = tanhf(kSqrt2OverPi * (x + kGeluCubic * x * x * x));
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
-}
+// -- the math, in fp32 (GELU: cuda/gelu.cuh) ---------------------------------
 
 __host__ __device__ constexpr bool takes_bias(Epilogue e) {
     return e == Epilogue::bias || e == Epilogue::bias_relu || e == Epilogue::bias_gelu ||

@@ -10,6 +10,8 @@
 //                     sums of C terms, each error carried through rstd into norm;
 //                     mean: (C + 8) u mean|x|; rstd: 16 (C + 8) u rstd
 //   bias backward     (N + 8) u sum |terms| (db's start value among them)
+//   gelu backward     dh: ub |ref| + 16 u |dh| (|a| + |b|), GELU' = a + b its two terms as fp32 evaluates
+//                     them; db: the bias rule over the products, plus their fp32 errors
 //   layernorm bwd     dx: ub |ref| + 16 (C + 8) u rstd (|dnorm| + mean|dnorm| + |norm| mean|dnorm norm|), the
 //                     reference taking the device's mean and rstd; dw, db: (N + 8) u sum |terms|
 //   cross-entropy     loss: 2 (V + 16) u + 8 u (|lse| + |x_t|) (an fp32 sum of V exponentials, its log);
@@ -241,6 +243,43 @@ LayerCheck check_bias_backward(Rng& rng) {
     return c;
 }
 
+// The MLP's GELU backward with its bias gradient on N x 3072 (the width GPT-2
+// small uses); dh's bits are the product's bf16 output, pre the saved
+// pre-activation, db starts nonzero.
+LayerCheck check_gelu_backward_bias(Rng& rng) {
+    const int N = 1000, C = 3072;
+    LayerCheck c{.kernel = "gelu_backward_bias", .shape = "N 1000 x C 3072"};
+    const Bf16Data dh = random_bf16(static_cast<std::size_t>(N) * C, rng, 0, 1);
+    const Bf16Data pre = random_bf16(static_cast<std::size_t>(N) * C, rng, 0, 2);
+    std::vector<float> db0(C);
+    for (float& v : db0) v = static_cast<float>(rng.normal());
+    DeviceArray<__nv_bfloat16> d_dh(dh.bits), d_pre(pre.bits);
+    DeviceArray<float> d_db(db0);
+    cuda::train::gelu_backward_bias(d_dh.get(), d_pre.get(), d_db.get(), N, C, nullptr);
+    const auto out = d_dh.download();
+    const auto db = d_db.download();
+    const double k = std::sqrt(2.0 / 3.141592653589793);
+    std::vector<double> rdb(db0.begin(), db0.end()), adb(C, 0.0);
+    Judge jdh(c, "dh"), jdb(c, "db");
+    for (int n = 0; n < N; ++n)
+        for (int col = 0; col < C; ++col) {
+            const std::size_t i = static_cast<std::size_t>(n) * C + col;
+            const double x = pre.values[i], th = std::tanh(k * (x + 0.044715 * x * x * x));
+            // GELU' = a + b; fp32 evaluates each term to a few units of its own size.
+            const double a = 0.5 * (1.0 + th), b = 0.5 * x * (1.0 - th * th) * k * (1.0 + 3.0 * 0.044715 * x * x);
+            const double ref = dh.values[i] * ref::gelu_derivative(x);
+            const double fp32 = 16 * kU * std::fabs(dh.values[i]) * (std::fabs(a) + std::fabs(b));
+            jdh(i, value(out[i]), ref, kUb * std::fabs(ref) + fp32 + 0x1p-133);
+            rdb[col] += ref;
+            adb[col] += std::fabs(ref) + fp32;
+        }
+    for (int col = 0; col < C; ++col)
+        jdb(static_cast<std::size_t>(col), value(db[col]), rdb[col],
+            (N + 8) * kU * (adb[col] + std::fabs(db0[col])) + adb[col] * 16 * kU + 1e-30);
+    finish(c);
+    return c;
+}
+
 LayerCheck check_crossentropy(Rng& rng) {
     const int N = 64, V = 50257, Vp = 50304;
     const float dloss = 1.0f / N;
@@ -371,8 +410,8 @@ LayerCheck check_training_steps(Rng& rng) {
 std::vector<LayerCheck> check_layers(std::uint64_t seed) {
     Rng rng(seed);
     std::vector<LayerCheck> out;
-    for (auto check : {check_encoder, check_layernorm, check_bias_backward, check_crossentropy, check_adamw,
-                       check_training_steps}) {
+    for (auto check : {check_encoder, check_layernorm, check_bias_backward, check_gelu_backward_bias,
+                       check_crossentropy, check_adamw, check_training_steps}) {
         try {
             out.push_back(check(rng));
         } catch (const std::exception& e) {

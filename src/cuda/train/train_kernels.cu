@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cuda/check.cuh"
+#include "cuda/gelu.cuh"
 
 namespace rigel::cuda::train {
 namespace {
@@ -334,17 +335,29 @@ __global__ void adamw_kernel(float* params, __nv_bfloat16* params_bf16, const fl
 // warps interleaving rows; each lane sums its 8 columns in registers, the
 // warps' sums meet in shared memory, and the CTA adds them into db
 // atomically. Enough CTAs along the rows to fill the GPU twice.
+// With Gelu, each value is first multiplied by GELU'(pre) at the same place
+// and written back (rounded to bf16); the sums take the fp32 products.
 constexpr int kBiasCols = 8 * kWarp;
 
-__global__ void __launch_bounds__(256) bias_backward8_kernel(float* db, const __nv_bfloat16* dout, int N, int C) {
+template <bool Gelu>
+__global__ void __launch_bounds__(256) bias_backward8_kernel(float* db, __nv_bfloat16* dout,
+                                                             const __nv_bfloat16* pre, int N, int C) {
     __shared__ float part[8][kBiasCols];
     const int lane = static_cast<int>(threadIdx.x) % kWarp, warp = static_cast<int>(threadIdx.x) / kWarp;
     const int c = static_cast<int>(blockIdx.x) * kBiasCols + 8 * lane;
     float sum[8] = {};
     if (c < C)
         for (int n = static_cast<int>(blockIdx.y) * 8 + warp; n < N; n += static_cast<int>(gridDim.y) * 8) {
+            const std::int64_t at = static_cast<std::int64_t>(n) * C + c;
             float v[8];
-            load8(v, dout + static_cast<std::int64_t>(n) * C + c);
+            load8(v, dout + at);
+            if constexpr (Gelu) {
+                float x[8];
+                load8(x, pre + at);
+#pragma unroll
+                for (int k = 0; k < 8; ++k) v[k] *= gelu_tanh_grad(x[k]);
+                store8(dout + at, v);
+            }
 #pragma unroll
             for (int k = 0; k < 8; ++k) sum[k] += v[k];
         }
@@ -402,13 +415,28 @@ __global__ void __launch_bounds__(256) sum_squares_kernel(float* sum_sq, const f
     }
 }
 
+// Enough CTAs along the rows to fill the GPU twice, each at least 128 rows.
+dim3 column_sums_grid(int N, int C) {
+    const unsigned cols = blocks_for(C, kBiasCols);
+    return dim3(cols, std::max(1u, std::min(blocks_for(N, 8 * 16), 2 * sm_count() / cols)));
+}
+
+bool rows_of_octets(const void* p, int C) { return C % 8 == 0 && reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
 }  // namespace
 
+void gelu_backward_bias(__nv_bfloat16* dh, const __nv_bfloat16* pre, float* db, int N, int C, cudaStream_t s) {
+    if (!rows_of_octets(dh, C) || !rows_of_octets(pre, C))
+        throw std::invalid_argument("gelu_backward_bias takes C a multiple of 8 and 16-byte aligned rows");
+    bias_backward8_kernel<true><<<column_sums_grid(N, C), 256, 0, s>>>(db, dh, pre, N, C);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
 void bias_backward(float* db, const __nv_bfloat16* dout, int N, int C, cudaStream_t s) {
-    if (C % 8 == 0 && reinterpret_cast<std::uintptr_t>(dout) % 16 == 0) {
-        const unsigned cols = blocks_for(C, kBiasCols);
-        const unsigned rows = std::max(1u, std::min(blocks_for(N, 8 * 16), 2 * sm_count() / cols));
-        bias_backward8_kernel<<<dim3(cols, rows), 256, 0, s>>>(db, dout, N, C);
+    if (rows_of_octets(dout, C)) {
+        // Read only: Gelu = false never writes through the pointer.
+        bias_backward8_kernel<false><<<column_sums_grid(N, C), 256, 0, s>>>(db, const_cast<__nv_bfloat16*>(dout),
+                                                                            nullptr, N, C);
         RIGEL_CUDA_CHECK_LAUNCH();
         return;
     }

@@ -44,6 +44,11 @@ void adamw(float* params, __nv_bfloat16* params_bf16, const float* grads, float*
 
 // db[c] += sum over n of dout[n, c] (fp32), dout N x C bf16: a linear layer's bias gradient.
 void bias_backward(float* db, const __nv_bfloat16* dout, int N, int C, cudaStream_t s);
+// The MLP's GELU backward with its bias gradient, after the product that gives
+// dh = dY W (bf16, N x C): dh[n, c] *= GELU'(pre[n, c]) in place (rounded to
+// bf16), and db[c] += the column sums of those products (fp32, before the
+// rounding). C a multiple of 8, rows 16-byte aligned (else std::invalid_argument).
+void gelu_backward_bias(__nv_bfloat16* dh, const __nv_bfloat16* pre, float* db, int N, int C, cudaStream_t s);
 // out[i] = bf16(in[i]), n values (the model's copy of the fp32 master weights).
 void to_bf16(__nv_bfloat16* out, const float* in, std::int64_t n, cudaStream_t s);
 // y[i] += x[i], n floats.
