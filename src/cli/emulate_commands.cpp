@@ -187,11 +187,12 @@ int run_emulate(const EmulateArgs& a, const CLI::App& cmd) {
     const int splits = parse_dim("--splits", a.splits);
     const auto recipe = parse_recipe(a.recipe);
     if (!recipe) throw std::invalid_argument("--recipe '" + a.recipe + "' is not a recipe");
-    if (a.against != "none" && a.against != "library") rung_for(a.against, *path);  // refused before anything runs
+
     const std::uint64_t seed = parse_seed("--seed", a.common.seed);
     const int threads = static_cast<int>(parse_seed("--threads", a.common.threads));
-    const bool compare = a.against == "library";
+    const bool compare = a.against != "none";
     std::unique_ptr<Executor> ex = compare ? sm90_device("rigel emulate --against " + a.against) : make_host_executor();
+    if (compare && a.against != "library") rung_for(a.against, *path);  // refused before anything runs
 
     RunFiles files(a.common.out, header(), "emulate", "emulate_" + std::string(path->name), std::string(path->name),
                    seed, *ex);
