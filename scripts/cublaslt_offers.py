@@ -20,8 +20,6 @@ without a GPU or libcublasLt.
 """
 import argparse
 import ctypes
-import datetime
-import os
 import platform
 import socket
 import sys
@@ -184,9 +182,7 @@ def main(argv=None):
             "environment": {"host": host, "gpu_name": gpu, "os": platform.platform(),
                             "python": platform.python_version()}}
     if args.out:
-        stem = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}_{commit[:7]}_cublaslt_offers"
-        vg.write_table(args.out, stem, HEADER, rows, side)
-        print(f"cublaslt_offers: wrote {len(rows)} rows to {os.path.join(args.out, stem + '.csv')}", file=sys.stderr)
+        vg.write_run(args.out, "cublaslt_offers", HEADER, rows, side)
     return 0
 
 

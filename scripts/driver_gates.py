@@ -21,7 +21,6 @@ line per case. Exit 77 without a GPU or a ptxas.
 """
 import argparse
 import ctypes
-import datetime
 import os
 import platform
 import socket
@@ -190,9 +189,7 @@ def main(argv=None):
             "environment": {"host": host, "gpu_name": drv.name, "compute_capability": drv.cc,
                             "os": platform.platform(), "python": platform.python_version()}}
     if args.out:
-        stem = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}_{commit[:7]}_driver_gates"
-        vg.write_table(args.out, stem, HEADER, rows, side)
-        print(f"driver_gates: wrote {len(rows)} rows to {os.path.join(args.out, stem + '.csv')}", file=sys.stderr)
+        vg.write_run(args.out, "driver_gates", HEADER, rows, side)
     return 0
 
 

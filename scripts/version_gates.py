@@ -344,9 +344,17 @@ def write_table(out_dir, stem, header, rows, side):
     return os.path.join(out_dir, stem + ".csv")
 
 
+def write_run(out_dir, tag, header, rows, side):
+    """DIR/<UTC date>_<commit>_<tag>.csv and its sidecar, named as rigel names
+    its result files; says where it wrote them and returns the CSV's path."""
+    stem = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}_{side['git_commit'][:7]}_{tag}"
+    path = write_table(out_dir, stem, header, rows, side)
+    print(f"{tag.replace('_', ' ')}: wrote {len(rows)} rows to {path}", file=sys.stderr)
+    return path
+
+
 def write_results(out_dir, rows, side):
-    stem = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}_{side['git_commit'][:7]}_version_gates"
-    return write_table(out_dir, stem, HEADER, rows, side)
+    return write_run(out_dir, "version_gates", HEADER, rows, side)
 
 
 def main(argv=None):
@@ -379,8 +387,7 @@ def main(argv=None):
             "targets": list(TARGETS), "ptx_versions": list(PTX_VERSIONS),
             "environment": {"host": host, "os": platform.platform(), "python": platform.python_version()}}
     if args.out:
-        path = write_results(args.out, rows, side)
-        print(f"version_gates: wrote {len(rows)} rows to {path}", file=sys.stderr)
+        write_results(args.out, rows, side)
     print(f"ptxas {side['ptxas_version']}" + (f", NVRTC {nvrtc.version}" if nvrtc else ", no NVRTC") +
           ": the lowest PTX ISA version ptxas accepts per target (/y, /n: NVRTC's cubin; !: disagrees with the "
           "PTX ISA document)")
