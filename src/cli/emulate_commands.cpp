@@ -21,6 +21,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/device_runs.hpp"
+#include "core/hash.hpp"
 #include "core/recipe.hpp"
 #include "harness/executor.hpp"
 #include "ladder/rung.hpp"
@@ -79,7 +80,8 @@ std::vector<Problem> problems_of(const EmulateArgs& a) {
         const std::size_t x1 = one.find('x'), x2 = one.find('x', x1 == std::string::npos ? x1 : x1 + 1);
         if (x1 == std::string::npos || x2 == std::string::npos)
             throw std::invalid_argument("--shapes: '" + one + "' is not MxNxK");
-        out.push_back({parse_dim("--shapes M", one.substr(0, x1)), parse_dim("--shapes N", one.substr(x1 + 1, x2 - x1 - 1)),
+        out.push_back({parse_dim("--shapes M", one.substr(0, x1)),
+                       parse_dim("--shapes N", one.substr(x1 + 1, x2 - x1 - 1)),
                        parse_dim("--shapes K", one.substr(x2 + 1))});
         at = end + 1;
     }
@@ -114,54 +116,53 @@ Outcome emulate_one(const emulate::Path& p, const Problem& pr, int splits, Recip
     const emulate::Path* path = &p;
     const int m = pr.m, n = pr.n, k = pr.k;
     const bool compare = ex != nullptr;
-    const Operand A = make_operand(path->type, recipe, seed, 0, static_cast<std::size_t>(m), static_cast<std::size_t>(k),
-                                   KAxis::cols);
-    const Operand B = make_operand(path->type, recipe, seed, 1, static_cast<std::size_t>(n), static_cast<std::size_t>(k),
-                                   KAxis::cols);
+    const auto rows_of_k = [&](std::uint64_t stream, int rows) {
+        return make_operand(path->type, recipe, seed, stream, static_cast<std::size_t>(rows),
+                            static_cast<std::size_t>(k), KAxis::cols);
+    };
+    const Operand A = rows_of_k(0, m), B = rows_of_k(1, n);
 
+    // A, B and a poisoned fp32 D on the device, `launch` computing D, D back.
+    const auto on_device = [&](const auto& launch) {
+        DeviceBuffer da(*ex, A.bytes.size()), db(*ex, B.bytes.size()),
+            dd(*ex, static_cast<std::size_t>(m) * n * sizeof(float));
+        ex->upload(da.get(), A.bytes.data(), A.bytes.size());
+        ex->upload(db.get(), B.bytes.data(), B.bytes.size());
+        ex->poison(dd.get(), dd.size());
+        launch(da.get(), db.get(), dd.get());
+        ex->synchronize();
+        std::vector<float> out(static_cast<std::size_t>(m) * n);
+        ex->download(out.data(), dd.get(), dd.size());
+        return out;
+    };
     std::vector<float> device;
     if (compare && against != "library") {
         const Rung& rung = rung_for(against, *path);
-        DeviceBuffer da(*ex, A.bytes.size()), db(*ex, B.bytes.size()),
-            dc(*ex, static_cast<std::size_t>(m) * n * sizeof(float));
-        ex->upload(da.get(), A.bytes.data(), A.bytes.size());
-        ex->upload(db.get(), B.bytes.data(), B.bytes.size());
-        ex->poison(dc.get(), dc.size());
-        const GemmProblem gp{.type = path->type, .m = m, .n = n, .k = k, .a = da.get(), .b = db.get(), .c = dc.get(),
-                             .stream = ex->stream()};
-        if (rung.check)
-            if (const std::string why = rung.check(gp); !why.empty())
-                throw std::invalid_argument(std::string(rung.id) + " refuses " + std::to_string(m) + " x " +
-                                            std::to_string(n) + " x " + std::to_string(k) + ": " + why);
-        rung.run(gp);
-        ex->synchronize();
+        device = on_device([&](const void* a, const void* b, void* c) {
+            const GemmProblem gp{.type = path->type, .m = m, .n = n, .k = k, .a = a, .b = b, .c = c,
+                                 .stream = ex->stream()};
+            if (rung.check)
+                if (const std::string why = rung.check(gp); !why.empty())
+                    throw std::invalid_argument(std::string(rung.id) + " refuses " + std::to_string(m) + " x " +
+                                                std::to_string(n) + " x " + std::to_string(k) + ": " + why);
+            rung.run(gp);
+        });
         splits = 1;
-        device.resize(static_cast<std::size_t>(m) * n);
-        ex->download(device.data(), dc.get(), dc.size());
     } else if (compare) {
         const gemm::Desc desc{.m = m, .n = n, .k = k, .a_type = library_type(path->type),
                               .b_type = library_type(path->type), .a_op = gemm::Op::n, .b_op = gemm::Op::t,
                               .d_type = gemm::Type::f32};
         gemm::Plan plan(desc);
         splits = plan.choice().splits;
-        DeviceBuffer da(*ex, A.bytes.size()), db(*ex, B.bytes.size()),
-            dd(*ex, static_cast<std::size_t>(m) * n * sizeof(float));
-        ex->upload(da.get(), A.bytes.data(), A.bytes.size());
-        ex->upload(db.get(), B.bytes.data(), B.bytes.size());
-        ex->poison(dd.get(), dd.size());
-        plan.run({.a = da.get(), .b = db.get(), .d = dd.get()}, static_cast<gemm::Stream>(ex->stream()));
-        ex->synchronize();
-        device.resize(static_cast<std::size_t>(m) * n);
-        ex->download(device.data(), dd.get(), dd.size());
+        device = on_device([&](const void* a, const void* b, void* d) {
+            plan.run({.a = a, .b = b, .d = d}, static_cast<gemm::Stream>(ex->stream()));
+        });
     }
     const std::vector<float> d =
         emulate::gemm(*path, A.values, B.values, m, n, k, emulate::KSplit{.splits = splits}, threads);
 
-    std::uint64_t checksum = 1469598103934665603ULL;  // FNV-1a over D's bits
-    for (float v : d) {
-        const std::uint32_t u = bits(v);
-        for (int i = 0; i < 4; ++i) checksum = (checksum ^ ((u >> (8 * i)) & 0xFF)) * 1099511628211ULL;
-    }
+    // D's bits hashed as the ladder hashes its outputs.
+    const std::uint64_t checksum = hash64(d.data(), d.size() * sizeof(float));
     std::size_t identical = 0;
     std::string first;
     for (std::size_t i = 0; compare && i < d.size(); ++i) {

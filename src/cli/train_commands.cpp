@@ -260,7 +260,8 @@ std::vector<SubcommandHook> add_train_commands(CLI::App& app) {
     run->add_option("--model", ra.model, "tiny (2 layers, 64 channels) or gpt2 (124M)")->capture_default_str();
     run->add_option("--backend", ra.backend, "reference (float64 on the host) or cuda (rigel's kernels, checked "
                                              "against the reference by `rigel train check`); cuda-vendor, for "
-                                             "comparison only: cuBLASLt and cuDNN where they compute the same thing")->capture_default_str();
+                                             "comparison only: cuBLASLt and cuDNN where they compute the same thing")
+        ->capture_default_str();
     run->add_option("--batch", ra.batch, "sequences per micro-batch")->capture_default_str();
     run->add_option("--seq", ra.seq, "tokens per sequence")->capture_default_str();
     run->add_option("--accumulation", ra.accumulation, "micro-batches per step")->capture_default_str();

@@ -176,7 +176,8 @@ public:
                                                                        .ldo = C()});
         if (vendor_) {
             attention_refusal_ = cuda::vendor::cudnn_sdpa_support(attention_->desc());
-            if (attention_refusal_.empty()) attention_refusal_ = cuda::vendor::cudnn_sdpa_backward_support(attention_->desc());
+            if (attention_refusal_.empty())
+                attention_refusal_ = cuda::vendor::cudnn_sdpa_backward_support(attention_->desc());
             vendor_attention_ = attention_refusal_.empty();
         }
     }

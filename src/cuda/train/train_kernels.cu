@@ -16,6 +16,7 @@
 
 #include "cuda/check.cuh"
 #include "cuda/gelu.cuh"
+#include "cuda/hopper/sm90.cuh"
 
 namespace rigel::cuda::train {
 namespace {
@@ -61,20 +62,8 @@ unsigned blocks_for(std::int64_t threads, int per_block) {
     return static_cast<unsigned>((threads + per_block - 1) / per_block);
 }
 
-// The current device's multiprocessors, asked once per device.
-unsigned sm_count() {
-    thread_local int cached_device = -1;
-    thread_local unsigned cached = 0;
-    int device = 0;
-    RIGEL_CUDA_CHECK(cudaGetDevice(&device));
-    if (device != cached_device) {
-        int sms = 0;
-        RIGEL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        cached = static_cast<unsigned>(sms);
-        cached_device = device;
-    }
-    return cached;
-}
+// The current device's multiprocessors (cudaDeviceGetAttribute: a cheap query, no synchronization).
+unsigned sm_count() { return static_cast<unsigned>(sm90::sm_count()); }
 
 // ---- embedding ------------------------------------------------------------------
 

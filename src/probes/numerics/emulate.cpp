@@ -93,7 +93,8 @@ std::vector<float> gemm(const Path& p, std::span<const double> a, std::span<cons
     if (a.size() != static_cast<std::size_t>(m) * k || b.size() != static_cast<std::size_t>(n) * k)
         throw std::invalid_argument("emulate: A must hold M x K values and B N x K");
     std::vector<float> d(static_cast<std::size_t>(m) * n);
-    const int workers = std::max(1, std::min(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()), m));
+    const int hw = static_cast<int>(std::thread::hardware_concurrency());
+    const int workers = std::max(1, std::min(threads > 0 ? threads : hw, m));
     std::vector<std::thread> pool;
     for (int w = 0; w < workers; ++w)
         pool.emplace_back([&, w] {
