@@ -190,7 +190,7 @@ int run_emulate(const EmulateArgs& a, const CLI::App& cmd) {
     if (!recipe) throw std::invalid_argument("--recipe '" + a.recipe + "' is not a recipe");
 
     const std::uint64_t seed = parse_seed("--seed", a.common.seed);
-    const int threads = static_cast<int>(parse_seed("--threads", a.common.threads));
+    const int threads = parse_threads("--threads", a.common.threads);
     const bool compare = a.against != "none";
     std::unique_ptr<Executor> ex = compare ? sm90_device("rigel emulate --against " + a.against) : make_host_executor();
     if (compare && a.against != "library") rung_for(a.against, *path);  // refused before anything runs
