@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 [ -d .deps ] || scripts/stage_deps.sh
 rm -rf .visit && mkdir .visit
 git archive HEAD | tar -x -C .visit
-cp -r .deps .visit/.deps
+# The staged ptxas/NVRTC wheels (.deps/toolchain) stay behind: the H200 machine has its own toolkit.
+mkdir -p .visit/.deps && for d in .deps/*; do [ "$(basename "$d")" = toolchain ] || cp -r "$d" .visit/.deps/; done
 git rev-parse HEAD > .visit/COMMIT
 echo "staged $(cat .visit/COMMIT) into .visit"
