@@ -349,13 +349,14 @@ struct FusedEpilogue {
             const int r = t / 4 + 32 * i;
             if (r >= rows_left) break;
             const std::int64_t row = row0 + r;
-            float x[8];
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int half = h ^ (r & 1);
-                const float4 v = *reinterpret_cast<const float4*>(staging + r * kStagingStride + 8 * q + 4 * half);
-                x[4 * half] = v.x, x[4 * half + 1] = v.y, x[4 * half + 2] = v.z, x[4 * half + 3] = v.w;
-            }
+            // The halves land in x by selects, not by an index known only at run
+            // time: that would put x in local memory.
+            const bool odd = (r & 1) != 0;
+            const float* const src = staging + r * kStagingStride + 8 * q;
+            const float4 first = *reinterpret_cast<const float4*>(src + (odd ? 4 : 0));
+            const float4 second = *reinterpret_cast<const float4*>(src + (odd ? 0 : 4));
+            const float4 lo = odd ? second : first, hi = odd ? first : second;
+            float x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
             float pre[8];
 #pragma unroll
             for (int e = 0; e < 8; ++e) {

@@ -233,7 +233,8 @@ __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::
 template <class G, class Epi = StoreF32>
 __global__ void __launch_bounds__(G::kThreads, 1)
     warp_specialized_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                            const typename Epi::Params epi, int m, int n, int k, int tiles_m, int tiles_n) {
+                            const __grid_constant__ typename Epi::Params epi, int m, int n, int k, int tiles_m,
+                    int tiles_n) {
 #if RIGEL_SM90A_DEVICE
     constexpr int kStages = G::kStages;
     extern __shared__ unsigned char smem_raw[];
