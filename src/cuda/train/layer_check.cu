@@ -264,11 +264,14 @@ LayerCheck check_gelu_backward_bias(Rng& rng) {
     for (int n = 0; n < N; ++n)
         for (int col = 0; col < C; ++col) {
             const std::size_t i = static_cast<std::size_t>(n) * C + col;
-            const double x = pre.values[i], th = std::tanh(k * (x + 0.044715 * x * x * x));
-            // GELU' = a + b; fp32 evaluates each term to a few units of its own size.
-            const double a = 0.5 * (1.0 + th), b = 0.5 * x * (1.0 - th * th) * k * (1.0 + 3.0 * 0.044715 * x * x);
+            const double x = pre.values[i], arg = k * (x + 0.044715 * x * x * x), th = std::tanh(arg);
+            // GELU' = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2). fp32 rounds t (and its
+            // argument) to units of t's size, not of 1 + t's or 1 - t^2's: where x is far below
+            // zero the two terms nearly cancel and the error is a few units of 1, not of GELU'.
+            const double slope = 0.5 * std::fabs(x) * k * (1.0 + 3.0 * 0.044715 * x * x);
             const double ref = dh.values[i] * ref::gelu_derivative(x);
-            const double fp32 = 16 * kU * std::fabs(dh.values[i]) * (std::fabs(a) + std::fabs(b));
+            const double fp32 = 16 * kU * std::fabs(dh.values[i]) *
+                                (1.0 + slope + (1.0 - th * th) * std::fabs(arg) * (0.5 + 2.0 * slope));
             jdh(i, value(out[i]), ref, kUb * std::fabs(ref) + fp32 + 0x1p-133);
             rdb[col] += ref;
             adb[col] += std::fabs(ref) + fp32;
