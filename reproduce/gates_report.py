@@ -7,6 +7,7 @@ Every statement here is counted from the rows: the lowest PTX ISA version
 ptxas accepts per feature and target, NVRTC's answer, how many answers agree
 with the PTX ISA document, and the messages the refusals carry.
 """
+import os
 import re
 
 import findings
@@ -184,3 +185,43 @@ def findings_section(folder, driver_folder=None):
                   "mode, for algorithms (no product computed; the block-scaled modes asked with the mode alone, "
                   "no scale pointers set). " + offers_block(driver_folder)]
     return "\n".join(lines) + "\n"
+
+
+EMULATE_NAME = re.compile(r"_emulate_(?P<path>[a-z0-9_]+?)_(?P<against>library|k[0-9]+_[a-z0-9_]+)\.csv$")
+EMULATE_COLUMNS = ("device", "path", "instruction", "m", "n", "k", "splits", "elements", "identical")
+
+
+def emulate_block(folder):
+    """`rigel emulate --against ...`: the CPU model of a 16-bit path beside the
+    device's fp32 output, per (path, what it was set against), the newest
+    run of each."""
+    newest = {}
+    for entry in (sorted(os.scandir(folder), key=lambda e: e.name) if os.path.isdir(folder) else []):
+        m = EMULATE_NAME.search(entry.name)
+        if not entry.is_file() or not m:
+            continue
+        rf = findings.read_result_file(entry.path)
+        for col in EMULATE_COLUMNS:
+            if not rf.table.has(col):
+                raise findings.FindingsError(f"{findings.shown_path(entry.path)}: not an emulate file (no column "
+                                             f"'{col}')")
+        key = (m.group("path"), m.group("against"))
+        if key not in newest or findings.run_age(rf) > findings.run_age(newest[key]):
+            newest[key] = rf
+    if not newest:
+        return ("No committed comparison yet (`results/h200/*_emulate_<path>_<against>.csv`, written by "
+                "`rigel emulate --against ...` on the H200 machine: `scripts/h200_visit.sh emulate`).")
+    lines = ["| path | set against | problems | K splits | elements bit-identical | shapes (M x N x K) | commit | file |",
+             "|---|---|---|---|---|---|---|---|"]
+    for (path, against), rf in sorted(newest.items()):
+        t = rf.table
+        n = len(t.rows)
+        total = sum(findings.parse_int(t.cell(i, "elements")) for i in range(n))
+        same = sum(findings.parse_int(t.cell(i, "identical")) for i in range(n))
+        splits = sorted({findings.parse_int(t.cell(i, "splits")) for i in range(n)})
+        shapes = ", ".join(f"{t.cell(i, 'm')}x{t.cell(i, 'n')}x{t.cell(i, 'k')}" for i in range(n))
+        what = "the GEMM library" if against == "library" else f"rung {against}"
+        lines.append(f"| {path} | {what} | {n} | {', '.join(map(str, splits))} | {same:,} / {total:,}"
+                     f"{'' if same == total else ' **!**'} | {shapes} | {findings.md_cell(rf.side('git_commit')[:7])} | "
+                     f"{findings.md_cell(rf.name)} |")
+    return "\n".join(lines)

@@ -382,6 +382,7 @@ def main():
         gates_block = gates_report.block(RESULTS / "toolchain")
         driver_block = gates_report.driver_block(RESULTS / "h200")
         offers_block = gates_report.offers_block(RESULTS / "h200")
+        emulate_block = gates_report.emulate_block(RESULTS / "h200")
     except findings.FindingsError as e:
         sys.exit(f"reproduce: error: {e}")
     rows = read_rows("ladder")
@@ -405,6 +406,7 @@ def main():
         readme = replace_block(readme, "hopper-sweep", table)
     for name, body in gemm_report.readme_blocks(fin).items():
         readme = replace_block(readme, name, body)
+    readme = replace_block(readme, "emulate", emulate_block)
     if not fin.gemm_bench:
         print("reproduce: the GEMM library's README blocks say 'not measured': no committed *_gemm.csv",
               file=sys.stderr)

@@ -195,8 +195,9 @@ int run_emulate(const EmulateArgs& a, const CLI::App& cmd) {
     std::unique_ptr<Executor> ex = compare ? sm90_device("rigel emulate --against " + a.against) : make_host_executor();
     if (compare && a.against != "library") rung_for(a.against, *path);  // refused before anything runs
 
-    RunFiles files(a.common.out, header(), "emulate", "emulate_" + std::string(path->name), std::string(path->name),
-                   seed, *ex);
+    // The comparison in the name: runs of one path against the library and a rung share a folder.
+    const std::string stem = "emulate_" + std::string(path->name) + (compare ? "_" + a.against : "");
+    RunFiles files(a.common.out, header(), "emulate", stem, std::string(path->name), seed, *ex);
     std::vector<std::vector<std::string>> cells;
     bool all_identical = true;
     for (std::size_t i = 0; i < problems.size(); ++i) {
