@@ -195,11 +195,13 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
 
 struct SampleArgs {
     std::string checkpoint, tokenizer = "data/shakespeare/gpt2.tiktoken", tokens = "64", temperature = "1.0",
-                            top_k = "40", seed = "1";
+                            top_k = "40", seed = "1", backend = "reference";
 };
 
 int run_sample(const SampleArgs& a) {
     if (a.checkpoint.empty()) throw std::invalid_argument("--checkpoint is required");
+    if (a.backend != "reference" && a.backend != "cuda")
+        throw std::invalid_argument("--backend '" + a.backend + "' is not reference or cuda");
     const int count = static_cast<int>(parse_count("--tokens", a.tokens, 1));
     const double temperature = parse_real("--temperature", a.temperature, 0);
     const int top_k = static_cast<int>(parse_count("--top-k", a.top_k, 0));
@@ -208,10 +210,37 @@ int run_sample(const SampleArgs& a) {
     const train::Checkpoint c = train::load_checkpoint(a.checkpoint);
     if (const std::string why = train::check(c.config); !why.empty())
         throw std::invalid_argument(a.checkpoint + ": " + why);
-    const std::vector<double> params(c.parameters.begin(), c.parameters.end());
-    say("sampling " + std::to_string(count) + " tokens from " + a.checkpoint + " (step " + std::to_string(c.step) +
-        ") on the float64 host reference, temperature " + num(temperature) + ", top-k " + std::to_string(top_k));
-    const std::vector<int> out = train::generate(c.config, params, {train::kEndOfText}, count, temperature, top_k, rng);
+    const std::string on = a.backend == "cuda" ? "rigel's kernels (bf16 weights)" : "the float64 host reference";
+    const auto start = [&] {
+        say("sampling " + std::to_string(count) + " tokens from " + a.checkpoint + " (step " + std::to_string(c.step) +
+            ") on " + on + ", temperature " + num(temperature) + ", top-k " + std::to_string(top_k));
+    };
+    std::vector<int> out;
+    if (a.backend == "cuda") {
+        // One row of the model's whole context, recomputed per token; the
+        // tokens after the context's end are padding that causal attention
+        // keeps out of the logits read.
+        auto ex = sm90_device("rigel train sample --backend cuda");
+        const int T = c.config.max_seq_len;
+        auto backend = train::make_cuda_backend(c.config, 1, T);
+        train::ModelState s;
+        s.params = c.parameters, s.m = c.first_moment, s.v = c.second_moment;
+        backend->load(s);
+        start();
+        train::Batch b;
+        b.inputs.assign(static_cast<std::size_t>(T), 0);
+        b.targets.assign(static_cast<std::size_t>(T), 0);
+        const auto next_logits = [&](std::span<const int> context) {
+            std::copy(context.begin(), context.end(), b.inputs.begin());
+            const std::vector<float> row = backend->logits_at(b, static_cast<int>(context.size()) - 1);
+            return std::vector<double>(row.begin(), row.end());
+        };
+        out = train::generate(next_logits, T, c.config.vocab_size, {train::kEndOfText}, count, temperature, top_k, rng);
+    } else {
+        const std::vector<double> params(c.parameters.begin(), c.parameters.end());
+        start();
+        out = train::generate(c.config, params, {train::kEndOfText}, count, temperature, top_k, rng);
+    }
     std::printf("%s\n", decoder.decode(out).c_str());
     return 0;
 }
@@ -296,6 +325,8 @@ std::vector<SubcommandHook> add_train_commands(CLI::App& app) {
     sample->add_option("--temperature", sa.temperature, "0: always the likeliest token")->capture_default_str();
     sample->add_option("--top-k", sa.top_k, "draw among the k likeliest (0: all)")->capture_default_str();
     sample->add_option("--seed", sa.seed, "the draw's seed")->capture_default_str();
+    sample->add_option("--backend", sa.backend, "reference (float64 on the host) or cuda (rigel's kernels)")
+        ->capture_default_str();
     auto* check = cmd->add_subcommand("check", "Each of rigel's own training kernels against float64 (exit 1 if one "
                                                "fails)");
     add_common_options(check, ca.common, false);

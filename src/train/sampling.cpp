@@ -98,24 +98,31 @@ int sample_token(std::span<const double> logits, int vocab, double temperature, 
     return order[k - 1];
 }
 
-std::vector<int> generate(const Gpt2Config& c, std::span<const double> params, std::vector<int> prompt, int count,
-                          double temperature, int top_k, Rng& rng) {
+std::vector<int> generate(const NextLogits& next_logits, int max_context, int vocab, std::vector<int> prompt,
+                          int count, double temperature, int top_k, Rng& rng) {
     if (prompt.empty()) throw std::invalid_argument("generation needs a prompt of at least one token");
     std::vector<int> out;
     for (int i = 0; i < count; ++i) {
-        const std::size_t start = prompt.size() > static_cast<std::size_t>(c.max_seq_len)
-                                      ? prompt.size() - static_cast<std::size_t>(c.max_seq_len)
+        const std::size_t start = prompt.size() > static_cast<std::size_t>(max_context)
+                                      ? prompt.size() - static_cast<std::size_t>(max_context)
                                       : 0;
-        const std::vector<int> context(prompt.begin() + static_cast<std::ptrdiff_t>(start), prompt.end());
-        const int T = static_cast<int>(context.size());
-        const std::vector<double> all = ref::logits(c, params, context, 1, T);
-        const auto last = std::span<const double>(all).subspan(static_cast<std::size_t>(T - 1) * c.padded_vocab_size,
-                                                               static_cast<std::size_t>(c.padded_vocab_size));
-        const int next = sample_token(last, c.vocab_size, temperature, top_k, rng);
+        const std::vector<double> last = next_logits(std::span<const int>(prompt).subspan(start));
+        const int next = sample_token(last, vocab, temperature, top_k, rng);
         prompt.push_back(next);
         out.push_back(next);
     }
     return out;
+}
+
+std::vector<int> generate(const Gpt2Config& c, std::span<const double> params, std::vector<int> prompt, int count,
+                          double temperature, int top_k, Rng& rng) {
+    const auto next_logits = [&](std::span<const int> context) {
+        const int T = static_cast<int>(context.size());
+        const std::vector<double> all = ref::logits(c, params, context, 1, T);
+        const auto last = all.begin() + static_cast<std::ptrdiff_t>(T - 1) * c.padded_vocab_size;
+        return std::vector<double>(last, last + c.padded_vocab_size);
+    };
+    return generate(next_logits, c.max_seq_len, c.vocab_size, std::move(prompt), count, temperature, top_k, rng);
 }
 
 }  // namespace rigel::train

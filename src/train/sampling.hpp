@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,6 +33,14 @@ private:
 // temperature 0 takes the largest; otherwise softmax(logits / temperature)
 // over the top_k largest (top_k 0: all), drawn with `rng`.
 int sample_token(std::span<const double> logits, int vocab, double temperature, int top_k, Rng& rng);
+
+// The logits (padded vocabulary) of the last token of `context`.
+using NextLogits = std::function<std::vector<double>(std::span<const int> context)>;
+
+// `count` tokens after `prompt`, the context cut to the last `max_context`
+// tokens, each drawn from next_logits(context).
+std::vector<int> generate(const NextLogits& next_logits, int max_context, int vocab, std::vector<int> prompt,
+                          int count, double temperature, int top_k, Rng& rng);
 
 // `count` tokens after `prompt` from the float64 model (its whole context
 // recomputed per token; the last max_seq_len tokens when it is longer).

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,12 @@ public:
     // global norm, clipping to `clip`, then AdamW step t at `lr`.
     virtual StepStats step(std::span<const Batch> micro, double lr, std::int64_t t, const TrainOptions& o) = 0;
     virtual double eval_loss(const Batch& b, const TrainOptions& o) = 0;
+    // The forward pass alone over batch `b` (B x T tokens, as built): the
+    // logits (padded vocabulary) of token `position` of row 0. For sampling.
+    virtual std::vector<float> logits_at(const Batch& b, int position) {
+        (void)b, (void)position;
+        throw std::invalid_argument("the " + name() + " backend does not give logits");
+    }
     // The most device memory in use so far, in bytes (0: not on a device).
     virtual double peak_memory_bytes() const { return 0; }
     // Times the phases of the steps that follow (a backend that cannot: nothing).

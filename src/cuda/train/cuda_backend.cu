@@ -261,6 +261,22 @@ public:
         return mean_loss();
     }
 
+    std::vector<float> logits_at(const Batch& b, int position) override {
+        if (position < 0 || position >= T_)
+            throw std::invalid_argument("logits_at: position " + std::to_string(position) + " is outside the " +
+                                        std::to_string(T_) + " tokens of a row");
+        upload(b);
+        forward(false);
+        const int Vp = c_.padded_vocab_size;
+        std::vector<bf16> row(static_cast<std::size_t>(Vp));
+        RIGEL_CUDA_CHECK(cudaMemcpyAsync(row.data(), logits_.get() + static_cast<std::int64_t>(position) * Vp,
+                                         row.size() * sizeof(bf16), cudaMemcpyDeviceToHost, stream_));
+        RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        std::vector<float> out(row.size());
+        for (std::size_t i = 0; i < row.size(); ++i) out[i] = __bfloat162float(row[i]);
+        return out;
+    }
+
 private:
     struct Acts {
         Device<bf16> in, ln1, qkv, atty, res2, ln2, fch, pre;
@@ -379,7 +395,8 @@ private:
                 {.a = dy, .b = x, .d = dw, .c = dw, .beta = 1.0f});
     }
 
-    void forward() {
+    // with_loss false: the logits stay (sampling), no cross-entropy.
+    void forward(bool with_loss = true) {
         const int C = this->C(), Vp = c_.padded_vocab_size;
         cuda::train::encoder_forward(acts_[0].in.get(), tokens_.get(), w16(Param::wte), w16(Param::wpe), N_, T_, C,
                                      stream_);
@@ -409,6 +426,7 @@ private:
         other("layernorm_forward");
         product("fwd_lm_head", N_, Vp, C, gemm::Op::n, gemm::Op::t, gemm::Type::bf16, gemm::Epilogue::none,
                 {.a = lnf_.get(), .b = w16(Param::wte), .d = logits_.get()});
+        if (!with_loss) return;
         // The losses, and the logits replaced by their gradient for a mean over the N tokens of this
         // micro-batch (backward() scales by the micro-batch count through its own dloss).
         cuda::train::crossentropy_fused(losses_.get(), logits_.get(), targets_.get(), 1.0f, N_, c_.vocab_size, Vp,
