@@ -5,7 +5,7 @@
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
-# [ncu_gemm]
+# [ncu_gemm] [train_full]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -30,6 +30,15 @@ has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; r
 log() { echo "== $*" >&2; }
 RIGEL=build/h200/src/rigel
 summary=()
+# VISIT_BUDGET_S: the seconds this visit may take (the call's limit less a
+# margin); a step that would not finish inside it is skipped and says so,
+# so that the archive is always written.
+visit_start=$(date +%s)
+budget=${VISIT_BUDGET_S:-100000}
+fits() {  # fits SECONDS NAME: room for a step of about SECONDS?
+  local left=$(( budget - ($(date +%s) - visit_start) ))
+  if [ "$left" -lt "$1" ]; then summary+=("$2: skipped, ${left} s left of the visit's budget"); return 1; fi
+}
 
 log "device"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
@@ -262,7 +271,7 @@ if has emulate; then
   for pair in "wgmma_bf16 library" "wgmma_f16 library" "wgmma_bf16 k32_wgmma_persistent" "mma_sync_bf16 k21_mma_sync"; do
     read -r path against <<< "$pair"
     log "emulate $path against $against"
-    timeout -s INT 300 $RIGEL emulate --path "$path" --shapes "$shapes" --against "$against" --out "$OUT/emulate_$against" \
+    timeout -s INT 300 $RIGEL emulate --path "$path" --shapes "$shapes" --against "$against" --out "$OUT" \
       >> "$OUT/emulate.txt" 2>&1
     summary+=("emulate $path against $against (10 problems): rc $?")
   done
@@ -273,6 +282,38 @@ if has train; then
   log "train check"
   timeout -s INT 120 $RIGEL train check --out "$OUT" > "$OUT/train_check.txt" 2> "$OUT/train_check.err"
   summary+=("train check: rc $?")
+fi
+
+# One training run on the whole corpus (TRAIN_FULL_STEPS steps, about three
+# epochs of the Shakespeare token file by default), checkpointed and
+# validated on the way, then samples from its last checkpoint on rigel's
+# kernels. The checkpoint stays behind (1.5 GB); the log, the samples and
+# their settings come back.
+if has train_full; then
+  data=${DATA:-../data/shakespeare}
+  full_steps=${TRAIN_FULL_STEPS:-600}
+  if fits 120 "train full"; then
+    log "train full: $full_steps steps"
+    rm -f "$OUT/full.ckpt"
+    mkdir -p "$OUT/full"
+    timeout -s INT 400 $RIGEL train run --model gpt2 --backend cuda --data "$data/train.bin" --val "$data/val.bin" \
+      --batch 16 --seq 1024 --steps "$full_steps" --warmup 40 --lr 6e-4 --val-every 25 --val-batches 8 \
+      --checkpoint "$OUT/full.ckpt" --checkpoint-every 200 --out "$OUT/full" > "$OUT/train_full.txt" 2>&1
+    summary+=("train full ($full_steps steps): rc $?")
+    # Named apart from the comparison's short run (..._train_full_gpt2_cuda.csv, the sidecar saying so).
+    for f in "$OUT"/full/*_train_gpt2_cuda.*; do
+      [ -f "$f" ] && sed -i 's/_train_gpt2_cuda\.csv/_train_full_gpt2_cuda.csv/' "$f" && mv "$f" "${f/_train_gpt2_cuda/_train_full_gpt2_cuda}"
+    done
+    mv "$OUT"/full/* "$OUT"/ 2>/dev/null; rm -rf "$OUT/full"
+    for seed in 1 2 3; do
+      echo "== sample, seed $seed, temperature 0.8, top-k 40" >> "$OUT/train_full_samples.txt"
+      timeout -s INT 60 $RIGEL train sample --checkpoint "$OUT/full.ckpt" --backend cuda --tokens 200 \
+        --temperature 0.8 --top-k 40 --seed "$seed" --tokenizer "$data/gpt2.tiktoken" \
+        >> "$OUT/train_full_samples.txt" 2>&1
+      summary+=("train sample seed $seed: rc $?")
+    done
+    rm -f "$OUT/full.ckpt"
+  fi
 fi
 
 # GPT-2 small on the corpus: rigel's cuda backend and PyTorch (eager, then
@@ -320,6 +361,8 @@ if has train_compare; then
   summary+=("train cuda-vendor profile: rc $?")
   mv "$OUT"/profile/*_profile_gpt2_cuda-vendor.* "$OUT"/ 2>/dev/null; rm -rf "$OUT/profile" "$OUT/vendor.ckpt"
   for mode in eager compile; do
+    est=90; [ "$mode" = compile ] && est=170
+    fits "$est" "train torch $mode" || continue
     log "train compare: torch $mode"
     flag=(); [ "$mode" = compile ] && flag=(--compile)
     timeout -s INT 300 python3 scripts/gpt2_torch.py --init "$OUT/init.ckpt" --data "$data/train.bin" \
@@ -344,6 +387,7 @@ for f in "$OUT"/*.err; do [ -f "$f" ] && tail -3 "$f"; done
 [ -f "$OUT/gemm_bench.txt" ] && tail -50 "$OUT/gemm_bench.txt"
 [ -f "$OUT/train_check.txt" ] && cat "$OUT/train_check.txt"
 for f in train_rigel train_vendor train_torch_eager train_torch_compile; do [ -f "$OUT/$f.txt" ] && tail -4 "$OUT/$f.txt"; done
+[ -f "$OUT/train_full.txt" ] && grep " val " "$OUT/train_full.txt" | tail -8
 [ -f "$OUT/train_rigel_profile.txt" ] && grep -A40 '^phase' "$OUT/train_rigel_profile.txt"
 [ -f "$OUT/attention_verify.txt" ] && grep -c " pass " "$OUT/attention_verify.txt" && grep " FAIL " "$OUT/attention_verify.txt" | head -20
 [ -f "$OUT/attention_bench.txt" ] && grep -E "^(sdpa|gpt2|targets) " "$OUT/attention_bench.txt" | tail -60
