@@ -350,6 +350,9 @@ if has train_compare; then
   mv "$OUT"/profile/*_profile_gpt2_cuda.* "$OUT"/ 2>/dev/null; rm -rf "$OUT/profile"
   # The same loop with cuBLASLt's matmuls and cuDNN's attention (for
   # comparison only): its timed run from the same weights, then its profile.
+  # TRAIN_VENDOR=0 leaves the cuBLASLt/cuDNN run out (it depends on rigel's
+  # other kernels only); TORCH_MODES picks PyTorch's modes (default both).
+  if [ "${TRAIN_VENDOR:-1}" = 1 ]; then
   log "train compare: rigel's loop on cuBLASLt and cuDNN"
   cp "$OUT/init.ckpt" "$OUT/vendor.ckpt"
   timeout -s INT 200 $RIGEL train run --model gpt2 --backend cuda-vendor --data "$data/train.bin" --val "$data/val.bin" \
@@ -360,8 +363,9 @@ if has train_compare; then
     --seq 1024 --steps 8 --warmup 10 --lr 6e-4 --profile --out "$OUT/profile" > "$OUT/train_vendor_profile.txt" 2>&1
   summary+=("train cuda-vendor profile: rc $?")
   mv "$OUT"/profile/*_profile_gpt2_cuda-vendor.* "$OUT"/ 2>/dev/null; rm -rf "$OUT/profile" "$OUT/vendor.ckpt"
-  for mode in eager compile; do
-    est=90; [ "$mode" = compile ] && est=170
+  fi
+  for mode in ${TORCH_MODES:-eager compile}; do
+    est=75; [ "$mode" = compile ] && est=140
     fits "$est" "train torch $mode" || continue
     log "train compare: torch $mode"
     flag=(); [ "$mode" = compile ] && flag=(--compile)
