@@ -419,7 +419,8 @@ def main():
     training_md = (docs / "training.md").read_text() if (docs / "training.md").exists() else ""
     for name, body in (("train-runs", train_report.runs_block(train_runs)),
                        ("train-compare", train_report.compare_block(train_runs)),
-                       ("train-profile", train_profile)):
+                       ("train-profile", train_profile),
+                       ("train-full", train_report.full_block(RESULTS / "h200"))):
         readme = replace_block(readme, name, body)
         training_md = replace_block(training_md, name, body)
     if training_md:
@@ -450,6 +451,7 @@ def main():
         accumulator.draw(plt, findings.accumulator_data(fin.probes), figdir / "accumulator.png", write_if_changed)
         fused_gain.draw(plt, gemm_report.fused_gain_data(fin), figdir / "fused_gain.png", write_if_changed)
         train_report.draw(plt, train_runs, figdir / "loss_curves.png", write_if_changed, style)
+        train_report.draw_full(plt, RESULTS / "h200", figdir / "full_run.png", write_if_changed, style)
     print(f"reproduce: {len(rows)} ladder rows -> docs/ladder.md, README.md tables, FINDINGS.md"
           + (", docs/figures" if plt else " (figures skipped: --no-figures)"))
 

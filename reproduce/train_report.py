@@ -286,3 +286,105 @@ def profile_block(folder):
             line += f" {'-' if math.isnan(vm) else f'{vm:.3f}'} | {'-' if math.isnan(vm) or vm <= 0 else f'{ms / vm:.2f}x'} |"
         lines.append(line)
     return "\n".join(lines)
+
+
+FULL_NAME = re.compile(r"_train_full_(?P<model>[a-z0-9]+)_(?P<backend>[a-z0-9]+(?:-[a-z0-9]+)*)\.csv$")
+SAMPLES_SUFFIX = "_samples.txt"  # beside the log: <stem of the log>_samples.txt
+
+
+def load_full(folder):
+    """The newest run over the whole corpus (`scripts/h200_visit.sh
+    train_full`, files ..._train_full_<model>_<backend>.csv), joined from its
+    files as load() joins them; None when there is none."""
+    files = named_files(folder, FULL_NAME, COLUMNS, "a training log")
+    run = None
+    for rf, model, backend in sorted(files, key=lambda x: findings.run_age(x[0])):
+        steps = file_steps(rf)
+        if run is None or (steps and min(steps) == 1) or (run.model, run.backend) != (model, backend):
+            run = Run(model, backend)
+        run.files.append(rf)
+        run.steps.update(steps)
+    return run
+
+
+def samples_of(folder, run):
+    """The samples text written beside the run's last log (its stem with
+    _samples.txt), or None."""
+    stem = run.files[-1].name[:-len(".csv")]
+    stem = stem[:stem.rindex("_train_full_")] + "_train_full"
+    path = os.path.join(folder, stem + SAMPLES_SUFFIX)
+    if not os.path.isfile(path):
+        return None, None
+    with open(path, encoding="utf-8") as f:
+        return os.path.basename(path), f.read()
+
+
+def full_block(folder):
+    """One training run over the whole corpus: its losses along the way, its
+    rate, and the samples from its last checkpoint, quoted as written."""
+    run = load_full(folder)
+    if run is None:
+        return ("No committed run over the corpus yet (`results/h200/*_train_full_<model>_<backend>.csv`, written "
+                "by `scripts/h200_visit.sh train_full`).")
+    steps = sorted(run.steps)
+    vals = [(s, run.steps[s]["val_loss"]) for s in steps if not math.isnan(run.steps[s]["val_loss"])]
+    rates = sorted(run.steps[s]["tokens_per_s"] for s in steps[1:] if not math.isnan(run.steps[s]["tokens_per_s"]))
+    median = rates[len(rates) // 2] if rates else math.nan
+    elapsed = run.steps[steps[-1]]["elapsed_s"]
+    best = min(vals, key=lambda v: v[1]) if vals else None
+    commit = run.files[-1].side("git_commit")[:7]
+    lines = [f"{run.model} on {run.backend}, commit {findings.md_cell(commit)}, "
+             f"{findings.md_cell(run.files[-1].table.cell(0, 'device'))}: {steps[-1]} steps in {elapsed:,.0f} s "
+             f"(median {median:,.0f} tokens/s over steps 2..{steps[-1]}); logs "
+             + ", ".join(findings.md_cell(f.name) for f in run.files) + ".", "",
+             "| step | training loss | validation loss | learning rate | gradient norm |", "|---|---|---|---|---|"]
+    shown = [s for s, _ in vals] or steps[-1:]
+    if steps[0] not in shown:
+        shown = [steps[0]] + shown
+    # At most a dozen rows: the first step, then evenly spaced validations, and the last.
+    if len(shown) > 12:
+        pick = {shown[0], shown[-1]} | {shown[round(i * (len(shown) - 1) / 10)] for i in range(11)}
+        shown = sorted(pick)
+    for s in shown:
+        r = run.steps[s]
+        val = "-" if math.isnan(r["val_loss"]) else f"{r['val_loss']:.4f}"
+        lines.append(f"| {s} | {r['loss']:.4f} | {val} | {r['lr']:.3g} | {r['grad_norm']:.3f} |")
+    if best:
+        lines += ["", f"Lowest validation loss {best[1]:.4f} at step {best[0]}; the last, {vals[-1][1]:.4f} at step "
+                  f"{vals[-1][0]}. The curves: docs/figures/full_run.png."]
+    name, text = samples_of(folder, run)
+    if text:
+        # The model emits many newlines in a row: runs of blank lines shown as one.
+        shown_text = re.sub(r"\n(?:[ \t]*\n){2,}", "\n\n", text.strip("\n"))
+        lines += ["", f"Samples from the last checkpoint, on rigel's kernels ({findings.md_cell(name)}; runs of blank "
+                  "lines shown as one):", "", "```text", shown_text, "```"]
+    return "\n".join(lines)
+
+
+def draw_full(plt, folder, path, write_if_changed, style):
+    """The run over the corpus: training loss per step (and its 25-step
+    mean) with the validation losses; nothing drawn (False) without one."""
+    run = load_full(folder)
+    if run is None:
+        return False
+    steps = sorted(run.steps)
+    loss = [run.steps[s]["loss"] for s in steps]
+    fig, ax = plt.subplots(figsize=(9, 5))
+    ax.plot(steps, loss, color=style.OWN, alpha=0.3, linewidth=0.8, label="training loss, per step")
+    w = 25
+    if len(loss) > w:
+        mean = [sum(loss[i - w + 1:i + 1]) / w for i in range(w - 1, len(loss))]
+        ax.plot(steps[w - 1:], mean, color=style.OWN, linewidth=1.5, label=f"training loss, mean of {w} steps")
+    val = [(s, run.steps[s]["val_loss"]) for s in steps if not math.isnan(run.steps[s]["val_loss"])]
+    if val:
+        ax.plot([s for s, _ in val], [v for _, v in val], color=style.VENDOR, marker="o", linestyle="--",
+                markersize=4, linewidth=0.8, label="validation loss")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy loss (nats per token)")
+    ax.grid(color="#eeeeee", zorder=0)
+    ax.legend(loc="upper right")
+    ax.set_title(f"{run.model} on rigel's kernels, over the corpus (commit {run.files[-1].side('git_commit')[:7]})")
+    fig.tight_layout()
+    style.save(fig, path, write_if_changed)
+    plt.close(fig)
+    return True

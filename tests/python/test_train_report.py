@@ -202,3 +202,24 @@ class TrainProfile(TempDirTest):
         self.assertIn("2.5 ms in all", block)
         self.assertIn("| fwd_qkv | gemm | 12 | 3.000 | 75.0 % | 284 | 1.500 | 2.00x |", block)
         self.assertIn("| adamw | other | 1 | 1.000 | 25.0 % | - | 1.000 | 1.00x |", block)
+
+
+class FullRunReport(TempDirTest):
+    """The run over the corpus (..._train_full_<model>_<backend>.csv): kept
+    out of the comparison's runs, its losses and samples in one block."""
+
+    def test_no_full_run_says_so(self):
+        self.assertIn("No committed run over the corpus yet", train_report.full_block(self.dir))
+
+    def test_losses_and_samples(self):
+        stem = "2026-12-02_1111111_train_full"
+        self.write(f"{stem}_gpt2_cuda.csv", to_csv(HEADER, rows("20261202T100000Z-a", range(1, 51), val_at=(25, 50))))
+        self.write(f"{stem}_gpt2_cuda.json", sidecar("20261202T100000Z-a", "1111111" + "0" * 33))
+        self.write(f"{stem}_samples.txt", "== sample, seed 1\nTo be\n\n\n\nor not\n")
+        self.assertEqual(train_report.load(self.dir), {})  # not one of the comparison's runs
+        block = train_report.full_block(self.dir)
+        self.assertIn("gpt2 on cuda, commit 1111111, NVIDIA H200: 50 steps in 50 s (median 1,000 tokens/s", block)
+        self.assertIn("| 1 | 9.9000 | - | 0.0006 | 1.500 |", block)
+        self.assertIn("| 50 | 5.0000 | 4.0000 | 0.0006 | 1.500 |", block)
+        self.assertIn("Lowest validation loss 4.0000 at step 50", block)
+        self.assertIn("```text\n== sample, seed 1\nTo be\n\nor not\n```", block)
