@@ -5,7 +5,7 @@
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
-# [ncu_gemm] [train_full]
+# [ncu_gemm] [train_full] [gemm_bench]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -220,6 +220,21 @@ fi
 # gemm_compare: the GPT-2, fused and small suites again with every case on
 # the cooperative 128 x 256 kernel (k32's tile) instead of the dispatcher's
 # choice, in the same visit (shorter samples); files named ..._128x256_gemm.csv.
+# The GEMM suites alone (no verify run first): GEMM_SUITES (default gpt2), each
+# on every kernel choice of GEMM_KERNELS (default: the dispatcher's, auto),
+# GEMM_MIN_TIME seconds of paired samples per comparison (default 1).
+if has gemm_bench; then
+  for s in ${GEMM_SUITES:-gpt2}; do
+    for kern in ${GEMM_KERNELS:-auto}; do
+      fits 75 "gemm bench $s --kernel $kern" || continue
+      log "gemm bench $s --kernel $kern"
+      timeout -s INT 240 $RIGEL gemm bench --suite "$s" --kernel "$kern" --min-time "${GEMM_MIN_TIME:-1}" --out "$OUT" \
+        >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
+      summary+=("gemm bench (suite $s, kernel $kern): rc $?")
+    done
+  done
+fi
+
 if has gemm_compare; then
   for s in gpt2 fused small; do
     log "gemm bench $s --kernel 128x256"
