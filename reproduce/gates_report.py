@@ -187,7 +187,8 @@ def findings_section(folder, driver_folder=None):
     return "\n".join(lines) + "\n"
 
 
-EMULATE_NAME = re.compile(r"_emulate_(?P<path>[a-z0-9_]+?)_(?P<against>library|k[0-9]+_[a-z0-9_]+)\.csv$")
+EMULATE_NAME = re.compile(
+    r"_emulate_(?P<path>[a-z0-9_]+?)_(?P<against>library|cublas|cublaslt|k[0-9]+_[a-z0-9_]+)\.csv$")
 EMULATE_COLUMNS = ("device", "path", "instruction", "m", "n", "k", "splits", "elements", "identical")
 
 
@@ -211,17 +212,44 @@ def emulate_block(folder):
     if not newest:
         return ("No committed comparison yet (`results/h200/*_emulate_<path>_<against>.csv`, written by "
                 "`rigel emulate --against ...` on the H200 machine: `scripts/h200_visit.sh emulate`).")
-    lines = ["| path | set against | problems | K splits | elements bit-identical | shapes (M x N x K) | commit | file |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| path | set against | problems | how K is split | elements bit-identical | shapes (M x N x K) | commit | "
+             "file |", "|---|---|---|---|---|---|---|---|"]
     for (path, against), rf in sorted(newest.items()):
         t = rf.table
         n = len(t.rows)
         total = sum(findings.parse_int(t.cell(i, "elements")) for i in range(n))
         same = sum(findings.parse_int(t.cell(i, "identical")) for i in range(n))
-        splits = sorted({findings.parse_int(t.cell(i, "splits")) for i in range(n)})
+        splits = ", ".join(split_text(t, i) for i in ordered_rows(t, n))
         shapes = ", ".join(f"{t.cell(i, 'm')}x{t.cell(i, 'n')}x{t.cell(i, 'k')}" for i in range(n))
-        what = "the GEMM library" if against == "library" else f"rung {against}"
-        lines.append(f"| {path} | {what} | {n} | {', '.join(map(str, splits))} | {same:,} / {total:,}"
+        what = {"library": "the GEMM library", "cublas": "cuBLAS (cublasGemmEx)",
+                "cublaslt": "cuBLASLt"}.get(against, f"rung {against}")
+        lines.append(f"| {path} | {what} | {n} | {splits} | {same:,} / {total:,}"
                      f"{'' if same == total else ' **!**'} | {shapes} | {findings.md_cell(rf.side('git_commit')[:7])} | "
                      f"{findings.md_cell(rf.name)} |")
     return "\n".join(lines)
+
+
+def split_text(t, i):
+    """How row i's K was split: the count alone for rigel's own split (k-tiles
+    of 64, floor shares, partials in order), the whole hypothesis otherwise,
+    with a vendor's sample score."""
+    splits = findings.parse_int(t.cell(i, "splits"))
+    if not t.has("k_tile"):
+        return str(splits)
+    k_tile, share, red = t.cell(i, "k_tile"), t.cell(i, "share"), t.cell(i, "reduction")
+    text = str(splits) if (k_tile, share, red) == ("64", "floor", "serial") or splits == 1 else \
+        f"{splits} ({share} shares of {k_tile}-element k-tiles, {'in order' if red == 'serial' else red})"
+    if t.cell(i, "sampled"):
+        text += f" [inferred: {t.cell(i, 'sample_identical')}/{t.cell(i, 'sampled')} sampled]"
+    return text
+
+
+def ordered_rows(t, n):
+    """Row indices whose split text is new, in row order."""
+    seen, out = set(), []
+    for i in range(n):
+        key = split_text(t, i)
+        if key not in seen:
+            seen.add(key)
+            out.append(i)
+    return out

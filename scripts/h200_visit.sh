@@ -5,7 +5,7 @@
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
-# [ncu_gemm] [train_full] [gemm_bench]
+# [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -289,6 +289,20 @@ if has emulate; then
     timeout -s INT 300 $RIGEL emulate --path "$path" --shapes "$shapes" --against "$against" --out "$OUT" \
       >> "$OUT/emulate.txt" 2>&1
     summary+=("emulate $path against $against (10 problems): rc $?")
+  done
+fi
+
+# What cuBLAS and cuBLASLt do with K, from their fp32 outputs alone (rigel
+# emulate infers the split and the partials' order): ten problems of about
+# 1024^3 per library, odd shapes among them.
+if has emulate_vendor; then
+  shapes="1024x1024x1024,1000x1030x1104,1023x977x1032,512x512x4096,257x1100x1024,1024x1024x2048,999x1001x1000,640x1408x1152,1100x900x960,128x1024x8192"
+  for against in cublas cublaslt; do
+    fits 150 "emulate wgmma_bf16 against $against" || continue
+    log "emulate wgmma_bf16 against $against"
+    timeout -s INT 300 $RIGEL emulate --path wgmma_bf16 --shapes "$shapes" --against "$against" --out "$OUT" \
+      >> "$OUT/emulate.txt" 2>&1
+    summary+=("emulate wgmma_bf16 against $against (10 problems): rc $?")
   done
 fi
 

@@ -1,6 +1,8 @@
 // `rigel emulate`'s library (src/probes/numerics/emulate.hpp): on inputs whose
 // sums are exact in fp32 every path returns the exact product, split or not;
-// a split is its chains' fp32 partials added from zero in split order; the
+// a split is its chains' fp32 partials added from zero in split order (or
+// pairwise, in ceil shares, as named); infer() recovers a hidden split from D
+// alone; the
 // measured model's truncation shows where rounding to nearest would not; bad
 // shapes are refused.
 #include <gtest/gtest.h>
@@ -19,6 +21,13 @@ double exact_dot(const std::vector<double>& a, const std::vector<double>& b, int
     double s = 0;
     for (int i = 0; i < k; ++i) s += a[static_cast<std::size_t>(row) * k + i] * b[static_cast<std::size_t>(col) * k + i];
     return s;
+}
+
+// One unsplit chain over [begin, end) of K, of row 0 of A and of B.
+float chain_of(const emulate::Path& p, const Operand& a, const Operand& b, int begin, int end) {
+    const std::vector<double> ra(a.values.begin() + begin, a.values.begin() + end),
+        rb(b.values.begin() + begin, b.values.begin() + end);
+    return emulate::element(p, ra, rb);
 }
 
 }  // namespace
@@ -43,11 +52,7 @@ TEST(Emulate, ASplitIsItsChainsAddedInFp32FromZero) {
     const int k = 200;  // 4 k-tiles of 64 (the last partial): two splits of 2
     const Operand a = make_operand(p.type, Recipe::normal, 5, 0, 1, k, KAxis::cols);
     const Operand b = make_operand(p.type, Recipe::normal, 5, 1, 1, k, KAxis::cols);
-    const auto chain = [&](int begin, int end) {
-        const std::vector<double> ra(a.values.begin() + begin, a.values.begin() + end),
-            rb(b.values.begin() + begin, b.values.begin() + end);
-        return emulate::element(p, ra, rb);
-    };
+    const auto chain = [&](int begin, int end) { return chain_of(p, a, b, begin, end); };
     const float first = chain(0, 128), second = chain(128, k);
     const float two = emulate::element(p, a.values, b.values, {.splits = 2});
     EXPECT_EQ(two, (0.0f + first) + second);
@@ -76,4 +81,53 @@ TEST(Emulate, RefusesBadShapesAndUnknownPaths) {
     EXPECT_THROW(emulate::element(p, four, four, {.splits = 0}), std::invalid_argument);
     EXPECT_EQ(emulate::path_named("wgmma_e4m3"), nullptr);
     EXPECT_NE(emulate::path_names().find("wgmma_bf16"), std::string::npos);
+}
+
+TEST(Emulate, SharesAndReductionsCutAndAddAsNamed) {
+    const emulate::Path& p = *emulate::path_named("wgmma_bf16");
+    const int k = 5 * 64;  // 5 k-tiles in 3 splits: floor 1, 1, 3; ceil 2, 2, 1
+    const Operand a = make_operand(p.type, Recipe::normal, 9, 0, 1, k, KAxis::cols);
+    const Operand b = make_operand(p.type, Recipe::normal, 9, 1, 1, k, KAxis::cols);
+    const auto chain = [&](int begin, int end) { return chain_of(p, a, b, begin, end); };
+    using emulate::Reduction;
+    using emulate::Share;
+    EXPECT_EQ(emulate::element(p, a.values, b.values, {.splits = 3}),
+              ((0.0f + chain(0, 64)) + chain(64, 128)) + chain(128, k));
+    EXPECT_EQ(emulate::element(p, a.values, b.values, {.splits = 3, .share = Share::ceil}),
+              ((0.0f + chain(0, 128)) + chain(128, 256)) + chain(256, k));
+    EXPECT_EQ(emulate::element(p, a.values, b.values,
+                               {.splits = 3, .share = Share::ceil, .reduction = Reduction::pairwise}),
+              0.0f + (chain(0, 128) + (chain(128, 256) + chain(256, k))));
+    EXPECT_EQ(emulate::describe({.splits = 3, .k_tile = 128, .share = Share::ceil, .reduction = Reduction::pairwise}),
+              "K split 3 ways in k-tiles of 128 (ceil shares), partials added pairwise");
+}
+
+// infer() finds a hidden way of splitting K from D alone, and says so when
+// nothing in its space explains D.
+TEST(Emulate, InferFindsAHiddenSplitFromTheOutputAlone) {
+    const emulate::Path* p = emulate::path_named("wgmma_bf16");
+    const int m = 24, n = 20, k = 1000;
+    const Operand a = make_operand(p->type, Recipe::normal, 11, 0, m, k, KAxis::cols);
+    const Operand b = make_operand(p->type, Recipe::normal, 11, 1, n, k, KAxis::cols);
+    const emulate::KSplit hidden{.splits = 5, .k_tile = 32, .share = emulate::Share::ceil,
+                                 .reduction = emulate::Reduction::pairwise};
+    const std::vector<float> d = emulate::gemm(*p, a.values, b.values, m, n, k, hidden, 2);
+    const emulate::Path* const candidates[] = {p};
+    const auto fits = emulate::infer(candidates, a.values, b.values, m, n, k, d, 64, 3, 32, 2);
+    ASSERT_FALSE(fits.empty());
+    EXPECT_EQ(fits[0].identical, 64);
+    EXPECT_EQ(fits[0].sampled, 64);
+    // The winner computes every element of D as the hidden split does (an
+    // equivalent cut of K may win: the same ranges named another way).
+    EXPECT_EQ(emulate::gemm(*p, a.values, b.values, m, n, k, fits[0].split, 2), d);
+    EXPECT_LT(fits.back().identical, 64);
+
+    // D rounded to nearest from the exact sums: no chain of truncating instructions gives all of it.
+    std::vector<float> exact(d.size());
+    for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j)
+            exact[static_cast<std::size_t>(i) * n + j] = static_cast<float>(exact_dot(a.values, b.values, i, j, k));
+    const auto none = emulate::infer(candidates, a.values, b.values, m, n, k, exact, 64, 3, 32, 2);
+    EXPECT_LT(none[0].identical, 64);
+    EXPECT_THROW(emulate::infer(candidates, a.values, b.values, m, n, k, std::vector<float>(3), 8), std::invalid_argument);
 }

@@ -95,3 +95,34 @@ class CublasLtOffers(TempDirTest):
         self.assertIn("1 where it states nothing", block)
         self.assertIn("| e4m3 x e4m3 -> bf16 | NN | per tensor; per tensor | SUCCESS | 8 | not offered **!** |", block)
         self.assertIn("| INVALID_VALUE | 0 | - | nothing stated |", block)
+
+
+EMULATE_HEADER = ["run_id", "host", "device", "path", "instruction", "m", "n", "k", "splits", "k_tile", "share",
+                  "reduction", "recipe", "seed", "elements", "identical", "first_mismatch", "checksum", "sampled",
+                  "sample_identical", "algorithm"]
+
+
+class EmulateBlock(TempDirTest):
+    """`rigel emulate --against ...` files: the newest run per (path, what it
+    was set against), rigel's own split as a count, a vendor's inferred
+    hypothesis in full with its sample score, a mismatch flagged."""
+
+    def put(self, name, rows):
+        self.write(name, to_csv(EMULATE_HEADER, rows))
+        self.write(name[:-4] + ".json", sidecar(rows[0][0], "abcdef1" + "0" * 33))
+
+    def test_nothing_committed(self):
+        self.assertIn("No committed comparison yet", gates_report.emulate_block(self.dir))
+
+    def test_library_and_vendor_rows(self):
+        base = ["h", "NVIDIA H200", "wgmma_bf16", "wgmma", "64", "64"]
+        self.put("2026-12-01_abcdef1_emulate_wgmma_bf16_library.csv",
+                 [["r1"] + base + ["1024", "8", "64", "floor", "serial", "normal", "1", "4096", "4096", "", "x", "",
+                                   "", ""]])
+        self.put("2026-12-01_abcdef1_emulate_wgmma_bf16_cublas.csv",
+                 [["r2"] + base + ["4096", "4", "128", "ceil", "pairwise", "normal", "1", "4096", "4000",
+                                   "D[0][1]: ...", "x", "256", "250", "cublasGemmEx"]])
+        block = gates_report.emulate_block(self.dir)
+        self.assertIn("| wgmma_bf16 | the GEMM library | 1 | 8 | 4,096 / 4,096 | 64x64x1024 | abcdef1 |", block)
+        self.assertIn("| wgmma_bf16 | cuBLAS (cublasGemmEx) | 1 | 4 (ceil shares of 128-element k-tiles, pairwise) "
+                      "[inferred: 250/256 sampled] | 4,000 / 4,096 **!** |", block)

@@ -202,6 +202,22 @@ Plan plan_for(const GemmCase& c) {
 
 }  // namespace
 
+std::string run_baseline(Contender who, const Desc& d, const Args& args, Stream s) {
+    const cudaStream_t stream = static_cast<cudaStream_t>(s);
+    switch (who) {
+        case Contender::cublaslt:
+            cuda::vendor::cublaslt_gemm(d, args, s);
+            RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream));
+            return cuda::vendor::cublaslt_gemm_algorithm(d);
+        case Contender::cublas:
+            cublas_gemm(d, args, stream);
+            RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream));
+            return "cublasGemmEx";
+        default: break;
+    }
+    throw std::invalid_argument(std::string("run_baseline: ") + name(who) + " is not a vendor baseline");
+}
+
 std::vector<VerifyRow> verify_case(Executor& ex, const GemmCase& c, std::uint64_t seed, int threads) {
     Plan plan = plan_for(c);
     DeviceCase dc(ex, c, seed);

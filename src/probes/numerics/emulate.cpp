@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
+#include <utility>
 #include <stdexcept>
 #include <thread>
 
@@ -42,6 +44,28 @@ constexpr std::array kPaths{
 // fp32 a + b, rounded to nearest even (the split-K reduction's adds).
 float add_f32(float a, float b) { return a + b; }
 
+// [begin, end) of each split's share of K (elements).
+std::vector<std::pair<int, int>> ranges(int k, const KSplit& split) {
+    const int k_tiles = (k + split.k_tile - 1) / split.k_tile;
+    const int splits = std::min(split.splits, std::max(k_tiles, 1));
+    const int per_split =
+        split.share == Share::floor ? k_tiles / splits : (k_tiles + splits - 1) / splits;
+    std::vector<std::pair<int, int>> out;
+    for (int s = 0; s < splits; ++s) {
+        const int begin = std::min(k, s * per_split * split.k_tile);
+        const int end = s + 1 == splits ? k : std::min(k, (s + 1) * per_split * split.k_tile);
+        if (begin < end || s == 0) out.emplace_back(begin, end);
+    }
+    return out;
+}
+
+// The partials [lo, hi) as a balanced tree of fp32 adds.
+float pairwise(std::span<const float> p) {
+    if (p.size() == 1) return p[0];
+    const std::size_t half = p.size() / 2;
+    return add_f32(pairwise(p.first(half)), pairwise(p.subspan(half)));
+}
+
 }  // namespace
 
 std::span<const Path> paths() { return kPaths; }
@@ -58,21 +82,22 @@ std::string path_names() {
     return out;
 }
 
+std::string describe(const KSplit& s) {
+    if (s.splits == 1) return "K not split";
+    return "K split " + std::to_string(s.splits) + " ways in k-tiles of " + std::to_string(s.k_tile) + " (" +
+           (s.share == Share::floor ? "floor" : "ceil") + " shares), partials added " +
+           (s.reduction == Reduction::serial ? "in split order" : "pairwise");
+}
+
 float element(const Path& p, std::span<const double> a, std::span<const double> b, KSplit split) {
     const int k = static_cast<int>(a.size());
     if (b.size() != a.size()) throw std::invalid_argument("emulate: the rows of A and B differ in length");
     if (split.splits < 1 || split.k_tile < p.k_inst || split.k_tile % p.k_inst != 0)
         throw std::invalid_argument("emulate: splits must be at least 1 and k-tiles whole instructions");
-    const int k_tiles = (k + split.k_tile - 1) / split.k_tile;
-    const int splits = std::min(split.splits, std::max(k_tiles, 1));
-    const int per_split = k_tiles / splits;
-    // One split is the fused path's alpha acc (alpha 1: the chain's value,
-    // a negative zero kept); several are summed from 0.0f, as the reduction
-    // kernel does (so a negative zero sum reads +0).
-    float total = 0.0f, only = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-        const int begin = s * per_split * split.k_tile;
-        const int end = s + 1 == splits ? k : std::min(k, (s + 1) * per_split * split.k_tile);
+    const auto parts = ranges(k, split);
+    std::vector<float> partials;
+    partials.reserve(parts.size());
+    for (const auto& [begin, end] : parts) {
         // This split's chain, padded with zeros to whole instructions (a
         // partial last k-tile is zero-filled, as TMA fills it).
         const int len = ((end - begin) + p.k_inst - 1) / p.k_inst * p.k_inst;
@@ -80,11 +105,84 @@ float element(const Path& p, std::span<const double> a, std::span<const double> 
                            std::vector<double>(static_cast<std::size_t>(len), 0.0), 0.0};
         std::copy(a.begin() + begin, a.begin() + end, dc.a.begin());
         std::copy(b.begin() + begin, b.begin() + end, dc.b.begin());
-        const float partial = static_cast<float>(probes::predict(p.model, dc, p.k_inst, p.type));
-        total = add_f32(total, partial);
-        only = partial;
+        partials.push_back(static_cast<float>(probes::predict(p.model, dc, p.k_inst, p.type)));
     }
-    return splits == 1 ? only : total;
+    // One split is the fused path's alpha acc (alpha 1: the chain's value,
+    // a negative zero kept); several are summed from 0.0f, as the reduction
+    // kernel does (so a negative zero sum reads +0).
+    if (partials.size() == 1) return partials[0];
+    if (split.reduction == Reduction::pairwise) return add_f32(0.0f, pairwise(partials));
+    float total = 0.0f;
+    for (float v : partials) total = add_f32(total, v);
+    return total;
+}
+
+std::vector<Fit> infer(std::span<const Path* const> candidates, std::span<const double> a, std::span<const double> b,
+                       int m, int n, int k, std::span<const float> d, int samples, std::uint64_t seed,
+                       int max_splits, int threads) {
+    if (m < 1 || n < 1 || k < 1 || samples < 1 || max_splits < 1)
+        throw std::invalid_argument("emulate: M, N, K, the samples and the splits must be at least 1");
+    if (a.size() != static_cast<std::size_t>(m) * k || b.size() != static_cast<std::size_t>(n) * k ||
+        d.size() != static_cast<std::size_t>(m) * n)
+        throw std::invalid_argument("emulate: A must hold M x K values, B N x K and D M x N");
+    // The sampled elements: a fixed draw (splitmix64), repeats allowed.
+    std::vector<std::pair<int, int>> at;
+    std::uint64_t x = seed;
+    for (int i = 0; i < samples; ++i) {
+        x += 0x9E3779B97F4A7C15ull;
+        std::uint64_t z = x;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        at.emplace_back(static_cast<int>(z % static_cast<std::uint64_t>(m)),
+                        static_cast<int>((z >> 32) % static_cast<std::uint64_t>(n)));
+    }
+    // The hypotheses, each way of cutting and adding K once.
+    std::vector<Fit> fits;
+    for (const Path* p : candidates) {
+        std::vector<std::pair<std::vector<std::pair<int, int>>, Reduction>> seen;
+        const auto add = [&](KSplit s) {
+            // Two partials add alike either way: (0 + p0) + p1 and 0 + (p0 + p1).
+            std::vector<std::pair<int, int>> cut = ranges(k, s);
+            const Reduction r = cut.size() <= 2 ? Reduction::serial : s.reduction;
+            auto key = std::make_pair(std::move(cut), r);
+            if (std::find(seen.begin(), seen.end(), key) != seen.end()) return;
+            seen.push_back(std::move(key));
+            fits.push_back({.path = p, .split = s});
+        };
+        add({.splits = 1, .k_tile = p->k_inst});
+        for (int k_tile = 16; k_tile <= 256; k_tile *= 2) {
+            if (k_tile < p->k_inst || k_tile % p->k_inst != 0) continue;
+            for (int s = 2; s <= max_splits; ++s)
+                for (Share share : {Share::floor, Share::ceil})
+                    for (Reduction r : {Reduction::serial, Reduction::pairwise})
+                        add({.splits = s, .k_tile = k_tile, .share = share, .reduction = r});
+        }
+    }
+    // Scored in parallel, a hypothesis per task.
+    const int hw = static_cast<int>(std::thread::hardware_concurrency());
+    const int workers = std::max(1, std::min(threads > 0 ? threads : hw, static_cast<int>(fits.size())));
+    std::vector<std::thread> pool;
+    for (int w = 0; w < workers; ++w)
+        pool.emplace_back([&, w] {
+            for (std::size_t h = static_cast<std::size_t>(w); h < fits.size(); h += static_cast<std::size_t>(workers)) {
+                Fit& f = fits[h];
+                for (const auto& [i, j] : at) {
+                    const float v = element(*f.path, a.subspan(static_cast<std::size_t>(i) * k, static_cast<std::size_t>(k)),
+                                            b.subspan(static_cast<std::size_t>(j) * k, static_cast<std::size_t>(k)),
+                                            f.split);
+                    const float want = d[static_cast<std::size_t>(i) * n + j];
+                    f.identical += std::memcmp(&v, &want, sizeof v) == 0;
+                    ++f.sampled;
+                }
+            }
+        });
+    for (std::thread& t : pool) t.join();
+    std::stable_sort(fits.begin(), fits.end(), [](const Fit& x, const Fit& y) {
+        if (x.identical != y.identical) return x.identical > y.identical;
+        return x.split.splits < y.split.splits;
+    });
+    return fits;
 }
 
 std::vector<float> gemm(const Path& p, std::span<const double> a, std::span<const double> b, int m, int n, int k,

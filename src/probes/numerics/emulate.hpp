@@ -39,12 +39,24 @@ const Path* path_named(std::string_view name);
 std::string path_names();
 
 // How a kernel splits K: `splits` contiguous ranges of whole k-tiles of
-// `k_tile` elements, each k_tiles / splits long, the last also taking the
-// remainder (src/cuda/hopper/warp_specialized.cuh, k_tile_range).
+// `k_tile` elements, and how it adds the ranges' fp32 partials.
+//   Share::floor: each range k_tiles / splits tiles long, the last also taking
+//     the remainder (src/cuda/hopper/warp_specialized.cuh, k_tile_range);
+//   Share::ceil: each ceil(k_tiles / splits) long, the last what is left.
+//   Reduction::serial: the partials added in split order, from zero
+//     (src/cuda/gemm/epilogue_kernel.cu); Reduction::pairwise: as a balanced
+//     tree, each half summed first. Every add fp32, rounded to nearest even.
+// rigel's library splits floor and serial; the other forms are hypotheses
+// about a vendor library (infer()).
+enum class Share : std::uint8_t { floor, ceil };
+enum class Reduction : std::uint8_t { serial, pairwise };
 struct KSplit {
     int splits = 1;
     int k_tile = 64;
+    Share share = Share::floor;
+    Reduction reduction = Reduction::serial;
 };
+std::string describe(const KSplit& s);
 
 // D = A B^T as the path computes it, D[i][j] over row i of A (M x K,
 // row-major) and row j of B (N x K, row-major), the operands' exact values
@@ -55,5 +67,20 @@ std::vector<float> gemm(const Path& p, std::span<const double> a, std::span<cons
 
 // One element: the chain of row `a` with row `b` (K long), split as asked.
 float element(const Path& p, std::span<const double> a, std::span<const double> b, KSplit split = {});
+
+// Looking inside a library from its outputs alone: which path and split of K
+// reproduce its fp32 D. Every hypothesis (each path of `candidates`; K unsplit,
+// or split 2..max_splits ways in k-tiles of 16..256 elements, either share and
+// either reduction; hypotheses that cut K into the same ranges and add them
+// alike counted once) is scored on `samples` elements drawn with `seed`, the
+// best first (most elements bit-identical, then the fewest splits).
+struct Fit {
+    const Path* path = nullptr;
+    KSplit split;
+    int sampled = 0, identical = 0;
+};
+std::vector<Fit> infer(std::span<const Path* const> candidates, std::span<const double> a, std::span<const double> b,
+                       int m, int n, int k, std::span<const float> d, int samples = 128, std::uint64_t seed = 1,
+                       int max_splits = 32, int threads = 0);
 
 }  // namespace rigel::emulate
