@@ -160,13 +160,16 @@ __global__ void __launch_bounds__(kLnWarps * kWarp) layernorm_backward_kernel(
          n += static_cast<int>(gridDim.x) * kLnWarps) {
         const std::int64_t row = static_cast<std::int64_t>(n) * C;
         const float m = mean[n], s = rstd[n];
-        uint4 d_raw[kLnChunks], x_raw[kLnChunks];
+        // dout, x and the dx it adds into, all read before the row's sums:
+        // one memory round trip per row, not two.
+        uint4 d_raw[kLnChunks], x_raw[kLnChunks], g_raw[kLnChunks];
 #pragma unroll
         for (int j = 0; j < kLnChunks; ++j) {
             const int c = 8 * lane + 8 * kWarp * j;
             if (c < C) {
                 d_raw[j] = *reinterpret_cast<const uint4*>(dout + row + c);
                 x_raw[j] = *reinterpret_cast<const uint4*>(x + row + c);
+                g_raw[j] = *reinterpret_cast<const uint4*>(dx + row + c);
             }
         }
         float dnorm_sum = 0, dnorm_norm_sum = 0;
@@ -194,8 +197,8 @@ __global__ void __launch_bounds__(kLnWarps * kWarp) layernorm_backward_kernel(
             float d[8], v[8], wv[8], g[8];
             unpack8(d, d_raw[j]);
             unpack8(v, x_raw[j]);
+            unpack8(g, g_raw[j]);
             load8(wv, w + c);
-            load8(g, dx + row + c);
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
                 const float norm = (v[k] - m) * s;
@@ -404,10 +407,13 @@ __global__ void __launch_bounds__(256) sum_squares_kernel(float* sum_sq, const f
     }
 }
 
-// Enough CTAs along the rows to fill the GPU twice, each at least 128 rows.
+// Enough CTAs along the rows for 8 per SM, each at least 128 rows: a warp
+// holds one 512-byte row slice in flight, so the loads in flight, not the
+// bandwidth, bound these passes; at 2 CTAs per SM GELU's backward read at
+// about half the copy bandwidth on the H200 machine.
 dim3 column_sums_grid(int N, int C) {
     const unsigned cols = blocks_for(C, kBiasCols);
-    return dim3(cols, std::max(1u, std::min(blocks_for(N, 8 * 16), 2 * sm_count() / cols)));
+    return dim3(cols, std::max(1u, std::min(blocks_for(N, 8 * 16), 8 * sm_count() / cols)));
 }
 
 bool rows_of_octets(const void* p, int C) { return C % 8 == 0 && reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
