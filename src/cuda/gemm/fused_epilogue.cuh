@@ -214,7 +214,8 @@ __device__ __forceinline__ float epilogue_element(const EpilogueParams& p, float
 // (finish_octets): 16-byte loads and stores, half the instructions per
 // element. The epilogue runs with one warp per scheduler, so its speed is its
 // instruction count times their latency; on the H200 machine the pair path
-// held GPT-2's K = 768 products to about half of cuBLASLt's rate.
+// held GPT-2's K = 768 products to about half of cuBLASLt's rate (before the
+// parameters and the octets left local memory: docs/gemm.md).
 struct FusedEpilogue {
     using Params = EpilogueParams;
     static constexpr int kChunkCols = 32;
