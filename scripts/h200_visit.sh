@@ -5,7 +5,7 @@
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
-# [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor]
+# [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -220,6 +220,21 @@ fi
 # gemm_compare: the GPT-2, fused and small suites again with every case on
 # the cooperative 128 x 256 kernel (k32's tile) instead of the dispatcher's
 # choice, in the same visit (shorter samples); files named ..._128x256_gemm.csv.
+# fp8 with DeepSeek-V3's block scales (k38's kernel) against float64, both
+# fp8 types, then k38 beside k34 (unit scales) and cuBLASLt in the ladder.
+if has blockscaled; then
+  for t in e4m3 e5m2; do
+    log "gemm blockscaled $t"
+    timeout -s INT 240 $RIGEL gemm blockscaled --type "$t" --shapes 1000x1030x1104,129x300x272,4096x4096x4096 \
+      --out "$OUT" >> "$OUT/blockscaled.txt" 2>&1
+    summary+=("gemm blockscaled $t: rc $?")
+  done
+  log "ladder k34 k38 fp8"
+  timeout -s INT 300 $RIGEL ladder --backend cuda --rungs k34_wgmma_fp8_promoted k38_wgmma_fp8_block_scaled vendor \
+    --dtype e4m3 --sizes 4096 8192 --out "$OUT" > "$OUT/ladder_blockscaled.txt" 2>&1
+  summary+=("ladder k34/k38 e4m3: rc $?")
+fi
+
 # The GEMM suites alone (no verify run first): GEMM_SUITES (default gpt2), each
 # on every kernel choice of GEMM_KERNELS (default: the dispatcher's, auto),
 # GEMM_MIN_TIME seconds of paired samples per comparison (default 1).

@@ -58,6 +58,24 @@ int parse_threads(const std::string& option, const std::string& text) {
     return v;
 }
 
+std::vector<Shape> parse_shapes(const std::string& option, const std::string& text, std::int64_t max_extent) {
+    std::vector<Shape> out;
+    std::size_t at = 0;
+    while (at <= text.size()) {
+        const std::size_t end = std::min(text.find(',', at), text.size());
+        const std::string one = text.substr(at, end - at);
+        try {
+            out.push_back(parse_shape(one));
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(option + ": " + e.what());
+        }
+        if (out.back().m > max_extent || out.back().n > max_extent || out.back().k > max_extent)
+            throw std::invalid_argument(option + ": '" + one + "' has an extent above " + std::to_string(max_extent));
+        at = end + 1;
+    }
+    return out;
+}
+
 namespace {
 
 std::vector<std::string> given_options(const CLI::App& cmd) {

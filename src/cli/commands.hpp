@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "ladder/runner.hpp"
+
 namespace CLI { class App; }
 
 namespace rigel::cli {
@@ -33,6 +35,9 @@ std::uint64_t parse_seed(const std::string& option, const std::string& text);
 double parse_seconds(const std::string& option, const std::string& text);
 // 0 (all) up to the machine's hardware threads.
 int parse_threads(const std::string& option, const std::string& text);
+// "MxNxK,MxNxK,..." (or N for a cube; ladder/runner.hpp's parse_shape), each
+// extent at most max_extent.
+std::vector<Shape> parse_shapes(const std::string& option, const std::string& text, std::int64_t max_extent);
 
 // Refuses `option` given together with any of `conflicting` (empty: with any
 // other option of `cmd`), naming both.

@@ -80,18 +80,8 @@ struct Problem {
 std::vector<Problem> problems_of(const EmulateArgs& a) {
     if (a.shapes.empty()) return {{parse_dim("--m", a.m), parse_dim("--n", a.n), parse_dim("--k", a.k)}};
     std::vector<Problem> out;
-    std::size_t at = 0;
-    while (at <= a.shapes.size()) {
-        const std::size_t end = std::min(a.shapes.find(',', at), a.shapes.size());
-        const std::string one = a.shapes.substr(at, end - at);
-        const std::size_t x1 = one.find('x'), x2 = one.find('x', x1 == std::string::npos ? x1 : x1 + 1);
-        if (x1 == std::string::npos || x2 == std::string::npos)
-            throw std::invalid_argument("--shapes: '" + one + "' is not MxNxK");
-        out.push_back({parse_dim("--shapes M", one.substr(0, x1)),
-                       parse_dim("--shapes N", one.substr(x1 + 1, x2 - x1 - 1)),
-                       parse_dim("--shapes K", one.substr(x2 + 1))});
-        at = end + 1;
-    }
+    for (const Shape& s : parse_shapes("--shapes", a.shapes, 16384))
+        out.push_back({static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k)});
     return out;
 }
 

@@ -3,6 +3,7 @@
 //   rigel gemm bench --suite NAME|all                  rigel against its baselines in paired samples
 //   rigel gemm run --m M --n N --k K [...]             one case: verified, then timed
 //   rigel gemm list [--suite NAME]                     the suites, or one suite's cases
+//   rigel gemm blockscaled [--shapes MxNxK,...]        fp8 with block scales (k38's kernel) against float64
 // Every option is checked before the device is looked for, so a typo is an
 // error on any machine; without a device the commands say "skipped" (exit 77).
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +24,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/device_runs.hpp"
+#include "cuda/hopper/block_scaled.hpp"
+#include "gemm/block_scaled_case.hpp"
 #include "gemm/driver.hpp"
 #include "gemm/suites.hpp"
 #include "harness/executor.hpp"
@@ -58,6 +62,10 @@ struct RunArgs {
 };
 struct ListArgs {
     std::string suite;
+};
+struct BlockScaledArgs {
+    std::string shapes = "1000x1030x1104,129x300x272,2048x2048x4096", type = "e4m3";
+    CommonArgs common;
 };
 
 std::string suite_names() {
@@ -392,6 +400,62 @@ int run_one(const RunArgs& a, const CLI::App& cmd) {
     return run_bench_cases({{"run", {c}}}, {baselines}, "run", timing, seed, threads, a.common.out, a.kernel);
 }
 
+// ---- blockscaled: fp8 with DeepSeek-V3's block scales ------------------------------
+
+int run_block_scaled(const BlockScaledArgs& a, const CLI::App& cmd) {
+    check_out_option(cmd, a.common.out);
+    gemm::Type t{};
+    if (!gemm::parse_type(a.type, t) || (t != gemm::Type::e4m3 && t != gemm::Type::e5m2))
+        throw std::invalid_argument("--type '" + a.type + "' is not e4m3 or e5m2");
+    const DType type = t == gemm::Type::e4m3 ? DType::e4m3 : DType::e5m2;
+    const std::vector<Shape> shapes = parse_shapes("--shapes", a.shapes, std::numeric_limits<std::int32_t>::max());
+    for (const Shape& s : shapes)
+        if (s.k % 16 != 0)
+            throw std::invalid_argument("--shapes: K " + std::to_string(s.k) + " is not a multiple of 16 (TMA's 16-byte rows)");
+    const std::uint64_t seed = parse_seed("--seed", a.common.seed);
+    const int threads = parse_threads("--threads", a.common.threads);
+    auto ex = sm90_device("rigel gemm blockscaled");
+    static const std::vector<std::string> header{"run_id", "host", "device", "type", "m", "n", "k", "kernel", "pass",
+                                                 "err_max_scaled", "tolerance", "err_rel_fro", "reason"};
+    RunFiles files(a.common.out, header, "verify", "blockscaled_" + a.type, "blockscaled", seed, *ex);
+    std::vector<std::vector<std::string>> cells;
+    int failed = 0;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+        const int m = static_cast<int>(shapes[i].m), n = static_cast<int>(shapes[i].n), k = static_cast<int>(shapes[i].k);
+        const gemm::BlockScaledCase c = gemm::make_block_scaled_case(type, m, n, k, seed + i);
+        const std::size_t d_bytes = static_cast<std::size_t>(m) * n * sizeof(float);
+        DeviceBuffer da(*ex, c.a.bytes.size()), db(*ex, c.b.bytes.size()), dd(*ex, d_bytes),
+            sa(*ex, c.a.scales.size() * sizeof(float)), sb(*ex, c.b.scales.size() * sizeof(float));
+        ex->upload(da.get(), c.a.bytes.data(), c.a.bytes.size());
+        ex->upload(db.get(), c.b.bytes.data(), c.b.bytes.size());
+        ex->upload(sa.get(), c.a.scales.data(), c.a.scales.size() * sizeof(float));
+        ex->upload(sb.get(), c.b.scales.data(), c.b.scales.size() * sizeof(float));
+        ex->poison(dd.get(), d_bytes);
+        cuda::fp8_block_scaled_gemm({.gemm = {.type = type, .m = m, .n = n, .k = k, .a = da.get(), .b = db.get(),
+                                              .c = dd.get(), .stream = ex->stream()},
+                                     .scale_a = static_cast<const float*>(sa.get()),
+                                     .scale_b = static_cast<const float*>(sb.get())});
+        ex->synchronize();
+        std::vector<float> d(static_cast<std::size_t>(m) * n);
+        ex->download(d.data(), dd.get(), d_bytes);
+        const Verdict v = gemm::judge_block_scaled(c, d, seed + i, threads);
+        failed += !v.pass;
+        const std::string shape = std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k);
+        say(a.type + " " + shape + " with block scales (A 1 x 128, B 128 x 128): " + (v.pass ? "pass" : "FAIL") +
+            ", error " + num(v.err_max_scaled / v.tolerance) + " of its allowance" +
+            (v.reason.empty() ? "" : " (" + v.reason + ")"));
+        const RowContext& x = files.rows();
+        cells.push_back({x.run_id, x.host, x.device, a.type, std::to_string(m), std::to_string(n), std::to_string(k),
+                         "k38_wgmma_fp8_block_scaled", v.pass ? "1" : "0", num(v.err_max_scaled), num(v.tolerance),
+                         num(v.err_rel_fro), v.reason});
+        JsonObject side;
+        side.str("recipe", "A: 1 x 128 blocks, B: 128 x 128 blocks, s = amax / max(type) in fp32");
+        files.write(cells, side, i + 1 == shapes.size());
+    }
+    files.report(cells.size());
+    return failed ? 1 : 0;
+}
+
 // ---- list ----------------------------------------------------------------------
 
 int run_list(const ListArgs& a) {
@@ -430,6 +494,7 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
     static BenchArgs ba;
     static RunArgs ra;
     static ListArgs la;
+    static BlockScaledArgs bsa;
     auto* gemm_cmd = app.add_subcommand("gemm", "The GEMM library on the device: verify it, time it against cuBLASLt "
                                                 "and cuBLAS, run one case");
     gemm_cmd->require_subcommand(1);
@@ -468,7 +533,16 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
     auto* list = gemm_cmd->add_subcommand("list", "The suites, or the cases of one");
     list->add_option("--suite", la.suite, "a suite, or refusals");
 
+    auto* scaled = gemm_cmd->add_subcommand("blockscaled", "fp8 with DeepSeek-V3's block scales (A per 1 x 128, B per "
+                                                           "128 x 128; k38's kernel) against float64 of the "
+                                                           "dequantized operands (exit 1 if one fails)");
+    scaled->add_option("--shapes", bsa.shapes, "problems, MxNxK,... (K a multiple of 16), fresh inputs each")
+        ->capture_default_str();
+    scaled->add_option("--type", bsa.type, "e4m3 or e5m2")->capture_default_str();
+    add_common_options(scaled, bsa.common, false);
+
     return {{verify, [verify] { return run_verify(va, *verify); }},
+            {scaled, [scaled] { return run_block_scaled(bsa, *scaled); }},
             {bench, [bench] { return run_bench(ba, *bench); }},
             {run, [run] { return run_one(ra, *run); }},
             {list, [] { return run_list(la); }}};

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "attention/driver.hpp"
+#include "cuda/hopper/block_scaled.hpp"
 #include "gemm/driver.hpp"
 #include "harness/executor.hpp"
 #include "ladder/rung.hpp"
@@ -108,3 +109,10 @@ BenchOutcome bench_case(Executor&, const AttentionCase&, Kernel, const PairedCon
 }
 
 }  // namespace rigel::attention
+
+// `rigel gemm blockscaled` says "skipped" before it gets here.
+namespace rigel::cuda {
+void fp8_block_scaled_gemm(const BlockScaledProblem&) {
+    throw std::logic_error("rigel::cuda::fp8_block_scaled_gemm: rigel was built without CUDA");
+}
+}  // namespace rigel::cuda

@@ -67,6 +67,11 @@ const std::array kHopperRungs{
          .b_layout = BLayout::n_by_k, .min_sm = kSm90,
          .lesson = "split K across CTAs when the output has too few tiles to fill the GPU",
          .run = k37_wgmma_splitk, .check = hopper_tma_check},
+    Rung{.id = "k38_wgmma_fp8_block_scaled", .backend = Backend::cuda, .group = "hopper", .dtypes = kFp8,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "k34 with DeepSeek-V3's block scales (A per 1 x 128, B per 128 x 128) applied by an FFMA at each "
+                   "promotion; all 1.0 here (rigel gemm blockscaled runs real ones)",
+         .run = k38_wgmma_fp8_block_scaled, .check = hopper_tma_check},
 };
 
 }  // namespace

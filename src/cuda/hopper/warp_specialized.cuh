@@ -53,6 +53,12 @@
 // only about 14 fraction bits. DeepSeek multiplies each partial by the block
 // scales of A and B there (an FFMA, the same cost); rigel's fp8 inputs are
 // unscaled, so those scales are 1.0 and the multiply is left out.
+// block_scaled (k38) is promoted with that multiply: each k-tile is one
+// 128-wide block of K, and its partial is added as an FFMA times s_A(row,
+// block) s_B(column / 128, block), the scales read from global memory while
+// the k-tile's wgmma runs. The scale pointers travel in the epilogue's
+// parameters (Epi::Params::scale_a, scale_b, k_blocks: the kernel's one
+// by-value struct); BN is 128, one B block per tile.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -63,7 +69,7 @@
 namespace rigel::cuda::sm90 {
 
 enum class Schedule : std::uint8_t { one_tile_per_cta, persistent_grouped, split_k };
-enum class Accumulation : std::uint8_t { tensor_core, promoted };
+enum class Accumulation : std::uint8_t { tensor_core, promoted, block_scaled };
 enum class Major : std::uint8_t { k, mn };
 
 template <DType T, int BN, int Stages, Schedule S, Accumulation A, Major MA = Major::k, Major MB = Major::k>
@@ -97,6 +103,8 @@ struct WarpSpecialized {
                   "every tile must start on a 1024-byte swizzle atom");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
     static_assert(A == Accumulation::tensor_core || elem_bytes(T) == 1, "promotion is the fp8 remedy");
+    static_assert(A != Accumulation::block_scaled || (BN == 128 && kBK == 128),
+                  "block scales: a k-tile is one 128-wide block of K, a tile one 128-row block of B");
     static_assert(A == Accumulation::tensor_core || 2 * kAcc <= 160,
                   "promotion needs two accumulator sets within the consumers' registers");
     static_assert((MA == Major::k && MB == Major::k) || elem_bytes(T) == 2,
@@ -326,11 +334,29 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     for (int j = 0; j < kKStepsPerTile; ++j)  // a fresh partial sum per 128 of K
                         Wgmma<G::kType, G::kBN>::mma(part, desc_k_step(da, j), desc_k_step(db, j), j > 0 ? 1u : 0u);  // fp8: K-major
                     wgmma_commit();
-                    wgmma_wait<0>();
-                    fence_registers(part);
-                    if (arriving_lane) mbar_arrive(&empty[stage]);
+                    if constexpr (G::kAccumulation == Accumulation::block_scaled) {
+                        // This thread's two rows (r, r + 8; rows past M count as scale 0,
+                        // never stored) and the tile's B block, loaded while the wgmma runs.
+                        const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
+                        const int r = tm * G::kBM + consumer * kWgmmaM + 16 * (t / 32) + (t % 32) / 4;
+                        const float sb = epi.scale_b[static_cast<std::int64_t>(tn) * epi.k_blocks + kt];
+                        const float sa0 = r < m ? epi.scale_a[static_cast<std::int64_t>(r) * epi.k_blocks + kt] : 0.0f;
+                        const float sa1 =
+                            r + 8 < m ? epi.scale_a[static_cast<std::int64_t>(r + 8) * epi.k_blocks + kt] : 0.0f;
+                        const float s0 = sa0 * sb, s1 = sa1 * sb;
+                        wgmma_wait<0>();
+                        fence_registers(part);
+                        if (arriving_lane) mbar_arrive(&empty[stage]);
+                        // Accumulator i holds row r + 8 ((i % 4) / 2) (store_accumulators' layout).
 #pragma unroll
-                    for (int i = 0; i < G::kAcc; ++i) acc[i] += part[i];  // the promotion: fp32 FADDs
+                        for (int i = 0; i < G::kAcc; ++i) acc[i] = fmaf(part[i], (i % 4) < 2 ? s0 : s1, acc[i]);
+                    } else {
+                        wgmma_wait<0>();
+                        fence_registers(part);
+                        if (arriving_lane) mbar_arrive(&empty[stage]);
+#pragma unroll
+                        for (int i = 0; i < G::kAcc; ++i) acc[i] += part[i];  // the promotion: fp32 FADDs
+                    }
                 }
                 prev_stage = stage;
                 ring.advance();
@@ -348,7 +374,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             const int slab_row = G::kSchedule == Schedule::split_k ? static_cast<int>(blockIdx.y) * m : 0;
             Epi::template store<G::kBN>(epi, acc, slab_row + m, n, slab_row + tm * G::kBM + consumer * kWgmmaM,
                                         tn * G::kBN, staging);
-            if constexpr (G::kAccumulation == Accumulation::promoted) {
+            if constexpr (G::kAccumulation != Accumulation::tensor_core) {
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] = 0.0f;
             }

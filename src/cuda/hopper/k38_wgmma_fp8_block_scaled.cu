@@ -1,0 +1,124 @@
+// k38_wgmma_fp8_block_scaled: k34 with DeepSeek-V3's block scales applied at
+// each promotion.
+// Kernel: warp_specialized.cuh, Schedule::persistent_grouped,
+// Accumulation::block_scaled, 128 x 128 x 128 tiles (e4m3, e5m2), 6 stages,
+// one producer and 2 consumer warpgroups, one CTA per SM.
+// Run alone: rigel ladder --backend cuda --rungs k38_wgmma_fp8_block_scaled --dtype e4m3 --sizes 4096
+// With real scales: rigel gemm blockscaled --m 1000 --n 1030 --k 1104
+//
+// Adds over k34: what DeepSeek-V3 trains with. Each operand carries one fp32
+// scale per block (A per 1 x 128: a row and 128 of K; B per 128 x 128), so an
+// fp8 tensor can span a range no single scale could (src/core/block_scaling.hpp
+// makes them: s = amax / max(type) per block). A k-tile is one block of K:
+// its partial sum, promoted out of the tensor core as in k34, is added to the
+// fp32 total times s_A(row) s_B(tile) with one FFMA where k34 has an FADD.
+// Each consumer thread holds two rows of its 64-row slice, so it reads two A
+// scales and the tile's one B scale per k-tile (12 bytes, from L2), issued
+// after the k-tile's wgmma so that their latency hides behind it.
+// Why a rung of its own: the scales are the one thing the ladder's GemmProblem
+// does not carry. In the ladder k38 runs with every scale 1.0 (so its numbers
+// and its error are k34's, the scale loads and the FFMA being its whole cost);
+// `rigel gemm blockscaled` runs it on operands quantized with real block
+// scales and holds D to float64 of the dequantized operands.
+// Prediction: within 5 % of k34 at 4096^3 and 8192^3 (the loads are 12 bytes
+// per thread per 128 of K against 32 KB of operands per stage; the FFMA costs
+// what the FADD did).
+// Measured: not yet (README.md, "Hopper rungs against cuBLAS across shapes",
+// row k38_wgmma_fp8_block_scaled, once the H200 machine has run it).
+#include <cuda_runtime.h>
+
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "cuda/hopper/block_scaled.hpp"
+#include "cuda/hopper/hopper_rungs.cuh"
+#include "cuda/hopper/warp_specialized.cuh"
+
+namespace rigel::cuda {
+namespace {
+
+template <DType T>
+using K38 = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped, sm90::Accumulation::block_scaled>;
+
+// StoreF32 with the block scales beside it: the kernel's by-value parameters
+// carry them to the main loop (warp_specialized.cuh, block_scaled).
+struct StoreF32Scaled {
+    struct Params {
+        float* c;
+        const float* scale_a;  // M x k_blocks, row-major
+        const float* scale_b;  // ceil(N / 128) x k_blocks, row-major
+        int k_blocks;
+    };
+    static constexpr int kStagingBytes = 0;
+    template <int BN>
+    static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
+                                                 int col0, float* /*staging*/) {
+        sm90::store_accumulators<BN>(acc, p.c, m, n, row0, col0);
+    }
+};
+
+template <class G>
+void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
+    static sm90::TensorMapCache maps_a, maps_b;
+    static const int sms = [] {
+        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::warp_specialized_kernel<G, StoreF32Scaled>,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              sm90::kernel_smem_bytes<G, StoreF32Scaled>));
+        return sm90::sm_count();
+    }();
+    sm90::require_alignment(p, rung);
+    const CUtensorMap& ma = maps_a.get(p.a, G::kType, p.m, p.k, G::kBM);
+    const CUtensorMap& mb = maps_b.get(p.b, G::kType, p.n, p.k, G::kBN);
+    const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
+    const int tiles_m = sm90::ceil_div(m, G::kBM), tiles_n = sm90::ceil_div(n, G::kBN);
+    const std::int64_t tiles = static_cast<std::int64_t>(tiles_m) * tiles_n;
+    const StoreF32Scaled::Params params{static_cast<float*>(p.c), scale_a, scale_b, sm90::ceil_div(k, G::kBK)};
+    sm90::warp_specialized_kernel<G, StoreF32Scaled>
+        <<<static_cast<unsigned>(std::min<std::int64_t>(tiles, sms)), G::kThreads,
+           sm90::kernel_smem_bytes<G, StoreF32Scaled>, sm90::stream_of(p)>>>(ma, mb, params, m, n, k, tiles_m,
+                                                                             tiles_n);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+void dispatch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
+    switch (p.type) {
+        case DType::e4m3: return launch<K38<DType::e4m3>>(p, scale_a, scale_b, rung);
+        case DType::e5m2: return launch<K38<DType::e5m2>>(p, scale_a, scale_b, rung);
+        default:
+            throw std::invalid_argument(std::string(rung) + " takes e4m3 and e5m2, not " + std::string(name(p.type)));
+    }
+}
+
+// Scales of 1.0 for the ladder, one device buffer per count, kept for the
+// process (the rung's timed calls then allocate nothing).
+const float* unit_scales(std::size_t count) {
+    static std::map<std::size_t, float*> buffers;
+    auto it = buffers.find(count);
+    if (it == buffers.end()) {
+        float* d = nullptr;
+        RIGEL_CUDA_CHECK(cudaMalloc(&d, count * sizeof(float)));
+        const std::vector<float> ones(count, 1.0f);
+        RIGEL_CUDA_CHECK(cudaMemcpy(d, ones.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+        it = buffers.emplace(count, d).first;
+    }
+    return it->second;
+}
+
+}  // namespace
+
+void k38_wgmma_fp8_block_scaled(const GemmProblem& p) {
+    const std::int64_t k_blocks = (p.k + 127) / 128, n_blocks = (p.n + 127) / 128;
+    const float* ones = unit_scales(static_cast<std::size_t>(std::max(p.m, n_blocks) * k_blocks));
+    dispatch(p, ones, ones, "k38_wgmma_fp8_block_scaled");
+}
+
+void fp8_block_scaled_gemm(const BlockScaledProblem& p) {
+    if (p.scale_a == nullptr || p.scale_b == nullptr)
+        throw std::invalid_argument("fp8_block_scaled_gemm: the block scales of A and of B are both needed");
+    if (const std::string why = hopper_tma_check(p.gemm); !why.empty())
+        throw std::invalid_argument("fp8_block_scaled_gemm: " + why);
+    dispatch(p.gemm, p.scale_a, p.scale_b, "fp8_block_scaled_gemm");
+}
+
+}  // namespace rigel::cuda
