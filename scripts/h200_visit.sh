@@ -87,6 +87,21 @@ if has sass; then
         END { flush() }'
     done
   } > "$OUT/sass_kernels.csv"
+  # Local-memory instructions per kernel of every object: ptxas's spill line
+  # does not count a by-value parameter copied to local memory or an array
+  # indexed at run time, and both once cost the GEMM library's epilogue half
+  # its speed (docs/gemm.md). The kernels with the most come first.
+  {
+    echo "object,kernel,ldl,stl"
+    for o in $(find build/h200/src/CMakeFiles/rigel_cuda.dir -name "*.o" | sort); do
+      cuobjdump --dump-sass "$o" 2>/dev/null | awk -v obj="$(basename "$o" .cu.o)" '
+        function flush() { if (fn != "") printf "%s,%s,%d,%d\n", obj, fn, l, s }
+        /Function :/ { flush(); fn = $3; l = 0; s = 0; next }
+        /[[:space:]]LDL[. ]/ { l++ } /[[:space:]]STL[. ]/ { s++ }
+        END { flush() }'
+    done
+  } > "$OUT/sass_local.csv"
+  summary+=("sass: $(awk -F, 'NR > 1 && $3 + $4 > 0' "$OUT/sass_local.csv" | wc -l) kernel(s) with local memory; most: $(sort -t, -k3,3nr "$OUT/sass_local.csv" | head -1)")
 fi
 
 if has tests; then
