@@ -308,11 +308,11 @@ if has ncu_gemm; then
 fi
 
 # rigel emulate against the GEMM library, bit for bit: ten problems of about
-# 2.5e8 multiply-adds (odd shapes among them, some split by the dispatcher) per
-# 16-bit path; the host's model costs about 76 ns per multiply-add and thread.
+# 1024^3 (odd shapes among them, some split by the dispatcher) per 16-bit
+# path; the host's model costs about 9 ns per multiply-add and thread.
 if has emulate; then
   # K a multiple of 8: TMA's rows of 16 bytes (the library and the wgmma rungs refuse others).
-  shapes="512x512x1024,500x530x1104,511x477x1032,256x256x4096,257x600x1024,384x384x2048,499x501x1000,320x704x1152,300x500x960,64x512x8192"
+  shapes="1024x1024x1024,1000x1030x1104,1023x977x1032,512x512x4096,257x1100x1024,1024x1024x2048,999x1001x1000,640x1408x1152,1100x900x960,128x1024x8192"
   for pair in "wgmma_bf16 library" "wgmma_f16 library" "wgmma_bf16 k32_wgmma_persistent" "mma_sync_bf16 k21_mma_sync"; do
     read -r path against <<< "$pair"
     log "emulate $path against $against"

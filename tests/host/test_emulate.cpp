@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/recipe.hpp"
 #include "probes/numerics/emulate.hpp"
+#include "probes/numerics/numerics_model.hpp"
 
 using namespace rigel;
 
@@ -130,4 +132,30 @@ TEST(Emulate, InferFindsAHiddenSplitFromTheOutputAlone) {
     const auto none = emulate::infer(candidates, a.values, b.values, m, n, k, exact, 64, 3, 32, 2);
     EXPECT_LT(none[0].identical, 64);
     EXPECT_THROW(emulate::infer(candidates, a.values, b.values, m, n, k, std::vector<float>(3), 8), std::invalid_argument);
+}
+
+// element()'s chain adds each block's aligned terms in a double where the
+// model allows it (exact there); it must give the model's exact-sum
+// prediction bit for bit, hostile exponent spreads and partial instructions
+// included.
+TEST(Emulate, TheFastChainIsTheMeasuredModelBitForBit) {
+    int checked = 0;
+    for (const emulate::Path& p : emulate::paths())
+        for (const Recipe r : {Recipe::normal, Recipe::hostile, Recipe::uniform})
+            for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+                const int k = 1 + static_cast<int>((seed * 37) % 300);
+                const Operand a = make_operand(p.type, r, seed, 0, 1, k, KAxis::cols);
+                const Operand b = make_operand(p.type, r, seed, 1, 1, k, KAxis::cols);
+                const float fast = emulate::element(p, a.values, b.values);
+                const int len = (k + p.k_inst - 1) / p.k_inst * p.k_inst;
+                probes::DotCase dc{std::vector<double>(static_cast<std::size_t>(len), 0.0),
+                                   std::vector<double>(static_cast<std::size_t>(len), 0.0), 0.0};
+                std::copy(a.values.begin(), a.values.end(), dc.a.begin());
+                std::copy(b.values.begin(), b.values.end(), dc.b.begin());
+                const float model = static_cast<float>(probes::predict(p.model, dc, p.k_inst, p.type));
+                ASSERT_EQ(std::memcmp(&fast, &model, sizeof fast), 0)
+                    << p.name << " recipe " << name(r) << " seed " << seed << ": " << fast << " vs " << model;
+                ++checked;
+            }
+    EXPECT_EQ(checked, 4 * 3 * 200);
 }

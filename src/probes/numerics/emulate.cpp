@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -43,6 +45,59 @@ constexpr std::array kPaths{
 
 // fp32 a + b, rounded to nearest even (the split-K reduction's adds).
 float add_f32(float a, float b) { return a + b; }
+
+// Whether a block's aligned sum is exact in a double: C joins the first
+// block's alignment (so every term is a multiple of the step q = 2^(emax -
+// frac_bits)), and block + 1 terms each below 2^(frac_bits + 2) q cannot
+// carry past 53 bits. Then the chain needs no exact-sum arithmetic.
+bool sums_fit_double(const BlockModel& m) {
+    return m.c_in_first_block && m.frac_bits <= 40 && std::ldexp(static_cast<double>(m.block + 1), m.frac_bits + 2) < 0x1p53;
+}
+
+// probes::exponent_of for a normal nonzero double, from its bits (every
+// factor, product and fp32 sum here is one: fp32's smallest subnormal squared
+// is 2^-298, far above double's normal range's floor).
+int exponent_bits(double x) {
+    return static_cast<int>((std::bit_cast<std::uint64_t>(x) >> 52) & 0x7ff) - 1023;
+}
+
+// probes::predict for a chain over a[0, len) and b[0, len) (a partial last
+// instruction zero-filled), C = 0, for a model whose sums fit a double: the
+// same steps, the aligned terms added in double (exact), no allocation.
+double chain_fast(const Path& p, const double* a, const double* b, int len) {
+    const BlockModel& m = p.model;
+    const double sub_limit = std::ldexp(1.0, probes::facts(p.type).emin);
+    const auto input = [&](double x) { return (!m.subnormal_in && std::fabs(x) < sub_limit) ? 0.0 : x; };
+    double v[65];
+    int e[65];
+    double acc = 0.0;
+    for (int k0 = 0; k0 < len; k0 += p.k_inst)
+        for (int b0 = k0; b0 < k0 + p.k_inst; b0 += m.block) {
+            int n = 0, emax = INT32_MIN;
+            for (int k = b0; k < std::min({b0 + m.block, k0 + p.k_inst, len}); ++k) {
+                const double x = input(a[k]), y = input(b[k]);
+                const double prod = x * y;
+                if (prod == 0) continue;
+                v[n] = prod;
+                e[n] = m.exp_rule == ExpRule::factors ? exponent_bits(x) + exponent_bits(y) : exponent_bits(prod);
+                emax = std::max(emax, e[n]);
+                ++n;
+            }
+            if (n == 0) continue;  // a block of zeros passes the running sum through
+            if (acc != 0) {
+                v[n] = acc;
+                e[n] = exponent_bits(acc);
+                emax = std::max(emax, e[n]);
+                ++n;
+            }
+            const double q = std::ldexp(1.0, emax - m.frac_bits);
+            double s = 0.0;
+            for (int i = 0; i < n; ++i) s += probes::detail::cut(v[i], q, m.align);
+            // An exact zero is +0, as the exact sum's rounding gives it.
+            acc = s == 0 ? 0.0 : probes::round_f32(s, m.out, m.subnormal_out);
+        }
+    return acc;
+}
 
 // [begin, end) of each split's share of K (elements).
 std::vector<std::pair<int, int>> ranges(int k, const KSplit& split) {
@@ -97,7 +152,12 @@ float element(const Path& p, std::span<const double> a, std::span<const double> 
     const auto parts = ranges(k, split);
     std::vector<float> partials;
     partials.reserve(parts.size());
+    const bool fast = p.model.block <= 64 && sums_fit_double(p.model) && p.k_inst % p.model.block == 0;
     for (const auto& [begin, end] : parts) {
+        if (fast) {
+            partials.push_back(static_cast<float>(chain_fast(p, a.data() + begin, b.data() + begin, end - begin)));
+            continue;
+        }
         // This split's chain, padded with zeros to whole instructions (a
         // partial last k-tile is zero-filled, as TMA fills it).
         const int len = ((end - begin) + p.k_inst - 1) / p.k_inst * p.k_inst;
