@@ -101,7 +101,10 @@ struct Choice {
     // The two consumer warpgroups of a CTA take turns on tiles of their own (128 x 128, f16/bf16
     // only), so that one's epilogue runs under the other's main loop; false: they share each tile.
     bool pingpong = false;
-    int ctas = 0;                    // CTAs launched by the GEMM kernel
+    // CTAs per thread-block cluster, stacked along M (ping-pong only): 2 shares each B tile between
+    // a pair through TMA multicast, halving B's traffic from L2.
+    int cluster_m = 1;
+    int ctas = 0;                    // CTAs launched by the GEMM kernel (a cluster kernel: at most this many)
     std::string why;                 // one sentence: why this kernel for this shape
 };
 
@@ -130,10 +133,11 @@ std::string check(const Desc& d);
 // Pure host code; `d` must pass check().
 Choice choose(const Desc& d, int sms);
 // A kernel asked for by name instead of the dispatcher's: "128x256" and "128x128" (cooperative),
-// "pingpong" (128 x 128, ping-pong), none of them split; "auto" is choose(). nullopt when the name
-// is unknown or d's operand type has no such kernel (fp8: 128x128 only).
+// "pingpong" (128 x 128, ping-pong), "pingpong_cluster" (the same in 2 x 1 clusters sharing B by TMA
+// multicast), none of them split; "auto" is choose(). nullopt when the name is unknown or d's
+// operand type has no such kernel (fp8: 128x128 only).
 std::optional<Choice> kernel_named(const Desc& d, std::string_view kernel, int sms);
-// The names kernel_named takes, for help texts: "auto, 128x256, 128x128, pingpong".
+// The names kernel_named takes, for help texts: "auto, 128x256, 128x128, pingpong, pingpong_cluster".
 std::string kernel_names();
 // Empty when `args` suits `d` (pointers present, 16-byte aligned for TMA, D not aliasing A or B),
 // else one sentence saying why not.

@@ -268,11 +268,13 @@ struct NamedKernel {
     int tile_n;
     bool pingpong;
     bool fp8;  // fp8 operands have it too
+    int cluster_m = 1;
 };
 constexpr std::array kNamedKernels{
     NamedKernel{"128x256", kWideTileN, false, false},
     NamedKernel{"128x128", kNarrowTileN, false, true},
     NamedKernel{"pingpong", kNarrowTileN, true, false},
+    NamedKernel{"pingpong_cluster", kNarrowTileN, true, false, 2},
 };
 
 }  // namespace
@@ -287,10 +289,12 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         c.tile_m = kTileM;
         c.tile_n = k.tile_n;
         c.pingpong = k.pingpong;
+        c.cluster_m = k.cluster_m;
         const std::int64_t tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, k.tile_n);
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
         c.why = std::string("asked for: ") + (k.pingpong ? "ping-pong " : "cooperative ") + std::to_string(kTileM) +
-                " x " + std::to_string(k.tile_n) + " tiles, K not split";
+                " x " + std::to_string(k.tile_n) + " tiles" +
+                (k.cluster_m > 1 ? ", pairs of CTAs sharing B by TMA multicast" : "") + ", K not split";
         return c;
     }
     return std::nullopt;

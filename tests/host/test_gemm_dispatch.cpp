@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm/suites.hpp"
 #include "rigel/gemm.hpp"
 
 namespace rigel::gemm {
@@ -299,6 +300,16 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     ASSERT_TRUE(pong);
     EXPECT_TRUE(pong->pingpong);
     EXPECT_EQ(pong->tile_n, 128);
+    EXPECT_EQ(pong->cluster_m, 1);
+    const auto pair = kernel_named(d, "pingpong_cluster", kH200Sms);
+    ASSERT_TRUE(pair);
+    EXPECT_TRUE(pair->pingpong);
+    EXPECT_EQ(pair->cluster_m, 2);
+    EXPECT_EQ(pair->tile_n, 128);
+    EXPECT_EQ(kernel_text(*pair), "128x128 pingpong cluster 2x1 splits 1");
+    EXPECT_EQ(kernel_text(*pong), "128x128 pingpong splits 1");
+    // The dispatcher does not pick the pair (it has not been measured yet).
+    EXPECT_EQ(choose(square(4096), kH200Sms).cluster_m, 1);
     // auto is the dispatcher, even where it splits.
     EXPECT_EQ(kernel_named(square(512), "auto", kH200Sms)->splits, 4);
     // A named kernel never splits, and takes one CTA per tile below the SM count.
@@ -308,9 +319,10 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     // fp8 has the cooperative 128 x 128 kernel only; unknown names are refused.
     EXPECT_TRUE(kernel_named(square(512, Type::e4m3), "128x128", kH200Sms));
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "pingpong", kH200Sms));
+    EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "pingpong_cluster", kH200Sms));
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
-    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong");
+    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster");
 }
 
 TEST(GemmChoose, Fp8TakesNarrowTilesAndLongerKTiles) {

@@ -6,7 +6,8 @@
 //   fused rows: persistent grouped schedule, FusedEpilogue (fused_epilogue.cuh)
 //     applied as the tile leaves; cooperative 128 x 256 tiles (4 stages) or
 //     128 x 128 (6 stages), or ping-pong 128 x 128 (6 stages: each consumer
-//     its own tile, one's epilogue under the other's main loop);
+//     its own tile, one's epilogue under the other's main loop), alone or as
+//     a 2 x 1 cluster sharing B through TMA multicast (pingpong_cluster);
 //   split rows: 128 x 128 tiles, Schedule::split_k, fp32 partial tiles stored
 //     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
 //     applies the epilogue.
@@ -45,6 +46,7 @@ struct KernelKey {
     int tile_n;
     bool split;
     bool pingpong;
+    int cluster_m = 1;  // CTAs per cluster along M (2: B shared by TMA multicast)
     bool operator==(const KernelKey&) const = default;
 };
 
@@ -106,18 +108,59 @@ void launch_pingpong(const Launch& l) {
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-// The four rows of one 16-bit type and layout: wide fused, narrow fused,
-// ping-pong fused, split.
+// The ping-pong pair: 2 x 1 clusters, as many as fit at once (the GPCs' SM
+// counts decide), each walking tile-row pairs; the plan's grid is ignored.
+template <class G>
+void launch_pingpong_cluster(const Launch& l) {
+    using Kernel = decltype(&sm90::pingpong_kernel<G, FusedEpilogue>);
+    constexpr int kSmem = sm90::pingpong_smem_bytes<G, FusedEpilogue>;
+    const Kernel kernel = sm90::pingpong_kernel<G, FusedEpilogue>;
+    auto config = [&](unsigned grid, cudaLaunchAttribute* attr) {
+        attr->id = cudaLaunchAttributeClusterDimension;
+        attr->val.clusterDim.x = G::kClusterM;
+        attr->val.clusterDim.y = 1;
+        attr->val.clusterDim.z = 1;
+        cudaLaunchConfig_t cfg{};
+        cfg.gridDim = dim3(grid);
+        cfg.blockDim = dim3(G::kThreads);
+        cfg.dynamicSmemBytes = kSmem;
+        cfg.stream = l.stream;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        return cfg;
+    };
+    static const int max_clusters = [&] {
+        allow_dynamic_smem<sm90::pingpong_kernel<G, FusedEpilogue>>(kSmem);
+        cudaLaunchAttribute attr{};
+        const cudaLaunchConfig_t cfg = config(static_cast<unsigned>(G::kClusterM * sm90::sm_count()), &attr);
+        int clusters = 0;
+        RIGEL_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+        if (clusters < 1) throw std::runtime_error("no cluster of two ping-pong CTAs fits on this GPU");
+        return clusters;
+    }();
+    const std::int64_t pair_tiles =
+        static_cast<std::int64_t>((l.tiles_m + G::kClusterM - 1) / G::kClusterM) * l.tiles_n;
+    const std::int64_t clusters = std::min<std::int64_t>(pair_tiles, max_clusters);
+    cudaLaunchAttribute attr{};
+    const cudaLaunchConfig_t cfg = config(static_cast<unsigned>(G::kClusterM * clusters), &attr);
+    RIGEL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, l.map_a, l.map_b, l.epi, l.m, l.n, l.k, l.tiles_m, l.tiles_n));
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+// The five rows of one 16-bit type and layout: wide fused, narrow fused,
+// ping-pong fused (alone and in pairs), split.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
-constexpr std::array<KernelEntry, 4> half_rows() {
+constexpr std::array<KernelEntry, 5> half_rows() {
     constexpr Major MA = major_a(OA), MB = major_b(OB);
     using Wide = WarpSpecialized<T, 256, 4, Schedule::persistent_grouped, Accumulation::tensor_core, MA, MB>;
     using Narrow = WarpSpecialized<T, 128, 6, Schedule::persistent_grouped, Accumulation::tensor_core, MA, MB>;
     using Split = WarpSpecialized<T, 128, 6, Schedule::split_k, Accumulation::tensor_core, MA, MB>;
     using Pong = sm90::PingPong<T, 6, MA, MB>;
+    using PongPair = sm90::PingPong<T, 6, MA, MB, 2>;
     return {KernelEntry{{Tg, OA, OB, 256, false, false}, launch_kernel<Wide, FusedEpilogue>, Wide::kBK},
             KernelEntry{{Tg, OA, OB, 128, false, false}, launch_kernel<Narrow, FusedEpilogue>, Narrow::kBK},
             KernelEntry{{Tg, OA, OB, 128, false, true}, launch_pingpong<Pong>, Pong::kBK},
+            KernelEntry{{Tg, OA, OB, 128, false, true, 2}, launch_pingpong_cluster<PongPair>, PongPair::kBK},
             KernelEntry{{Tg, OA, OB, 128, true, false}, launch_kernel<Split, sm90::StoreF32>, Split::kBK}};
 }
 

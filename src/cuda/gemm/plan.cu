@@ -63,14 +63,15 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {}
 Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dimensions(d)), choice_(forced) {
     if (const std::string why = check(d); !why.empty()) throw std::invalid_argument(why);
     const bool split = forced.splits > 1;
-    const KernelKey key{desc_.a_type, desc_.a_op, desc_.b_op, forced.tile_n, split, forced.pingpong};
+    const KernelKey key{desc_.a_type, desc_.a_op, desc_.b_op, forced.tile_n, split, forced.pingpong, forced.cluster_m};
     state_ = std::make_unique<State>();
     state_->kernel = find_kernel(key);
     if (!state_->kernel || forced.tile_m != 128 || forced.splits < 1)
         throw std::invalid_argument("no " + std::string(name(desc_.a_type)) + " " +
                                     layout_name(desc_.a_op, desc_.b_op) + " kernel with " +
                                     std::to_string(forced.tile_m) + " x " + std::to_string(forced.tile_n) +
-                                    (forced.pingpong ? " ping-pong" : "") + " tiles" + (split ? " and split-K" : ""));
+                                    (forced.pingpong ? " ping-pong" : "") + " tiles" + (split ? " and split-K" : "") +
+                                    (forced.cluster_m > 1 ? " in clusters of " + std::to_string(forced.cluster_m) : ""));
     const std::int64_t k_tiles = ceil_div(desc_.k, state_->kernel->k_tile);
     if (forced.splits > k_tiles)
         throw std::invalid_argument(std::to_string(forced.splits) + " splits exceed the " + std::to_string(k_tiles) +
@@ -99,7 +100,8 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const Args& arg
     // ones (stored K x M or K x N) in boxes of k_tile K-rows x 128 bytes.
     l.map_a = d.a_op == Op::n ? s.maps_a.get(args.a, t, d.m, d.k, d.lda, c.tile_m)
                               : s.maps_a.get(args.a, t, d.k, d.m, d.lda, k_tile);
-    l.map_b = d.b_op == Op::t ? s.maps_b.get(args.b, t, d.n, d.k, d.ldb, c.tile_n)
+    // A cluster's CTAs each load half of a K-major B tile (its rows) and multicast it.
+    l.map_b = d.b_op == Op::t ? s.maps_b.get(args.b, t, d.n, d.k, d.ldb, c.tile_n / c.cluster_m)
                               : s.maps_b.get(args.b, t, d.k, d.n, d.ldb, k_tile);
     l.m = static_cast<int>(d.m);
     l.n = static_cast<int>(d.n);

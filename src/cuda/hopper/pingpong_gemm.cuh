@@ -34,6 +34,20 @@
 // rows 64-127 of an A tile start 8 KB in for either major. 16-bit types only:
 // fp8 stays on the promoted cooperative kernel (its two accumulator sets of a
 // 128 x 128 tile would not fit beside each other here).
+//
+// ClusterM = 2 (the library's "pingpong_cluster"): k35's pairing on top of
+// the ping-pong. Two CTAs of a 2 x 1 cluster compute vertically adjacent
+// tiles (tile rows 2p and 2p + 1, one tile column) in the same sequence, so
+// they need the same B tile at every k-step: each CTA's producer loads its
+// own A tile and half of B (64 rows of N, rank r the r-th half) multicast to
+// both. L2 then delivers 16 + 8 KB per CTA and stage instead of 16 + 16: a
+// 128 x 128 tile's bf16 main loop asks 64 bytes per clock of each SM at the
+// tensor cores' rate, and cuBLASLt ran every GPT-2 product on clusters
+// (c387d6a's bench names its algorithms). A stage is refilled only when the
+// consumer that used it has released it in BOTH CTAs (8 warp arrivals, each
+// warp arriving on its own and its peer's barrier), so the pair moves in
+// lockstep; a tile row past M or a B half past N loads nothing and both CTAs
+// leave its bytes out of expect_tx (cluster_gemm.cuh's rules).
 #pragma once
 #include <cstdint>
 
@@ -44,7 +58,7 @@
 
 namespace rigel::cuda::sm90 {
 
-template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k>
+template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k, int ClusterM = 1>
 struct PingPong {
     static constexpr DType kType = T;
     static constexpr int kStages = Stages;
@@ -62,12 +76,18 @@ struct PingPong {
     static constexpr int kSmemBytes = Stages * kStageBytes + kSwizzleAtom;
     static constexpr int kThreads = 3 * kWarpgroup;
     static constexpr int kConsumerWarps = kWarpgroup / 32;  // one consumer releases a stage
+    static constexpr int kClusterM = ClusterM;               // CTAs stacked along M sharing B
+    static constexpr int kEmptyArrivals = kClusterM * kConsumerWarps;
+    static constexpr int kBHalfRows = kBN / 2;               // rows of B a CTA of a pair loads and multicasts
+    static constexpr int kBHalfBytes = kBHalfRows * kRowBytes;
     static constexpr int kHalfAcc = kBN / 2;                // fp32 accumulators per thread and m64 half
     static constexpr int kGroupM = 8;
     static constexpr int kProducerRegs = 40;
     static constexpr int kConsumerRegs = 232;
 
     static_assert(elem_bytes(T) == 2, "the ping-pong kernel is for f16/bf16");
+    static_assert(ClusterM == 1 || ClusterM == 2, "a ping-pong cluster is one CTA or a pair");
+    static_assert(kBHalfRows == 64, "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
 };
@@ -89,13 +109,28 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     auto a_tile = [&](int s) { return smem + s * G::kStageBytes; };
     auto b_tile = [&](int s) { return smem + s * G::kStageBytes + G::kABytes; };
 
+    constexpr bool kPair = G::kClusterM > 1;
     const int k_tiles = ceil_div(k, G::kBK);
-    const int num_tiles = tiles_m * tiles_n;
+    // A pair walks tile-row pairs: sequence index `tile` is the pair's tile
+    // (pm, tn), and this CTA's is row 2 pm + rank of it.
+    const std::uint32_t rank = kPair ? cluster_ctarank() : 0u;
+    const int tiles_pm = ceil_div(tiles_m, G::kClusterM);
+    const int num_tiles = tiles_pm * tiles_n;
     const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
-    const int first = static_cast<int>(blockIdx.x), stride = static_cast<int>(gridDim.x);
+    const int first = kPair ? static_cast<int>(cluster_id_x()) : static_cast<int>(blockIdx.x);
+    const int stride = kPair ? static_cast<int>(cluster_count_x()) : static_cast<int>(gridDim.x);
+    const auto coords = [&](int tile, int& tm, int& tn) {
+        int pm = 0;
+        tile_coords<Schedule::persistent_grouped>(tile, tiles_pm, tiles_n, G::kGroupM / G::kClusterM, pm, tn);
+        tm = G::kClusterM * pm + static_cast<int>(rank);
+    };
 
-    init_ring(full, empty, G::kConsumerWarps);  // the 4 warps of the consumer that used the stage
-    __syncthreads();
+    init_ring(full, empty, G::kEmptyArrivals);  // the 4 warps of the consumer that used the stage (of both CTAs)
+    if constexpr (kPair) {
+        cluster_sync();  // both CTAs' barriers exist before either multicasts or arrives remotely
+    } else {
+        __syncthreads();
+    }
 
     if (warpgroup == 0) {
         setmaxnreg_dec<G::kProducerRegs>();
@@ -105,8 +140,32 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             auto ring = PipelineState<kStages>::producer_start();
             for (int tile = first; tile < num_tiles; tile += stride) {
                 int tm = 0, tn = 0;
-                tile_coords<Schedule::persistent_grouped>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
-                load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, 0, k_tiles);
+                coords(tile, tm, tn);
+                if constexpr (!kPair) {
+                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, 0, k_tiles);
+                } else {
+                    const bool a_valid = tm < tiles_m;
+                    const bool b1_valid = tn * G::kBN + G::kBHalfRows < n;  // both CTAs agree on both halves
+                    const bool mine_valid = rank == 0 || b1_valid;
+                    const std::uint32_t bytes = (a_valid ? G::kABytes : 0) + G::kBHalfBytes * (b1_valid ? 2 : 1);
+                    const int b_row = tn * G::kBN + static_cast<int>(rank) * G::kBHalfRows;
+                    for (int kt = 0; kt < k_tiles; ++kt) {
+                        const int stage = ring.stage();
+                        mbar_wait(&empty[stage], ring.phase());
+                        mbar_arrive_expect_tx(&full[stage], bytes);
+                        if (a_valid)
+                            tma_load_operand<G::kMajorA, G::kBM, G::kBK>(a_tile(stage), &map_a, &full[stage], kt,
+                                                                        tm * G::kBM);
+                        if (mine_valid) {
+                            unsigned char* const dst = b_tile(stage) + rank * G::kBHalfBytes;
+                            if constexpr (G::kMajorB == Major::k)
+                                tma_load_2d_multicast(dst, &map_b, &full[stage], kt * G::kBK, b_row, 0x3);
+                            else  // stored K x N: the half is one box of 64 K-rows x 64 columns
+                                tma_load_2d_multicast(dst, &map_b, &full[stage], b_row, kt * G::kBK, 0x3);
+                        }
+                        ring.advance();
+                    }
+                }
             }
         }
     } else {
@@ -123,12 +182,24 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         // sides of each barrier thus meet equally often.
         constexpr int kTurn = 4;  // 0: __syncthreads; 2, 3: the epilogue's (FusedEpilogue)
         float top[G::kHalfAcc], bottom[G::kHalfAcc];
+        // A stage goes back to the producers of every CTA of the cluster.
+        const std::uint32_t empty_rank0 = kPair ? map_to_rank(&empty[0], 0) : 0u;
+        const std::uint32_t empty_rank1 = kPair ? map_to_rank(&empty[0], 1) : 0u;
+        const auto release = [&](int s) {
+            if (!arriving_lane) return;
+            if constexpr (kPair) {
+                mbar_arrive_cluster(empty_rank0 + 8u * static_cast<std::uint32_t>(s));
+                mbar_arrive_cluster(empty_rank1 + 8u * static_cast<std::uint32_t>(s));
+            } else {
+                mbar_arrive(&empty[s]);
+            }
+        };
         auto ring = PipelineState<kStages>::consumer_start();
         ring.advance(consumer * k_tiles);  // consumer 1 starts after consumer 0's first tile
         for (int tile = first + consumer * stride; tile < num_tiles; tile += 2 * stride) {
             if (consumer == 1 || tile != first) named_barrier_sync<2 * kWarpgroup>(kTurn + consumer);
             int tm = 0, tn = 0;
-            tile_coords<Schedule::persistent_grouped>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
+            coords(tile, tm, tn);
             int prev_stage = 0;
             for (int kt = 0; kt < k_tiles; ++kt) {
                 const int stage = ring.stage();
@@ -152,7 +223,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 wgmma_wait<1>();  // the previous k-tile's group is done: its stage goes back
                 fence_registers(top);
                 fence_registers(bottom);
-                if (kt > 0 && arriving_lane) mbar_arrive(&empty[prev_stage]);
+                if (kt > 0) release(prev_stage);
                 prev_stage = stage;
                 ring.advance();
             }
@@ -160,13 +231,14 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             wgmma_wait<0>();
             fence_registers(top);
             fence_registers(bottom);
-            if (arriving_lane) mbar_arrive(&empty[prev_stage]);
+            release(prev_stage);
             ring.advance(k_tiles);  // the other consumer's next tile
             const int row0 = tm * G::kBM, col0 = tn * G::kBN;
             Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
             Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
         }
     }
+    if constexpr (kPair) cluster_sync();  // no CTA leaves while its peer may multicast into it or arrive on it
 #else
     (void)map_a, (void)map_b, (void)epi, (void)m, (void)n, (void)k, (void)tiles_m, (void)tiles_n;
     trap_without_sm90a("pingpong_kernel");
