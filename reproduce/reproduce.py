@@ -28,6 +28,7 @@ import findings  # noqa: E402
 import gemm_report  # noqa: E402
 import train_report  # noqa: E402
 import gates_report  # noqa: E402
+import mmasim_report  # noqa: E402
 from figures import accumulator, climb, fused_gain, roofline, speed_ratios, style, wins  # noqa: E402
 
 NAIVE = "k01_cpu_naive"
@@ -376,6 +377,9 @@ def main():
             attention_bench, gemm_report.copy_bandwidth(fin.probes), gemm_report.l2_bytes(bench_for_l2, fin.probes))
         if attention_section:
             findings_md = findings_md.rstrip("\n") + "\n\n" + attention_section
+        mmasim_section = mmasim_report.section(fin.probes)
+        if mmasim_section:
+            findings_md = findings_md.rstrip("\n") + "\n\n" + mmasim_section
         gates_section = gates_report.findings_section(RESULTS / "toolchain", RESULTS / "h200")
         if gates_section:
             findings_md = findings_md.rstrip("\n") + "\n\n" + gates_section

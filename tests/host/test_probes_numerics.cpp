@@ -49,6 +49,34 @@ TEST(NumericsModel, ExactSumsRoundLikeTheDoubleRoutineAndBeyondIt) {
     EXPECT_FALSE(exact_sum({0x1p100, 0x1p-100}).has_value());
 }
 
+// A narrower result (MMA-Sim's e8m13 output of Hopper's fp8 wgmma): the
+// same rounding at 13 fraction bits, the exact-sum and double routines alike,
+// and a model with it gives results of at most 13 fraction bits.
+TEST(NumericsModel, ANarrowerResultKeepsItsFractionBits) {
+    const double x = 1.0 + 0x1p-13 + 0x1p-20;
+    EXPECT_EQ(round_f32(x, Rounding::toward_zero, true, 13), 1.0 + 0x1p-13);
+    EXPECT_EQ(round_f32(-x, Rounding::toward_zero, true, 13), -(1.0 + 0x1p-13));
+    EXPECT_EQ(round_f32(1.0 + 0x1p-14 + 0x1p-20, Rounding::nearest_even, true, 13), 1.0 + 0x1p-13);
+    EXPECT_EQ(round_f32(x, Rounding::toward_zero), static_cast<double>(static_cast<float>(x)));
+    const auto s = exact_sum({1.0, 0x1p-13, 0x1p-20});
+    ASSERT_TRUE(s);
+    EXPECT_EQ(round_f32(*s, Rounding::toward_zero, true, 13), 1.0 + 0x1p-13);
+
+    BlockModel m{.block = 32, .frac_bits = 13, .exp_rule = ExpRule::factors, .out_frac_bits = 13};
+    EXPECT_NE(m.describe().find("the result kept to 13 fraction bits"), std::string::npos);
+    DotCase dc = empty_case(32);
+    for (int k = 0; k < 32; ++k) {
+        dc.a[k] = 1.0 + 0.125 * (k % 8);            // e4m3 values 1 .. 1.875
+        dc.b[k] = std::ldexp(1.0, -(k % 7)) * 1.5;  // and 1.5 2^-j
+    }
+    dc.c = 0.3;
+    const double d = predict(m, dc, 32, DType::e4m3);
+    const double scaled = std::ldexp(d, 13 - exponent_of(d));
+    EXPECT_EQ(scaled, std::trunc(scaled)) << d;
+    m.out_frac_bits = 23;
+    EXPECT_NE(predict(m, dc, 32, DType::e4m3), d);  // this case needs more than 13 bits
+}
+
 TEST(NumericsModel, SplitsProductsIntoNormalFactorsOfTheType) {
     const auto big = split_product(DType::e4m3, 0x1p16);
     ASSERT_TRUE(big.has_value());

@@ -94,7 +94,7 @@ double chain_fast(const Path& p, const double* a, const double* b, int len) {
             double s = 0.0;
             for (int i = 0; i < n; ++i) s += probes::detail::cut(v[i], q, m.align);
             // An exact zero is +0, as the exact sum's rounding gives it.
-            acc = s == 0 ? 0.0 : probes::round_f32(s, m.out, m.subnormal_out);
+            acc = s == 0 ? 0.0 : probes::round_f32(s, m.out, m.subnormal_out, m.out_frac_bits);
         }
     return acc;
 }

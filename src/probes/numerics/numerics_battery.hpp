@@ -806,17 +806,26 @@ inline void PathProbe::model_check(std::vector<Finding>& out) {
         for (int i = 0; i < n_chain; ++i) s.chain += predict_fn(chain[i], p_.k_inst) == rc.d[i];
         return s;
     };
+    // The alignment exponent's rule, and the result's width: fp32's 23
+    // fraction bits, or only the bits the sum kept (MMA-Sim's e8m13 output of
+    // Hopper's fp8 wgmma, where 13 are kept).
     BlockModel best = m;
     Score best_score;
-    for (ExpRule rule : {ExpRule::value, ExpRule::factors}) {
-        BlockModel v = m;
-        v.exp_rule = rule;
-        const Score s = score([&](const DotCase& dc, int k) { return predict(v, dc, k, p_.type); });
-        if (rule == ExpRule::value || s.single + s.chain > best_score.single + best_score.chain) {
-            best = v;
-            best_score = s;
+    bool first_candidate = true;
+    std::vector<int> widths{23};
+    if (m.frac_bits < 23) widths.push_back(m.frac_bits);
+    for (ExpRule rule : {ExpRule::value, ExpRule::factors})
+        for (int out_bits : widths) {
+            BlockModel v = m;
+            v.exp_rule = rule;
+            v.out_frac_bits = out_bits;
+            const Score s = score([&](const DotCase& dc, int k) { return predict(v, dc, k, p_.type); });
+            if (first_candidate || s.single + s.chain > best_score.single + best_score.chain) {
+                best = v;
+                best_score = s;
+                first_candidate = false;
+            }
         }
-    }
     const Score exact_rn = score([](const DotCase& dc, int) { return predict_exact_rounded(dc); });
     const Score seq = score([](const DotCase& dc, int) { return predict_fp32_sequential(dc); });
 

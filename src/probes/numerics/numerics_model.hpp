@@ -148,11 +148,13 @@ constexpr Rounding all_roundings[] = {Rounding::nearest_even, Rounding::toward_z
 // Rounds an exact value (a double whose digits are all meant) to fp32 in
 // mode r; below 2^-126 either onto the subnormal grid (subnormals = true) or
 // to a signed zero. Overflow gives +-inf (not reached by the probes).
-inline double round_f32(double x, Rounding r, bool subnormals = true) {
+// frac_bits < 23: rounded further, to that many fraction bits in fp32's
+// exponent range (MMA-Sim's "e8m13" output of Hopper's fp8 wgmma).
+inline double round_f32(double x, Rounding r, bool subnormals = true, int frac_bits = 23) {
     if (x == 0 || !std::isfinite(x)) return x;
     const int e = exponent_of(x);
     if (e < -126 && !subnormals) return std::copysign(0.0, x);
-    const int quantum = std::max(e, -126) - 23;
+    const int quantum = std::max(e, -126) - frac_bits;
     const double scaled = std::ldexp(x, -quantum);  // exact: a power-of-two scaling
     double i = 0;
     switch (r) {
@@ -221,8 +223,9 @@ inline std::optional<ExactSum> exact_sum(const std::vector<double>& terms) {
     return r;
 }
 
-// The sum rounded to fp32 in mode r (subnormals kept or flushed to zero).
-inline double round_f32(const ExactSum& s, Rounding r, bool subnormals = true) {
+// The sum rounded to fp32 in mode r (subnormals kept or flushed to zero), or
+// to frac_bits < 23 fraction bits.
+inline double round_f32(const ExactSum& s, Rounding r, bool subnormals = true, int frac_bits = 23) {
     if (s.mant == 0) return 0.0;
     const bool neg = s.mant < 0;
     const unsigned __int128 u = neg ? static_cast<unsigned __int128>(-s.mant) : static_cast<unsigned __int128>(s.mant);
@@ -230,7 +233,7 @@ inline double round_f32(const ExactSum& s, Rounding r, bool subnormals = true) {
     for (unsigned __int128 x = u; x != 0; x >>= 1) ++len;
     const int e = s.exp + len - 1;  // exponent of the value
     if (e < -126 && !subnormals) return neg ? -0.0 : 0.0;
-    const int quantum = std::max(e, -126) - 23;
+    const int quantum = std::max(e, -126) - frac_bits;
     const int shift = quantum - s.exp;
     double kept = 0;
     if (shift <= 0) {
@@ -315,12 +318,16 @@ struct BlockModel {
     bool subnormal_in = true;   // false: subnormal inputs count as zero
     bool subnormal_out = true;  // false: fp32-subnormal results flush to zero
     ExpRule exp_rule = ExpRule::value;
+    // Fraction bits of the result: 23 (fp32), or fewer when the instruction's
+    // output is narrower (MMA-Sim's model of Hopper's fp8 wgmma: 13).
+    int out_frac_bits = 23;
 
     std::string describe() const {
         return std::to_string(block) + " products per step, " + std::to_string(frac_bits) +
                " bits kept below the largest term's leading bit, alignment by " + name(align) + ", result rounded " +
                name(out) + (c_in_first_block ? ", C aligned with the first block" : ", C added after the first block") +
-               (exp_rule == ExpRule::factors ? ", products aligned by their factors' exponents" : "");
+               (exp_rule == ExpRule::factors ? ", products aligned by their factors' exponents" : "") +
+               (out_frac_bits != 23 ? ", the result kept to " + std::to_string(out_frac_bits) + " fraction bits" : "");
     }
 };
 
@@ -355,7 +362,7 @@ inline std::vector<double> aligned(const std::vector<Term>& terms, const BlockMo
 
 inline double rounded(const std::vector<double>& terms, const BlockModel& m) {
     const auto s = exact_sum(terms);
-    return s ? round_f32(*s, m.out, m.subnormal_out) : NAN;
+    return s ? round_f32(*s, m.out, m.subnormal_out, m.out_frac_bits) : NAN;
 }
 
 }  // namespace detail
