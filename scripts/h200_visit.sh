@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One visit to the H200 machine: configure and build (ninja, all cores) into
-# build/h200, run the GPU tests, then whatever is asked for, and copy the CSV
+# $BUILD (../build/h200-visit beside the export: a warm machine keeps it
+# between calls, so a second call rebuilds what changed), run the GPU tests, then whatever is asked for, and copy the CSV
 # and JSON results and the logs into $OUT/visit.tar.gz. The last thing printed is a short
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
@@ -28,7 +29,11 @@ steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests ladder probes sass)
 has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 log() { echo "== $*" >&2; }
-RIGEL=build/h200/src/rigel
+# Outside .visit, which each call replaces; a cache from another source folder
+# is dropped and the build starts afresh.
+BUILD=${VISIT_BUILD:-$PWD/../build/h200-visit}
+[ -f .visit/COMMIT ] || [ -f COMMIT ] || BUILD=${VISIT_BUILD:-build/h200}
+RIGEL=$BUILD/src/rigel
 summary=()
 # VISIT_BUDGET_S: the seconds this visit may take (the call's limit less a
 # margin); a step that would not finish inside it is skipped and says so,
@@ -48,16 +53,19 @@ log "configure and build"
 start=$(date +%s)
 # The h200 preset's settings, with make where that machine's ninja does not run.
 gen="Ninja"; ninja --version >/dev/null 2>&1 || gen="Unix Makefiles"
-if ! { cmake -S . -B build/h200 -G "$gen" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-         -DRIGEL_DEPS_DIR="$PWD/.deps" > "$OUT/build.log" 2>&1 &&
-       cmake --build build/h200 -j "$(nproc)" >> "$OUT/build.log" 2>&1; }; then
+configure() {
+  cmake -S . -B "$BUILD" -G "$gen" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+    -DRIGEL_DEPS_DIR="$PWD/.deps" > "$OUT/build.log" 2>&1
+}
+configure || { rm -rf "$BUILD"; configure; }
+if ! { [ -f "$BUILD/CMakeCache.txt" ] && cmake --build "$BUILD" -j "$(nproc)" >> "$OUT/build.log" 2>&1; }; then
   grep -E "error|Error" "$OUT/build.log" | head -40
   echo "BUILD FAILED (see build.log)"
   exit 1
 fi
 summary+=("build: ok in $(( $(date +%s) - start )) s")
 # Each object's compile time (ninja's log: start and end in ms), the slowest first, for the build's critical path.
-[ -f build/h200/.ninja_log ] && awk 'NR > 1 { printf "%.1f %s\n", ($2 - $1) / 1000, $4 }' build/h200/.ninja_log |
+[ -f "$BUILD/.ninja_log" ] && awk 'NR > 1 { printf "%.1f %s\n", ($2 - $1) / 1000, $4 }' "$BUILD/.ninja_log" |
   sort -rn > "$OUT/build_times.txt"
 
 if has sass; then
@@ -65,7 +73,7 @@ if has sass; then
   # Matrix opcodes per compiled rung file: which unit each path reaches.
   {
     echo "object,hgmma,qgmma,igmma,hmma,imma,dmma,ffma,hfma2,dfma"
-    for o in $(find build/h200/src/CMakeFiles/rigel_cuda.dir -name "*.o" | sort); do
+    for o in $(find "$BUILD"/src/CMakeFiles/rigel_cuda.dir -name "*.o" | sort); do
       s=$(cuobjdump --dump-sass "$o" 2>/dev/null)
       printf "%s" "$(basename "$o" .cu.o)"
       for op in HGMMA QGMMA IGMMA HMMA IMMA DMMA FFMA HFMA2 DFMA; do
@@ -78,7 +86,7 @@ if has sass; then
   # verdict rests on the instructions of the kernel that measured it.
   {
     echo "object,kernel,hgmma,qgmma,igmma,hmma,imma,dmma,ffma,hfma2,dfma,f2fp"
-    for o in $(find build/h200/src/CMakeFiles/rigel_cuda.dir \( -path "*probes*" -o -path "*hopper*" \) -name "*.o" | sort); do
+    for o in $(find "$BUILD"/src/CMakeFiles/rigel_cuda.dir \( -path "*probes*" -o -path "*hopper*" \) -name "*.o" | sort); do
       cuobjdump --dump-sass "$o" 2>/dev/null | awk -v obj="$(basename "$o" .cu.o)" '
         function flush() { if (fn != "") { printf "%s,%s", obj, fn; for (i = 1; i <= 10; ++i) printf ",%d", n[i]; print "" } }
         BEGIN { split("HGMMA QGMMA IGMMA HMMA IMMA DMMA FFMA HFMA2 DFMA F2FP", ops, " ") }
@@ -93,7 +101,7 @@ if has sass; then
   # its speed (docs/gemm.md). The kernels with the most come first.
   {
     echo "object,kernel,ldl,stl"
-    for o in $(find build/h200/src/CMakeFiles/rigel_cuda.dir -name "*.o" | sort); do
+    for o in $(find "$BUILD"/src/CMakeFiles/rigel_cuda.dir -name "*.o" | sort); do
       cuobjdump --dump-sass "$o" 2>/dev/null | awk -v obj="$(basename "$o" .cu.o)" '
         function flush() { if (fn != "") printf "%s,%s,%d,%d\n", obj, fn, l, s }
         /Function :/ { flush(); fn = $3; l = 0; s = 0; next }
@@ -107,7 +115,7 @@ fi
 if has tests; then
   log "GPU tests"
   # TESTS_REGEX picks a subset (ctest -R); all GPU tests by default.
-  ctest --test-dir build/h200 --output-on-failure -j 4 ${TESTS_REGEX:+-R "$TESTS_REGEX"} > "$OUT/tests.log" 2>&1
+  ctest --test-dir "$BUILD" --output-on-failure -j 4 ${TESTS_REGEX:+-R "$TESTS_REGEX"} > "$OUT/tests.log" 2>&1
   rc=$?
   summary+=("tests: $(grep -E 'tests passed|tests failed' "$OUT/tests.log" | tail -1) (rc $rc)")
   grep -E "FAIL|Failed|\*\*\*" "$OUT/tests.log" | head -20

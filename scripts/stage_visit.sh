@@ -11,5 +11,11 @@ rm -rf .visit && mkdir .visit
 git archive HEAD | tar -x -C .visit
 # The staged ptxas/NVRTC wheels (.deps/toolchain) stay behind: the H200 machine has its own toolkit.
 mkdir -p .visit/.deps && for d in .deps/*; do [ "$(basename "$d")" = toolchain ] || cp -r "$d" .visit/.deps/; done
+# Each exported file takes its working-tree twin's time where the two are the
+# same bytes (git archive stamps every file with the commit's time), so that
+# a build kept on a warm H200 machine recompiles only what changed.
+git ls-files -z | while IFS= read -r -d '' f; do
+  [ -f ".visit/$f" ] && [ -f "$f" ] && cmp -s "$f" ".visit/$f" && touch -r "$f" ".visit/$f"
+done
 git rev-parse HEAD > .visit/COMMIT
 echo "staged $(cat .visit/COMMIT) into .visit"
