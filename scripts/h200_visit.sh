@@ -244,12 +244,14 @@ fi
 # the cooperative 128 x 256 kernel (k32's tile) instead of the dispatcher's
 # choice, in the same visit (shorter samples); files named ..._128x256_gemm.csv.
 # fp8 with DeepSeek-V3's block scales (k38's kernel) against float64, both
-# fp8 types, then k38 beside k34 (unit scales) and cuBLASLt in the ladder.
+# fp8 types, each problem also timed in paired samples against k34 (no
+# scales) and cuBLASLt's default fp8; then k38 beside k34 (unit scales) and
+# cuBLASLt in the ladder.
 if has blockscaled; then
   for t in e4m3 e5m2; do
     log "gemm blockscaled $t"
-    timeout -s INT 240 $RIGEL gemm blockscaled --type "$t" --shapes 1000x1030x1104,129x300x272,4096x4096x4096 \
-      --out "$OUT" >> "$OUT/blockscaled.txt" 2>&1
+    timeout -s INT 240 $RIGEL gemm blockscaled --type "$t" --shapes 1000x1030x1104,129x300x272,4096,8192 \
+      --time --min-time 0.5 --out "$OUT" >> "$OUT/blockscaled.txt" 2>&1
     summary+=("gemm blockscaled $t: rc $?")
   done
   log "ladder k34 k38 fp8"

@@ -34,6 +34,7 @@
 #include "harness/provenance.hpp"
 #include "harness/report_io.hpp"
 #include "harness/timing.hpp"
+#include "ladder/rung.hpp"
 
 namespace rigel::cli {
 namespace {
@@ -65,6 +66,7 @@ struct ListArgs {
 };
 struct BlockScaledArgs {
     std::string shapes = "1000x1030x1104,129x300x272,2048x2048x4096", type = "e4m3";
+    bool time = false;
     CommonArgs common;
 };
 
@@ -415,8 +417,15 @@ int run_block_scaled(const BlockScaledArgs& a, const CLI::App& cmd) {
     const std::uint64_t seed = parse_seed("--seed", a.common.seed);
     const int threads = parse_threads("--threads", a.common.threads);
     auto ex = sm90_device("rigel gemm blockscaled");
-    static const std::vector<std::string> header{"run_id", "host", "device", "type", "m", "n", "k", "kernel", "pass",
-                                                 "err_max_scaled", "tolerance", "err_rel_fro", "reason"};
+    static const std::vector<std::string> header{
+        "run_id", "host", "device", "type", "m", "n", "k", "kernel", "pass", "err_max_scaled", "tolerance",
+        "err_rel_fro", "reason", "tflops", "vs_k34_median", "vs_k34_p10", "vs_k34_p90", "vs_cublaslt_median",
+        "vs_cublaslt_p10", "vs_cublaslt_p90", "cublaslt_algorithm", "pairs"};
+    const PairedConfig timing = timing_of(cmd, a.common);
+    const Rung* k34 = nullptr;
+    for (const Rung& r : cuda_rungs())
+        if (r.id == "k34_wgmma_fp8_promoted") k34 = &r;
+    if (a.time && !k34) throw std::invalid_argument("--time needs the rung k34_wgmma_fp8_promoted, which this build lacks");
     RunFiles files(a.common.out, header, "verify", "blockscaled_" + a.type, "blockscaled", seed, *ex);
     std::vector<std::vector<std::string>> cells;
     int failed = 0;
@@ -439,15 +448,53 @@ int run_block_scaled(const BlockScaledArgs& a, const CLI::App& cmd) {
         std::vector<float> d(static_cast<std::size_t>(m) * n);
         ex->download(d.data(), dd.get(), d_bytes);
         const Verdict v = gemm::judge_block_scaled(c, d, seed + i, threads);
+        // --time: k38 with these scales against k34 (the same bytes, no scales)
+        // and against cuBLASLt's default fp8 (per-tensor scales of 1, fp32 out),
+        // in paired samples; each side writes a buffer of its own.
+        std::vector<std::string> timed(9);
+        if (a.time && v.pass) {
+            const GemmProblem gp{.type = type, .m = m, .n = n, .k = k, .a = da.get(), .b = db.get(), .c = dd.get(),
+                                 .stream = ex->stream()};
+            DeviceBuffer other(*ex, d_bytes);
+            GemmProblem gp_other = gp;
+            gp_other.c = other.get();
+            const auto scaled = [&] {
+                return ex->time_once([&] {
+                    cuda::fp8_block_scaled_gemm({.gemm = gp, .scale_a = static_cast<const float*>(sa.get()),
+                                                 .scale_b = static_cast<const float*>(sb.get())});
+                });
+            };
+            const gemm::Desc desc{.m = m, .n = n, .k = k, .a_type = t, .b_type = t, .a_op = gemm::Op::n,
+                                  .b_op = gemm::Op::t, .d_type = gemm::Type::f32};
+            std::string algorithm;
+            const PairedStats vs_k34 = measure_paired(scaled, [&] { return ex->time_once([&] { k34->run(gp_other); }); },
+                                                      timing);
+            const PairedStats vs_lt = measure_paired(scaled, [&] {
+                return ex->time_once([&] {
+                    algorithm = gemm::run_baseline(gemm::Contender::cublaslt, desc,
+                                                   {.a = da.get(), .b = db.get(), .d = other.get()},
+                                                   static_cast<gemm::Stream>(ex->stream()));
+                });
+            }, timing);
+            const double flops = 2.0 * m * n * static_cast<double>(k);
+            timed = {num(flops / vs_lt.a.median_s / 1e12), num(vs_k34.ratio_median), num(vs_k34.ratio_p10),
+                     num(vs_k34.ratio_p90), num(vs_lt.ratio_median), num(vs_lt.ratio_p10), num(vs_lt.ratio_p90),
+                     algorithm, std::to_string(vs_k34.pairs) + "/" + std::to_string(vs_lt.pairs)};
+            say("  k38 / k34 " + num(vs_k34.ratio_median) + " [" + num(vs_k34.ratio_p10) + ", " +
+                num(vs_k34.ratio_p90) + "], k38 / cuBLASLt " + num(vs_lt.ratio_median) + " [" +
+                num(vs_lt.ratio_p10) + ", " + num(vs_lt.ratio_p90) + "], " + timed[0] + " Tflop/s");
+        }
         failed += !v.pass;
         const std::string shape = std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k);
         say(a.type + " " + shape + " with block scales (A 1 x 128, B 128 x 128): " + (v.pass ? "pass" : "FAIL") +
             ", error " + num(v.err_max_scaled / v.tolerance) + " of its allowance" +
             (v.reason.empty() ? "" : " (" + v.reason + ")"));
         const RowContext& x = files.rows();
-        cells.push_back({x.run_id, x.host, x.device, a.type, std::to_string(m), std::to_string(n), std::to_string(k),
-                         "k38_wgmma_fp8_block_scaled", v.pass ? "1" : "0", num(v.err_max_scaled), num(v.tolerance),
-                         num(v.err_rel_fro), v.reason});
+        std::vector<std::string> row{x.run_id, x.host, x.device, a.type, std::to_string(m), std::to_string(n),
+                                     std::to_string(k), "k38_wgmma_fp8_block_scaled", v.pass ? "1" : "0",
+                                     num(v.err_max_scaled), num(v.tolerance), num(v.err_rel_fro), v.reason};
+        row.insert(row.end(), timed.begin(), timed.end());
+        cells.push_back(row);
         JsonObject side;
         side.str("recipe", "A: 1 x 128 blocks, B: 128 x 128 blocks, s = amax / max(type) in fp32");
         files.write(cells, side, i + 1 == shapes.size());
@@ -539,7 +586,9 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
     scaled->add_option("--shapes", bsa.shapes, "problems, MxNxK,... (K a multiple of 16), fresh inputs each")
         ->capture_default_str();
     scaled->add_option("--type", bsa.type, "e4m3 or e5m2")->capture_default_str();
-    add_common_options(scaled, bsa.common, false);
+    scaled->add_flag("--time", bsa.time, "also time k38 against k34 (no scales) and cuBLASLt's default fp8, in "
+                                          "paired samples");
+    add_common_options(scaled, bsa.common, true);
 
     return {{verify, [verify] { return run_verify(va, *verify); }},
             {scaled, [scaled] { return run_block_scaled(bsa, *scaled); }},

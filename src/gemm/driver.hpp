@@ -64,8 +64,10 @@ BenchOutcome bench_case(Executor& ex, const GemmCase& c, std::span<const Contend
                         const PairedConfig& timing, std::uint64_t seed, int threads);
 
 // One launch of a vendor baseline (cuBLASLt or cuBLAS) on the caller's
-// buffers, as a bench case runs it; returns its algorithm as the library names
-// it (cuBLASLt: the tuned choice, split-K included; cuBLAS: "cublasGemmEx").
+// buffers on stream s, as a bench case runs it (not waited for: the caller
+// synchronizes, and a timed call measures the launch alone); returns its
+// algorithm as the library names it (cuBLASLt: the tuned choice, split-K
+// included; cuBLAS: "cublasGemmEx").
 std::string run_baseline(Contender who, const Desc& d, const Args& args, Stream s);
 
 }  // namespace rigel::gemm

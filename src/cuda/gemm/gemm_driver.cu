@@ -203,15 +203,12 @@ Plan plan_for(const GemmCase& c) {
 }  // namespace
 
 std::string run_baseline(Contender who, const Desc& d, const Args& args, Stream s) {
-    const cudaStream_t stream = static_cast<cudaStream_t>(s);
     switch (who) {
         case Contender::cublaslt:
             cuda::vendor::cublaslt_gemm(d, args, s);
-            RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream));
             return cuda::vendor::cublaslt_gemm_algorithm(d);
         case Contender::cublas:
-            cublas_gemm(d, args, stream);
-            RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream));
+            cublas_gemm(d, args, static_cast<cudaStream_t>(s));
             return "cublasGemmEx";
         default: break;
     }
