@@ -305,15 +305,21 @@ fi
 # (fwd_qkv, bias; fwd_lm_head, none): where its warps stall, to tell an epilogue
 # that outlasts the other consumer's main loop from a main loop that starves.
 # --clock-control none leaves the clocks alone. Text reports only.
+# Nsight Compute (clocks left alone) on two of GPT-2's K = 768 products, on
+# each kernel of NCU_KERNELS (default: the dispatcher's choice; e.g.
+# "auto pingpong_cluster").
 if has ncu_gemm; then
-  for shape in "16384 2304 768 bias" "16384 50304 768 none"; do
-    read -r m n k epi <<< "$shape"
-    log "ncu gemm $m x $n x $k $epi"
-    timeout -s INT 240 ncu --clock-control none --set full -k regex:pingpong --launch-skip 2 --launch-count 1 \
-      --print-details all --page details \
-      $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout NT --epilogue "$epi" --warmup 0 --min-time 0.01 \
-      > "$OUT/ncu_gemm_${m}x${n}x${k}_${epi}.txt" 2>&1
-    summary+=("ncu gemm $m x $n x $k $epi: rc $?")
+  for kern in ${NCU_KERNELS:-auto}; do
+    for shape in "16384 2304 768 bias" "16384 50304 768 none"; do
+      read -r m n k epi <<< "$shape"
+      fits 90 "ncu gemm $m x $n x $k $epi ($kern)" || continue
+      log "ncu gemm $m x $n x $k $epi ($kern)"
+      timeout -s INT 240 ncu --clock-control none --set full -k regex:pingpong --launch-skip 2 --launch-count 1 \
+        --print-details all --page details \
+        $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout NT --epilogue "$epi" --kernel "$kern" --warmup 0 \
+        --min-time 0.01 > "$OUT/ncu_gemm_${m}x${n}x${k}_${epi}_${kern}.txt" 2>&1
+      summary+=("ncu gemm $m x $n x $k $epi ($kern): rc $?")
+    done
   done
 fi
 
