@@ -1,7 +1,8 @@
 // Host tests of the Hopper state types (src/cuda/hopper/sm90_types.cuh): the
-// (stage, phase) walk of an mbarrier ring and the wgmma shared-memory matrix
-// descriptor, which the kernels build on the device with the same constexpr
-// code.
+// (stage, phase) walk of an mbarrier ring, the wgmma shared-memory matrix
+// descriptor and the persistent kernels' tile order, which the kernels use on
+// the device with the same constexpr code; and the ping-pong kernel's use of
+// them, alone and in pairs (src/cuda/hopper/pingpong_gemm.cuh), replayed here.
 #include "cuda/hopper/sm90_types.cuh"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,8 @@
 namespace {
 
 using rigel::cuda::sm90::desc_advance;
+using rigel::cuda::sm90::Schedule;
+using rigel::cuda::sm90::tile_coords;
 using rigel::cuda::sm90::PipelineState;
 using rigel::cuda::sm90::SmemDescriptor;
 using rigel::cuda::sm90::Swizzle;
@@ -189,6 +192,80 @@ TEST(SmemDescriptor, PrintShowsEveryField) {
               "start 0x00400 LBO 16 SBO 1024 base 0 swizzle 128B");
     EXPECT_EQ(to_string(SmemDescriptor::decode(old_probe_smem_desc(0x400, 64 * 16, 128))),
               "start 0x00400 LBO 1024 SBO 128 base 0 swizzle none");
+}
+
+}  // namespace
+
+namespace {
+
+// The ping-pong kernel's walk, as pingpong_gemm.cuh writes it: `units` CTAs
+// (clusters of cluster_m) each take sequence indices unit, unit + units, ...,
+// consumer c the even (c = 0) or odd ones; sequence index i is the pair tile
+// (pm, tn) of tile_coords over ceil(tiles_m / cluster_m) pair rows in groups
+// of 8 / cluster_m, and rank r computes tile row cluster_m pm + r. Every
+// output tile is computed exactly once, the ranks of a cluster always share
+// the tile column (their B), and a rank whose row lies past M is the only
+// one left without work.
+void check_pingpong_walk(int tiles_m, int tiles_n, int units, int cluster_m) {
+    SCOPED_TRACE("tiles " + std::to_string(tiles_m) + " x " + std::to_string(tiles_n) + ", " +
+                 std::to_string(units) + " units of " + std::to_string(cluster_m));
+    const int tiles_pm = (tiles_m + cluster_m - 1) / cluster_m;
+    const int sequence = tiles_pm * tiles_n;
+    std::vector<int> seen(static_cast<std::size_t>(tiles_m) * tiles_n, 0);
+    for (int unit = 0; unit < units; ++unit)
+        for (int consumer = 0; consumer < 2; ++consumer)
+            for (int i = unit + consumer * units; i < sequence; i += 2 * units) {
+                int pm = 0, tn = 0;
+                tile_coords<Schedule::persistent_grouped>(i, tiles_pm, tiles_n, 8 / cluster_m, pm, tn);
+                ASSERT_GE(tn, 0);
+                ASSERT_LT(tn, tiles_n);
+                for (int rank = 0; rank < cluster_m; ++rank) {
+                    const int tm = cluster_m * pm + rank;
+                    if (tm >= tiles_m) {
+                        EXPECT_EQ(rank, cluster_m - 1);  // only a last, odd row is missing
+                        continue;
+                    }
+                    ++seen[static_cast<std::size_t>(tm) * tiles_n + tn];
+                }
+            }
+    for (std::size_t t = 0; t < seen.size(); ++t) EXPECT_EQ(seen[t], 1) << "tile " << t;
+}
+
+TEST(TileOrder, EveryPingPongTileOnceAloneAndInPairs) {
+    for (int cluster_m : {1, 2})
+        for (auto [tm, tn, units] : {std::tuple{3, 5, 2}, std::tuple{17, 17, 66}, std::tuple{128, 393, 66},
+                                     std::tuple{1, 1, 1}, std::tuple{9, 3, 132}, std::tuple{24, 6, 5}})
+            check_pingpong_walk(tm, tn, cluster_m == 1 ? 2 * units : units, cluster_m);
+}
+
+// The ring as the ping-pong kernel walks it: the producer fills the k-tiles
+// of the CTA's tiles in sequence; consumer c starts k_tiles x c uses in,
+// waits on each of its tile's k-tiles, then jumps over the other consumer's.
+// Both consumers wait on exactly the (stage, phase) the producer filled.
+TEST(PipelineState, PingPongConsumersMeetTheProducersUses) {
+    constexpr int kStages = 6;
+    for (int k_tiles : {1, 5, 6, 12, 13}) {
+        const int tiles = 7;
+        std::vector<Use> filled;
+        auto producer = PipelineState<kStages>::producer_start();
+        for (int u = 0; u < tiles * k_tiles; ++u) {
+            filled.push_back({producer.stage(), producer.phase() ^ 1u});  // the phase a consumer then waits on
+            producer.advance();
+        }
+        for (int consumer = 0; consumer < 2; ++consumer) {
+            auto ring = PipelineState<kStages>::consumer_start();
+            ring.advance(consumer * k_tiles);
+            for (int tile = consumer; tile < tiles; tile += 2) {
+                for (int kt = 0; kt < k_tiles; ++kt) {
+                    const Use want = filled[static_cast<std::size_t>(tile) * k_tiles + kt];
+                    EXPECT_EQ((Use{ring.stage(), ring.phase()}), want)
+                        << "k_tiles " << k_tiles << " consumer " << consumer << " tile " << tile << " kt " << kt;
+                    ring.advance();
+                }
+                ring.advance(k_tiles);
+            }
+        }
+    }
 }
 
 }  // namespace

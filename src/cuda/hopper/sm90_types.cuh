@@ -1,8 +1,9 @@
-// Two small pieces of Hopper state as types, so that the kernels name them
+// Small pieces of Hopper state as types, so that the kernels name them
 // instead of repeating bit and ring arithmetic: the (stage, phase) position in
-// an mbarrier ring, and the wgmma shared-memory matrix descriptor. Both are
-// constexpr and compile as CUDA and as plain C++; tests/host/test_sm90_types.cpp
-// runs them on the CPU.
+// an mbarrier ring, the wgmma shared-memory matrix descriptor, and the order
+// in which a persistent kernel walks its output tiles. All are constexpr and
+// compile as CUDA and as plain C++; tests/host/test_sm90_types.cpp runs them
+// on the CPU.
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +12,29 @@
 #include "cuda/host_device.hpp"
 
 namespace rigel::cuda::sm90 {
+
+// -- the order of output tiles ------------------------------------------------
+enum class Schedule : std::uint8_t { one_tile_per_cta, persistent_grouped, split_k };
+
+// Output tile (row, column) of linear tile index `tile`: column-major, or
+// (persistent_grouped) groups of group_m tile rows, each walked column by
+// column, so that tiles running at the same time cover a group_m x (in flight
+// / group_m) block. A cluster kernel walks tile-row groups of its pairs the
+// same way (tiles_m then counts pairs).
+template <Schedule S>
+RIGEL_HOST_DEVICE constexpr void tile_coords(int tile, int tiles_m, int tiles_n, int group_m, int& tm, int& tn) {
+    if constexpr (S != Schedule::persistent_grouped) {
+        tm = tile % tiles_m;
+        tn = tile / tiles_m;
+    } else {
+        const int per_group = group_m * tiles_n;
+        const int first_m = tile / per_group * group_m;
+        const int rows = tiles_m - first_m < group_m ? tiles_m - first_m : group_m;
+        const int local = tile % per_group;
+        tm = first_m + local % rows;
+        tn = local / rows;
+    }
+}
 
 // -- position in a ring of Stages mbarrier-guarded stages --------------------
 // Stage s is used in rounds r = 0, 1, 2, ... (the r-th time the ring comes

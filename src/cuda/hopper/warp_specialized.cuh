@@ -68,7 +68,6 @@
 
 namespace rigel::cuda::sm90 {
 
-enum class Schedule : std::uint8_t { one_tile_per_cta, persistent_grouped, split_k };
 enum class Accumulation : std::uint8_t { tensor_core, promoted, block_scaled };
 enum class Major : std::uint8_t { k, mn };
 
@@ -112,23 +111,7 @@ struct WarpSpecialized {
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
 };
 
-// Output tile (row, column) of linear tile index `tile`.
-template <Schedule S>
-__device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int group_m, int& tm, int& tn) {
-    if constexpr (S != Schedule::persistent_grouped) {
-        tm = tile % tiles_m;
-        tn = tile / tiles_m;
-    } else {
-        // Groups of group_m tile rows, each walked column by column: tiles that
-        // run at the same time cover a group_m x (in flight / group_m) block.
-        const int per_group = group_m * tiles_n;
-        const int first_m = tile / per_group * group_m;
-        const int rows = min(tiles_m - first_m, group_m);
-        const int local = tile % per_group;
-        tm = first_m + local % rows;
-        tn = local / rows;
-    }
-}
+// tile_coords (the output tile of a linear tile index): sm90_types.cuh.
 
 // The k-tiles [begin, end) this CTA multiplies for each of its tiles: all of
 // them, except under split_k, where split blockIdx.y of gridDim.y takes an equal
