@@ -7,6 +7,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -77,6 +78,28 @@ void allow_dynamic_smem(int bytes) {
         return true;
     }();
     (void)configured;
+}
+
+}  // namespace rigel::cuda
+
+namespace rigel::cuda {
+
+// cudaMalloc of the library's own scratch (a plan's workspace, the decomposed
+// attention's S x S rows), refused first in one sentence naming `what`, the
+// bytes it needs and the bytes free when the device cannot hold it: bad input
+// (a shape too large for the memory), not a failed CUDA call.
+inline void* alloc_or_refuse(std::size_t bytes, const std::string& what) {
+    std::size_t free = 0, total = 0;
+    RIGEL_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    if (bytes > free) {
+        char text[96];
+        std::snprintf(text, sizeof text, " needs %.2f GB of device memory and %.2f GB are free",
+                      static_cast<double>(bytes) / 1e9, static_cast<double>(free) / 1e9);
+        throw std::invalid_argument(what + text);
+    }
+    void* p = nullptr;
+    RIGEL_CUDA_CHECK(cudaMalloc(&p, bytes));
+    return p;
 }
 
 }  // namespace rigel::cuda

@@ -79,7 +79,9 @@ struct DecomposedState {
                                    .lda = scratch_ld(d.seq), .ldb = d.ldv, .ldd = d.ldo}),
           ld(scratch_ld(d.seq)) {
         const std::size_t elements = static_cast<std::size_t>(d.seq) * static_cast<std::size_t>(ld);
-        RIGEL_CUDA_CHECK(cudaMalloc(&scratch, elements * (sizeof(float) + sizeof(__nv_bfloat16))));
+        scratch = static_cast<float*>(rigel::cuda::alloc_or_refuse(
+            elements * (sizeof(float) + sizeof(__nv_bfloat16)),
+            "the decomposed attention's S x S scores and P (S = " + std::to_string(d.seq) + ")"));
     }
     ~DecomposedState() {
         if (scratch) cudaFree(scratch);

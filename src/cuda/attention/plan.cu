@@ -43,7 +43,9 @@ void Plan::backward(const BackwardArgs& a, Stream stream) const {
     if (!state_) state_ = std::make_shared<State>();
     const std::size_t rows = static_cast<std::size_t>(desc_.batch * desc_.seq * desc_.heads);
     const std::size_t dq_floats = rows * static_cast<std::size_t>(desc_.head_dim);
-    if (!state_->workspace) RIGEL_CUDA_CHECK(cudaMalloc(&state_->workspace, (dq_floats + rows) * sizeof(float)));
+    if (!state_->workspace)
+        state_->workspace = static_cast<float*>(cuda::alloc_or_refuse(
+            (dq_floats + rows) * sizeof(float), "the attention backward pass's fp32 dQ accumulator and Dl"));
     cuda::attention::fa2_backward(desc_, a, state_->workspace, state_->workspace + dq_floats,
                                   static_cast<cudaStream_t>(stream));
 }

@@ -115,7 +115,11 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const Args& arg
         s.kernel->launch(l);
         return;
     }
-    if (!s.workspace) RIGEL_CUDA_CHECK(cudaMalloc(&s.workspace, s.workspace_bytes));
+    if (!s.workspace)
+        s.workspace = static_cast<float*>(
+            cuda::alloc_or_refuse(s.workspace_bytes, "the split-K workspace (" + std::to_string(c.splits) +
+                                                         " fp32 slabs of " + std::to_string(d.m) + " x " +
+                                                         std::to_string(d.n) + ")"));
     l.workspace = s.workspace;
     l.grid = dim3(static_cast<unsigned>(l.tiles_m * l.tiles_n), static_cast<unsigned>(c.splits));
     s.kernel->launch(l);
