@@ -223,6 +223,8 @@ def emulate_block(folder):
         shapes = ", ".join(f"{t.cell(i, 'm')}x{t.cell(i, 'n')}x{t.cell(i, 'k')}" for i in range(n))
         what = {"library": "the GEMM library", "cublas": "cuBLAS (cublasGemmEx)",
                 "cublaslt": "cuBLASLt"}.get(against, f"rung {against}")
+        if rf.side("model_measured") == "no":  # the path's model was a hypothesis when this ran
+            path += " (model: " + findings.md_cell(rf.side("model")) + ")"
         lines.append(f"| {path} | {what} | {n} | {splits} | {same:,} / {total:,}"
                      f"{'' if same == total else ' **!**'} | {shapes} | {findings.md_cell(rf.side('git_commit')[:7])} | "
                      f"{findings.md_cell(rf.name)} |")

@@ -326,30 +326,35 @@ fi
 # rigel emulate against the GEMM library, bit for bit: ten problems of about
 # 1024^3 (odd shapes among them, some split by the dispatcher) per 16-bit
 # path; the host's model costs about 9 ns per multiply-add and thread.
+# emulate_one PATH AGAINST SHAPES BUDGET_S: one comparison, in the summary.
+emulate_one() {
+  local n; n=$(tr ',' '\n' <<< "$3" | wc -l)
+  fits "$4" "emulate $1 against $2" || return 0
+  log "emulate $1 against $2"
+  timeout -s INT 300 $RIGEL emulate --path "$1" --shapes "$3" --against "$2" --out "$OUT" >> "$OUT/emulate.txt" 2>&1
+  summary+=("emulate $1 against $2 ($n problems): rc $?")
+}
+# K a multiple of 8: TMA's rows of 16 bytes (the library and the wgmma rungs
+# refuse others); of 16 for fp8.
+shapes="1024x1024x1024,1000x1030x1104,1023x977x1032,512x512x4096,257x1100x1024,1024x1024x2048,999x1001x1000,640x1408x1152,1100x900x960,128x1024x8192"
+fp8_shapes="1024x1024x1024,1000x1030x1104,1023x977x1040,512x512x4096,257x1100x1024,999x1001x1008,640x1408x1152,128x1024x8192"
 if has emulate; then
-  # K a multiple of 8: TMA's rows of 16 bytes (the library and the wgmma rungs refuse others).
-  shapes="1024x1024x1024,1000x1030x1104,1023x977x1032,512x512x4096,257x1100x1024,1024x1024x2048,999x1001x1000,640x1408x1152,1100x900x960,128x1024x8192"
   for pair in "wgmma_bf16 library" "wgmma_f16 library" "wgmma_bf16 k32_wgmma_persistent" "mma_sync_bf16 k21_mma_sync"; do
     read -r path against <<< "$pair"
-    log "emulate $path against $against"
-    timeout -s INT 300 $RIGEL emulate --path "$path" --shapes "$shapes" --against "$against" --out "$OUT" \
-      >> "$OUT/emulate.txt" 2>&1
-    summary+=("emulate $path against $against (10 problems): rc $?")
+    emulate_one "$path" "$against" "$shapes" 90
   done
+  # The fp8 path's model is a hypothesis (MMA-Sim's): set against the fp8
+  # rungs, chained (k33) and promoted every 128 of K (k34), it is tested.
+  for against in k33_wgmma_fp8 k34_wgmma_fp8_promoted; do emulate_one wgmma_e4m3 "$against" "$fp8_shapes" 120; done
 fi
 
 # What cuBLAS and cuBLASLt do with K, from their fp32 outputs alone (rigel
 # emulate infers the split and the partials' order): ten problems of about
-# 1024^3 per library, odd shapes among them.
+# 1024^3 per library, odd shapes among them; then cuBLASLt's default fp8
+# GEMM, whose promotion interval shows if the fp8 model holds.
 if has emulate_vendor; then
-  shapes="1024x1024x1024,1000x1030x1104,1023x977x1032,512x512x4096,257x1100x1024,1024x1024x2048,999x1001x1000,640x1408x1152,1100x900x960,128x1024x8192"
-  for against in cublas cublaslt; do
-    fits 150 "emulate wgmma_bf16 against $against" || continue
-    log "emulate wgmma_bf16 against $against"
-    timeout -s INT 300 $RIGEL emulate --path wgmma_bf16 --shapes "$shapes" --against "$against" --out "$OUT" \
-      >> "$OUT/emulate.txt" 2>&1
-    summary+=("emulate wgmma_bf16 against $against (10 problems): rc $?")
-  done
+  for against in cublas cublaslt; do emulate_one wgmma_bf16 "$against" "$shapes" 150; done
+  emulate_one wgmma_e4m3 cublaslt "1024x1024x1024,512x512x4096,128x1024x8192" 150
 fi
 
 # rigel's own training kernels against float64.

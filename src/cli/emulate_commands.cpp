@@ -63,7 +63,19 @@ const std::vector<std::string>& header() {
 gemm::Type library_type(DType t) {
     if (t == DType::bf16) return gemm::Type::bf16;
     if (t == DType::f16) return gemm::Type::f16;
-    throw std::invalid_argument("the GEMM library has no kernel for this path's type");
+    throw std::invalid_argument("the GEMM library's fp8 kernels promote every 128 of K inside each split of K, which "
+                                "rigel emulate does not model yet: set the fp8 path against k33_wgmma_fp8, "
+                                "k34_wgmma_fp8_promoted or k36_wgmma_fp8_promoted_cluster");
+}
+
+// How a rung's kernel divides K: the promoted fp8 rungs restart the tensor
+// core's sum every 128 of K and add each partial into an fp32 total from
+// zero (warp_specialized.cuh, cluster_gemm.cuh): the serial split into
+// k-tiles of 128. Every other rung chains all of K.
+emulate::KSplit rung_split(const std::string& rung, int k) {
+    for (const char* promoted : {"k34_wgmma_fp8_promoted", "k36_wgmma_fp8_promoted_cluster", "k38_wgmma_fp8_block_scaled"})
+        if (rung == promoted) return {.splits = (k + 127) / 128, .k_tile = 128};
+    return {};
 }
 
 std::uint32_t bits(float v) {
@@ -142,8 +154,9 @@ Outcome emulate_one(const emulate::Path& p, const Problem& pr, int splits, Recip
     emulate::KSplit split{.splits = splits};
     Outcome o;
     if (compare && is_vendor(against)) {
-        const gemm::Desc desc{.m = m, .n = n, .k = k, .a_type = library_type(path->type),
-                              .b_type = library_type(path->type), .a_op = gemm::Op::n, .b_op = gemm::Op::t,
+        const gemm::Type t = path->type == DType::e4m3 ? gemm::Type::e4m3 : library_type(path->type);
+        const gemm::Desc desc{.m = m, .n = n, .k = k, .a_type = t, .b_type = t, .a_op = gemm::Op::n,
+                              .b_op = gemm::Op::t,
                               .d_type = gemm::Type::f32};
         const gemm::Contender who = against == "cublas" ? gemm::Contender::cublas : gemm::Contender::cublaslt;
         device = on_device([&](const void* a, const void* b, void* d) {
@@ -151,7 +164,10 @@ Outcome emulate_one(const emulate::Path& p, const Problem& pr, int splits, Recip
                                              static_cast<gemm::Stream>(ex->stream()));
         });
         const emulate::Path* const candidates[] = {path};
-        const auto fits = emulate::infer(candidates, A.values, B.values, m, n, k, device, 256, seed, 32, threads);
+        // Up to a split per 16 of K (at most 256): a promotion every k-tile is a split of its own.
+        const int max_splits = std::max(2, std::min(256, (k + 15) / 16));
+        const auto fits =
+            emulate::infer(candidates, A.values, B.values, m, n, k, device, 256, seed, max_splits, threads);
         split = fits.front().split;
         o.sampled = fits.front().sampled;
         o.sample_identical = fits.front().identical;
@@ -166,7 +182,7 @@ Outcome emulate_one(const emulate::Path& p, const Problem& pr, int splits, Recip
                                                 std::to_string(n) + " x " + std::to_string(k) + ": " + why);
             rung.run(gp);
         });
-        split = {};
+        split = rung_split(against, k);
     } else if (compare) {
         const gemm::Desc desc{.m = m, .n = n, .k = k, .a_type = library_type(path->type),
                               .b_type = library_type(path->type), .a_op = gemm::Op::n, .b_op = gemm::Op::t,
@@ -207,6 +223,7 @@ int run_emulate(const EmulateArgs& a, const CLI::App& cmd) {
     check_out_option(cmd, a.common.out);
     const emulate::Path* path = emulate::path_named(a.path);
     if (!path) throw std::invalid_argument("--path '" + a.path + "' is not one of " + emulate::path_names());
+    if (a.against == "library") library_type(path->type);  // refused before anything runs
     const std::vector<Problem> problems = problems_of(a);
     const int splits = parse_dim("--splits", a.splits);
     const auto recipe = parse_recipe(a.recipe);
@@ -219,6 +236,9 @@ int run_emulate(const EmulateArgs& a, const CLI::App& cmd) {
     if (compare && a.against != "library" && !is_vendor(a.against))
         rung_for(a.against, *path);  // refused before anything runs
 
+    if (!path->measured)
+        say(std::string(path->name) + "'s model is " + std::string(path->model_source) +
+            ", not yet measured bit-identical on the device: a comparison here is its test");
     // The comparison in the name: runs of one path against the library and a rung share a folder.
     const std::string stem = "emulate_" + std::string(path->name) + (compare ? "_" + a.against : "");
     RunFiles files(a.common.out, header(), "emulate", stem, std::string(path->name), seed, *ex);
@@ -253,7 +273,8 @@ int run_emulate(const EmulateArgs& a, const CLI::App& cmd) {
                          o.sampled ? std::to_string(o.sample_identical) : "", o.algorithm});
         JsonObject side;
         side.str("path", std::string(path->name)).str("instruction", std::string(path->instruction))
-            .str("against", a.against);
+            .str("against", a.against).str("model", std::string(path->model_source))
+            .str("model_measured", path->measured ? "yes" : "no");
         files.write(cells, side, i + 1 == problems.size());
     }
     files.report(cells.size());

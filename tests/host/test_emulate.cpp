@@ -81,7 +81,11 @@ TEST(Emulate, RefusesBadShapesAndUnknownPaths) {
     EXPECT_THROW(emulate::gemm(p, four, four, 0, 2, 2), std::invalid_argument);
     EXPECT_THROW(emulate::element(p, four, three), std::invalid_argument);
     EXPECT_THROW(emulate::element(p, four, four, {.splits = 0}), std::invalid_argument);
-    EXPECT_EQ(emulate::path_named("wgmma_e4m3"), nullptr);
+    EXPECT_EQ(emulate::path_named("wgmma_e5m2"), nullptr);
+    // The fp8 path is a hypothesis until the device has reproduced it.
+    ASSERT_NE(emulate::path_named("wgmma_e4m3"), nullptr);
+    EXPECT_FALSE(emulate::path_named("wgmma_e4m3")->measured);
+    EXPECT_TRUE(emulate::path_named("wgmma_bf16")->measured);
     EXPECT_NE(emulate::path_names().find("wgmma_bf16"), std::string::npos);
 }
 
@@ -157,5 +161,5 @@ TEST(Emulate, TheFastChainIsTheMeasuredModelBitForBit) {
                     << p.name << " recipe " << name(r) << " seed " << seed << ": " << fast << " vs " << model;
                 ++checked;
             }
-    EXPECT_EQ(checked, 4 * 3 * 200);
+    EXPECT_EQ(checked, static_cast<int>(emulate::paths().size()) * 3 * 200);
 }

@@ -3,6 +3,8 @@ newest file wins, the feature-by-target cell holds ptxas's lowest accepted
 version and NVRTC's answer, a disagreement is marked and counted, refusal
 messages are tallied with their numbers folded, and a file without the
 columns is refused."""
+import json
+
 from helpers import TempDirTest, findings, sidecar, to_csv
 
 import gates_report  # noqa: E402
@@ -126,3 +128,16 @@ class EmulateBlock(TempDirTest):
         self.assertIn("| wgmma_bf16 | the GEMM library | 1 | 8 | 4,096 / 4,096 | 64x64x1024 | abcdef1 |", block)
         self.assertIn("| wgmma_bf16 | cuBLAS (cublasGemmEx) | 1 | 4 (ceil shares of 128-element k-tiles, pairwise) "
                       "[inferred: 250/256 sampled] | 4,000 / 4,096 **!** |", block)
+
+    def test_a_hypothesis_path_is_named_so(self):
+        base = ["h", "NVIDIA H200", "wgmma_e4m3", "wgmma", "64", "64"]
+        name = "2026-12-01_abcdef1_emulate_wgmma_e4m3_k33_wgmma_fp8.csv"
+        self.write(name, to_csv(EMULATE_HEADER, [["r3"] + base + ["1024", "1", "64", "floor", "serial", "normal", "1",
+                                                                  "4096", "4096", "", "x", "", "", ""]]))
+        self.write(name[:-4] + ".json", json.dumps({"run_id": "r3", "git_commit": "abcdef1" + "0" * 33,
+                                                    "git_dirty": False, "model": "MMA-Sim's Hopper model",
+                                                    "model_measured": "no",
+                                                    "environment": {"gpu_name": "NVIDIA H200"}}) + "\n")
+        block = gates_report.emulate_block(self.dir)
+        self.assertIn("| wgmma_e4m3 (model: MMA-Sim's Hopper model) | rung k33_wgmma_fp8 | 1 | 1 | 4,096 / 4,096 |",
+                      block)

@@ -10,8 +10,11 @@
 // adds the splits' fp32 partials in split order, rounding each add to nearest
 // (src/cuda/gemm/epilogue_kernel.cu). The models are the ones the H200 machine
 // measured bit-identical on random single and chained instructions
-// (FINDINGS.md, the accumulator section); fp8 paths are not here yet, their
-// models being incomplete. Where a model's aligned sums fit a double (the
+// (FINDINGS.md, the accumulator section). The fp8 wgmma path (e4m3, the fp8
+// type the probes model) carries a hypothesis instead: MMA-Sim's published Hopper model, which differs from
+// rigel's incomplete measured one only in the result's width (13 fraction
+// bits, FINDINGS.md "rigel's models beside MMA-Sim's"); Path::measured says
+// which is which. Where a model's aligned sums fit a double (the
 // 16-bit ones), a chain is added in doubles instead of exact sums: the same
 // bits (tests/host/test_emulate.cpp), about 9 ns per multiply-add.
 #pragma once
@@ -33,6 +36,11 @@ struct Path {
     int k_inst;                    // products per instruction along K
     probes::BlockModel model;
     std::string_view runs_it;      // which of rigel's kernels compute with it
+    // true: the model the H200 machine measured bit-identical on random single
+    // and chained instructions; false: a hypothesis not yet measured so (the
+    // CLI says so, and a GEMM's comparison is then the test of it).
+    bool measured = true;
+    std::string_view model_source = "rigel's accumulation probe (FINDINGS.md)";
 };
 
 // The registry (a table, one row per path).
