@@ -382,6 +382,24 @@ def run_age(f):
     return (f.table.cell(0, "run_id") if f.table.rows else "", f.name)
 
 
+def matching_files(folder, name_pattern, columns, what):
+    """[(file, match)] of the files in `folder` whose names `name_pattern` (a
+    compiled regex) matches, in name order, each read with its sidecar and
+    refused as not `what` when it lacks one of `columns`."""
+    out = []
+    if os.path.isdir(folder):
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            m = name_pattern.search(entry.name)
+            if not entry.is_file() or not m:
+                continue
+            rf = read_result_file(entry.path)
+            for col in columns:
+                if not rf.table.has(col):
+                    raise FindingsError(f"{shown_path(entry.path)}: not {what} (no column '{col}')")
+            out.append((rf, m))
+    return out
+
+
 def newest_result_file(folder, name_pattern, columns, what):
     """The latest result file in `folder` whose name matches `name_pattern` (a
     compiled regex), read with its sidecar; None when there is none. A match

@@ -7,7 +7,6 @@ Every statement here is counted from the rows: the lowest PTX ISA version
 ptxas accepts per feature and target, NVRTC's answer, how many answers agree
 with the PTX ISA document, and the messages the refusals carry.
 """
-import os
 import re
 
 import findings
@@ -197,15 +196,7 @@ def emulate_block(folder):
     device's fp32 output, per (path, what it was set against), the newest
     run of each."""
     newest = {}
-    for entry in (sorted(os.scandir(folder), key=lambda e: e.name) if os.path.isdir(folder) else []):
-        m = EMULATE_NAME.search(entry.name)
-        if not entry.is_file() or not m:
-            continue
-        rf = findings.read_result_file(entry.path)
-        for col in EMULATE_COLUMNS:
-            if not rf.table.has(col):
-                raise findings.FindingsError(f"{findings.shown_path(entry.path)}: not an emulate file (no column "
-                                             f"'{col}')")
+    for rf, m in findings.matching_files(folder, EMULATE_NAME, EMULATE_COLUMNS, "an emulate file"):
         key = (m.group("path"), m.group("against"))
         if key not in newest or findings.run_age(rf) > findings.run_age(newest[key]):
             newest[key] = rf

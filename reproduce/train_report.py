@@ -42,18 +42,8 @@ def named_files(folder, pattern, columns, what):
     """[(file, model, backend)] of the files in `folder` whose names `pattern`
     matches (its groups name the model and backend), each read with its
     sidecar and refused as not `what` when it lacks one of `columns`."""
-    out = []
-    if os.path.isdir(folder):
-        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-            m = pattern.search(entry.name)
-            if not entry.is_file() or not m:
-                continue
-            rf = findings.read_result_file(entry.path)
-            for col in columns:
-                if not rf.table.has(col):
-                    raise findings.FindingsError(f"{findings.shown_path(entry.path)}: not {what} (no column '{col}')")
-            out.append((rf, m.group("model"), m.group("backend")))
-    return out
+    return [(rf, m.group("model"), m.group("backend"))
+            for rf, m in findings.matching_files(folder, pattern, columns, what)]
 
 
 def load(folder):

@@ -112,37 +112,15 @@ void launch_pingpong(const Launch& l) {
 // counts decide), each walking tile-row pairs; the plan's grid is ignored.
 template <class G>
 void launch_pingpong_cluster(const Launch& l) {
-    using Kernel = decltype(&sm90::pingpong_kernel<G, FusedEpilogue>);
     constexpr int kSmem = sm90::pingpong_smem_bytes<G, FusedEpilogue>;
-    const Kernel kernel = sm90::pingpong_kernel<G, FusedEpilogue>;
-    auto config = [&](unsigned grid, cudaLaunchAttribute* attr) {
-        attr->id = cudaLaunchAttributeClusterDimension;
-        attr->val.clusterDim.x = G::kClusterM;
-        attr->val.clusterDim.y = 1;
-        attr->val.clusterDim.z = 1;
-        cudaLaunchConfig_t cfg{};
-        cfg.gridDim = dim3(grid);
-        cfg.blockDim = dim3(G::kThreads);
-        cfg.dynamicSmemBytes = kSmem;
-        cfg.stream = l.stream;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        return cfg;
-    };
-    static const int max_clusters = [&] {
-        allow_dynamic_smem<sm90::pingpong_kernel<G, FusedEpilogue>>(kSmem);
-        cudaLaunchAttribute attr{};
-        const cudaLaunchConfig_t cfg = config(static_cast<unsigned>(G::kClusterM * sm90::sm_count()), &attr);
-        int clusters = 0;
-        RIGEL_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
-        if (clusters < 1) throw std::runtime_error("no cluster of two ping-pong CTAs fits on this GPU");
-        return clusters;
-    }();
+    const auto kernel = sm90::pingpong_kernel<G, FusedEpilogue>;
+    static const int max_clusters = sm90::max_active_clusters(kernel, G::kThreads, kSmem, G::kClusterM);
     const std::int64_t pair_tiles =
         static_cast<std::int64_t>((l.tiles_m + G::kClusterM - 1) / G::kClusterM) * l.tiles_n;
     const std::int64_t clusters = std::min<std::int64_t>(pair_tiles, max_clusters);
     cudaLaunchAttribute attr{};
-    const cudaLaunchConfig_t cfg = config(static_cast<unsigned>(G::kClusterM * clusters), &attr);
+    const cudaLaunchConfig_t cfg = sm90::cluster_launch_config(static_cast<unsigned>(G::kClusterM * clusters),
+                                                               G::kThreads, kSmem, l.stream, G::kClusterM, &attr);
     RIGEL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, l.map_a, l.map_b, l.epi, l.m, l.n, l.k, l.tiles_m, l.tiles_n));
     RIGEL_CUDA_CHECK_LAUNCH();
 }

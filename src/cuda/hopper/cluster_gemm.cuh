@@ -347,34 +347,8 @@ template <class G>
 void launch_cluster_gemm(const GemmProblem& p, const char* rung) {
     static TensorMapCache maps_a, maps_b;
     static OutputMapCache maps_c;
-    auto config = [](unsigned grid, cudaStream_t stream, cudaLaunchAttribute* attr) {
-        attr->id = cudaLaunchAttributeClusterDimension;
-        attr->val.clusterDim.x = G::kClusterM;
-        attr->val.clusterDim.y = 1;
-        attr->val.clusterDim.z = 1;
-        cudaLaunchConfig_t cfg{};
-        cfg.gridDim = dim3(grid);
-        cfg.blockDim = dim3(G::kThreads);
-        cfg.dynamicSmemBytes = G::kSmemBytes;
-        cfg.stream = stream;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        return cfg;
-    };
-    // How many clusters of two 225 KB CTAs fit on the GPU at once (the GPCs'
-    // SM counts decide; 66 on a 132-SM H200 when every GPC has an even count).
-    static const int max_clusters = [&] {
-        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(cluster_gemm_kernel<G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              G::kSmemBytes));
-        cudaLaunchAttribute attr{};
-        const cudaLaunchConfig_t cfg = config(static_cast<unsigned>(G::kClusterM * sm_count()), nullptr, &attr);
-        int clusters = 0;
-        RIGEL_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, cluster_gemm_kernel<G>, &cfg));
-        if (clusters < 1)
-            throw std::runtime_error("no cluster of two " + std::to_string(G::kSmemBytes / 1024) +
-                                     " KB CTAs fits on this GPU");
-        return clusters;
-    }();
+    static const int max_clusters =
+        max_active_clusters(cluster_gemm_kernel<G>, G::kThreads, G::kSmemBytes, G::kClusterM);
     require_alignment(p, rung);
     const CUtensorMap& ma = maps_a.get(p.a, G::kType, p.m, p.k, G::kBM);
     const CUtensorMap& mb = maps_b.get(p.b, G::kType, p.n, p.k, G::kBHalfRows);
@@ -389,7 +363,8 @@ void launch_cluster_gemm(const GemmProblem& p, const char* rung) {
         throw std::invalid_argument(std::string(rung) + ": more than 2^31 - 1 output tile pairs");
     const std::int64_t clusters = std::min<std::int64_t>(cluster_tiles, max_clusters);
     cudaLaunchAttribute attr{};
-    const cudaLaunchConfig_t cfg = config(static_cast<unsigned>(G::kClusterM * clusters), stream_of(p), &attr);
+    const cudaLaunchConfig_t cfg = cluster_launch_config(static_cast<unsigned>(G::kClusterM * clusters), G::kThreads,
+                                                         G::kSmemBytes, stream_of(p), G::kClusterM, &attr);
     RIGEL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cluster_gemm_kernel<G>, ma, mb, mc, static_cast<float*>(p.c), m, n, k,
                                         tiles_m, tiles_n, tma_store ? 1 : 0));
     RIGEL_CUDA_CHECK_LAUNCH();

@@ -145,6 +145,44 @@ __device__ __forceinline__ void st_shared_v2(std::uint32_t addr, float a, float 
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b) : "memory");
 }
 
+// -- host: launching a kernel in clusters stacked along x ----------------------
+// The launch configuration of `grid` CTAs of `threads` in clusters of
+// cluster_x, with `smem` bytes of dynamic shared memory; `attr` holds the
+// cluster attribute and must outlive the launch.
+inline cudaLaunchConfig_t cluster_launch_config(unsigned grid, int threads, int smem, cudaStream_t stream,
+                                                int cluster_x, cudaLaunchAttribute* attr) {
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = static_cast<unsigned>(cluster_x);
+    attr->val.clusterDim.y = 1;
+    attr->val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(static_cast<unsigned>(threads));
+    cfg.dynamicSmemBytes = static_cast<std::size_t>(smem);
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
+// How many clusters of cluster_x CTAs of `kernel` fit on the GPU at once (the
+// GPCs' SM counts decide: 66 pairs of one-CTA-per-SM kernels on a 132-SM H200
+// when every GPC has an even count); the kernel's dynamic shared memory is
+// allowed first. Throws when not one fits.
+template <class Kernel>
+int max_active_clusters(Kernel kernel, int threads, int smem, int cluster_x) {
+    RIGEL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    cudaLaunchAttribute attr{};
+    const cudaLaunchConfig_t cfg =
+        cluster_launch_config(static_cast<unsigned>(cluster_x * sm_count()), threads, smem, nullptr, cluster_x, &attr);
+    int clusters = 0;
+    RIGEL_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+    if (clusters < 1)
+        throw std::runtime_error("no cluster of " + std::to_string(cluster_x) + " CTAs with " +
+                                 std::to_string(smem / 1024) + " KB of shared memory each fits on this GPU");
+    return clusters;
+}
+
 // -- host: the tensor map of C for the TMA store ------------------------------
 // C is M x N fp32, row-major; boxes of box_rows rows x 32 columns (128 bytes,
 // the 128B swizzle span). The row stride N x 4 bytes must be a multiple of 16
