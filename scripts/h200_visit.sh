@@ -128,8 +128,11 @@ fi
 
 if has probes; then
   log "probes"
-  $RIGEL probe all --out "$OUT" > "$OUT/probes.txt" 2> "$OUT/probes.err"
-  summary+=("probes: rc $?")
+  # PROBES names some (e.g. "accumulation throughput"); all by default.
+  for probe in ${PROBES:-all}; do
+    $RIGEL probe "$probe" --out "$OUT" >> "$OUT/probes.txt" 2>> "$OUT/probes.err"
+    summary+=("probe $probe: rc $?")
+  done
 fi
 
 # compute-sanitizer over every CUDA rung (verify only, on shapes that are
@@ -291,16 +294,18 @@ fi
 
 # Attention: the verify suite against float64 (cuDNN's output checked beside
 # rigel's), then rigel against cuDNN in paired samples: every timed suite
-# (attention), or the targets' S = 4096 cases and GPT-2's (attention_quick).
+# (attention), or the suites of ATT_SUITES (attention_quick; default the
+# targets' S = 4096 cases and GPT-2's).
 if has attention || has attention_quick; then
+  pack  # what the earlier steps wrote comes back even if a hung kernel outlasts the call
   log "attention verify"
-  timeout -s INT 300 $RIGEL attention verify --baselines --out "$OUT" > "$OUT/attention_verify.txt" \
+  timeout -k 15 -s INT 300 $RIGEL attention verify --baselines --out "$OUT" > "$OUT/attention_verify.txt" \
     2> "$OUT/attention_verify.err"
   summary+=("attention verify: rc $?")
-  if has attention; then att_suites=(all); else att_suites=(targets gpt2); fi
+  if has attention; then att_suites=(all); else read -r -a att_suites <<< "${ATT_SUITES:-targets gpt2}"; fi
   for s in "${att_suites[@]}"; do
     log "attention bench $s"
-    timeout -s INT 400 $RIGEL attention bench --suite "$s" --out "$OUT" >> "$OUT/attention_bench.txt" \
+    timeout -k 15 -s INT 400 $RIGEL attention bench --suite "$s" --out "$OUT" >> "$OUT/attention_bench.txt" \
       2>> "$OUT/attention_bench.err"
     summary+=("attention bench (suite $s): rc $?")
   done

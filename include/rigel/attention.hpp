@@ -125,12 +125,14 @@ public:
     // args (check_forward_args) before anything is launched, std::runtime_error if built without
     // CUDA or a CUDA call fails.
     void forward(const ForwardArgs& a, Stream stream = nullptr) const;
-    // Enqueues the backward pass (FlashAttention-2 on mma.sync, whatever the forward kernel):
-    // Dl = rowsum(dO O), then dK and dV per key tile in registers and dQ accumulated in fp32 with
-    // atomic adds (its last bits may vary from run to run; dK and dV do not), then dQ rounded;
-    // with desc.deterministic, dQ in a query-stationary pass of its own instead, no atomics.
+    // Enqueues the backward pass: Dl = rowsum(dO O), then dK and dV per key tile in registers and
+    // dQ accumulated in fp32 with atomic adds (its last bits may vary from run to run; dK and dV
+    // do not), then dQ rounded. The fa3 plan runs it on wgmma (fa3_backward.cu), the others on
+    // mma.sync (fa2_backward.cu); with desc.deterministic every plan takes mma.sync, with dQ in a
+    // query-stationary pass of its own instead, no atomics. backward_kernel() names the choice.
     // Holds a workspace of 4 (B S H D + B H S) bytes, allocated on the first call.
     void backward(const BackwardArgs& a, Stream stream = nullptr) const;
+    const char* backward_kernel() const;  // "fa3 backward", "fa2 backward" or "fa2 backward, deterministic"
 
     struct State;  // what the kernel keeps between calls (src/cuda/attention/plan.cu)
 

@@ -123,6 +123,11 @@ Plan::Plan(const Desc& d, Kernel k) : desc_(with_defaults(d)), kernel_(k) {
     if (const std::string why = check(d); !why.empty()) throw std::invalid_argument(why);
 }
 
+const char* Plan::backward_kernel() const {
+    if (desc_.deterministic) return "fa2 backward, deterministic";
+    return kernel_ == Kernel::fa3 ? "fa3 backward" : "fa2 backward";
+}
+
 Desc with_defaults(Desc d) {
     const std::int64_t width = d.heads * d.head_dim;
     for (std::int64_t* ld : {&d.ldq, &d.ldk, &d.ldv, &d.ldo})

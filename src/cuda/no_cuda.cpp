@@ -74,6 +74,9 @@ BenchOutcome bench_case(Executor&, const GemmCase&, std::span<const Contender>, 
                         int) {
     throw std::logic_error("rigel::gemm::bench_case: rigel was built without CUDA");
 }
+std::string baseline_support(Contender, const Desc&) {
+    throw std::logic_error("rigel::gemm::baseline_support: rigel was built without CUDA");
+}
 std::string run_baseline(Contender, const Desc&, const Args&, Stream) {
     throw std::logic_error("rigel::gemm::run_baseline: rigel was built without CUDA");
 }

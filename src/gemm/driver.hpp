@@ -70,4 +70,8 @@ BenchOutcome bench_case(Executor& ex, const GemmCase& c, std::span<const Contend
 // included; cuBLAS: "cublasGemmEx").
 std::string run_baseline(Contender who, const Desc& d, const Args& args, Stream s);
 
+// Empty when vendor baseline `who` can compute `d` on this GPU (cuBLASLt's
+// heuristic asked for 256-byte aligned pointers); else one sentence why not.
+std::string baseline_support(Contender who, const Desc& d);
+
 }  // namespace rigel::gemm

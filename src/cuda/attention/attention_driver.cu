@@ -130,7 +130,7 @@ Runner runner(Contender who, const Plan& plan, const DeviceCase& dc, Executor& e
                     true};
         return {who, cuda::vendor::cudnn_sdpa_version(), [d, a, s] { cuda::vendor::cudnn_sdpa_forward(d, a, s); }};
     }
-    if (backward) return {who, "fa2 backward", [&plan, ba, s] { plan.backward(ba, s); }, true};
+    if (backward) return {who, plan.backward_kernel(), [&plan, ba, s] { plan.backward(ba, s); }, true};
     return {who, name(plan.kernel()), [&plan, a, s] { plan.forward(a, s); }};
 }
 
@@ -206,7 +206,6 @@ std::vector<VerifyRow> verify_case(Executor& ex, const AttentionCase& c, Kernel 
         det_desc.deterministic = true;
         const Plan det(det_desc, kernel);
         Runner r = runner(Contender::rigel, det, dc, ex, true);
-        r.kernel = "fa2 backward, deterministic";
         rows.push_back(verify_one(c, dc, r, ex, seed, threads));
         if (rows.back().pass) {
             const std::vector<unsigned char> first = dc.gradient_bytes();
@@ -257,6 +256,8 @@ BenchOutcome bench_case(Executor& ex, const AttentionCase& c, Kernel kernel, con
         out.skipped.push_back(std::string("cudnn backward: ") + why);
     else
         consider(runner(Contender::cudnn, plan, dc, ex, true));
+    // The wgmma backward against the mma.sync one (rung 3 over rung 2).
+    if (kernel == Kernel::fa3) consider(runner(Contender::rigel_fa2, rung2, dc, ex, true));
     time_pairs(c, dc, rigel_bwd, against, timing, ex, out);
     return out;
 }

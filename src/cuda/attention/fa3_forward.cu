@@ -41,6 +41,7 @@
 #include <string>
 
 #include "cuda/attention/attention_kernels.cuh"
+#include "cuda/attention/fa3_common.cuh"
 #include "cuda/attention/mma_sync_tiles.cuh"
 #include "cuda/check.cuh"
 #include "cuda/hopper/sm90.cuh"
@@ -56,7 +57,6 @@ constexpr int kRows = 128;       // query rows per CTA
 constexpr int kKeys = 128;       // keys per K/V tile
 constexpr int kStages = 2;
 constexpr int kThreads = 3 * kWarpgroup;
-constexpr int kBoxCols = 64;     // bf16 columns per 128-byte swizzled row
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -80,15 +80,6 @@ struct Params {
     float scale_log2;
     bool causal;
 };
-
-__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, std::uint64_t* bar, int col, int row,
-                                            int batch) {
-    asm volatile(
-        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_u32(dst)),
-        "l"(reinterpret_cast<std::uint64_t>(map)), "r"(col), "r"(row), "r"(batch), "r"(smem_u32(bar))
-        : "memory");
-}
 
 // The named barriers of the consumers' turns: kTurnBarrier + consumer (0 is __syncthreads').
 constexpr int kTurnBarrier = 1;
@@ -147,16 +138,6 @@ __device__ __forceinline__ float2 softmax_tile(float (&sc)[N / 2], RowState& st,
         st.l[h] = st.l[h] * rescale[h] + sum;
     }
     return make_float2(rescale[0], rescale[1]);
-}
-
-// P in bf16 as the A fragments of the k16 steps of P V: the accumulators of
-// n8 columns 2kk and 2kk + 1 are the fragment of step kk.
-template <int N>
-__device__ __forceinline__ void pack_p(const float (&sc)[N / 2], std::uint32_t (&pa)[N / 16][4]) {
-#pragma unroll
-    for (int kk = 0; kk < N / 16; ++kk)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) pa[kk][r] = pack_bf16(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
 }
 
 template <int D>
@@ -330,25 +311,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #else
     trap_without_sm90a("fa3 attention");
 #endif
-}
-
-// A token-major tensor as TMA sees it: (column, token, batch), boxes of 64
-// columns x `rows` tokens, 128B swizzle, zeros past a sequence's end.
-CUtensorMap token_map(const void* base, const rigel::attention::Desc& d, std::int64_t ld, int rows) {
-    CUtensorMap map{};
-    const cuuint64_t dims[3] = {static_cast<cuuint64_t>(d.heads * d.head_dim), static_cast<cuuint64_t>(d.seq),
-                                static_cast<cuuint64_t>(d.batch)};
-    const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * 2, static_cast<cuuint64_t>(d.seq * ld) * 2};
-    const cuuint32_t box[3] = {kBoxCols, static_cast<cuuint32_t>(rows), 1};
-    const cuuint32_t elem_strides[3] = {1, 1, 1};
-    const CUresult r = tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(base), dims,
-                                            strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        throw std::runtime_error("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
-                                 ") for an attention operand of " + rigel::attention::shape_text(d));
-    return map;
 }
 
 template <int D>

@@ -14,6 +14,7 @@ namespace rigel::attention {
 
 struct Plan::State {
     cuda::attention::Fa3Maps fa3;
+    cuda::attention::Fa3BackwardMaps fa3_backward;
     std::shared_ptr<cuda::attention::DecomposedState> decomposed;  // made on the first call
     float* workspace = nullptr;  // the backward pass's dQ accumulator, then Dl
 
@@ -46,8 +47,14 @@ void Plan::backward(const BackwardArgs& a, Stream stream) const {
     if (!state_->workspace)
         state_->workspace = static_cast<float*>(cuda::alloc_or_refuse(
             (dq_floats + rows) * sizeof(float), "the attention backward pass's fp32 dQ accumulator and Dl"));
-    cuda::attention::fa2_backward(desc_, a, state_->workspace, state_->workspace + dq_floats,
-                                  static_cast<cudaStream_t>(stream));
+    // The fa3 plan's backward pass runs on wgmma; the deterministic mode (a
+    // dQ pass of its own) and the other plans' on mma.sync (fa2_backward.cu).
+    if (kernel_ == Kernel::fa3 && !desc_.deterministic)
+        cuda::attention::fa3_backward(desc_, a, state_->workspace, state_->workspace + dq_floats,
+                                      static_cast<cudaStream_t>(stream), state_->fa3_backward);
+    else
+        cuda::attention::fa2_backward(desc_, a, state_->workspace, state_->workspace + dq_floats,
+                                      static_cast<cudaStream_t>(stream));
 }
 
 }  // namespace rigel::attention

@@ -215,6 +215,13 @@ std::string run_baseline(Contender who, const Desc& d, const Args& args, Stream 
     throw std::invalid_argument(std::string("run_baseline: ") + name(who) + " is not a vendor baseline");
 }
 
+std::string baseline_support(Contender who, const Desc& d) {
+    if (who == Contender::cublaslt) return cuda::vendor::cublaslt_gemm_support(d);
+    if (who == Contender::cublas)
+        return d.epilogue == Epilogue::none ? std::string() : std::string("cublasGemmEx takes no epilogue");
+    throw std::invalid_argument(std::string("baseline_support: ") + name(who) + " is not a vendor baseline");
+}
+
 std::vector<VerifyRow> verify_case(Executor& ex, const GemmCase& c, std::uint64_t seed, int threads) {
     Plan plan = plan_for(c);
     DeviceCase dc(ex, c, seed);

@@ -13,8 +13,10 @@
 // its partial sum, promoted out of the tensor core as in k34, is added to the
 // fp32 total times s_A(row) s_B(tile) with one FFMA where k34 has an FADD.
 // Each consumer thread holds two rows of its 64-row slice, so it reads two A
-// scales and the tile's one B scale per k-tile (12 bytes, from L2), issued
-// after the k-tile's wgmma so that their latency hides behind it.
+// scales and the tile's one B scale per k-tile (12 bytes, from L2), loaded
+// one k-tile ahead: issued beside the wgmma that needs them, their L2 round
+// trip outlasted the k-tile's wgmma (4096^3: 888 Tflop/s, 0.85x k34's 1047
+// in the same ladder run, 2026-12-01_740373c_ladder.csv).
 // Why a rung of its own: the scales are the one thing the ladder's GemmProblem
 // does not carry. In the ladder k38 runs with every scale 1.0 (so its numbers
 // and its error are k34's, the scale loads and the FFMA being its whole cost);

@@ -55,8 +55,8 @@
 // unscaled, so those scales are 1.0 and the multiply is left out.
 // block_scaled (k38) is promoted with that multiply: each k-tile is one
 // 128-wide block of K, and its partial is added as an FFMA times s_A(row,
-// block) s_B(column / 128, block), the scales read from global memory while
-// the k-tile's wgmma runs. The scale pointers travel in the epilogue's
+// block) s_B(column / 128, block), the scales read from global memory a
+// k-tile ahead of their use. The scale pointers travel in the epilogue's
 // parameters (Epi::Params::scale_a, scale_b, k_blocks: the kernel's one
 // by-value struct); BN is 128, one B block per tile.
 #pragma once
@@ -281,10 +281,46 @@ __global__ void __launch_bounds__(G::kThreads, 1)
 #pragma unroll
         for (int i = 0; i < G::kAcc; ++i) part[i] = 0.0f;
 
+        // block_scaled: this thread's scales for one k-tile, loaded a k-tile
+        // ahead (the next tile's first when this tile's last is running): an
+        // L2 round trip outlasts one k-tile's wgmma, so a load issued beside
+        // the wgmma that needs it stalls the promotion (k38 ran at 0.85x k34
+        // that way). Its two rows r, r + 8 (past M: scale 0, never stored)
+        // and the tile's B block.
+        struct Scales {
+            float a0 = 0.0f, a1 = 0.0f, b = 0.0f;
+        };
+        const auto scales_of = [&](int tile_m, int tile_n, int kt) {
+            Scales sc;
+            if constexpr (G::kAccumulation == Accumulation::block_scaled) {
+                const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
+                const int r = tile_m * G::kBM + consumer * kWgmmaM + 16 * (t / 32) + (t % 32) / 4;
+                sc.b = epi.scale_b[static_cast<std::int64_t>(tile_n) * epi.k_blocks + kt];
+                if (r < m) sc.a0 = epi.scale_a[static_cast<std::int64_t>(r) * epi.k_blocks + kt];
+                if (r + 8 < m) sc.a1 = epi.scale_a[static_cast<std::int64_t>(r + 8) * epi.k_blocks + kt];
+            }
+            return sc;
+        };
+        Scales next_scales;
+        if constexpr (G::kAccumulation == Accumulation::block_scaled) {
+            if (static_cast<int>(blockIdx.x) < num_tiles) {
+                int tm = 0, tn = 0;
+                tile_coords<G::kSchedule>(static_cast<int>(blockIdx.x), tiles_m, tiles_n, G::kGroupM, tm, tn);
+                next_scales = scales_of(tm, tn, kt_begin);
+            }
+        }
+
         auto ring = PipelineState<kStages>::consumer_start();
         for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
             int tm = 0, tn = 0;
             tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
+            // block_scaled: where the scales after this tile's last k-tile come from.
+            int after_tm = -1, after_tn = -1;
+            if constexpr (G::kAccumulation == Accumulation::block_scaled) {
+                if (tile + static_cast<int>(gridDim.x) < num_tiles)
+                    tile_coords<G::kSchedule>(tile + static_cast<int>(gridDim.x), tiles_m, tiles_n, G::kGroupM,
+                                              after_tm, after_tn);
+            }
             // split_k: a consumer with no rows inside M (M <= 64) keeps the
             // ring in step but computes nothing; its tile part is never stored.
             const bool has_rows = G::kSchedule != Schedule::split_k || tm * G::kBM + consumer * kWgmmaM < m;
@@ -318,15 +354,12 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                         Wgmma<G::kType, G::kBN>::mma(part, desc_k_step(da, j), desc_k_step(db, j), j > 0 ? 1u : 0u);  // fp8: K-major
                     wgmma_commit();
                     if constexpr (G::kAccumulation == Accumulation::block_scaled) {
-                        // This thread's two rows (r, r + 8; rows past M count as scale 0,
-                        // never stored) and the tile's B block, loaded while the wgmma runs.
-                        const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
-                        const int r = tm * G::kBM + consumer * kWgmmaM + 16 * (t / 32) + (t % 32) / 4;
-                        const float sb = epi.scale_b[static_cast<std::int64_t>(tn) * epi.k_blocks + kt];
-                        const float sa0 = r < m ? epi.scale_a[static_cast<std::int64_t>(r) * epi.k_blocks + kt] : 0.0f;
-                        const float sa1 =
-                            r + 8 < m ? epi.scale_a[static_cast<std::int64_t>(r + 8) * epi.k_blocks + kt] : 0.0f;
-                        const float s0 = sa0 * sb, s1 = sa1 * sb;
+                        const Scales cur = next_scales;
+                        if (kt + 1 < kt_end)
+                            next_scales = scales_of(tm, tn, kt + 1);
+                        else if (after_tm >= 0)
+                            next_scales = scales_of(after_tm, after_tn, kt_begin);
+                        const float s0 = cur.a0 * cur.b, s1 = cur.a1 * cur.b;
                         wgmma_wait<0>();
                         fence_registers(part);
                         if (arriving_lane) mbar_arrive(&empty[stage]);

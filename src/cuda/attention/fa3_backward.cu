@@ -1,0 +1,378 @@
+// Attention's backward pass on wgmma and TMA, warp-specialized: rung 3's
+// backward (the FlashAttention-3 algorithm, without its overlaps yet).
+//
+// What it adds over fa2_backward.cu (mma.sync): the five products of a tile
+// run on Hopper's warpgroup instructions, and Q, dO, K and V arrive by TMA.
+// fa2_backward's warps each own 16 keys and read the whole Q and dO tile from
+// shared memory for every product, so its loads, not its tensor cores, set its
+// pace (about 130 Tflop/s at S = 4096 against cuDNN's 450-570,
+// 2026-12-01_ededb02_targets_attention.csv); a wgmma reads each operand tile
+// once per 64 keys.
+//
+// A CTA owns 128 keys of one head and walks the query tiles (128 rows at
+// D = 64, 64 at D = 128), as fa2_backward does, so that dK and dV stay in
+// registers and are written once. Three warpgroups:
+//   producer (warpgroup 0, one thread): K and V once, then Q and dO of each
+//     query tile into a two-stage ring (TMA, 128B swizzle, zeros past S),
+//     a stage refilled when both consumers have released it.
+//   consumers (warpgroups 1 and 2, 64 keys each), per query tile:
+//     S^T  = K Q^T            wgmma m64nRk16, A = K and B = Q both K-major
+//     dP^T = V dO^T           the same with V and dO
+//     P^T  = 2^(S^T scale log2e - lse log2e), masked keys 0
+//     dS^T = P^T (dP^T - Dl)  (Dl = rowsum(dO * O), fa2_backward.cu)
+//     dS^T in bf16 to shared memory (both consumers' 64 keys: 128 x R)
+//     dV  += P^T dO           wgmma with A = P^T from registers, B = dO N-major
+//     dK  += dS^T Q           A = dS^T K-major from shared memory, B = Q N-major
+//     dQ_b = dS K             a 64 x 64 block of the tile's dQ over all 128
+//                             keys: A = dS M-major (dS^T read transposed), B =
+//                             K N-major; consumer c takes rows 64c.. (D = 64) or
+//                             columns 64c.. (D = 128)
+//     dQ_b added into the fp32 accumulator with 8-byte atomic adds.
+//   The two consumers meet once per tile (a named barrier) after writing dS^T,
+//   which is double-buffered, as are the rows' lse and Dl in shared memory.
+//
+// dQ is accumulated as fa2_backward's atomic mode does (every key tile adds
+// into every query row); dK, dV are deterministic. A deterministic desc runs
+// fa2_backward (its dQ pass) instead.
+//
+// Shared memory: K, V (D/64 boxes of 128 keys x 128 B each); Q and dO, two
+// stages of D/64 boxes of R rows; dS^T, two buffers of R/64 boxes of 128 keys
+// x 64 rows; lse and Dl of two tiles. D = 64: 163 KB; D = 128: 161 KB.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/attention/attention_kernels.cuh"
+#include "cuda/attention/fa3_common.cuh"
+#include "cuda/attention/mma_sync_tiles.cuh"
+#include "cuda/check.cuh"
+#include "cuda/hopper/sm90.cuh"
+#include "cuda/hopper/sm90_cluster.cuh"
+#include "cuda/hopper/wgmma.cuh"
+
+namespace rigel::cuda::attention {
+namespace {
+
+using namespace rigel::cuda::sm90;
+
+constexpr int kKeys = 128;  // keys per CTA: 64 per consumer warpgroup
+constexpr int kThreads = 3 * kWarpgroup;
+constexpr int kPairBarrier = 1;  // the consumers' meeting once per tile (0 is __syncthreads')
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <int D>
+struct BwdLayout {
+    static constexpr int kRows = D == 64 ? 128 : 64;  // query rows per tile (D = 128: registers)
+    static constexpr int kBoxes = D / kBoxCols;       // 64-column boxes of a K, V, Q or dO tile
+    static constexpr int kKvBox = kKeys * kRowBytes;  // one box of K or V: 16 KB
+    static constexpr int kRowBox = kRows * kRowBytes;  // one box of a Q or dO tile
+    static constexpr int kDsBoxes = kRows / 64;        // dS^T: 64 query rows (128 B) per key and box
+    static constexpr int kDsBox = kKeys * kRowBytes;
+    static constexpr int kK = 0;
+    static constexpr int kV = kK + kBoxes * kKvBox;
+    static constexpr int kQ = kV + kBoxes * kKvBox;         // [stage][box]
+    static constexpr int kDo = kQ + 2 * kBoxes * kRowBox;   // [stage][box]
+    static constexpr int kDs = kDo + 2 * kBoxes * kRowBox;  // [buffer][box]
+    static constexpr int kStats = kDs + 2 * kDsBoxes * kDsBox;  // [buffer][lse log2 e | Dl][row] floats
+    static constexpr int kBarriers = kStats + 2 * 2 * kRows * 4;
+    static constexpr int kBytes = kBarriers + 64 + kSwizzleAtom;  // barriers, and room to align the base
+    // The 64 x 64 block of the tile's dQ that consumer c computes: rows of
+    // dS box kDqBox(c), columns of K box kDqKBox(c).
+    static constexpr int dq_ds_box(int c) { return D == 64 ? c : 0; }
+    static constexpr int dq_k_box(int c) { return D == 64 ? 0 : c; }
+    static_assert(kKeys == 2 * kWgmmaM && (D == 64 ? kDsBoxes == 2 : kBoxes == 2), "one dQ block per consumer");
+    static_assert(kBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
+};
+
+struct BwdParams {
+    const float* lse;  // [B, H, S], natural log
+    const float* dl;   // [B, H, S]
+    float* dq_acc;     // [B S][H D] fp32, zeroed before
+    __nv_bfloat16 *dk, *dv;
+    std::int64_t ldk, ldv;
+    int seq, heads;
+    float scale, scale_log2;
+    bool causal;
+};
+
+// Operand descriptors from a shared-memory byte address (sm90.cuh's
+// sw128_kmajor_desc and the N-major form of fa3_forward's V): a 128B-swizzled
+// tile read K-major, or M- or N-major (along its 64-element rows) with
+// `box_bytes` between 64-wide boxes, 8 rows of K 1024 bytes on.
+__device__ __forceinline__ std::uint64_t k_major_desc(std::uint32_t addr) {
+    return SmemDescriptor{.start_address = addr,
+                          .leading_byte_offset = 16,
+                          .stride_byte_offset = kSwizzleAtom,
+                          .swizzle = Swizzle::b128}
+        .encode();
+}
+__device__ __forceinline__ std::uint64_t mn_major_desc(std::uint32_t addr, int box_bytes) {
+    return SmemDescriptor{.start_address = addr,
+                          .leading_byte_offset = static_cast<std::uint32_t>(box_bytes),
+                          .stride_byte_offset = kSwizzleAtom,
+                          .swizzle = Swizzle::b128}
+        .encode();
+}
+constexpr int kMnStep = 16 * kRowBytes;  // one k16 step of an M- or N-major operand: 16 rows
+
+template <int D>
+__global__ void __launch_bounds__(kThreads, 1)
+    fa3_backward_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
+                        const __grid_constant__ CUtensorMap map_v, const __grid_constant__ CUtensorMap map_do,
+                        const __grid_constant__ BwdParams p) {
+#if RIGEL_SM90A_DEVICE
+    using L = BwdLayout<D>;
+    constexpr int R = L::kRows;
+    extern __shared__ unsigned char smem_raw[];
+    unsigned char* smem = align_to_atom(smem_raw);
+    auto* bars = reinterpret_cast<std::uint64_t*>(smem + L::kBarriers);
+    std::uint64_t* kv_full = bars;
+    std::uint64_t* q_full = bars + 1;   // [2]: Q and dO of a tile
+    std::uint64_t* q_empty = bars + 3;  // [2]
+    float* const stats = reinterpret_cast<float*>(smem + L::kStats);
+
+    const int wg = static_cast<int>(threadIdx.x) / kWarpgroup;
+    const int head = static_cast<int>(blockIdx.x) % p.heads, batch = static_cast<int>(blockIdx.x) / p.heads;
+    const int key0 = static_cast<int>(blockIdx.y) * kKeys;
+    // Causal: rows before this CTA's first key see none of its keys (key0 is
+    // a multiple of R, so the first tile starts at key0).
+    const int first_tile = p.causal ? key0 / R : 0;
+    const int tiles = (p.seq + R - 1) / R;
+
+    if (threadIdx.x == 0) {
+        mbar_init(kv_full, 1);
+        for (int s = 0; s < 2; ++s) {
+            mbar_init(&q_full[s], 1);
+            mbar_init(&q_empty[s], 2);  // one arrival per consumer warpgroup
+        }
+        fence_mbarrier_init();
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        setmaxnreg_dec<24>();
+        if (threadIdx.x == 0) {
+            const int col0 = head * D;
+            mbar_arrive_expect_tx(kv_full, 2 * L::kBoxes * L::kKvBox);
+            for (int b = 0; b < L::kBoxes; ++b) {
+                tma_load_3d(smem + L::kK + b * L::kKvBox, &map_k, kv_full, col0 + b * kBoxCols, key0, batch);
+                tma_load_3d(smem + L::kV + b * L::kKvBox, &map_v, kv_full, col0 + b * kBoxCols, key0, batch);
+            }
+            for (int j = first_tile; j < tiles; ++j) {
+                const int n = j - first_tile, s = n % 2;
+                mbar_wait(&q_empty[s], static_cast<std::uint32_t>(((n / 2) & 1) ^ 1));
+                mbar_arrive_expect_tx(&q_full[s], 2 * L::kBoxes * L::kRowBox);
+                for (int b = 0; b < L::kBoxes; ++b) {
+                    tma_load_3d(smem + L::kQ + (s * L::kBoxes + b) * L::kRowBox, &map_q, &q_full[s],
+                                col0 + b * kBoxCols, j * R, batch);
+                    tma_load_3d(smem + L::kDo + (s * L::kBoxes + b) * L::kRowBox, &map_do, &q_full[s],
+                                col0 + b * kBoxCols, j * R, batch);
+                }
+            }
+        }
+        return;
+    }
+
+    setmaxnreg_inc<240>();
+    const int c = wg - 1;  // consumer: keys key0 + 64 c ...
+    const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
+    const int ct = static_cast<int>(threadIdx.x) - kWarpgroup;  // 0..255 over both consumers
+    const int warp = t / 32, lane = t % 32;
+    const int g = lane / 4, q4 = lane % 4;
+    const int wkey0 = key0 + c * kWgmmaM;
+    const int my_key = wkey0 + 16 * warp + g;  // and my_key + 8: this thread's accumulator rows
+    const std::int64_t token0 = static_cast<std::int64_t>(batch) * p.seq;
+    const std::int64_t head_rows = (static_cast<std::int64_t>(batch) * p.heads + head) * p.seq;
+
+    // Row ct of a tile's lse (log2 domain) and Dl, read by thread ct < R;
+    // rows past S get lse = +inf (so P = 0) and Dl = 0.
+    static_assert(R <= 2 * kWarpgroup, "one row's statistics per consumer thread");
+    const auto read_stats = [&](int j) {
+        const int row = j * R + ct;
+        const bool in = ct < R && row < p.seq;
+        return make_float2(in ? p.lse[head_rows + row] * kLog2e : INFINITY, in ? p.dl[head_rows + row] : 0.0f);
+    };
+    const auto put_stats = [&](float2 v, int buf) {
+        if (ct < R) stats[buf * 2 * R + ct] = v.x, stats[buf * 2 * R + R + ct] = v.y;
+    };
+    put_stats(read_stats(first_tile), 0);
+    named_barrier_sync<2 * kWarpgroup>(kPairBarrier);
+
+    float dk[D / 2] = {}, dv[D / 2] = {};
+    const int key_offset = c * kWgmmaM * kRowBytes;  // this consumer's 64 keys inside a K or V box: 8 KB in
+    mbar_wait(kv_full, 0);
+
+    // The descriptors and the dS^T addresses are built from this address
+    // inside the loop, which the compiler cannot prove constant: so it
+    // recomputes them per tile rather than holding each k-step's value
+    // (loop invariants) in registers across the whole loop.
+    std::uint32_t base = smem_u32(smem);
+    for (int j = first_tile; j < tiles; ++j) {
+        asm volatile("" : "+r"(base));
+        const int n = j - first_tile, s = n % 2, buf = n % 2;
+        const int row0 = j * R;
+        const std::uint32_t q_stage = base + L::kQ + s * L::kBoxes * L::kRowBox;
+        const std::uint32_t do_stage = base + L::kDo + s * L::kBoxes * L::kRowBox;
+        const std::uint32_t ds_addr = base + L::kDs + buf * L::kDsBoxes * L::kDsBox;
+        const float* const slse = stats + buf * 2 * R;
+        const float* const sdl = slse + R;
+        // The next tile's statistics, read now and stored after this tile's
+        // softmax, so that their L2 round trip hides behind the products.
+        const float2 next_stats = j + 1 < tiles ? read_stats(j + 1) : float2{};
+        mbar_wait(&q_full[s], static_cast<std::uint32_t>((n / 2) & 1));
+
+        // S^T = K Q^T and dP^T = V dO^T: this consumer's 64 keys x the tile's R rows, over D.
+        float st[R / 2], dpt[R / 2];
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+            const int b = kk / 4, step = kk % 4;
+            Wgmma<DType::bf16, R>::mma(st, desc_k_step(k_major_desc(base + L::kK + b * L::kKvBox + key_offset), step),
+                                       desc_k_step(k_major_desc(q_stage + b * L::kRowBox), step), kk > 0 ? 1u : 0u);
+        }
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+            const int b = kk / 4, step = kk % 4;
+            Wgmma<DType::bf16, R>::mma(dpt, desc_k_step(k_major_desc(base + L::kV + b * L::kKvBox + key_offset), step),
+                                       desc_k_step(k_major_desc(do_stage + b * L::kRowBox), step), kk > 0 ? 1u : 0u);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_registers(st);
+        fence_registers(dpt);
+
+        // P^T and dS^T in place (accumulator i: key my_key + 8 ((i / 2) % 2),
+        // tile row 8 (i / 4) + 2 q4 + i % 2).
+        const bool masked = key0 + kKeys > p.seq || (p.causal && wkey0 + kWgmmaM - 1 > row0);
+#pragma unroll
+        for (int i = 0; i < R / 2; ++i) {
+            const int col = 8 * (i / 4) + 2 * q4 + (i % 2);
+            const int key = my_key + 8 * ((i / 2) % 2);
+            float pv = fast_exp2(fmaf(st[i], p.scale_log2, -slse[col]));
+            if (masked && (key >= p.seq || (p.causal && key > row0 + col))) pv = 0.0f;
+            st[i] = pv;
+            dpt[i] = pv * (dpt[i] - sdl[col]);
+        }
+        // dS^T to shared memory in bf16, 128B-swizzled as TMA would have
+        // written it: row `key` of a box, 16-byte chunk (row / 8) ^ (key % 8).
+#pragma unroll
+        for (int n8 = 0; n8 < R / 8; ++n8)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int key = c * kWgmmaM + 16 * warp + g + 8 * h;  // 0..127
+                const int col = 8 * n8 + 2 * q4, box = col / 64, in_box = col % 64;
+                const int chunk = (in_box / 8) ^ (key % 8);
+                const std::uint32_t at = ds_addr + box * L::kDsBox + key * kRowBytes + chunk * 16 + (in_box % 8) * 2;
+                asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(pack_bf16(dpt[4 * n8 + 2 * h],
+                                                                                dpt[4 * n8 + 2 * h + 1]))
+                             : "memory");
+            }
+        std::uint32_t pa[R / 16][4];
+        pack_p<R>(st, pa);
+        if (j + 1 < tiles) put_stats(next_stats, buf ^ 1);
+        fence_proxy_async_smem();
+        named_barrier_sync<2 * kWarpgroup>(kPairBarrier);  // both halves of dS^T written
+
+        // dV += P^T dO, dK += dS^T Q, and this consumer's block of dQ = dS K
+        // (zeroed before the fence that orders register writes before wgmma).
+        float dq[kWgmmaM / 2] = {};
+        wgmma_fence();
+        const std::uint64_t do_n = mn_major_desc(do_stage, L::kRowBox);
+#pragma unroll
+        for (int kk = 0; kk < R / 16; ++kk)
+            WgmmaRS<DType::bf16, D>::template mma<1>(dv, pa[kk], desc_advance(do_n, kk * kMnStep), 1u);
+        const std::uint64_t q_n = mn_major_desc(q_stage, L::kRowBox);
+#pragma unroll
+        for (int kk = 0; kk < R / 16; ++kk)
+            Wgmma<DType::bf16, D>::template mma<0, 1>(
+                dk, desc_k_step(k_major_desc(ds_addr + (kk / 4) * L::kDsBox + key_offset), kk % 4),
+                desc_advance(q_n, kk * kMnStep), 1u);
+        const std::uint64_t ds_m = mn_major_desc(ds_addr + L::dq_ds_box(c) * L::kDsBox, L::kDsBox);
+        const std::uint64_t k_n = mn_major_desc(base + L::kK + L::dq_k_box(c) * L::kKvBox, L::kKvBox);
+#pragma unroll
+        for (int kk = 0; kk < kKeys / 16; ++kk)
+            Wgmma<DType::bf16, kWgmmaM>::template mma<1, 1>(dq, desc_advance(ds_m, kk * kMnStep),
+                                                            desc_advance(k_n, kk * kMnStep), kk > 0 ? 1u : 0u);
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_registers(dv);
+        fence_registers(dk);
+        fence_registers(dq);
+        if (t == 0) mbar_arrive(&q_empty[s]);
+
+        // The block into the fp32 accumulator: rows row0 + 64 dq_ds_box + 16 warp + g (+ 8),
+        // columns 64 dq_k_box + 8 n8 + 2 q4 (+ 1), one 8-byte atomic add per pair.
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = row0 + kWgmmaM * L::dq_ds_box(c) + 16 * warp + g + 8 * h;
+            if (row >= p.seq) continue;
+            float* acc = p.dq_acc + ((token0 + row) * p.heads + head) * D + kBoxCols * L::dq_k_box(c) + 2 * q4;
+#pragma unroll
+            for (int n8 = 0; n8 < kWgmmaM / 8; ++n8)
+                atomicAdd(reinterpret_cast<float2*>(acc + 8 * n8), make_float2(dq[4 * n8 + 2 * h], dq[4 * n8 + 2 * h + 1]));
+        }
+    }
+
+    // dK = scale dS^T Q and dV in bf16, for this thread's keys inside the sequence.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int key = my_key + 8 * h;
+        if (key >= p.seq) continue;
+        __nv_bfloat16* dkr = p.dk + (token0 + key) * p.ldk + head * D;
+        __nv_bfloat16* dvr = p.dv + (token0 + key) * p.ldv + head * D;
+#pragma unroll
+        for (int n8 = 0; n8 < D / 8; ++n8) {
+            const int d = 8 * n8 + 2 * q4;
+            *reinterpret_cast<std::uint32_t*>(dkr + d) =
+                pack_bf16(dk[4 * n8 + 2 * h] * p.scale, dk[4 * n8 + 2 * h + 1] * p.scale);
+            *reinterpret_cast<std::uint32_t*>(dvr + d) = pack_bf16(dv[4 * n8 + 2 * h], dv[4 * n8 + 2 * h + 1]);
+        }
+    }
+#else
+    (void)map_q, (void)map_k, (void)map_v, (void)map_do, (void)p;
+    trap_without_sm90a("fa3 attention backward");
+#endif
+}
+
+template <int D>
+void launch(const rigel::attention::Desc& d, const rigel::attention::BackwardArgs& a, float* dq_acc, float* dl,
+            cudaStream_t stream, Fa3BackwardMaps& maps) {
+    using L = BwdLayout<D>;
+    backward_prepare(d, a, dq_acc, dl, true, stream);
+    allow_dynamic_smem<fa3_backward_kernel<D>>(L::kBytes);
+    // The plan's desc never changes, so the pointers are the maps' whole key.
+    if (maps.qp != a.q) maps.q = token_map(a.q, d, d.ldq, L::kRows), maps.qp = a.q;
+    if (maps.kp != a.k) maps.k = token_map(a.k, d, d.ldk, kKeys), maps.kp = a.k;
+    if (maps.vp != a.v) maps.v = token_map(a.v, d, d.ldv, kKeys), maps.vp = a.v;
+    if (maps.dp != a.dout) maps.dout = token_map(a.dout, d, d.ldo, L::kRows), maps.dp = a.dout;
+    const BwdParams p{.lse = a.lse,
+                      .dl = dl,
+                      .dq_acc = dq_acc,
+                      .dk = static_cast<__nv_bfloat16*>(a.dk),
+                      .dv = static_cast<__nv_bfloat16*>(a.dv),
+                      .ldk = d.ldk,
+                      .ldv = d.ldv,
+                      .seq = static_cast<int>(d.seq),
+                      .heads = static_cast<int>(d.heads),
+                      .scale = d.scale,
+                      .scale_log2 = d.scale * kLog2e,
+                      .causal = d.causal};
+    const dim3 grid(static_cast<unsigned>(d.batch * d.heads), static_cast<unsigned>((d.seq + kKeys - 1) / kKeys));
+    fa3_backward_kernel<D><<<grid, kThreads, L::kBytes, stream>>>(maps.q, maps.k, maps.v, maps.dout, p);
+    RIGEL_CUDA_CHECK_LAUNCH();
+    backward_store_dq(d, a, dq_acc, stream);
+}
+
+}  // namespace
+
+void fa3_backward(const rigel::attention::Desc& d, const rigel::attention::BackwardArgs& a, float* dq_acc, float* dl,
+                  cudaStream_t stream, Fa3BackwardMaps& maps) {
+    if (d.head_dim == 64)
+        launch<64>(d, a, dq_acc, dl, stream, maps);
+    else
+        launch<128>(d, a, dq_acc, dl, stream, maps);
+}
+
+}  // namespace rigel::cuda::attention
