@@ -14,9 +14,11 @@
 // fp32 total times s_A(row) s_B(tile) with one FFMA where k34 has an FADD.
 // Each consumer thread holds two rows of its 64-row slice, so it reads two A
 // scales and the tile's one B scale per k-tile (12 bytes, from L2), loaded
-// one k-tile ahead: issued beside the wgmma that needs them, their L2 round
-// trip outlasted the k-tile's wgmma (4096^3: 888 Tflop/s, 0.85x k34's 1047
-// in the same ladder run, 2026-12-01_740373c_ladder.csv).
+// one k-tile ahead of their use. Issued beside the k-tile's own wgmma
+// instead, k38 ran at 0.85x k34 (4096^3: 888 against 1047 Tflop/s,
+// 2026-12-01_740373c_ladder.csv); loading them a k-tile ahead changed
+// nothing (849 against 1006, 0.84x, 2026-12-01_da76df2_ladder.csv), so the
+// L2 round trip is not what k38 pays for.
 // Why a rung of its own: the scales are the one thing the ladder's GemmProblem
 // does not carry. In the ladder k38 runs with every scale 1.0 (so its numbers
 // and its error are k34's, the scale loads and the FFMA being its whole cost);
@@ -25,8 +27,10 @@
 // Prediction: within 5 % of k34 at 4096^3 and 8192^3 (the loads are 12 bytes
 // per thread per 128 of K against 32 KB of operands per stage; the FFMA costs
 // what the FADD did).
-// Measured: not yet (README.md, "Hopper rungs against cuBLAS across shapes",
-// row k38_wgmma_fp8_block_scaled, once the H200 machine has run it).
+// Measured: 0.81x k34 at 4096^3 and 0.78x at 8192^3 in paired samples with
+// real block scales (e4m3; e5m2 the same), 0.69x and 0.64x cuBLASLt's default
+// fp8 (2026-12-01_da76df2_blockscaled_e4m3.csv): the prediction (within 5 %)
+// failed.
 #include <cuda_runtime.h>
 
 #include <map>
