@@ -256,9 +256,10 @@ fi
 # scales) and cuBLASLt's default fp8; then k38 beside k34 (unit scales) and
 # cuBLASLt in the ladder.
 if has blockscaled; then
-  for t in e4m3 e5m2; do
+  # BLOCKSCALED_TYPES and BLOCKSCALED_SHAPES narrow it for a short visit.
+  for t in ${BLOCKSCALED_TYPES:-e4m3 e5m2}; do
     log "gemm blockscaled $t"
-    timeout -s INT 240 $RIGEL gemm blockscaled --type "$t" --shapes 1000x1030x1104,129x300x272,4096,8192 \
+    timeout -s INT 240 $RIGEL gemm blockscaled --type "$t" --shapes "${BLOCKSCALED_SHAPES:-1000x1030x1104,129x300x272,4096,8192}" \
       --time --min-time 0.5 --out "$OUT" >> "$OUT/blockscaled.txt" 2>&1
     summary+=("gemm blockscaled $t: rc $?")
   done

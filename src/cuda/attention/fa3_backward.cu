@@ -30,6 +30,8 @@
 //     dQ_b added into the fp32 accumulator with 8-byte atomic adds.
 //   The two consumers meet once per tile (a named barrier) after writing dS^T,
 //   which is double-buffered, as are the rows' lse and Dl in shared memory.
+//   Inside a consumer, P^T is computed while dP^T's wgmma still runs, and dV
+//   and dK are issued before the meeting, so that they run while it waits.
 //
 // dQ is accumulated as fa2_backward's atomic mode does (every key tile adds
 // into every query row); dK, dV are deterministic. A deterministic desc runs
@@ -68,6 +70,7 @@ using namespace rigel::cuda::sm90;
 constexpr int kKeys = 128;  // keys per CTA: 64 per consumer warpgroup
 constexpr int kThreads = 3 * kWarpgroup;
 constexpr int kPairBarrier = 1;  // the consumers' meeting once per tile (0 is __syncthreads')
+constexpr int kOwnBarrier = 2;   // + consumer: one warpgroup's dS^T stores done
 constexpr float kLog2e = 1.4426950408889634f;
 
 template <int D>
@@ -240,6 +243,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             Wgmma<DType::bf16, R>::mma(st, desc_k_step(k_major_desc(base + L::kK + b * L::kKvBox + key_offset), step),
                                        desc_k_step(k_major_desc(q_stage + b * L::kRowBox), step), kk > 0 ? 1u : 0u);
         }
+        wgmma_commit();
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
             const int b = kk / 4, step = kk % 4;
@@ -247,12 +251,12 @@ __global__ void __launch_bounds__(kThreads, 1)
                                        desc_k_step(k_major_desc(do_stage + b * L::kRowBox), step), kk > 0 ? 1u : 0u);
         }
         wgmma_commit();
-        wgmma_wait<0>();
-        fence_registers(st);
-        fence_registers(dpt);
 
-        // P^T and dS^T in place (accumulator i: key my_key + 8 ((i / 2) % 2),
-        // tile row 8 (i / 4) + 2 q4 + i % 2).
+        // P^T in place of S^T while dP^T is still being computed (accumulator
+        // i: key my_key + 8 ((i / 2) % 2), tile row 8 (i / 4) + 2 q4 + i % 2),
+        // then dS^T in place of dP^T.
+        wgmma_wait<1>();
+        fence_registers(st);
         const bool masked = key0 + kKeys > p.seq || (p.causal && wkey0 + kWgmmaM - 1 > row0);
 #pragma unroll
         for (int i = 0; i < R / 2; ++i) {
@@ -261,8 +265,13 @@ __global__ void __launch_bounds__(kThreads, 1)
             float pv = fast_exp2(fmaf(st[i], p.scale_log2, -slse[col]));
             if (masked && (key >= p.seq || (p.causal && key > row0 + col))) pv = 0.0f;
             st[i] = pv;
-            dpt[i] = pv * (dpt[i] - sdl[col]);
         }
+        std::uint32_t pa[R / 16][4];
+        pack_p<R>(st, pa);
+        wgmma_wait<0>();
+        fence_registers(dpt);
+#pragma unroll
+        for (int i = 0; i < R / 2; ++i) dpt[i] = st[i] * (dpt[i] - sdl[8 * (i / 4) + 2 * q4 + (i % 2)]);
         // dS^T to shared memory in bf16, 128B-swizzled as TMA would have
         // written it: row `key` of a box, 16-byte chunk (row / 8) ^ (key % 8).
 #pragma unroll
@@ -277,14 +286,13 @@ __global__ void __launch_bounds__(kThreads, 1)
                                                                                 dpt[4 * n8 + 2 * h + 1]))
                              : "memory");
             }
-        std::uint32_t pa[R / 16][4];
-        pack_p<R>(st, pa);
-        if (j + 1 < tiles) put_stats(next_stats, buf ^ 1);
         fence_proxy_async_smem();
-        named_barrier_sync<2 * kWarpgroup>(kPairBarrier);  // both halves of dS^T written
+        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // this consumer's half of dS^T written
 
-        // dV += P^T dO, dK += dS^T Q, and this consumer's block of dQ = dS K
-        // (zeroed before the fence that orders register writes before wgmma).
+        // dV += P^T dO and dK += dS^T Q, issued before the consumers meet so
+        // that they run while this one waits for the other's half of dS^T;
+        // then this consumer's block of dQ = dS K (zeroed before the fence
+        // that orders register writes before wgmma).
         float dq[kWgmmaM / 2] = {};
         wgmma_fence();
         const std::uint64_t do_n = mn_major_desc(do_stage, L::kRowBox);
@@ -297,6 +305,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             Wgmma<DType::bf16, D>::template mma<0, 1>(
                 dk, desc_k_step(k_major_desc(ds_addr + (kk / 4) * L::kDsBox + key_offset), kk % 4),
                 desc_advance(q_n, kk * kMnStep), 1u);
+        wgmma_commit();
+        if (j + 1 < tiles) put_stats(next_stats, buf ^ 1);
+        named_barrier_sync<2 * kWarpgroup>(kPairBarrier);  // both halves of dS^T written
+        wgmma_fence();
         const std::uint64_t ds_m = mn_major_desc(ds_addr + L::dq_ds_box(c) * L::kDsBox, L::kDsBox);
         const std::uint64_t k_n = mn_major_desc(base + L::kK + L::dq_k_box(c) * L::kKvBox, L::kKvBox);
 #pragma unroll

@@ -48,7 +48,8 @@
 // Accumulation: tensor_core keeps one accumulator set and one wgmma group in
 // flight. promoted (fp8 only) accumulates each k-tile (128 of K = 4 wgmma
 // k-steps) into a fresh register set inside the tensor core, waits, and adds
-// it into a separate fp32 accumulator with ordinary FADDs: DeepSeek-V3's
+// it into a separate fp32 accumulator with ordinary FADDs (two such sets in
+// turn, so that the next k-tile's product runs while one is added): DeepSeek-V3's
 // remedy (report, section 3.3.2) for Hopper's fp8 accumulator, which keeps
 // only about 14 fraction bits. DeepSeek multiplies each partial by the block
 // scales of A and B there (an FFMA, the same cost); rigel's fp8 inputs are
@@ -104,8 +105,8 @@ struct WarpSpecialized {
     static_assert(A == Accumulation::tensor_core || elem_bytes(T) == 1, "promotion is the fp8 remedy");
     static_assert(A != Accumulation::block_scaled || (BN == 128 && kBK == 128),
                   "block scales: a k-tile is one 128-wide block of K, a tile one 128-row block of B");
-    static_assert(A == Accumulation::tensor_core || 2 * kAcc <= 160,
-                  "promotion needs two accumulator sets within the consumers' registers");
+    static_assert(A == Accumulation::tensor_core || 3 * kAcc <= 192,
+                  "promotion needs three accumulator sets (the total, two partial sums) within the consumers' registers");
     static_assert((MA == Major::k && MB == Major::k) || elem_bytes(T) == 2,
                   "only f16/bf16 wgmma reads M- or N-major operands");
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
@@ -275,18 +276,16 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         float acc[G::kAcc];
 #pragma unroll
         for (int i = 0; i < G::kAcc; ++i) acc[i] = 0.0f;
-        // The promoted mode's per-k-tile partial sums (unused, and removed by
-        // the compiler, in tensor_core mode).
-        float part[G::kAcc];
+        // The promoted modes' partial sums: two sets, so that the next k-tile's
+        // wgmma is in flight while this one's is promoted (unused, and removed
+        // by the compiler, in tensor_core mode).
+        float part0[G::kAcc], part1[G::kAcc];
 #pragma unroll
-        for (int i = 0; i < G::kAcc; ++i) part[i] = 0.0f;
+        for (int i = 0; i < G::kAcc; ++i) part0[i] = part1[i] = 0.0f;
 
-        // block_scaled: this thread's scales for one k-tile, loaded a k-tile
-        // ahead (the next tile's first when this tile's last is running): an
-        // L2 round trip outlasts one k-tile's wgmma, so a load issued beside
-        // the wgmma that needs it stalls the promotion (k38 ran at 0.85x k34
-        // that way). Its two rows r, r + 8 (past M: scale 0, never stored)
-        // and the tile's B block.
+        // block_scaled: this thread's scales for one k-tile, its two rows r,
+        // r + 8 (past M: scale 0, never stored) and the tile's B block; read
+        // when the k-tile's wgmma is issued, used a k-tile later.
         struct Scales {
             float a0 = 0.0f, a1 = 0.0f, b = 0.0f;
         };
@@ -301,36 +300,54 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             }
             return sc;
         };
-        Scales next_scales;
-        if constexpr (G::kAccumulation == Accumulation::block_scaled) {
-            if (static_cast<int>(blockIdx.x) < num_tiles) {
-                int tm = 0, tn = 0;
-                tile_coords<G::kSchedule>(static_cast<int>(blockIdx.x), tiles_m, tiles_n, G::kGroupM, tm, tn);
-                next_scales = scales_of(tm, tn, kt_begin);
-            }
-        }
 
         auto ring = PipelineState<kStages>::consumer_start();
+        // Promoted modes: k-tile kt's product into a fresh partial sum (4
+        // wgmma k-steps, one commit group); returns the stage it reads.
+        const auto issue_partial = [&](float (&part)[G::kAcc]) {
+            const int stage = ring.stage();
+            mbar_wait(&full[stage], ring.phase());
+            const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + a_offset);
+            const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
+            fence_registers(part);
+            wgmma_fence();
+#pragma unroll
+            for (int j = 0; j < kKStepsPerTile; ++j)  // fp8: K-major
+                Wgmma<G::kType, G::kBN>::mma(part, desc_k_step(da, j), desc_k_step(db, j), j > 0 ? 1u : 0u);
+            wgmma_commit();
+            ring.advance();
+            return stage;
+        };
+        // ... and, once its group is complete, the promotion: its stage goes
+        // back to the producer and the partial sum into the fp32 total (an
+        // FADD each, or an FFMA times the block scales).
+        const auto promote = [&](float (&part)[G::kAcc], int stage, const Scales& sc) {
+            fence_registers(part);
+            if (arriving_lane) mbar_arrive(&empty[stage]);
+            if constexpr (G::kAccumulation == Accumulation::block_scaled) {
+                const float s0 = sc.a0 * sc.b, s1 = sc.a1 * sc.b;
+                // Accumulator i holds row r + 8 ((i % 4) / 2) (store_accumulators' layout).
+#pragma unroll
+                for (int i = 0; i < G::kAcc; ++i) acc[i] = fmaf(part[i], (i % 4) < 2 ? s0 : s1, acc[i]);
+            } else {
+#pragma unroll
+                for (int i = 0; i < G::kAcc; ++i) acc[i] += part[i];
+            }
+        };
+
         for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
             int tm = 0, tn = 0;
             tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
-            // block_scaled: where the scales after this tile's last k-tile come from.
-            int after_tm = -1, after_tn = -1;
-            if constexpr (G::kAccumulation == Accumulation::block_scaled) {
-                if (tile + static_cast<int>(gridDim.x) < num_tiles)
-                    tile_coords<G::kSchedule>(tile + static_cast<int>(gridDim.x), tiles_m, tiles_n, G::kGroupM,
-                                              after_tm, after_tn);
-            }
             // split_k: a consumer with no rows inside M (M <= 64) keeps the
             // ring in step but computes nothing; its tile part is never stored.
             const bool has_rows = G::kSchedule != Schedule::split_k || tm * G::kBM + consumer * kWgmmaM < m;
-            int prev_stage = 0;
-            for (int kt = kt_begin; kt < kt_end; ++kt) {
-                const int stage = ring.stage();
-                mbar_wait(&full[stage], ring.phase());
-                const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + a_offset);
-                const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
-                if constexpr (G::kAccumulation == Accumulation::tensor_core) {
+            if constexpr (G::kAccumulation == Accumulation::tensor_core) {
+                int prev_stage = 0;
+                for (int kt = kt_begin; kt < kt_end; ++kt) {
+                    const int stage = ring.stage();
+                    mbar_wait(&full[stage], ring.phase());
+                    const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + a_offset);
+                    const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
                     if (has_rows) {
                         fence_registers(acc);
                         wgmma_fence();
@@ -346,42 +363,44 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                         fence_registers(acc);
                     }
                     if (kt > kt_begin && arriving_lane) mbar_arrive(&empty[prev_stage]);
-                } else {
-                    fence_registers(part);
-                    wgmma_fence();
-#pragma unroll
-                    for (int j = 0; j < kKStepsPerTile; ++j)  // a fresh partial sum per 128 of K
-                        Wgmma<G::kType, G::kBN>::mma(part, desc_k_step(da, j), desc_k_step(db, j), j > 0 ? 1u : 0u);  // fp8: K-major
-                    wgmma_commit();
-                    if constexpr (G::kAccumulation == Accumulation::block_scaled) {
-                        const Scales cur = next_scales;
-                        if (kt + 1 < kt_end)
-                            next_scales = scales_of(tm, tn, kt + 1);
-                        else if (after_tm >= 0)
-                            next_scales = scales_of(after_tm, after_tn, kt_begin);
-                        const float s0 = cur.a0 * cur.b, s1 = cur.a1 * cur.b;
-                        wgmma_wait<0>();
-                        fence_registers(part);
-                        if (arriving_lane) mbar_arrive(&empty[stage]);
-                        // Accumulator i holds row r + 8 ((i % 4) / 2) (store_accumulators' layout).
-#pragma unroll
-                        for (int i = 0; i < G::kAcc; ++i) acc[i] = fmaf(part[i], (i % 4) < 2 ? s0 : s1, acc[i]);
-                    } else {
-                        wgmma_wait<0>();
-                        fence_registers(part);
-                        if (arriving_lane) mbar_arrive(&empty[stage]);
-#pragma unroll
-                        for (int i = 0; i < G::kAcc; ++i) acc[i] += part[i];  // the promotion: fp32 FADDs
-                    }
+                    prev_stage = stage;
+                    ring.advance();
                 }
-                prev_stage = stage;
-                ring.advance();
-            }
-            if constexpr (G::kAccumulation == Accumulation::tensor_core) {
                 wgmma_wait<0>();
                 fence_registers(acc);
                 if (arriving_lane) mbar_arrive(&empty[prev_stage]);
+            } else {
+                // Two partial sums in turn: k-tile kt + 1 is issued before
+                // k-tile kt is waited for and promoted, so this warpgroup's
+                // tensor-core work never pauses for its own promotion (the
+                // other consumer's used to be all that filled that gap). The
+                // sums are added in k order, as before: the same bits.
+                int kt = kt_begin;
+                int stage0 = issue_partial(part0), stage1 = 0;
+                Scales sc0 = scales_of(tm, tn, kt), sc1;
+                for (;;) {
+                    if (kt + 1 == kt_end) {
+                        wgmma_wait<0>();
+                        promote(part0, stage0, sc0);
+                        break;
+                    }
+                    stage1 = issue_partial(part1);
+                    sc1 = scales_of(tm, tn, kt + 1);
+                    wgmma_wait<1>();
+                    promote(part0, stage0, sc0);
+                    if (++kt + 1 == kt_end) {
+                        wgmma_wait<0>();
+                        promote(part1, stage1, sc1);
+                        break;
+                    }
+                    stage0 = issue_partial(part0);
+                    sc0 = scales_of(tm, tn, kt + 1);
+                    wgmma_wait<1>();
+                    promote(part1, stage1, sc1);
+                    ++kt;
+                }
             }
+
             // The producer is already filling the ring for the next tile while
             // this warpgroup stores (persistent schedule).
             // split_k: c is splits stacked M x N slabs, and this split's starts
