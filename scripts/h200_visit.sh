@@ -433,12 +433,15 @@ if has train_compare; then
   # Where rigel's step spends its device time: a short run of its own with
   # --profile (a synchronization per step, so its tokens/s are not the ones
   # compared), only its phase table kept.
+  # TRAIN_PROFILE=0 leaves it out.
+  if [ "${TRAIN_PROFILE:-1}" = 1 ]; then
   log "train compare: rigel profile"
   mkdir -p "$OUT/profile"
   timeout -s INT 200 $RIGEL train run --model gpt2 --backend cuda --data "$data/train.bin" --batch 16 --seq 1024 \
     --steps 8 --warmup 10 --lr 6e-4 --profile --out "$OUT/profile" > "$OUT/train_rigel_profile.txt" 2>&1
   summary+=("train rigel profile: rc $?")
   mv "$OUT"/profile/*_profile_gpt2_cuda.* "$OUT"/ 2>/dev/null; rm -rf "$OUT/profile"
+  fi
   # The same loop with cuBLASLt's matmuls and cuDNN's attention (for
   # comparison only): its timed run from the same weights, then its profile.
   # TRAIN_VENDOR=0 leaves the cuBLASLt/cuDNN run out (it depends on rigel's
@@ -458,9 +461,10 @@ if has train_compare; then
   for mode in ${TORCH_MODES:-eager compile}; do
     est=75; [ "$mode" = compile ] && est=140
     fits "$est" "train torch $mode" || continue
+    pack  # rigel's runs come back even if this one outlasts the call
     log "train compare: torch $mode"
     flag=(); [ "$mode" = compile ] && flag=(--compile)
-    timeout -s INT 300 python3 scripts/gpt2_torch.py --init "$OUT/init.ckpt" --data "$data/train.bin" \
+    timeout -k 10 -s INT "${TORCH_TIMEOUT_S:-300}" python3 scripts/gpt2_torch.py --init "$OUT/init.ckpt" --data "$data/train.bin" \
       --val "$data/val.bin" "${common[@]}" "${flag[@]}" --commit "$commit" --out "$OUT/${stem}_torch-$mode.csv" \
       --profile "$OUT/torch_${mode}_profile.txt" > "$OUT/train_torch_$mode.txt" 2>&1
     summary+=("train torch $mode: rc $?")
