@@ -8,19 +8,24 @@
 // Adds over k33: each k-tile (128 of K: 4 wgmma k32 steps) is accumulated by
 // the tensor core into a fresh register set (scale_d = 0 on its first step);
 // the consumer waits for it and adds it into a separate fp32 accumulator with
-// ordinary FADDs (warp_specialized.cuh, Accumulation::promoted). The tensor
+// ordinary FADDs (warp_specialized.cuh, Accumulation::promoted). Two such
+// sets take turns: k-tile kt + 1's wgmma is issued before k-tile kt is
+// waited for and added. The tensor
 // core's reduced-precision sum then spans only 128 products, and the long sum
 // over K is plain fp32. DeepSeek-V3 multiplies each partial by per-block
 // scales of A and B at this point (an FFMA instead of the FADD, the same
 // cost); rigel's fp8 inputs are unscaled, so the block scales are 1.0 and the
 // multiply is left out.
-// The price: two accumulator sets per thread, so each consumer computes 64 x
-// 128 instead of 64 x 256 (a 128 x 128 CTA tile, 6 stages of 32 KB), which
-// doubles shared-memory and L2 traffic per flop; and the consumer waits for
-// every k-tile's wgmma before its FADDs, so only the other consumer's wgmma
-// keeps the tensor cores busy meanwhile.
-// Bottleneck: the wait per k-tile and the narrower tile (shared-memory reads
-// per flop), not the FADDs themselves (64 per thread per 128 of K).
+// The price: three accumulator sets per thread (the total and two partial
+// sums), so each consumer computes 64 x 128 instead of 64 x 256 (a 128 x 128
+// CTA tile, 6 stages of 32 KB), which doubles shared-memory and L2 traffic
+// per flop.
+// Bottleneck, first version (one partial sum): the consumer waited for every
+// k-tile's wgmma before its FADDs, so only the other consumer's wgmma kept
+// the tensor cores busy meanwhile: 1006 and 1010 Tflop/s at 4096^3 and
+// 8192^3 (2026-12-01_da76df2_ladder.csv). With the two sets in turn: 1122
+// and 1175 in the same ladder run as cuBLASLt's default fp8 at 1177 and 1234
+// (2026-12-01_2e246c5_ladder.csv), the same bits as before.
 // Prediction: 750-1000 Tflop/s at 8192^3 (70-85 % of k33), with a smaller
 // error than k33 at large K (err_rel_fro in the CSV). Against cuBLASLt's
 // default (promoted) fp8 it stays short of parity; k36 says why.
