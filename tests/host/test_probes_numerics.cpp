@@ -429,3 +429,41 @@ TEST(AccumulationBattery, TheHostileSumHasOneRowPerGap) {
         EXPECT_TRUE(std::isnan(summary.swept));  // the summary row is no point of the sweep
     }
 }
+
+// mma.sync with fp8 operands as sm_90 runs it: f16 HMMA steps, then C by an
+// fp32 add. C is never aligned with the products (the probe's "C survived"),
+// a step truncates, and the final add rounds to nearest.
+TEST(NumericsModel, TheLoweredFp8MmaKeepsCApartAndTruncatesEachStep) {
+    LoweredModel lm;
+    lm.step.block = 16;
+    lm.step.frac_bits = 25;
+    lm.step.out = Rounding::toward_zero;
+    lm.step.exp_rule = ExpRule::factors;
+    // C = 2^-12 beside a cancelling pair +-2^16: survives the lowering, lost by one 32-wide aligner.
+    DotCase c_apart = empty_case(32);
+    c_apart.a[0] = 256, c_apart.b[0] = 256;
+    c_apart.a[1] = -256, c_apart.b[1] = 256;
+    c_apart.c = std::ldexp(1.0, -12);
+    EXPECT_EQ(predict(lm, c_apart, 32), std::ldexp(1.0, -12));
+    BlockModel one_step;
+    one_step.block = 32;
+    one_step.frac_bits = 25;
+    EXPECT_EQ(predict(one_step, c_apart, 32, DType::e4m3), 0.0);
+    // The step result truncates (1 + 2^-24 + 2^-25 in 24 bits: 1 + 2^-23 is not reached), the add to C = 0 is exact.
+    DotCase tail = empty_case(32);
+    tail.a[0] = 1, tail.b[0] = 1;
+    tail.a[1] = std::ldexp(1.0, -12), tail.b[1] = std::ldexp(1.0, -12);
+    tail.a[2] = std::ldexp(1.0, -12), tail.b[2] = std::ldexp(1.0, -13);
+    EXPECT_EQ(predict(lm, tail, 32), 1.0);
+    // Each step's fp32 result is the next step's C, aligned with its products: 2^-10 alone in the
+    // lower half, then a cancelling pair +-2^16 in the upper half truncate it away; taken the
+    // other way round (upper half first) the pair cancels first and 2^-10 survives.
+    DotCase halves = empty_case(32);
+    halves.a[0] = std::ldexp(1.0, -5), halves.b[0] = std::ldexp(1.0, -5);
+    halves.a[16] = 256, halves.b[16] = 256;
+    halves.a[17] = -256, halves.b[17] = 256;
+    EXPECT_EQ(predict(lm, halves, 32), 0.0);
+    LoweredModel upper_first = lm;
+    upper_first.reversed = true;
+    EXPECT_EQ(predict(upper_first, halves, 32), std::ldexp(1.0, -10));
+}

@@ -402,6 +402,48 @@ inline double predict(const BlockModel& m, const DotCase& dc, int k_inst, DType 
     return acc;
 }
 
+// A path that ptxas builds from other instructions: on sm_90, mma.sync with
+// fp8 operands becomes F2FP unpacks to f16, f16 HMMA steps of k_step
+// products each (the first with C = `first_c` ? C : 0, each next one taking
+// the previous one's fp32 result as its C), and, when C did not enter the
+// first step, an fp32 add of C rounded to nearest (SASS of the accumulation
+// probe's kernel). Each step follows `step`, the f16 HMMA's own model; the
+// unpack is exact (every e4m3 and e5m2 value is an f16 value).
+struct LoweredModel {
+    BlockModel step;
+    int k_step = 16;
+    bool first_c = false;   // C enters the first HMMA instead of a final FADD
+    bool reversed = false;  // the upper k_step products first
+
+    std::string describe() const {
+        return "lowered to f16 HMMA steps of " + std::to_string(k_step) + " products" +
+               (reversed ? " (the upper half first)" : "") + ", each: " + step.describe() +
+               (first_c ? "; C enters the first step" : "; C added last by an fp32 add rounded to nearest");
+    }
+};
+
+inline double predict(const LoweredModel& m, const DotCase& dc, int k_inst) {
+    double acc = dc.c;
+    const int k_total = static_cast<int>(dc.a.size());
+    const int steps = k_inst / m.k_step;
+    for (int k0 = 0; k0 < k_total; k0 += k_inst) {
+        double partial = m.first_c ? acc : 0.0;
+        for (int i = 0; i < steps; ++i) {
+            const int s0 = k0 + m.k_step * (m.reversed ? steps - 1 - i : i);
+            DotCase part{std::vector<double>(dc.a.begin() + s0, dc.a.begin() + s0 + m.k_step),
+                         std::vector<double>(dc.b.begin() + s0, dc.b.begin() + s0 + m.k_step), partial};
+            partial = predict(m.step, part, m.k_step, DType::f16);
+        }
+        if (m.first_c) {
+            acc = partial;
+        } else {
+            const auto s = exact_sum({acc, partial});
+            acc = s ? round_f32(*s, Rounding::nearest_even) : NAN;
+        }
+    }
+    return acc;
+}
+
 // Baselines for comparison: the exact value rounded once to fp32 (to nearest),
 // and an fp32 FMA chain in k order (to nearest).
 inline double predict_exact_rounded(const DotCase& dc) {
