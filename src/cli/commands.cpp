@@ -524,6 +524,7 @@ int run(int argc, char** argv) {
     for (auto& h : add_attention_commands(app)) hooks.push_back(std::move(h));
     for (auto& h : add_train_commands(app)) hooks.push_back(std::move(h));
     for (auto& h : add_emulate_commands(app)) hooks.push_back(std::move(h));
+    for (auto& h : add_dist_commands(app)) hooks.push_back(std::move(h));
 
     try {
         app.parse(argc, argv);

@@ -55,5 +55,7 @@ std::vector<SubcommandHook> add_attention_commands(CLI::App& app);
 std::vector<SubcommandHook> add_train_commands(CLI::App& app);
 // `emulate` (src/cli/emulate_commands.cpp).
 std::vector<SubcommandHook> add_emulate_commands(CLI::App& app);
+// `launch` and `dist allreduce` (src/cli/dist_commands.cpp).
+std::vector<SubcommandHook> add_dist_commands(CLI::App& app);
 
 }  // namespace rigel::cli

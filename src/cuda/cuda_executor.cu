@@ -18,6 +18,7 @@
 #include "core/reference.hpp"
 #include "cuda/check.cuh"
 #include "cuda/device_cache.hpp"
+#include "dist/rendezvous.hpp"
 #include "harness/executor.hpp"
 #include "harness/nvml_sampler.hpp"
 
@@ -49,13 +50,27 @@ public:
             reason_ = "no CUDA device found (cudaGetDeviceCount: 0 devices)";
             return;
         }
-        if (const cudaError_t p = cudaGetDeviceProperties(&prop_, 0); p != cudaSuccess) {
-            reason_ = std::string("CUDA device 0 is not usable (cudaGetDeviceProperties: ") + cudaGetErrorName(p) + ")";
+        // One process per GPU under `rigel launch`: the rank's GPU (its local
+        // rank); device 0 otherwise.
+        try {
+            device_ = dist::rank_from_env().local_rank;
+        } catch (const std::invalid_argument& e) {
+            reason_ = e.what();
+            return;
+        }
+        if (device_ >= count) {
+            reason_ = "local rank " + std::to_string(device_) + " has no GPU: this machine has " +
+                      std::to_string(count);
+            return;
+        }
+        if (const cudaError_t p = cudaGetDeviceProperties(&prop_, device_); p != cudaSuccess) {
+            reason_ = "CUDA device " + std::to_string(device_) + " is not usable (cudaGetDeviceProperties: " +
+                      cudaGetErrorName(p) + ")";
             (void)cudaGetLastError();
             return;
         }
         char pci[32] = {};
-        if (cudaDeviceGetPCIBusId(pci, sizeof pci, 0) == cudaSuccess) pci_bus_id_ = pci;
+        if (cudaDeviceGetPCIBusId(pci, sizeof pci, device_) == cudaSuccess) pci_bus_id_ = pci;
         (void)cudaGetLastError();
         sampler_ = std::make_unique<NvmlSampler>(pci_bus_id_);
     }
@@ -171,10 +186,11 @@ public:
             f.push_back({"cuda_device", reason_});
         } else {
             int sm_clock_khz = 0, mem_clock_khz = 0;
-            (void)cudaDeviceGetAttribute(&sm_clock_khz, cudaDevAttrClockRate, 0);
-            (void)cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, 0);
+            (void)cudaDeviceGetAttribute(&sm_clock_khz, cudaDevAttrClockRate, device_);
+            (void)cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, device_);
             (void)cudaGetLastError();
             f.push_back({"gpu_name", prop_.name});
+            f.push_back({"gpu_index", std::to_string(device_)});
             f.push_back({"gpu_compute_capability", std::to_string(prop_.major) + "." + std::to_string(prop_.minor)});
             f.push_back({"gpu_sm_count", std::to_string(prop_.multiProcessorCount)});
             f.push_back({"gpu_l2_bytes", std::to_string(prop_.l2CacheSize)});
@@ -206,7 +222,7 @@ private:
     void ensure_ready() const {
         require_device();
         if (stream_) return;
-        RIGEL_CUDA_CHECK(cudaSetDevice(0));
+        RIGEL_CUDA_CHECK(cudaSetDevice(device_));
         RIGEL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
         RIGEL_CUDA_CHECK(cudaEventCreate(&start_));
         RIGEL_CUDA_CHECK(cudaEventCreate(&stop_));
@@ -220,6 +236,7 @@ private:
 
     std::string reason_;
     cudaDeviceProp prop_{};
+    int device_ = 0;  // the GPU this process runs on
     std::string pci_bus_id_;
     std::unique_ptr<NvmlSampler> sampler_;
     mutable cudaStream_t stream_ = nullptr;

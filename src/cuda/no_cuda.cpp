@@ -4,6 +4,7 @@
 
 #include "attention/driver.hpp"
 #include "cuda/hopper/block_scaled.hpp"
+#include "dist/allreduce.hpp"
 #include "gemm/driver.hpp"
 #include "harness/executor.hpp"
 #include "ladder/rung.hpp"
@@ -119,3 +120,9 @@ void fp8_block_scaled_gemm(const BlockScaledProblem&) {
     throw std::logic_error("rigel::cuda::fp8_block_scaled_gemm: rigel was built without CUDA");
 }
 }  // namespace rigel::cuda
+
+namespace rigel::dist {
+std::vector<AllreduceRow> nccl_allreduce_sweep(const RankInfo&, const std::vector<std::uint64_t>&) {
+    throw std::runtime_error("rigel was built without CUDA, so without NCCL");
+}
+}  // namespace rigel::dist

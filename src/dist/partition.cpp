@@ -1,0 +1,39 @@
+#include "dist/partition.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace rigel::dist {
+
+std::vector<Bucket> plan_buckets(const std::vector<Range>& tensors, std::size_t bucket_elems) {
+    if (bucket_elems == 0) throw std::invalid_argument("a gradient bucket must hold at least one element");
+    std::vector<Bucket> buckets;
+    Bucket open;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        open.tensors.push_back(i);
+        open.elems += tensors[i].size();
+        if (open.elems >= bucket_elems) {
+            buckets.push_back(std::move(open));
+            open = Bucket{};
+        }
+    }
+    if (!open.tensors.empty()) buckets.push_back(std::move(open));
+    return buckets;
+}
+
+Range shard(std::size_t n, int world, int rank, std::size_t align) {
+    if (world < 1) throw std::invalid_argument("a shard needs a world of at least one rank");
+    if (rank < 0 || rank >= world)
+        throw std::invalid_argument("rank " + std::to_string(rank) + " is outside a world of " + std::to_string(world));
+    if (align == 0) throw std::invalid_argument("shard boundaries need an alignment of at least one element");
+    const std::size_t w = static_cast<std::size_t>(world), r = static_cast<std::size_t>(rank);
+    // Per-rank share rounded up to the alignment, so that every shard but the
+    // last ones is the same size.
+    const std::size_t per = (n + w - 1) / w;
+    const std::size_t step = (per + align - 1) / align * align;
+    const std::size_t begin = std::min(n, r * step), end = std::min(n, (r + 1) * step);
+    return {begin, end};
+}
+
+}  // namespace rigel::dist

@@ -1,0 +1,38 @@
+// How data-parallel training divides its parameters (issue: several GPUs):
+// gradient buckets, all-reduced each as soon as the backward pass has
+// finished every gradient in it, and the ZeRO stage-1 shards, the part of the
+// flat parameter vector whose optimizer state (fp32 master weights, AdamW's
+// two moments) one rank keeps.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+namespace rigel::dist {
+
+// [begin, end) in elements of the flat parameter vector.
+struct Range {
+    std::size_t begin = 0, end = 0;
+    std::size_t size() const { return end - begin; }
+};
+
+// Buckets of whole tensors, in the order the backward pass finishes them.
+// `tensors` are the tensors' ranges in that order (the flat vector's layout
+// may run the other way); a bucket closes once it holds at least
+// `bucket_elems` elements, and the last takes what is left. Each bucket lists
+// the indices (into `tensors`) it holds. Throws std::invalid_argument when
+// bucket_elems is 0.
+struct Bucket {
+    std::vector<std::size_t> tensors;
+    std::size_t elems = 0;
+};
+std::vector<Bucket> plan_buckets(const std::vector<Range>& tensors, std::size_t bucket_elems);
+
+// Rank `rank` of `world`'s shard of a vector of `n` elements: contiguous,
+// every boundary a multiple of `align` elements (so that each shard starts on
+// a 16-byte boundary for align = 4 fp32 or 8 bf16), the shards in rank order
+// and covering [0, n) exactly; the last may be shorter, some may be empty when
+// n is small. Throws std::invalid_argument for world < 1, rank >= world or
+// align 0.
+Range shard(std::size_t n, int world, int rank, std::size_t align);
+
+}  // namespace rigel::dist

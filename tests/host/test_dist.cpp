@@ -1,0 +1,149 @@
+// Host tests of the multi-GPU plumbing that needs no GPU: the rank's
+// environment, the file rendezvous, `rigel launch`'s process handling, and
+// the gradient buckets and ZeRO-1 shards.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "dist/launch.hpp"
+#include "dist/partition.hpp"
+#include "dist/rendezvous.hpp"
+
+using namespace rigel::dist;
+
+namespace {
+
+// Sets (or clears) the four variables for one test and restores nothing:
+// every test that reads them sets all four.
+void set_rank_env(const char* rank, const char* world, const char* dir) {
+    const auto put = [](const char* name, const char* v) { v ? setenv(name, v, 1) : unsetenv(name); };
+    put(kRankVar, rank);
+    put(kWorldVar, world);
+    put(kLocalRankVar, nullptr);
+    put(kRendezvousVar, dir);
+}
+
+std::filesystem::path fresh_dir(const std::string& name) {
+    const auto d = std::filesystem::temp_directory_path() / (name + std::to_string(getpid()));
+    std::filesystem::remove_all(d);
+    std::filesystem::create_directories(d);
+    return d;
+}
+
+LaunchSpec spec(int nproc, std::vector<std::string> command) {
+    LaunchSpec s;
+    s.nproc = nproc;
+    s.command = std::move(command);
+    return s;
+}
+
+std::string read(const std::filesystem::path& p) {
+    std::ifstream f(p);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+}  // namespace
+
+TEST(DistRank, UnsetMeansOneProcessAndBadValuesAreRefused) {
+    set_rank_env(nullptr, nullptr, nullptr);
+    const RankInfo one = rank_from_env();
+    EXPECT_EQ(one.rank, 0);
+    EXPECT_EQ(one.world, 1);
+    EXPECT_TRUE(one.rendezvous.empty());
+    set_rank_env("1", "2", "/tmp/x");
+    const RankInfo r = rank_from_env();
+    EXPECT_EQ(r.rank, 1);
+    EXPECT_EQ(r.local_rank, 1);
+    EXPECT_EQ(r.rendezvous, "/tmp/x");
+    set_rank_env("2", "2", "/tmp/x");
+    EXPECT_THROW(rank_from_env(), std::invalid_argument);
+    set_rank_env("0", "2", nullptr);
+    EXPECT_THROW(rank_from_env(), std::invalid_argument);
+    set_rank_env("zero", "2", "/tmp/x");
+    EXPECT_THROW(rank_from_env(), std::invalid_argument);
+    set_rank_env(nullptr, nullptr, nullptr);
+}
+
+TEST(DistRendezvous, AReaderWaitsForTheWholeFileAndTimesOut) {
+    const auto dir = fresh_dir("rigel_rdv_test");
+    std::string blob(128, '\0');
+    for (std::size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<char>(i * 7);
+    std::thread writer([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        publish(dir.string(), "nccl_id", blob);
+    });
+    EXPECT_EQ(wait_for(dir.string(), "nccl_id", 10.0), blob);
+    writer.join();
+    EXPECT_THROW(wait_for(dir.string(), "never", 0.05), std::runtime_error);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(DistLaunch, EveryRankRunsWithItsVariables) {
+    const auto out = fresh_dir("rigel_launch_test");
+    setenv("RIGEL_TEST_OUT", out.c_str(), 1);
+    const LaunchResult r = launch(spec(3, {"sh", "-c",
+                                           "echo $RIGEL_RANK $RIGEL_WORLD_SIZE $RIGEL_LOCAL_RANK "
+                                           "$(test -d \"$RIGEL_RENDEZVOUS\" && echo dir) > "
+                                           "$RIGEL_TEST_OUT/rank_$RIGEL_RANK"}));
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.first_failed, -1);
+    for (int rank = 0; rank < 3; ++rank)
+        EXPECT_EQ(read(out / ("rank_" + std::to_string(rank))),
+                  std::to_string(rank) + " 3 " + std::to_string(rank) + " dir\n");
+    std::filesystem::remove_all(out);
+}
+
+TEST(DistLaunch, OneFailureStopsTheOthersAndIsReported) {
+    const auto start = std::chrono::steady_clock::now();
+    const LaunchResult r = launch(spec(3, {"sh", "-c", "if [ \"$RIGEL_RANK\" = 1 ]; then exit 3; fi; sleep 30"}));
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_EQ(r.first_failed, 1);
+    EXPECT_LT(took, 10.0);  // the sleepers were stopped, not waited for
+    EXPECT_EQ(launch(spec(1, {"rigel-no-such-program"})).exit_code, 127);
+    EXPECT_FALSE(check(spec(0, {"true"})).empty());
+    EXPECT_FALSE(check(spec(2, {})).empty());
+}
+
+TEST(DistPartition, BucketsHoldWholeTensorsInBackwardOrder) {
+    // GPT-2-like sizes in the order the backward pass finishes them.
+    const std::vector<Range> t{{100, 600}, {600, 650}, {0, 100}, {650, 2650}, {2650, 2660}};
+    const std::vector<Bucket> b = plan_buckets(t, 500);
+    ASSERT_EQ(b.size(), 3u);
+    EXPECT_EQ(b[0].tensors, (std::vector<std::size_t>{0}));
+    EXPECT_EQ(b[1].tensors, (std::vector<std::size_t>{1, 2, 3}));
+    EXPECT_EQ(b[2].tensors, (std::vector<std::size_t>{4}));
+    std::size_t total = 0;
+    for (const Bucket& x : b) total += x.elems;
+    EXPECT_EQ(total, 2660u);
+    EXPECT_THROW(plan_buckets(t, 0), std::invalid_argument);
+}
+
+TEST(DistPartition, ShardsCoverTheVectorInRankOrderOnAlignedBoundaries) {
+    for (std::size_t n : {0ul, 1ul, 7ul, 1000ul, 124'475'904ul})
+        for (int world : {1, 2, 3, 8})
+            for (std::size_t align : {1ul, 4ul, 8ul}) {
+                std::size_t next = 0;
+                for (int r = 0; r < world; ++r) {
+                    const Range s = shard(n, world, r, align);
+                    EXPECT_EQ(s.begin, next) << n << " " << world << " " << r;
+                    EXPECT_TRUE(s.begin % align == 0 || s.begin == n);
+                    EXPECT_LE(s.size(), (n + world - 1) / world + align);
+                    next = s.end;
+                }
+                EXPECT_EQ(next, n);
+            }
+    EXPECT_THROW(shard(10, 2, 2, 4), std::invalid_argument);
+    EXPECT_THROW(shard(10, 0, 0, 4), std::invalid_argument);
+}
