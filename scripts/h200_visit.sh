@@ -6,7 +6,7 @@
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
-# [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled]
+# [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -405,6 +405,32 @@ if has train_full; then
     done
     rm -f "$OUT/full.ckpt"
   fi
+fi
+
+# Several GPUs on the one the H200 machine has: `rigel launch --nproc 1`
+# takes the data-parallel path (the gradients through NCCL, a sum over one
+# rank), so its losses must follow a plain run's from the same weights within
+# the run-to-run noise of the attention backward's atomics; then NCCL's
+# all-reduce probe on one rank.
+if has dist_one; then
+  data=${DATA:-../data/shakespeare}
+  dp=(--model gpt2 --backend cuda --data "$data/train.bin" --batch 16 --seq 1024 --steps 6 --warmup 2 --lr 6e-4)
+  rm -f "$OUT"/dp_*.ckpt
+  log "dist: one rank under launch"
+  $RIGEL train run "${dp[@]}" --init-only --checkpoint "$OUT/dp_init.ckpt" > "$OUT/dist_one.txt" 2>&1
+  cp "$OUT/dp_init.ckpt" "$OUT/dp_plain.ckpt"; cp "$OUT/dp_init.ckpt" "$OUT/dp_launch.ckpt"
+  mkdir -p "$OUT/dp_plain" "$OUT/dp_launch"
+  timeout -s INT 200 $RIGEL train run "${dp[@]}" --resume --checkpoint "$OUT/dp_plain.ckpt" --out "$OUT/dp_plain" \
+    >> "$OUT/dist_one.txt" 2>&1
+  summary+=("dist: plain run rc $?")
+  timeout -s INT 200 $RIGEL launch --nproc 1 -- $RIGEL train run "${dp[@]}" --resume --checkpoint "$OUT/dp_launch.ckpt" \
+    --out "$OUT/dp_launch" >> "$OUT/dist_one.txt" 2>&1
+  summary+=("dist: launched run rc $?")
+  summary+=("dist: losses plain vs launched: $(paste -d, <(cut -d, -f5 "$OUT"/dp_plain/*_train_gpt2_cuda.csv) \
+    <(cut -d, -f5 "$OUT"/dp_launch/*_train_gpt2_cuda.csv) | tail -n +2 | tr '\n' ' ')")
+  timeout -s INT 120 $RIGEL launch --nproc 1 -- $RIGEL dist allreduce --out "$OUT" >> "$OUT/dist_one.txt" 2>&1
+  summary+=("dist: allreduce rc $?")
+  rm -f "$OUT"/dp_*.ckpt
 fi
 
 # GPT-2 small on the corpus: rigel's cuda backend and PyTorch (eager, then

@@ -11,12 +11,15 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/device_runs.hpp"
+#include "dist/nccl_sync.hpp"
+#include "dist/rendezvous.hpp"
 #include "harness/interrupt.hpp"
 #include "train/checkpoint.hpp"
 #include "train/layer_check.hpp"
@@ -156,17 +159,34 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     o.profile = a.profile;
     if (const std::string why = train::check(o); !why.empty()) throw std::invalid_argument(why);
 
+    // Several ranks (`rigel launch`): data parallel over NCCL, rank 0 the one
+    // that prints, logs and checkpoints.
+    const dist::RankInfo rank = dist::rank_from_env();
+    if (rank.world > 1 && !on_device)
+        throw std::invalid_argument("the reference backend runs in one process: launch --backend cuda on several GPUs");
+    if (rank.world > 1 && o.profile) throw std::invalid_argument("--profile times one process: run it without launch");
     std::unique_ptr<Executor> ex =
         on_device ? sm90_device("rigel's training") : make_host_executor();
+    // Under `rigel launch` the gradients go through NCCL even on one rank
+    // (its sum is the identity), so one GPU exercises the data-parallel path.
+    std::unique_ptr<train::GradientSync> sync;
+    if (on_device && !rank.rendezvous.empty()) {
+        sync = dist::make_nccl_sync(rank);
+        o.sync = sync.get();
+    }
+    const bool speaks = rank.rank == 0;
     install_stop_handlers();
-    RunFiles files(a.out, log_header(), "train_log", "train_" + a.model + "_" + a.backend, a.model, o.seed, *ex);
+    RunFiles files(speaks ? a.out : std::string(), log_header(), "train_log", "train_" + a.model + "_" + a.backend,
+                   a.model, o.seed, *ex);
     auto backend = on_device ? train::make_cuda_backend(o.model, o.batch, o.seq, a.backend == "cuda-vendor")
                                        : train::make_reference_backend(o.model);
     std::vector<std::vector<std::string>> cells;
     train::train(o, *backend, [&](const train::StepLog& l) {
+        if (!speaks) return;
         if (cells.empty())  // the files and the checkpoint were accepted
             say("training " + a.model + " (" + std::to_string(train::param_layout(o.model).total) + " parameters) on " +
-                backend->name() + ", " + std::to_string(o.batch * o.seq * o.accumulation) + " tokens per step");
+                backend->name() + (rank.world > 1 ? " x " + std::to_string(rank.world) + " ranks" : "") + ", " +
+                std::to_string(o.batch * o.seq * o.accumulation * rank.world) + " tokens per step");
         std::printf("step %5lld/%lld  loss %.4f%s  lr %.3g  norm %.3f  %.0f tok/s%s%s\n",
                     static_cast<long long>(l.step), static_cast<long long>(o.steps), l.loss,
                     l.has_val ? ("  val " + num(l.val_loss)).c_str() : "", l.lr, l.grad_norm, l.tokens_per_s,
@@ -186,6 +206,7 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
         d.str("model", a.model).str("backend", backend->name()).integer("steps", o.steps);
         files.write(cells, d, l.step == o.steps);
     });
+    if (!speaks) return 0;
     files.report(cells.size());
     if (o.profile && !o.init_only)
         report_profile(backend->phase_times(), a.out, "profile_" + a.model + "_" + a.backend, a.model, o.seed, *ex);

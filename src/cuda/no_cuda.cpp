@@ -5,6 +5,7 @@
 #include "attention/driver.hpp"
 #include "cuda/hopper/block_scaled.hpp"
 #include "dist/allreduce.hpp"
+#include "dist/nccl_sync.hpp"
 #include "gemm/driver.hpp"
 #include "harness/executor.hpp"
 #include "ladder/rung.hpp"
@@ -124,5 +125,8 @@ void fp8_block_scaled_gemm(const BlockScaledProblem&) {
 namespace rigel::dist {
 std::vector<AllreduceRow> nccl_allreduce_sweep(const RankInfo&, const std::vector<std::uint64_t>&) {
     throw std::runtime_error("rigel was built without CUDA, so without NCCL");
+}
+std::unique_ptr<train::GradientSync> make_nccl_sync(const RankInfo&) {
+    throw std::runtime_error("rigel was built without CUDA, so without NCCL: one process only");
 }
 }  // namespace rigel::dist

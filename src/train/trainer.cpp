@@ -24,11 +24,18 @@ public:
         const std::vector<double> params(state_.params.begin(), state_.params.end());
         std::vector<double> sum(params.size(), 0.0), grads;
         StepStats st;
+        const double count = static_cast<double>(micro.size()) * o.world();  // every rank's micro-batches
         for (const Batch& b : micro) {
-            st.loss += ref::loss(config_, params, b.inputs, b.targets, o.batch, o.seq, &grads) / micro.size();
-            for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += grads[i] / static_cast<double>(micro.size());
+            st.loss += ref::loss(config_, params, b.inputs, b.targets, o.batch, o.seq, &grads) / count;
+            for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += grads[i] / count;
         }
-        const std::vector<float> g(sum.begin(), sum.end());
+        std::vector<float> g(sum.begin(), sum.end());
+        if (o.sync) {
+            o.sync->sum(g.data(), g.size(), nullptr);
+            float loss = static_cast<float>(st.loss);
+            o.sync->sum(&loss, 1, nullptr);
+            st.loss = loss;
+        }
         st.grad_norm = global_norm(g);
         adamw_step(state_.params, g, state_.m, state_.v, mask_, o.adamw, lr, t, clip_factor(st.grad_norm, o.clip));
         return st;
@@ -48,8 +55,10 @@ private:
 // The options a checkpoint records, as text (JSON), and compares on resume:
 // a run continues only with the batch shape and data it started with.
 std::string options_text(const TrainOptions& o) {
+    // The accumulation over all ranks: a run resumes with any number of ranks
+    // that keeps the global batch (world x accumulation).
     return "{\"train_file\": \"" + o.train_file.filename().string() + "\", \"batch\": " + std::to_string(o.batch) +
-           ", \"seq\": " + std::to_string(o.seq) + ", \"accumulation\": " + std::to_string(o.accumulation) +
+           ", \"seq\": " + std::to_string(o.seq) + ", \"accumulation\": " + std::to_string(o.accumulation * o.world()) +
            ", \"seed\": " + std::to_string(o.seed) + "}";
 }
 
@@ -114,7 +123,7 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
                 throw std::invalid_argument("the checkpoint's folder " + o.checkpoint.parent_path().string() +
                                             " cannot be made: " + ec.message());
         }
-        if (!o.checkpoint.empty() && std::filesystem::exists(o.checkpoint))
+        if (!o.checkpoint.empty() && o.rank() == 0 && std::filesystem::exists(o.checkpoint))
             throw std::invalid_argument(o.checkpoint.string() + " exists: pass --resume to continue it, or name "
                                         "another file");
         const std::vector<double> init = ref::init_params(o.model, o.seed);
@@ -126,7 +135,7 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
     backend.load(state);
 
     const auto write_checkpoint = [&](std::int64_t step) {
-        if (o.checkpoint.empty()) return false;
+        if (o.checkpoint.empty() || o.rank() != 0) return false;
         ModelState s = backend.save();
         save_checkpoint(o.checkpoint, Checkpoint{.config = o.model,
                                                  .step = step,
@@ -146,15 +155,19 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
     const std::int64_t end = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
     for (std::int64_t step = done + 1; step <= end; ++step) {
         const auto t0 = std::chrono::steady_clock::now();
+        // Every rank reads the step's world x accumulation batches and keeps its own share.
         std::vector<Batch> micro;
-        for (int i = 0; i < o.accumulation; ++i) micro.push_back(loader.next_batch());
+        for (int i = 0; i < o.accumulation * o.world(); ++i) {
+            Batch b = loader.next_batch();
+            if (i % o.world() == o.rank()) micro.push_back(std::move(b));
+        }
         if (o.profile && step == done + 2) backend.set_profiling(true);  // the first step warms up
         StepLog log{.step = step, .lr = learning_rate(step - 1, o.lr, o.warmup, o.steps, o.final_lr_fraction)};
         const StepStats st = backend.step(micro, log.lr, step, o);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         log.loss = st.loss;
         log.grad_norm = st.grad_norm;
-        log.tokens_per_s = static_cast<double>(o.batch) * o.seq * o.accumulation / seconds;
+        log.tokens_per_s = static_cast<double>(o.batch) * o.seq * o.accumulation * o.world() / seconds;
         log.flops_per_s = training_flops_per_token(o.model, o.seq) * log.tokens_per_s;
         log.peak_memory = backend.peak_memory_bytes();
         log.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -20,6 +20,23 @@
 
 namespace rigel::train {
 
+// Data parallelism (one process per GPU, `rigel launch`): what a step needs
+// from the other ranks. Each rank takes every world-th of the step's
+// world x accumulation micro-batches, so N ranks see exactly the batches one
+// process sees with N times the accumulation; their gradients are summed here
+// before the norm, and every rank then takes the same AdamW step on the same
+// state (no broadcast needed). src/cuda/dist: NCCL's; the host tests: threads.
+class GradientSync {
+public:
+    virtual ~GradientSync() = default;
+    virtual int world() const = 0;
+    virtual int rank() const = 0;
+    // Sums n floats over the ranks, in place; every rank gets the sum. The
+    // memory is the backend's own kind (the device backend's: device memory,
+    // on its stream, which `stream` names; the reference backend's: host).
+    virtual void sum(float* data, std::size_t n, void* stream) = 0;
+};
+
 struct TrainOptions {
     std::filesystem::path train_file, val_file;  // val_file empty: no validation
     Gpt2Config model{};
@@ -38,6 +55,9 @@ struct TrainOptions {
     std::int64_t val_every = 0;              // and at the end; 0: only at the end
     int val_batches = 4;
     bool profile = false;  // the backend times its phases from the second step on (TrainBackend::phase_times)
+    GradientSync* sync = nullptr;  // several ranks; null: one process
+    int world() const { return sync ? sync->world() : 1; }
+    int rank() const { return sync ? sync->rank() : 0; }
 };
 
 // Empty when the options make sense together, else one sentence.
@@ -69,8 +89,9 @@ public:
     virtual std::string name() const = 0;
     virtual void load(const ModelState& s) = 0;
     virtual ModelState save() = 0;
-    // Forward and backward over the micro-batches (gradients averaged), the
-    // global norm, clipping to `clip`, then AdamW step t at `lr`.
+    // Forward and backward over the micro-batches (gradients averaged over
+    // all ranks' micro-batches: o.sync sums them), the global norm, clipping
+    // to `clip`, then AdamW step t at `lr`. The loss is the mean over all ranks.
     virtual StepStats step(std::span<const Batch> micro, double lr, std::int64_t t, const TrainOptions& o) = 0;
     virtual double eval_loss(const Batch& b, const TrainOptions& o) = 0;
     // The forward pass alone over batch `b` (B x T tokens, as built): the
@@ -107,6 +128,9 @@ struct StepLog {
     bool checkpointed = false;
 };
 
+// With o.sync, every rank runs this with the same options: rank 0 alone
+// writes the checkpoint (every rank's state is the same), the log's tokens/s
+// count all ranks' tokens.
 // Runs the loop from step 1 (or, resuming, from the checkpoint's next step)
 // to o.steps (or o.stop_after, or the step that passes o.max_seconds; the
 // schedule is always o.steps long, so a run stopped and resumed equals one

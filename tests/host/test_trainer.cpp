@@ -5,12 +5,16 @@
 // run never writes over a checkpoint.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <barrier>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -205,4 +209,91 @@ TEST_F(TrainerTest, ProfilingStartsAtTheSecondStepOnlyWhenAskedFor) {
         EXPECT_EQ(backend.calls, asked ? 1 : 0);
         for (const auto& [t, profiled] : backend.steps_seen) EXPECT_EQ(profiled, asked && t >= 2) << "step " << t;
     }
+}
+
+namespace {
+
+// Ranks as threads: a sum is three meetings (reset, add, read back).
+class ThreadSync final : public GradientSync {
+public:
+    struct Shared {
+        explicit Shared(int world) : meet(world) {}
+        std::barrier<> meet;
+        std::mutex lock;
+        std::vector<double> total;
+    };
+    ThreadSync(Shared& s, int world, int rank) : s_(s), world_(world), rank_(rank) {}
+    int world() const override { return world_; }
+    int rank() const override { return rank_; }
+    void sum(float* data, std::size_t n, void*) override {
+        if (rank_ == 0) s_.total.assign(n, 0.0);
+        s_.meet.arrive_and_wait();
+        {
+            const std::lock_guard<std::mutex> g(s_.lock);
+            for (std::size_t i = 0; i < n; ++i) s_.total[i] += data[i];
+        }
+        s_.meet.arrive_and_wait();
+        for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<float>(s_.total[i]);
+        s_.meet.arrive_and_wait();
+    }
+
+private:
+    Shared& s_;
+    int world_, rank_;
+};
+
+}  // namespace
+
+// Data parallelism: two ranks with one micro-batch each see the batches one
+// process sees with an accumulation of 2 and end where it ends, within the
+// rounding of where the average is taken (the reference backend sums its own
+// micro-batches in float64, the ranks' sums meet in fp32); only rank 0 writes
+// the checkpoint, and its options resume one process with the same global batch.
+TEST_F(TrainerTest, TwoRanksMatchOneProcessWithTwiceTheAccumulation) {
+    TrainOptions one = options();
+    one.accumulation = 2;
+    std::vector<StepLog> one_logs;
+    const ModelState single = run(one, &one_logs);
+
+    ThreadSync::Shared shared(2);
+    ModelState states[2];
+    std::vector<StepLog> logs[2];
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 2; ++r)
+        ranks.emplace_back([&, r] {
+            ThreadSync sync(shared, 2, r);
+            TrainOptions o = options();
+            o.sync = &sync;
+            o.checkpoint = dir_ / "dp.ckpt";
+            states[r] = run(o, &logs[r]);
+        });
+    for (std::thread& t : ranks) t.join();
+
+    EXPECT_TRUE(same_bits(states[0].params, states[1].params));  // the ranks never drift apart
+    ASSERT_EQ(states[0].params.size(), single.params.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < single.params.size(); ++i)
+        worst = std::max(worst, std::fabs(static_cast<double>(states[0].params[i]) - single.params[i]));
+    EXPECT_LT(worst, 1e-5);
+    ASSERT_EQ(logs[0].size(), one_logs.size());
+    for (std::size_t s = 0; s < one_logs.size(); ++s) EXPECT_NEAR(logs[0][s].loss, one_logs[s].loss, 1e-5);
+    EXPECT_TRUE(logs[0].back().checkpointed);
+    EXPECT_FALSE(logs[1].back().checkpointed);
+
+    // The checkpoint resumes in one process with accumulation 2 (the same global batch).
+    TrainOptions more = options();
+    more.accumulation = 2;
+    more.steps = 8;
+    more.checkpoint = dir_ / "dp.ckpt";
+    more.resume = true;
+    EXPECT_THROW(run(more), std::invalid_argument);  // nothing left of 8 steps
+    more.steps = 10;
+    more.stop_after = 0;
+    TrainOptions wrong = more;
+    wrong.accumulation = 1;
+    EXPECT_THROW(run(wrong), std::invalid_argument);  // another global batch
+    std::vector<StepLog> resumed;
+    run(more, &resumed);
+    ASSERT_EQ(resumed.size(), 2u);
+    EXPECT_EQ(resumed.front().step, 9);
 }

@@ -1,6 +1,5 @@
-// NCCL's all-reduce timed on every rank (src/dist/allreduce.hpp), and the
-// communicator built over `rigel launch`'s rendezvous. Compiled against NCCL
-// when CMake finds it (RIGEL_HAVE_NCCL); otherwise the sweep says so.
+// NCCL's all-reduce timed on every rank (src/dist/allreduce.hpp). Compiled
+// against NCCL when CMake finds it (RIGEL_HAVE_NCCL); otherwise the sweep says so.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -9,46 +8,15 @@
 #include <vector>
 
 #include "cuda/check.cuh"
+#include "cuda/dist/nccl_comm.cuh"
 #include "dist/allreduce.hpp"
-
-#if RIGEL_HAVE_NCCL
-#include <nccl.h>
-#endif
 
 namespace rigel::dist {
 
 #if RIGEL_HAVE_NCCL
-namespace {
-
-void nccl_check(ncclResult_t r, const char* what) {
-    if (r != ncclSuccess) throw std::runtime_error(std::string(what) + " failed: " + ncclGetErrorString(r));
-}
-
-// Rank 0 makes the unique id and publishes it; the others read it (a minute at most).
-ncclUniqueId unique_id(const RankInfo& r) {
-    ncclUniqueId id{};
-    if (r.world == 1) {
-        nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-        return id;
-    }
-    if (r.rank == 0) {
-        nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-        publish(r.rendezvous, "nccl_id", std::string(reinterpret_cast<const char*>(&id), sizeof id));
-        return id;
-    }
-    const std::string bytes = wait_for(r.rendezvous, "nccl_id", 60.0);
-    if (bytes.size() != sizeof id) throw std::runtime_error("the rendezvous's nccl_id has the wrong size");
-    std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(&id));
-    return id;
-}
-
-}  // namespace
 
 std::vector<AllreduceRow> nccl_allreduce_sweep(const RankInfo& r, const std::vector<std::uint64_t>& sizes) {
-    RIGEL_CUDA_CHECK(cudaSetDevice(r.local_rank));
-    const ncclUniqueId id = unique_id(r);
-    ncclComm_t comm = nullptr;
-    nccl_check(ncclCommInitRank(&comm, r.world, id, r.rank), "ncclCommInitRank");
+    ncclComm_t comm = make_nccl_comm(r);
     const std::uint64_t largest = sizes.empty() ? 4 : *std::max_element(sizes.begin(), sizes.end());
     float* buf = nullptr;
     cudaStream_t stream = nullptr;

@@ -218,13 +218,24 @@ public:
         RIGEL_CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.size() * sizeof(float), stream_));
         other("zero_grads");
         StepStats st;
+        const double count = static_cast<double>(micro.size()) * o.world();  // every rank's micro-batches
         for (const Batch& b : micro) {
             upload(b);
             other("upload");
             forward();
-            st.loss += mean_loss() / static_cast<double>(micro.size());
+            st.loss += mean_loss() / count;
             other("loss_readback");
-            backward(1.0f / static_cast<float>(N_ * micro.size()));
+            backward(1.0f / static_cast<float>(N_ * micro.size() * static_cast<std::size_t>(o.world())));
+        }
+        if (o.sync) {  // the ranks' gradients (and losses) summed, on this stream
+            o.sync->sum(grads_.get(), grads_.size(), stream_);
+            float loss = static_cast<float>(st.loss);
+            RIGEL_CUDA_CHECK(cudaMemcpyAsync(sum_sq_.get(), &loss, sizeof(float), cudaMemcpyHostToDevice, stream_));
+            o.sync->sum(sum_sq_.get(), 1, stream_);
+            RIGEL_CUDA_CHECK(cudaMemcpyAsync(&loss, sum_sq_.get(), sizeof(float), cudaMemcpyDeviceToHost, stream_));
+            RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            st.loss = loss;
+            other("gradient_sync");
         }
         RIGEL_CUDA_CHECK(cudaMemsetAsync(sum_sq_.get(), 0, sizeof(float), stream_));
         cuda::train::sum_squares(sum_sq_.get(), grads_.get(), static_cast<std::int64_t>(grads_.size()), stream_);
