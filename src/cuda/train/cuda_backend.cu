@@ -181,7 +181,11 @@ public:
             vendor_attention_ = attention_refusal_.empty();
         }
     }
-    ~CudaBackend() override { cudaStreamDestroy(stream_); }
+    ~CudaBackend() override {
+        if (comm_) (void)cudaStreamDestroy(comm_);
+        if (layer_done_) (void)cudaEventDestroy(layer_done_);
+        cudaStreamDestroy(stream_);
+    }
 
     std::string name() const override {
         if (!vendor_) return "cuda (rigel's GEMM library, attention and training kernels)";
@@ -219,22 +223,29 @@ public:
         other("zero_grads");
         StepStats st;
         const double count = static_cast<double>(micro.size()) * o.world();  // every rank's micro-batches
-        for (const Batch& b : micro) {
-            upload(b);
+        if (o.sync && !comm_) {
+            RIGEL_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
+            RIGEL_CUDA_CHECK(cudaEventCreateWithFlags(&layer_done_, cudaEventDisableTiming));
+        }
+        for (std::size_t i = 0; i < micro.size(); ++i) {
+            upload(micro[i]);
             other("upload");
             forward();
             st.loss += mean_loss() / count;
             other("loss_readback");
-            backward(1.0f / static_cast<float>(N_ * micro.size() * static_cast<std::size_t>(o.world())));
+            // On the step's last micro-batch each layer's gradients are final as the pass leaves it.
+            backward(1.0f / static_cast<float>(N_ * micro.size() * static_cast<std::size_t>(o.world())),
+                     i + 1 == micro.size() ? o.sync : nullptr);
         }
-        if (o.sync) {  // the ranks' gradients (and losses) summed, on this stream
-            o.sync->sum(grads_.get(), grads_.size(), stream_);
+        if (o.sync) {  // the losses summed after the gradients, then the norm waits for every sum
             float loss = static_cast<float>(st.loss);
-            RIGEL_CUDA_CHECK(cudaMemcpyAsync(sum_sq_.get(), &loss, sizeof(float), cudaMemcpyHostToDevice, stream_));
-            o.sync->sum(sum_sq_.get(), 1, stream_);
-            RIGEL_CUDA_CHECK(cudaMemcpyAsync(&loss, sum_sq_.get(), sizeof(float), cudaMemcpyDeviceToHost, stream_));
-            RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            RIGEL_CUDA_CHECK(cudaMemcpyAsync(sum_sq_.get(), &loss, sizeof(float), cudaMemcpyHostToDevice, comm_));
+            o.sync->sum(sum_sq_.get(), 1, comm_);
+            RIGEL_CUDA_CHECK(cudaMemcpyAsync(&loss, sum_sq_.get(), sizeof(float), cudaMemcpyDeviceToHost, comm_));
+            RIGEL_CUDA_CHECK(cudaStreamSynchronize(comm_));
             st.loss = loss;
+            RIGEL_CUDA_CHECK(cudaEventRecord(layer_done_, comm_));
+            RIGEL_CUDA_CHECK(cudaStreamWaitEvent(stream_, layer_done_, 0));
             other("gradient_sync");
         }
         RIGEL_CUDA_CHECK(cudaMemsetAsync(sum_sq_.get(), 0, sizeof(float), stream_));
@@ -455,9 +466,24 @@ private:
         return s / N_;
     }
 
+    // Data parallel, on the step's last micro-batch: the ranks' sums of tensors `ps` (of layer `layer`)
+    // on the communication stream, once this stream has finished them, so that they overlap the rest of
+    // the backward pass (which never writes them again).
+    void sum_when_done(GradientSync* sync, std::initializer_list<Param> ps, int layer = 0) {
+        if (!sync) return;
+        RIGEL_CUDA_CHECK(cudaEventRecord(layer_done_, stream_));
+        RIGEL_CUDA_CHECK(cudaStreamWaitEvent(comm_, layer_done_, 0));
+        for (Param p : ps) {
+            const bool layered = p != Param::wte && p != Param::wpe && p != Param::lnfw && p != Param::lnfb;
+            const std::int64_t n = layout_.count(p) / (layered ? c_.layers : 1);
+            sync->sum(grad(p, layer), static_cast<std::size_t>(n), comm_);
+        }
+    }
+
     // dlogits holds (softmax - onehot) per token; `dloss` (1 / tokens of the whole step) scales it here,
-    // in the first product of the backward pass, through alpha.
-    void backward(float dloss) {
+    // in the first product of the backward pass, through alpha. `sync` (the step's last micro-batch of a
+    // data-parallel run): each layer's gradients summed over the ranks as soon as they are final.
+    void backward(float dloss, GradientSync* sync = nullptr) {
         const int C = this->C(), Vp = c_.padded_vocab_size;
         RIGEL_CUDA_CHECK(cudaMemsetAsync(dres_.get(), 0, dres_.size() * sizeof(bf16), stream_));
         other("zero_grads");
@@ -469,6 +495,7 @@ private:
         cuda::train::layernorm_backward(dres_.get(), grad(Param::lnfw), grad(Param::lnfb), dln_.get(), out_.get(),
                                         w16(Param::lnfw), meanf_.get(), rstdf_.get(), N_, C, stream_);
         other("layernorm_backward");
+        sum_when_done(sync, {Param::lnfw, Param::lnfb});
         for (int l = c_.layers - 1; l >= 0; --l) {
             Acts& a = acts_[static_cast<std::size_t>(l)];
             // x' = x2 + h Wfcproj^T + b: dres flows on to x2 unchanged.
@@ -504,10 +531,15 @@ private:
                                             a.in.get(), w16(Param::ln1w, l), a.mean1.get(), a.rstd1.get(), N_, C,
                                             stream_);
             other("layernorm_backward");
+            sum_when_done(sync,
+                          {Param::ln1w, Param::ln1b, Param::qkvw, Param::qkvb, Param::attprojw, Param::attprojb,
+                           Param::ln2w, Param::ln2b, Param::fcw, Param::fcb, Param::fcprojw, Param::fcprojb},
+                          l);
         }
         cuda::train::encoder_backward(grad(Param::wte), grad(Param::wpe), dres_.get(), tokens_.get(), N_, T_, C,
                                       stream_);
         other("encoder_backward");
+        sum_when_done(sync, {Param::wte, Param::wpe});  // the tied LM head's and the encoder's, last
     }
 
     Gpt2Config c_;
@@ -525,6 +557,8 @@ private:
              std::unique_ptr<gemm::Plan>>
         plans_;
     cudaStream_t stream_ = nullptr;
+    cudaStream_t comm_ = nullptr;      // data parallel: the gradient sums' stream
+    cudaEvent_t layer_done_ = nullptr;  // where this stream is when a sum may start
     double peak_ = 0;
     PhaseTimer prof_;
     bool vendor_ = false, vendor_attention_ = false;
