@@ -32,20 +32,22 @@ constexpr BlockModel kHalfModel{.block = 16,
                                 .c_in_first_block = true,
                                 .exp_rule = ExpRule::factors};
 
-// fp8 wgmma, as a hypothesis: MMA-Sim's Hopper parameters (32 products and C
-// in one step, 13 bits kept, truncation, the result truncated to 13 fraction
-// bits). rigel's probe measured the same but for the result's width
-// (1534/2048 with fp32's 23 bits). One difference left aside: MMA-Sim aligns
-// a subnormal factor at the type's smallest normal exponent, this model at
-// its own.
-constexpr BlockModel kFp8WgmmaHypothesis{.block = 32,
+// fp8 wgmma (e4m3): 32 products and C in one step, 13 bits kept, truncation,
+// the result truncated to 13 fraction bits. MMA-Sim's published Hopper
+// parameters; rigel's probe, once it also tried a result narrower than fp32,
+// measured the same model bit-identical on 2048/2048 single and 256/256
+// chained instructions (2026-12-01_da76df2_probes.csv; with fp32's 23 bits it
+// had matched 1534/2048). One difference left aside: MMA-Sim aligns a
+// subnormal factor at the type's smallest normal exponent, this model at its own.
+constexpr BlockModel kFp8WgmmaModel{.block = 32,
                                          .frac_bits = 13,
                                          .align = AlignCut::toward_zero,
                                          .out = Rounding::toward_zero,
                                          .c_in_first_block = true,
                                          .exp_rule = ExpRule::factors,
                                          .out_frac_bits = 13};
-constexpr std::string_view kMmaSim = "MMA-Sim's Hopper model (github.com/microsoft/MMA-Sim @ c785138), a hypothesis";
+constexpr std::string_view kFp8Source =
+    "rigel's accumulation probe (2048/2048 single, 256/256 chained, da76df2), the parameters of MMA-Sim's Hopper model";
 
 constexpr std::array kPaths{
     Path{"mma_sync_bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", DType::bf16, 16, kHalfModel,
@@ -57,8 +59,8 @@ constexpr std::array kPaths{
     Path{"wgmma_f16", "wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16", DType::f16, 16, kHalfModel,
          "the wgmma rungs (k30-k32, k35, k37) and the GEMM library's 16-bit kernels"},
     Path{"wgmma_e4m3", "wgmma.mma_async.sync.aligned.m64nNk32.f32.e4m3.e4m3", DType::e4m3, 32,
-         kFp8WgmmaHypothesis, "the fp8 wgmma rungs (k33, k34, k36, k38) and the GEMM library's fp8 kernels", false,
-         kMmaSim},
+         kFp8WgmmaModel, "the fp8 wgmma rungs (k33, k34, k36, k38) and the GEMM library's fp8 kernels", true,
+         kFp8Source},
 };
 
 // fp32 a + b, rounded to nearest even (the split-K reduction's adds).

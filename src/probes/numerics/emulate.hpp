@@ -10,11 +10,10 @@
 // adds the splits' fp32 partials in split order, rounding each add to nearest
 // (src/cuda/gemm/epilogue_kernel.cu). The models are the ones the H200 machine
 // measured bit-identical on random single and chained instructions
-// (FINDINGS.md, the accumulator section). The fp8 wgmma path (e4m3, the fp8
-// type the probes model) carries a hypothesis instead: MMA-Sim's published Hopper model, which differs from
-// rigel's incomplete measured one only in the result's width (13 fraction
-// bits, FINDINGS.md "rigel's models beside MMA-Sim's"); Path::measured says
-// which is which. Where a model's aligned sums fit a double (the
+// (FINDINGS.md, the accumulator section), the fp8 wgmma path's (e4m3, the
+// fp8 type the probes model) included since the probe tried a result of 13
+// fraction bits, MMA-Sim's (FINDINGS.md "rigel's models beside MMA-Sim's");
+// Path::measured marks a model the device has not reproduced yet. Where a model's aligned sums fit a double (the
 // 16-bit ones), a chain is added in doubles instead of exact sums: the same
 // bits (tests/host/test_emulate.cpp), about 9 ns per multiply-add.
 #pragma once
