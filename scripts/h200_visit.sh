@@ -354,8 +354,8 @@ if has emulate; then
     read -r path against <<< "$pair"
     emulate_one "$path" "$against" "$shapes" 90
   done
-  # The fp8 path's model is a hypothesis (MMA-Sim's): set against the fp8
-  # rungs, chained (k33) and promoted every 128 of K (k34), it is tested.
+  # The fp8 path's model (measured per instruction by the probe) at GEMM
+  # scale: set against the fp8 rungs, chained (k33) and promoted every 128 of K (k34).
   for against in k33_wgmma_fp8 k34_wgmma_fp8_promoted; do emulate_one wgmma_e4m3 "$against" "$fp8_shapes" 120; done
 fi
 
