@@ -2,9 +2,12 @@
 Hopper: FINDINGS.md's section "rigel's models beside MMA-Sim's".
 
 rigel's side comes from the newest committed probes file with the
-accumulation probe's "model assembled from these answers" rows (their detail
-names the model's parameters, as BlockModel::describe writes them, and their
-measured column how many random cases it reproduced). MMA-Sim's side is what
+accumulation probe's "model assembled from these answers" rows: the model's
+parameters and how many random cases it reproduced, from the row's typed
+model_* columns (files written before those columns existed state them only
+in the detail and measured text, which is read instead, as BlockModel::describe
+wrote it). A path that ptxas lowers to other instructions (mma.sync with fp8
+operands on sm_90) carries the lowering and one step's parameters. MMA-Sim's side is what
 its simulator sets for Hopper (the repository microsoft/MMA-Sim, commit
 c785138, mmasim/simulator/nv_ptx.py and arithmetic.py): mma and wgmma add all
 of an instruction's products and C in one fused step, with 25 fraction bits
@@ -40,13 +43,26 @@ def mmasim_model(path, dtype):
             "out_bits": 13 if fp8_wgmma else 23}
 
 
-def rigel_model(detail):
-    m = MODEL.search(detail)
+def rigel_model(t, i):
+    """The model of row i of probes table t, with its score, or None."""
+    if t.cell(i, "model_block"):
+        try:
+            return {"block": int(t.cell(i, "model_block")), "bits": int(t.cell(i, "model_frac_bits")),
+                    "align": t.cell(i, "model_align"), "out": t.cell(i, "model_out"), "c": t.cell(i, "model_c"),
+                    "factors": t.cell(i, "model_exp_rule") == "factors",
+                    "out_bits": int(t.cell(i, "model_out_frac_bits")), "lowering": t.cell(i, "model_lowering"),
+                    "score": tuple(int(t.cell(i, f"model_{k}")) for k in ("single_ok", "single_n", "chain_ok",
+                                                                           "chain_n"))}
+        except ValueError:
+            return None
+    m = MODEL.search(t.cell(i, "detail"))
     if not m:
         return None
+    score = SCORE.search(t.cell(i, "measured"))
     return {"block": int(m.group("block")), "bits": int(m.group("bits")), "align": m.group("align"),
             "out": m.group("out"), "c": m.group("c"), "factors": m.group("factors") is not None,
-            "out_bits": int(m.group("out_bits") or 23)}
+            "out_bits": int(m.group("out_bits") or 23), "lowering": "",
+            "score": tuple(int(g) for g in score.groups()) if score else None}
 
 
 def latest_models(probes):
@@ -81,20 +97,32 @@ def section(probes):
     summary = []
     for i in rows:
         path, dtype = t.cell(i, "path"), t.cell(i, "dtype")
-        mine, theirs = rigel_model(t.cell(i, "detail")), mmasim_model(path, dtype)
+        mine, theirs = rigel_model(t, i), mmasim_model(path, dtype)
         if mine is None or theirs is None:
             continue
-        score = SCORE.search(t.cell(i, "measured"))
-        complete = bool(score) and score.group(1) == score.group(2) and score.group(3) == score.group(4)
+        score = mine["score"]
+        complete = bool(score) and score[0] == score[1] and score[2] == score[3]
         differ = []
+        row = f"| {findings.md_cell(path)} | {dtype} |"
+        step = ""
+        if mine["lowering"]:
+            # MMA-Sim runs the instruction as one fused step; rigel measured it as other instructions.
+            differ.append("how the instruction runs")
+            out.append(f"{row} how the instruction runs | {findings.md_cell(mine['lowering'])}; "
+                       f"{findings.md_cell(mine['c'])} | one fused step of all {theirs['block']} products and C | "
+                       "**no** |")
+            step = "one step's "
         for key, label, show in PARAMS:
+            if mine["lowering"] and key == "c":
+                continue  # stated in the row above
             same = mine[key] == theirs[key]
             if not same:
-                differ.append(label)
-            out.append(f"| {findings.md_cell(path)} | {dtype} | {label} | {show(mine[key])} | {show(theirs[key])} | "
+                differ.append(step + label)
+            out.append(f"{row} {step}{label} | {show(mine[key])} | {show(theirs[key])} | "
                        f"{'yes' if same else '**no**'} |")
-        state = ("complete (" + t.cell(i, "measured") + ")") if complete else (
-            "incomplete (" + t.cell(i, "measured") + ")")
+        shown = (f"{score[0]}/{score[1]} single, {score[2]}/{score[3]} chained bit-identical" if score
+                 else t.cell(i, "measured"))
+        state = ("complete (" + shown + ")") if complete else ("incomplete (" + shown + ")")
         summary.append(f"- {findings.md_cell(path)} ({dtype}): rigel's model {state}; "
                        + ("every parameter agrees with MMA-Sim's." if not differ
                           else "differs from MMA-Sim's in " + ", ".join(differ) + "."))

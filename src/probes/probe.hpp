@@ -51,6 +51,22 @@ struct Finding {
     std::optional<std::uint64_t> clock_event_mask;  // OR of the NVML clock-event reasons seen
     std::string kernel;                  // symbol of the kernel that measured it
     double swept = kNotMeasured;         // the swept input of a row that belongs to a sweep (e.g. a gap)
+
+    // An accumulation model a row states (the accumulation probe's "model
+    // assembled" rows), each parameter a column of its own. For a path that
+    // ptxas lowers to other instructions, the parameters are one step's and
+    // `lowering` says how the steps and C are put together.
+    struct Model {
+        int block = 0;                  // products per alignment step
+        int frac_bits = 0;              // bits kept below the largest term's leading bit
+        int out_frac_bits = 23;         // the result's fraction bits
+        std::string align, out;         // the alignment cut and the result's rounding, in words
+        std::string c_joins;            // where C joins the sum, in words
+        std::string exp_rule;           // "factors" or "value": what a product is aligned by
+        std::string lowering;           // "" for one instruction's own model
+        int single_ok = 0, single_n = 0, chain_ok = 0, chain_n = 0;  // random cases reproduced bit for bit
+    };
+    std::optional<Model> model;
 };
 
 struct ProbeContext {

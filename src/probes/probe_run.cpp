@@ -94,23 +94,43 @@ std::vector<std::string> probe_csv_header() {
     return {"run_id",  "probe",        "path",     "dtype",         "quantity",   "measured", "expected",
             "unit",    "verified",     "relation", "doc_statement", "doc_source", "detail",   "value",
             "sm_clock_mhz", "power_w", "power_max_w", "temp_c", "clock_event_mask", "kernel",
-            "swept"};
+            "swept", "model_block", "model_frac_bits", "model_out_frac_bits", "model_align", "model_out", "model_c",
+            "model_exp_rule", "model_lowering", "model_single_ok", "model_single_n", "model_chain_ok",
+            "model_chain_n"};
 }
+
+namespace {
+
+// The model columns of a row: 12 cells, empty where the row states no model.
+std::vector<std::string> model_cells(const std::optional<Finding::Model>& m) {
+    if (!m) return std::vector<std::string>(12);
+    return {std::to_string(m->block),     std::to_string(m->frac_bits), std::to_string(m->out_frac_bits),
+            m->align,                     m->out,                       m->c_joins,
+            m->exp_rule,                  m->lowering,                  std::to_string(m->single_ok),
+            std::to_string(m->single_n),  std::to_string(m->chain_ok),  std::to_string(m->chain_n)};
+}
+
+}  // namespace
 
 std::vector<std::vector<std::string>> probe_csv_rows(const std::vector<ProbeRun>& runs, const std::string& run_id) {
     std::vector<std::vector<std::string>> rows;
     for (const ProbeRun& r : runs) {
         if (!r.error.empty()) {
-            rows.push_back({run_id, r.probe, "", "", "probe failed", "", "", "", "0", std::string(kErrorRelation), "",
-                            "", r.error, "", "", "", "", "", "", "", ""});
+            std::vector<std::string> row{run_id, r.probe, "", "", "probe failed", "", "", "", "0",
+                                         std::string(kErrorRelation), "", "", r.error, "", "", "", "", "", "", "", ""};
+            for (std::string& c : model_cells(std::nullopt)) row.push_back(std::move(c));
+            rows.push_back(std::move(row));
             continue;
         }
-        for (const Finding& f : r.findings)
-            rows.push_back({run_id, f.probe, f.path, f.dtype, f.quantity, f.measured, f.expected, f.unit,
-                            f.verified ? "1" : "0", std::string(name(f.relation)), f.doc_statement, f.doc_source,
-                            f.detail, number_cell(f.value), number_cell(f.sm_clock_mhz), number_cell(f.power_w),
-                            number_cell(f.power_max_w), number_cell(f.temp_c), mask_cell(f.clock_event_mask),
-                            f.kernel, number_cell(f.swept)});
+        for (const Finding& f : r.findings) {
+            std::vector<std::string> row{run_id, f.probe, f.path, f.dtype, f.quantity, f.measured, f.expected, f.unit,
+                                         f.verified ? "1" : "0", std::string(name(f.relation)), f.doc_statement,
+                                         f.doc_source, f.detail, number_cell(f.value), number_cell(f.sm_clock_mhz),
+                                         number_cell(f.power_w), number_cell(f.power_max_w), number_cell(f.temp_c),
+                                         mask_cell(f.clock_event_mask), f.kernel, number_cell(f.swept)};
+            for (std::string& c : model_cells(f.model)) row.push_back(std::move(c));
+            rows.push_back(std::move(row));
+        }
     }
     return rows;
 }

@@ -114,7 +114,9 @@ TEST(ProbeRows, HeaderIsTheTidySchema) {
               (std::vector<std::string>{"run_id", "probe", "path", "dtype", "quantity", "measured", "expected", "unit",
                                         "verified", "relation", "doc_statement", "doc_source", "detail", "value",
                                         "sm_clock_mhz", "power_w", "power_max_w", "temp_c", "clock_event_mask",
-                                        "kernel", "swept"}));
+                                        "kernel", "swept", "model_block", "model_frac_bits", "model_out_frac_bits",
+                                        "model_align", "model_out", "model_c", "model_exp_rule", "model_lowering",
+                                        "model_single_ok", "model_single_n", "model_chain_ok", "model_chain_n"}));
 }
 
 namespace {

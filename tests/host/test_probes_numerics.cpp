@@ -376,6 +376,16 @@ TEST(AccumulationBattery, RecoversEveryParameterOfAModelTensorCore) {
         const Finding& model = find(fs, "the model assembled");
         EXPECT_TRUE(starts(model.measured, "256/256 single, 32/32 chained"))
             << what << ": " << model.measured << " " << model.detail;
+        // The same model as typed columns (reproduce/mmasim_report.py reads these).
+        ASSERT_TRUE(model.model.has_value()) << what;
+        EXPECT_EQ(model.model->block, c.block) << what;
+        EXPECT_EQ(model.model->frac_bits, c.frac) << what;
+        EXPECT_EQ(model.model->align, "truncation toward zero") << what;
+        EXPECT_EQ(model.model->c_joins, c.c_in ? "C aligned with the first block" : "C added after the first block")
+            << what;
+        EXPECT_TRUE(model.model->lowering.empty()) << what;
+        EXPECT_EQ(model.model->single_ok, model.model->single_n) << what;
+        EXPECT_EQ(model.model->chain_ok, model.model->chain_n) << what;
     }
 }
 

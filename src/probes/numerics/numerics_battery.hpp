@@ -827,6 +827,7 @@ inline void PathProbe::model_check(std::vector<Finding>& out) {
             }
         }
     std::string best_text = best.describe();
+    std::optional<LoweredModel> best_lowered;
     // mma.sync with fp8 operands, which sm_90 runs as f16 HMMA steps: the
     // lowering's candidates (each step the f16 path's model as measured, 16
     // products aligned by their factors' exponents, 25 bits kept, truncated,
@@ -849,6 +850,7 @@ inline void PathProbe::model_check(std::vector<Finding>& out) {
                         if (s.single + s.chain > best_score.single + best_score.chain) {
                             best_score = s;
                             best_text = lm.describe();
+                            best_lowered = lm;
                         }
                     }
     }
@@ -865,6 +867,25 @@ inline void PathProbe::model_check(std::vector<Finding>& out) {
                  std::to_string(seq.single) + "/" + std::to_string(seq.chain);
     f.relation = DocRelation::fills_in;
     f.doc_statement = "accumulation order, rounding and subnormal handling are unspecified";
+    // The model's parameters as columns (the report reads these, not the words).
+    const BlockModel& step = best_lowered ? best_lowered->step : best;
+    Finding::Model cols;
+    cols.block = step.block;
+    cols.frac_bits = step.frac_bits;
+    cols.out_frac_bits = step.out_frac_bits;
+    cols.align = name(step.align);
+    cols.out = name(step.out);
+    cols.c_joins = step.c_in_first_block ? "C aligned with the first block" : "C added after the first block";
+    cols.exp_rule = step.exp_rule == ExpRule::factors ? "factors" : "value";
+    if (best_lowered) {
+        cols.lowering = "f16 HMMA steps of " + std::to_string(best_lowered->k_step) + " products" +
+                        (best_lowered->reversed ? ", the upper half first" : "");
+        cols.c_joins = best_lowered->first_c ? "C enters the first step"
+                                             : "C added last by an fp32 add rounded to nearest";
+    }
+    cols.single_ok = best_score.single, cols.single_n = n_single;
+    cols.chain_ok = best_score.chain, cols.chain_n = n_chain;
+    f.model = cols;
     f.detail = "model: " + best_text + ". Inputs: exponents " + std::to_string(elo) + ".." + std::to_string(ehi) +
                ", random significands and signs, 10% zeros; C fp32 with exponents " + std::to_string(2 * elo) + ".." +
                std::to_string(2 * ehi) + ", seed " + std::to_string(ctx_.seed) + "." +
