@@ -191,7 +191,8 @@ fi
 # The ladder steps run rigel's named suites (`rigel ladder --list-suites` shows
 # what each runs); each CSV and sidecar comes back named for its suite.
 suite() {  # suite STEP_FILE SUITE: append the run's table and log to STEP_FILE.txt/.err
-  $RIGEL ladder --suite "$2" --out "$OUT" >> "$OUT/$1.txt" 2>> "$OUT/$1.err"
+  # LADDER_PAIRED=1: each rung also against its vendor in paired samples (rigel ladder --paired).
+  $RIGEL ladder --suite "$2" ${LADDER_PAIRED:+--paired} --out "$OUT" >> "$OUT/$1.txt" 2>> "$OUT/$1.err"
   summary+=("$1 (suite $2): rc $?")
 }
 
@@ -254,7 +255,7 @@ fi
 # fp8 with DeepSeek-V3's block scales (k38's kernel) against float64, both
 # fp8 types, each problem also timed in paired samples against k34 (no
 # scales) and cuBLASLt's default fp8; then k38 beside k34 (unit scales) and
-# cuBLASLt in the ladder.
+# cuBLASLt in the ladder, each rung paired with cuBLASLt's default.
 if has blockscaled; then
   # BLOCKSCALED_TYPES and BLOCKSCALED_SHAPES narrow it for a short visit.
   for t in ${BLOCKSCALED_TYPES:-e4m3 e5m2}; do
@@ -265,7 +266,7 @@ if has blockscaled; then
   done
   log "ladder k34 k38 fp8"
   timeout -s INT 300 $RIGEL ladder --backend cuda --rungs k34_wgmma_fp8_promoted k38_wgmma_fp8_block_scaled vendor \
-    --dtype e4m3 --sizes 4096 8192 --out "$OUT" > "$OUT/ladder_blockscaled.txt" 2>&1
+    --dtype e4m3 --sizes 4096 8192 --paired --out "$OUT" > "$OUT/ladder_blockscaled.txt" 2>&1
   summary+=("ladder k34/k38 e4m3: rc $?")
 fi
 

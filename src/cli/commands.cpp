@@ -3,6 +3,7 @@
 // run (with a checkpoint of the result files after every shape and type) and
 // report (the printed table, the last write, the exit code).
 #include "cli/commands.hpp"
+#include "cli/device_runs.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -158,6 +159,7 @@ struct LadderArgs {
     std::string out;
     bool force = false;
     bool verify_only = false;
+    bool paired = false;
     bool list = false;
     std::string warmup, min_time;
     std::string suite;
@@ -335,6 +337,11 @@ LadderPlan plan_ladder(const LadderArgs& typed, const CLI::App& cmd) {
         throw std::invalid_argument("--threads is used by no selected rung (only parallel CPU rungs take it)");
     opts.force = a.force;
     opts.verify_only = a.verify_only;
+    if (a.paired && a.verify_only) throw std::invalid_argument("--paired times rungs; --verify-only times none");
+    opts.paired = a.paired;
+    // Pairs as the gemm and attention benches take them; --min-time lengthens both sides.
+    opts.paired_timing = kBenchTiming;
+    if (cmd.count("--min-time")) opts.paired_timing.min_time_s = parse_seconds("--min-time", a.min_time);
     opts.cpu_timing = kCpuTiming;
     opts.gpu_timing = kGpuTiming;
     for (TimingConfig* tc : {&opts.cpu_timing, &opts.gpu_timing}) {
@@ -515,6 +522,9 @@ int run(int argc, char** argv) {
                            num_text(kGpuTiming.max_time_s) + " s (GPU) unless --min-time is longer");
     ladder->add_flag("--force", la.force, "run rungs past their default size limit");
     ladder->add_flag("--verify-only", la.verify_only, "verify every rung; time none");
+    ladder->add_flag("--paired", la.paired,
+                     "also time each rung against its backend's vendor rung in paired samples (A B, B A, ...): "
+                     "the CSV's paired_ratio_* columns, above 1 the rung is faster");
     ladder->add_flag("--list", la.list, "list the rungs and what each adds (takes no other option)");
     ladder->add_flag("--list-suites", la.list_suites,
                      "list the suites, what each measures and the options it stands for (takes no other option)");

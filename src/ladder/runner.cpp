@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <span>
 #include <stdexcept>
 #include <thread>
 #include <unistd.h>
@@ -251,6 +252,44 @@ ResultRow run_one(const PlannedRun& p, GroupInputs& in, const LadderOptions& opt
     return row;
 }
 
+// LadderOptions::paired: each passing, timed rung of a group against the
+// primary vendor rung of its backend (on the CPU, with the same threading),
+// both on the group's inputs in buffers of their own, in paired samples.
+void pair_with_vendor(const PlannedGroup& g, std::span<ResultRow> rows, GroupInputs& in, const LadderOptions& opts,
+                      int threads, Progress& progress) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        ResultRow& row = rows[i];
+        if (row.status != Status::pass || row.timing.reps == 0 || row.vendor != VendorRank::none) continue;
+        std::size_t v = rows.size();
+        for (std::size_t j = 0; j < rows.size(); ++j)
+            if (rows[j].vendor == VendorRank::primary && rows[j].status == Status::pass &&
+                rows[j].backend == row.backend && (row.backend != "cpu" || rows[j].parallel == row.parallel))
+                v = j;
+        if (v == rows.size()) continue;
+        const Rung& r = *g.runs[i].rung;
+        const Rung& vendor = *g.runs[v].rung;
+        Executor& ex = *g.runs[i].executor;
+        const auto problem = [&](const Rung& x, DeviceBuffer& da, DeviceBuffer& db, DeviceBuffer& dc) {
+            const Operand& b = in.b_as(x.b_layout);
+            ex.upload(da.get(), in.a.bytes.data(), in.a.bytes.size());
+            ex.upload(db.get(), b.bytes.data(), b.bytes.size());
+            GemmProblem p = problem_of(x, ex, in.shape, in.type, threads);
+            p.a = da.get(), p.b = db.get(), p.c = dc.get();
+            return p;
+        };
+        DeviceBuffer ra(ex, in.a.bytes.size()), rb(ex, in.b_as(r.b_layout).bytes.size()), rc(ex, in.host_out.size());
+        DeviceBuffer va(ex, in.a.bytes.size()), vb(ex, in.b_as(vendor.b_layout).bytes.size()),
+            vc(ex, in.host_out.size());
+        const GemmProblem pr = problem(r, ra, rb, rc), pv = problem(vendor, va, vb, vc);
+        row.paired = measure_paired([&] { return ex.time_once([&] { r.run(pr); }); },
+                                    [&] { return ex.time_once([&] { vendor.run(pv); }); }, opts.paired_timing);
+        row.paired_vendor = vendor.id;
+        progress.say(row, "paired with " + std::string(vendor.id) + ": " + fmt("%.3f", row.paired.ratio_median) +
+                              " [" + fmt("%.3f", row.paired.ratio_p10) + ", " + fmt("%.3f", row.paired.ratio_p90) +
+                              "], " + std::to_string(row.paired.pairs) + " pairs");
+    }
+}
+
 }  // namespace
 
 std::string Shape::str() const {
@@ -430,12 +469,16 @@ std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext
     std::vector<ResultRow> rows;
     for (const PlannedGroup& group : plan.groups) {
         GroupInputs in(group, opts, plan.threads, progress);
+        const std::size_t first = rows.size();
         for (const PlannedRun& run : group.runs) {
             // A stop request (SIGINT, SIGTERM) ends the run between measurements.
             if (ctx.should_stop && ctx.should_stop()) break;
             rows.push_back(run_one(run, in, opts, plan.threads, progress));
             rows.back().host = host;
         }
+        if (opts.paired && !opts.verify_only && rows.size() - first == group.runs.size() &&
+            !(ctx.should_stop && ctx.should_stop()))
+            pair_with_vendor(group, std::span<ResultRow>(rows).subspan(first), in, opts, plan.threads, progress);
         if (ctx.checkpoint) {
             std::vector<ResultRow> so_far = rows;
             fill_ratios(so_far);
@@ -469,7 +512,8 @@ std::vector<std::string> result_header() {
             "reason", "vendor", "time_median_s", "time_min_s", "time_p10_s", "time_p90_s", "noise_rel", "reps",
             "rate", "rate_unit", "x_over_naive", "pct_of_vendor", "err_rel_fro", "err_max_scaled", "tolerance",
             "checked_rows", "recipe", "seed", "input_hash", "output_hash", "sm_clock_mhz", "mem_clock_mhz",
-            "power_w", "power_max_w", "temp_c", "clock_event_mask", "throttled"};
+            "power_w", "power_max_w", "temp_c", "clock_event_mask", "throttled", "paired_vendor",
+            "paired_ratio_median", "paired_ratio_p10", "paired_ratio_p90", "paired_pairs"};
 }
 
 std::vector<std::string> result_cells(const ResultRow& r, const std::string& run_id, Recipe recipe,
@@ -497,7 +541,10 @@ std::vector<std::string> result_cells(const ResultRow& r, const std::string& run
             ran ? hex(r.verdict.out_hash) : "", d.valid ? num(d.sm_clock_mhz) : "",
             d.valid ? num(d.mem_clock_mhz) : "", d.valid ? num(d.power_w) : "", d.valid ? num(d.power_max_w) : "",
             d.valid ? num(d.temp_c) : "", d.valid ? hex(d.clock_event_mask) : "",
-            d.valid ? (d.throttled ? "1" : "0") : ""};
+            d.valid ? (d.throttled ? "1" : "0") : "", r.paired_vendor,
+            r.paired.pairs > 0 ? num(r.paired.ratio_median) : "", r.paired.pairs > 0 ? num(r.paired.ratio_p10) : "",
+            r.paired.pairs > 0 ? num(r.paired.ratio_p90) : "",
+            r.paired.pairs > 0 ? std::to_string(r.paired.pairs) : ""};
 }
 
 }  // namespace rigel

@@ -12,6 +12,7 @@
 #include "core/recipe.hpp"
 #include "core/reference.hpp"
 #include "harness/executor.hpp"
+#include "harness/paired.hpp"
 #include "harness/timing.hpp"
 #include "ladder/rung.hpp"
 
@@ -40,6 +41,11 @@ struct LadderOptions {
     TimingConfig gpu_timing;
     bool force = false;                 // run rungs past their default size limit
     bool verify_only = false;           // verify every rung, time none
+    // Each timed rung also against its backend's primary vendor rung in
+    // paired samples (harness/paired.hpp: A B, B A, ... under one clock), the
+    // ratio that a head-to-head claim needs; the single-sided rates stay.
+    bool paired = false;
+    PairedConfig paired_timing;
 };
 
 // What became of one rung at one shape and type. SKIP: refused or not
@@ -65,6 +71,10 @@ struct ResultRow {
     std::string host;    // the machine's host name
     std::string device;  // the executor's device: GPU name, or CPU model
     DeviceSample device_sample;
+    // LadderOptions::paired: this rung over the vendor rung `paired_vendor`
+    // (rate over rate, per pair; above 1 this rung is faster).
+    std::string paired_vendor;
+    PairedStats paired;
 };
 
 // The unit of ResultRow::gflops for a type: "Gflop/s", or "Gop/s" where the

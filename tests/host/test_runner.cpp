@@ -412,5 +412,28 @@ TEST(Runner, ExpectedMeasureTimeFollowsTheTimingRules) {
     EXPECT_NEAR(expected_measure_seconds(1, few), 1 + 2, 1e-9) << "max_reps caps the timed runs";
 }
 
+
+TEST(Runner, PairedTimesEachPassingRungAgainstItsVendorInPairs) {
+    Fixture f;
+    f.opts.paired = true;
+    f.opts.paired_timing = PairedConfig{.warmup_s = 0, .min_time_s = 0, .min_pairs = 4, .max_pairs = 4,
+                                        .max_time_s = 1};
+    const auto rows = run_ladder(f.opts, f.ctx);
+    const ResultRow& naive = f.row(rows, "k01_cpu_naive", 8);
+    EXPECT_EQ(naive.paired_vendor, "t_vendor");
+    EXPECT_EQ(naive.paired.pairs, 4);
+    EXPECT_GT(naive.paired.ratio_median, 0);
+    EXPECT_EQ(cell(naive, "paired_vendor"), "t_vendor");
+    EXPECT_EQ(cell(naive, "paired_pairs"), "4");
+    // The vendor itself, a failing rung and a refused one are not paired.
+    EXPECT_EQ(f.row(rows, "t_vendor", 8).paired.pairs, 0);
+    EXPECT_EQ(cell(f.row(rows, "t_vendor", 8), "paired_ratio_median"), "");
+    EXPECT_EQ(f.row(rows, "t_wrong", 5).paired.pairs, 0);
+    EXPECT_EQ(f.row(rows, "t_even_k", 5).paired.pairs, 0);
+    // Without --paired nothing is.
+    Fixture plain;
+    for (const ResultRow& r : run_ladder(plain.opts, plain.ctx)) EXPECT_EQ(r.paired.pairs, 0) << r.rung;
+}
+
 }  // namespace
 }  // namespace rigel
