@@ -244,10 +244,12 @@ def baseline_for(rung, vendor_rows):
 def vendor_sweep_data(rows):
     """Own Hopper rungs against cuBLAS/cuBLASLt across shapes (the bench runs):
     one entry per (type, shape), each rung's latest measurement as a ratio to
-    its baseline measured in the same run. Returns (own rung ids, entries);
-    each entry is a dict with dtype, shape, ratios {rung: ratio}, best
-    (ratio, rung, baseline rung) or None, vendors (the latest run's vendor
-    rows) and files, ordered by type, then volume."""
+    its baseline measured in the same run: the paired ratio (`rigel ladder
+    --paired`) where the run took one against that baseline, else the ratio of
+    the two single-sided rates. Returns (own rung ids, entries); each entry is
+    a dict with dtype, shape, ratios {rung: ratio}, paired {rungs whose ratio
+    is paired}, best (ratio, rung, baseline rung) or None, vendors (the latest
+    run's vendor rows) and files, ordered by type, then volume."""
     ok = [r for r in rows if r["backend"] == "cuda" and r["status"] == "PASS" and r["_rate"] > 0
           and r["group"] in ("hopper", "vendor")]
     vendors_of_run = {}
@@ -268,20 +270,23 @@ def vendor_sweep_data(rows):
     entries = []
     for key in sorted(lines, key=volume):
         rs = lines[key]
-        ratios, best, files = {}, None, []
+        ratios, paired, best, files = {}, set(), None, []
         for rid in own_ids:
             r = next((x for x in rs if x["rung"] == rid), None)
             base = baseline_for(rid, vendors_of_run[(r["run_id"], key[0], key[1])]) if r else None
             if not r or not base:
                 continue
             ratio = r["_rate"] / base["_rate"]
+            if r.get("paired_vendor") == base["rung"] and math.isfinite(fnum(r.get("paired_ratio_median", ""))):
+                ratio = fnum(r["paired_ratio_median"])
+                paired.add(rid)
             ratios[rid] = ratio
             if r["_file"] not in files:
                 files.append(r["_file"])
             if best is None or ratio > best[0]:
                 best = (ratio, rid, base["rung"])
         latest_run = max(rs, key=lambda x: x["run_id"])["run_id"]
-        entries.append({"dtype": key[0], "shape": key[1], "ratios": ratios, "best": best,
+        entries.append({"dtype": key[0], "shape": key[1], "ratios": ratios, "paired": paired, "best": best,
                         "vendors": vendors_of_run[(latest_run, key[0], key[1])], "files": files,
                         "machine": rs[0]["_machine"]})
     return own_ids, entries
@@ -293,7 +298,8 @@ def vendor_sweep_table(rows):
     out = ["| type | shape (MxNxK) | vendor (latest run) | " + " | ".join(own_ids) + " | best own / vendor | sources |",
            "|---|---|---|" + "---|" * len(own_ids) + "---|---|"]
     for e in entries:
-        cells = [f"{e['ratios'][rid]:.2f}x" if rid in e["ratios"] else "-" for rid in own_ids]
+        cells = [(f"{e['ratios'][rid]:.2f}x" + (" (paired)" if rid in e["paired"] else "")) if rid in e["ratios"]
+                 else "-" for rid in own_ids]
         vtext = ", ".join(f"{v['rung'].replace('vendor_', '')} {rate(v['_rate'], v['_ops'])}" for v in e["vendors"])
         best = e["best"]
         btext = f"{best[0]:.2f}x ({best[1]} / {best[2].replace('vendor_', '')})" if best else "-"
