@@ -171,7 +171,9 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
         log.flops_per_s = training_flops_per_token(o.model, o.seq) * log.tokens_per_s;
         log.peak_memory = backend.peak_memory_bytes();
         log.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        const bool out_of_time = o.max_seconds > 0 && log.elapsed_s >= o.max_seconds;
+        // Several ranks stop at the same step (one that stopped alone would leave the others waiting in a sum).
+        bool out_of_time = o.max_seconds > 0 && log.elapsed_s >= o.max_seconds;
+        if (o.sync && o.max_seconds > 0) out_of_time = o.sync->any(out_of_time);
         const bool last = step == end || out_of_time;
         if (val && (last || (o.val_every > 0 && step % o.val_every == 0))) {
             log.val_loss = validation_loss(o, *val, backend);

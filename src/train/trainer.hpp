@@ -35,6 +35,10 @@ public:
     // memory is the backend's own kind (the device backend's: device memory,
     // on its stream, which `stream` names; the reference backend's: host).
     virtual void sum(float* data, std::size_t n, void* stream) = 0;
+    // True on every rank when `local` is true on any (host values; blocks):
+    // a decision the ranks must take together, such as stopping at
+    // --max-seconds, which each rank's own clock would otherwise decide apart.
+    virtual bool any(bool local) = 0;
 };
 
 struct TrainOptions {

@@ -236,6 +236,11 @@ public:
         for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<float>(s_.total[i]);
         s_.meet.arrive_and_wait();
     }
+    bool any(bool local) override {
+        float f = local ? 1.0f : 0.0f;
+        sum(&f, 1, nullptr);
+        return f > 0;
+    }
 
 private:
     Shared& s_;
@@ -296,4 +301,24 @@ TEST_F(TrainerTest, TwoRanksMatchOneProcessWithTwiceTheAccumulation) {
     run(more, &resumed);
     ASSERT_EQ(resumed.size(), 2u);
     EXPECT_EQ(resumed.front().step, 9);
+}
+
+// --max-seconds under several ranks: the ranks stop at the same step (any
+// rank past the limit stops all), so none is left waiting in a sum.
+TEST_F(TrainerTest, RanksStopTogetherAtTheTimeLimit) {
+    ThreadSync::Shared shared(2);
+    std::vector<StepLog> logs[2];
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 2; ++r)
+        ranks.emplace_back([&, r] {
+            ThreadSync sync(shared, 2, r);
+            TrainOptions o = options();
+            o.sync = &sync;
+            // Rank 1 is out of time at once; rank 0 would run every step.
+            o.max_seconds = r == 1 ? 1e-9 : 1e9;
+            run(o, &logs[r]);
+        });
+    for (std::thread& t : ranks) t.join();
+    EXPECT_EQ(logs[0].size(), 1u);
+    EXPECT_EQ(logs[1].size(), 1u);
 }

@@ -16,8 +16,15 @@ namespace {
 
 class NcclSync final : public train::GradientSync {
 public:
-    explicit NcclSync(const RankInfo& r) : rank_(r), comm_(make_nccl_comm(r)) {}
-    ~NcclSync() override { (void)ncclCommDestroy(comm_); }
+    explicit NcclSync(const RankInfo& r) : rank_(r), comm_(make_nccl_comm(r)) {
+        RIGEL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        RIGEL_CUDA_CHECK(cudaMalloc(&flag_, sizeof(float)));
+    }
+    ~NcclSync() override {
+        (void)cudaFree(flag_);
+        (void)cudaStreamDestroy(stream_);
+        (void)ncclCommDestroy(comm_);
+    }
     NcclSync(const NcclSync&) = delete;
     NcclSync& operator=(const NcclSync&) = delete;
     int world() const override { return rank_.world; }
@@ -26,10 +33,20 @@ public:
         nccl_check(ncclAllReduce(data, data, n, ncclFloat, ncclSum, comm_, static_cast<cudaStream_t>(stream)),
                    "ncclAllReduce (the gradients)");
     }
+    bool any(bool local) override {
+        float f = local ? 1.0f : 0.0f;
+        RIGEL_CUDA_CHECK(cudaMemcpyAsync(flag_, &f, sizeof f, cudaMemcpyHostToDevice, stream_));
+        nccl_check(ncclAllReduce(flag_, flag_, 1, ncclFloat, ncclMax, comm_, stream_), "ncclAllReduce (a decision)");
+        RIGEL_CUDA_CHECK(cudaMemcpyAsync(&f, flag_, sizeof f, cudaMemcpyDeviceToHost, stream_));
+        RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        return f > 0;
+    }
 
 private:
     RankInfo rank_;
     ncclComm_t comm_;
+    cudaStream_t stream_ = nullptr;
+    float* flag_ = nullptr;
 };
 
 }  // namespace
