@@ -30,7 +30,7 @@ constexpr Gpt2Config kTiny{.layers = 2, .heads = 2, .channels = 16, .max_seq_len
                            .padded_vocab_size = 32};
 
 class TrainerTest : public ::testing::Test {
-protected:
+public:  // the data-parallel tests drive it from their rank threads
     void SetUp() override {
         dir_ = fs::temp_directory_path() / ("rigel_trainer_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
                                             "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -247,6 +247,22 @@ private:
     int world_, rank_;
 };
 
+// Two ranks as threads, each training with options() adjusted by `adjust`.
+template <class Fixture, class Adjust>
+void run_two_ranks(Fixture& f, Adjust adjust, ModelState (&states)[2], std::vector<StepLog> (&logs)[2]) {
+    ThreadSync::Shared shared(2);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 2; ++r)
+        ranks.emplace_back([&, r] {
+            ThreadSync sync(shared, 2, r);
+            TrainOptions o = f.options();
+            o.sync = &sync;
+            adjust(o, r);
+            states[r] = f.run(o, &logs[r]);
+        });
+    for (std::thread& t : ranks) t.join();
+}
+
 }  // namespace
 
 // Data parallelism: two ranks with one micro-batch each see the batches one
@@ -260,19 +276,9 @@ TEST_F(TrainerTest, TwoRanksMatchOneProcessWithTwiceTheAccumulation) {
     std::vector<StepLog> one_logs;
     const ModelState single = run(one, &one_logs);
 
-    ThreadSync::Shared shared(2);
     ModelState states[2];
     std::vector<StepLog> logs[2];
-    std::vector<std::thread> ranks;
-    for (int r = 0; r < 2; ++r)
-        ranks.emplace_back([&, r] {
-            ThreadSync sync(shared, 2, r);
-            TrainOptions o = options();
-            o.sync = &sync;
-            o.checkpoint = dir_ / "dp.ckpt";
-            states[r] = run(o, &logs[r]);
-        });
-    for (std::thread& t : ranks) t.join();
+    run_two_ranks(*this, [&](TrainOptions& o, int) { o.checkpoint = dir_ / "dp.ckpt"; }, states, logs);
 
     EXPECT_TRUE(same_bits(states[0].params, states[1].params));  // the ranks never drift apart
     ASSERT_EQ(states[0].params.size(), single.params.size());
@@ -306,19 +312,10 @@ TEST_F(TrainerTest, TwoRanksMatchOneProcessWithTwiceTheAccumulation) {
 // --max-seconds under several ranks: the ranks stop at the same step (any
 // rank past the limit stops all), so none is left waiting in a sum.
 TEST_F(TrainerTest, RanksStopTogetherAtTheTimeLimit) {
-    ThreadSync::Shared shared(2);
+    ModelState states[2];
     std::vector<StepLog> logs[2];
-    std::vector<std::thread> ranks;
-    for (int r = 0; r < 2; ++r)
-        ranks.emplace_back([&, r] {
-            ThreadSync sync(shared, 2, r);
-            TrainOptions o = options();
-            o.sync = &sync;
-            // Rank 1 is out of time at once; rank 0 would run every step.
-            o.max_seconds = r == 1 ? 1e-9 : 1e9;
-            run(o, &logs[r]);
-        });
-    for (std::thread& t : ranks) t.join();
+    // Rank 1 is out of time at once; rank 0 would run every step.
+    run_two_ranks(*this, [](TrainOptions& o, int r) { o.max_seconds = r == 1 ? 1e-9 : 1e9; }, states, logs);
     EXPECT_EQ(logs[0].size(), 1u);
     EXPECT_EQ(logs[1].size(), 1u);
 }
