@@ -427,8 +427,13 @@ if has dist_one; then
   timeout -s INT 200 $RIGEL launch --nproc 1 -- $RIGEL train run "${dp[@]}" --resume --checkpoint "$OUT/dp_launch.ckpt" \
     --out "$OUT/dp_launch" >> "$OUT/dist_one.txt" 2>&1
   summary+=("dist: launched run rc $?")
-  summary+=("dist: losses plain vs launched: $(paste -d, <(cut -d, -f5 "$OUT"/dp_plain/*_train_gpt2_cuda.csv) \
-    <(cut -d, -f5 "$OUT"/dp_launch/*_train_gpt2_cuda.csv) | tail -n +2 | tr '\n' ' ')")
+  cp "$OUT/dp_init.ckpt" "$OUT/dp_shard.ckpt"; mkdir -p "$OUT/dp_shard"
+  timeout -s INT 200 $RIGEL launch --nproc 1 -- $RIGEL train run "${dp[@]}" --resume --checkpoint "$OUT/dp_shard.ckpt" \
+    --shard-optimizer --out "$OUT/dp_shard" >> "$OUT/dist_one.txt" 2>&1
+  summary+=("dist: launched run with --shard-optimizer rc $?")
+  summary+=("dist: losses plain, launched, sharded: $(paste -d, <(cut -d, -f5 "$OUT"/dp_plain/*_train_gpt2_cuda.csv) \
+    <(cut -d, -f5 "$OUT"/dp_launch/*_train_gpt2_cuda.csv) <(cut -d, -f5 "$OUT"/dp_shard/*_train_gpt2_cuda.csv) |
+    tail -n +2 | tr '\n' ' ')")
   timeout -s INT 120 $RIGEL launch --nproc 1 -- $RIGEL dist allreduce --out "$OUT" >> "$OUT/dist_one.txt" 2>&1
   summary+=("dist: allreduce rc $?")
   rm -f "$OUT"/dp_*.ckpt

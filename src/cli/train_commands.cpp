@@ -49,7 +49,7 @@ struct RunArgs {
     std::string batch = "4", seq = "64", accumulation = "1", steps = "20", stop_after = "0", max_seconds = "0";
     std::string lr = "6e-4", warmup = "0", weight_decay = "0.1", clip = "1.0", seed = "1";
     std::string checkpoint_every = "0", val_every = "0", val_batches = "4";
-    bool resume = false, init_only = false, profile = false;
+    bool resume = false, init_only = false, profile = false, shard_optimizer = false;
 };
 
 // The models `--model` names: GPT-2 small, and a small one the host reference trains in seconds a step.
@@ -157,6 +157,7 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     o.resume = a.resume;
     o.init_only = a.init_only;
     o.profile = a.profile;
+    o.shard_optimizer = a.shard_optimizer;
     if (const std::string why = train::check(o); !why.empty()) throw std::invalid_argument(why);
 
     // Several ranks (`rigel launch`): data parallel over NCCL, rank 0 the one
@@ -169,6 +170,9 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
         on_device ? sm90_device("rigel's training") : make_host_executor();
     // Under `rigel launch` the gradients go through NCCL even on one rank
     // (its sum is the identity), so one GPU exercises the data-parallel path.
+    if (a.shard_optimizer && (!on_device || rank.rendezvous.empty()))
+        throw std::invalid_argument("--shard-optimizer shards AdamW's state over the ranks of `rigel launch` "
+                                    "(--backend cuda)");
     std::unique_ptr<train::GradientSync> sync;
     if (on_device && !rank.rendezvous.empty()) {
         sync = dist::make_nccl_sync(rank);
@@ -334,6 +338,9 @@ std::vector<SubcommandHook> add_train_commands(CLI::App& app) {
     run->add_option("--val-every", ra.val_every, "steps between validations (0: at the end only)")
         ->capture_default_str();
     run->add_option("--val-batches", ra.val_batches, "batches per validation")->capture_default_str();
+    run->add_flag("--shard-optimizer", ra.shard_optimizer,
+                  "ZeRO stage 1 under `rigel launch`: each rank keeps AdamW's moments for its shard of the "
+                  "parameters only and the ranks gather the updated weights");
     run->add_flag("--profile", ra.profile, "time each phase of the step on the device from the second step on (a "
                                            "synchronization per step) and report them, slowest first");
     run->add_option("--out", ra.out, "folder for the log CSV and its JSON sidecar (none: print only)");

@@ -34,5 +34,9 @@ std::vector<Bucket> plan_buckets(const std::vector<Range>& tensors, std::size_t 
 // n is small. Throws std::invalid_argument for world < 1, rank >= world or
 // align 0.
 Range shard(std::size_t n, int world, int rank, std::size_t align);
+// The size of every full shard of shard(n, world, ., align): world times it
+// covers n, so a buffer of world x shard_step elements holds every shard at
+// rank x shard_step (what an all-gather in place needs).
+std::size_t shard_step(std::size_t n, int world, std::size_t align);
 
 }  // namespace rigel::dist

@@ -7,18 +7,35 @@
 #include <optional>
 #include <stdexcept>
 
+#include "dist/partition.hpp"
 #include "train/checkpoint.hpp"
 #include "train/gpt2_reference.hpp"
 
 namespace rigel::train {
 namespace {
 
+// ZeRO stage 1 on host vectors: `x`'s shards, each up to date on its own
+// rank, gathered in place (padded to world x shard_step for the all-gather).
+void gather_shards(std::vector<float>& x, GradientSync& sync) {
+    const std::size_t step = dist::shard_step(x.size(), sync.world(), TrainOptions::kShardAlign);
+    std::vector<float> padded(step * static_cast<std::size_t>(sync.world()), 0.0f);
+    std::copy(x.begin(), x.end(), padded.begin());
+    sync.gather(padded.data(), step * sizeof(float), nullptr);
+    std::copy(padded.begin(), padded.begin() + static_cast<std::ptrdiff_t>(x.size()), x.begin());
+}
+
 class ReferenceBackend final : public TrainBackend {
 public:
     explicit ReferenceBackend(const Gpt2Config& c) : config_(c), mask_(decay_mask(c)) {}
     std::string name() const override { return "reference (float64 on the host)"; }
     void load(const ModelState& s) override { state_ = s; }
-    ModelState save() override { return state_; }
+    ModelState save() override {
+        if (sharded_) {  // the moments of the other ranks' shards (the weights are gathered every step)
+            gather_shards(state_.m, *sharded_);
+            gather_shards(state_.v, *sharded_);
+        }
+        return state_;
+    }
 
     StepStats step(std::span<const Batch> micro, double lr, std::int64_t t, const TrainOptions& o) override {
         const std::vector<double> params(state_.params.begin(), state_.params.end());
@@ -37,7 +54,17 @@ public:
             st.loss = loss;
         }
         st.grad_norm = global_norm(g);
-        adamw_step(state_.params, g, state_.m, state_.v, mask_, o.adamw, lr, t, clip_factor(st.grad_norm, o.clip));
+        const double scale = clip_factor(st.grad_norm, o.clip);
+        if (o.sync && o.shard_optimizer) {  // ZeRO stage 1: this rank's shard, then every rank's weights
+            sharded_ = o.sync;
+            const dist::Range r = dist::shard(g.size(), o.world(), o.rank(), TrainOptions::kShardAlign);
+            const auto part = [&](auto& x) { return std::span(x).subspan(r.begin, r.size()); };
+            adamw_step(part(state_.params), part(g), part(state_.m), part(state_.v), part(mask_), o.adamw, lr, t,
+                       scale);
+            gather_shards(state_.params, *o.sync);
+        } else {
+            adamw_step(state_.params, g, state_.m, state_.v, mask_, o.adamw, lr, t, scale);
+        }
         return st;
     }
 
@@ -50,6 +77,7 @@ private:
     Gpt2Config config_;
     std::vector<std::uint8_t> mask_;
     ModelState state_;
+    GradientSync* sharded_ = nullptr;  // set by a step with a sharded optimizer: save() gathers
 };
 
 // The options a checkpoint records, as text (JSON), and compares on resume:
@@ -135,8 +163,11 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
     backend.load(state);
 
     const auto write_checkpoint = [&](std::int64_t step) {
-        if (o.checkpoint.empty() || o.rank() != 0) return false;
+        if (o.checkpoint.empty()) return false;
+        // A sharded optimizer's save() gathers from every rank: all call it, rank 0 writes.
+        if (o.rank() != 0 && !(o.sync && o.shard_optimizer)) return false;
         ModelState s = backend.save();
+        if (o.rank() != 0) return false;
         save_checkpoint(o.checkpoint, Checkpoint{.config = o.model,
                                                  .step = step,
                                                  .parameters = std::move(s.params),

@@ -35,6 +35,9 @@ public:
     // memory is the backend's own kind (the device backend's: device memory,
     // on its stream, which `stream` names; the reference backend's: host).
     virtual void sum(float* data, std::size_t n, void* stream) = 0;
+    // All-gather in place: rank r's `bytes_per_rank` bytes at data + r x
+    // bytes_per_rank reach every rank (ZeRO stage 1's updated shards).
+    virtual void gather(void* data, std::size_t bytes_per_rank, void* stream) = 0;
     // True on every rank when `local` is true on any (host values; blocks):
     // a decision the ranks must take together, such as stopping at
     // --max-seconds, which each rank's own clock would otherwise decide apart.
@@ -60,6 +63,11 @@ struct TrainOptions {
     int val_batches = 4;
     bool profile = false;  // the backend times its phases from the second step on (TrainBackend::phase_times)
     GradientSync* sync = nullptr;  // several ranks; null: one process
+    // ZeRO stage 1 (with sync): each rank keeps AdamW's state for its shard of
+    // the parameters only (dist::shard), updates that shard, and the ranks
+    // gather the updated weights; a checkpoint gathers the whole state.
+    bool shard_optimizer = false;
+    static constexpr std::size_t kShardAlign = 8;  // elements: 32 bytes of fp32, 16 of bf16
     int world() const { return sync ? sync->world() : 1; }
     int rank() const { return sync ? sync->rank() : 0; }
 };
@@ -92,6 +100,8 @@ public:
     virtual ~TrainBackend() = default;
     virtual std::string name() const = 0;
     virtual void load(const ModelState& s) = 0;
+    // The whole state. With a sharded optimizer (TrainOptions::shard_optimizer)
+    // it gathers the shards: every rank must call it.
     virtual ModelState save() = 0;
     // Forward and backward over the micro-batches (gradients averaged over
     // all ranks' micro-batches: o.sync sums them), the global norm, clipping

@@ -29,6 +29,7 @@ function(expect_error_empty_out)
 endfunction()
 
 expect_error(ladder --paired --verify-only --sizes 8 --out ${WORK}/out)
+expect_error(train run --data ${WORK}/none.bin --shard-optimizer)
 expect_error(launch --nproc 0 -- true)
 expect_error(launch --nproc 2)
 expect_error(dist allreduce --min-bytes 3 --out ${WORK}/out)

@@ -33,6 +33,12 @@ public:
         nccl_check(ncclAllReduce(data, data, n, ncclFloat, ncclSum, comm_, static_cast<cudaStream_t>(stream)),
                    "ncclAllReduce (the gradients)");
     }
+    void gather(void* data, std::size_t bytes_per_rank, void* stream) override {
+        auto* bytes = static_cast<unsigned char*>(data);
+        nccl_check(ncclAllGather(bytes + static_cast<std::size_t>(rank_.rank) * bytes_per_rank, bytes, bytes_per_rank,
+                                 ncclUint8, comm_, static_cast<cudaStream_t>(stream)),
+                   "ncclAllGather (the shards)");
+    }
     bool any(bool local) override {
         float f = local ? 1.0f : 0.0f;
         RIGEL_CUDA_CHECK(cudaMemcpyAsync(flag_, &f, sizeof f, cudaMemcpyHostToDevice, stream_));

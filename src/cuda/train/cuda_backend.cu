@@ -42,6 +42,7 @@
 #include "cuda/train/train_kernels.cuh"
 #include "cuda/vendor/cublaslt_gemm.hpp"
 #include "cuda/vendor/cudnn_attention.hpp"
+#include "dist/partition.hpp"
 #include "rigel/attention.hpp"
 #include "rigel/gemm.hpp"
 #include "train/trainer.hpp"
@@ -200,16 +201,25 @@ public:
         const std::size_t bytes = s.params.size() * sizeof(float);
         if (s.params.size() != params_.size()) throw std::invalid_argument("model state does not fit the model");
         RIGEL_CUDA_CHECK(cudaMemcpy(params_.get(), s.params.data(), bytes, cudaMemcpyHostToDevice));
-        RIGEL_CUDA_CHECK(cudaMemcpy(m_.get(), s.m.data(), bytes, cudaMemcpyHostToDevice));
-        RIGEL_CUDA_CHECK(cudaMemcpy(v_.get(), s.v.data(), bytes, cudaMemcpyHostToDevice));
+        // Sharded (ZeRO stage 1): only this rank's part of the moments.
+        const std::size_t b = sharded_ ? shard_.begin : 0, n = sharded_ ? shard_.size() : s.params.size();
+        RIGEL_CUDA_CHECK(cudaMemcpy(m_.get(), s.m.data() + b, n * sizeof(float), cudaMemcpyHostToDevice));
+        RIGEL_CUDA_CHECK(cudaMemcpy(v_.get(), s.v.data() + b, n * sizeof(float), cudaMemcpyHostToDevice));
         refresh_bf16();
     }
 
     ModelState save() override {
         ModelState s;
-        s.params.resize(params_.size()), s.m.resize(params_.size()), s.v.resize(params_.size());
+        const std::size_t P = params_.size();
+        s.params.resize(P), s.m.resize(P), s.v.resize(P);
         RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        const std::size_t bytes = s.params.size() * sizeof(float);
+        if (sharded_) {  // every rank's shard of the weights and the moments, gathered (every rank calls this)
+            gather_to_host(s.params, params_.get() + shard_.begin);
+            gather_to_host(s.m, m_.get());
+            gather_to_host(s.v, v_.get());
+            return s;
+        }
+        const std::size_t bytes = P * sizeof(float);
         RIGEL_CUDA_CHECK(cudaMemcpy(s.params.data(), params_.get(), bytes, cudaMemcpyDeviceToHost));
         RIGEL_CUDA_CHECK(cudaMemcpy(s.m.data(), m_.get(), bytes, cudaMemcpyDeviceToHost));
         RIGEL_CUDA_CHECK(cudaMemcpy(s.v.data(), v_.get(), bytes, cudaMemcpyDeviceToHost));
@@ -257,12 +267,21 @@ public:
         st.grad_norm = std::sqrt(static_cast<double>(sum_sq));
         const double scale = clip_factor(st.grad_norm, o.clip);
         const AdamWSettings& a = o.adamw;
-        cuda::train::adamw(params_.get(), params16_.get(), grads_.get(), m_.get(), v_.get(), mask_.get(),
-                           static_cast<std::int64_t>(params_.size()), static_cast<float>(lr),
-                           static_cast<float>(a.beta1), static_cast<float>(a.beta2), static_cast<float>(a.eps),
-                           static_cast<float>(a.weight_decay), static_cast<float>(1 - std::pow(a.beta1, t)),
-                           static_cast<float>(1 - std::pow(a.beta2, t)), static_cast<float>(scale), stream_);
+        if (o.sync && o.shard_optimizer && !sharded_) enter_sharding(*o.sync);
+        // Sharded: AdamW on this rank's part only (its moments are all this rank keeps), then every
+        // rank's updated bf16 weights gathered.
+        const std::size_t b = sharded_ ? shard_.begin : 0, n = sharded_ ? shard_.size() : params_.size();
+        if (n > 0)
+            cuda::train::adamw(params_.get() + b, params16_.get() + b, grads_.get() + b, m_.get(), v_.get(),
+                               mask_.get() + b, static_cast<std::int64_t>(n), static_cast<float>(lr),
+                               static_cast<float>(a.beta1), static_cast<float>(a.beta2), static_cast<float>(a.eps),
+                               static_cast<float>(a.weight_decay), static_cast<float>(1 - std::pow(a.beta1, t)),
+                               static_cast<float>(1 - std::pow(a.beta2, t)), static_cast<float>(scale), stream_);
         other("adamw");
+        if (sharded_) {
+            sharded_->gather(params16_.get(), shard_step_ * sizeof(bf16), stream_);
+            other("weight_gather");
+        }
         prof_.end();
         std::size_t free = 0, total = 0;
         RIGEL_CUDA_CHECK(cudaMemGetInfo(&free, &total));
@@ -335,6 +354,37 @@ private:
         if (o.batch != B_ || o.seq != T_)
             throw std::invalid_argument("the cuda backend was built for batch " + std::to_string(B_) + " x " +
                                         std::to_string(T_) + " tokens");
+    }
+
+    // ZeRO stage 1 from the first sharded step on: the moments shrink to this rank's shard (the
+    // memory it saves: 8 bytes a parameter on all but one rank's share), and the bf16 weights get
+    // room to be gathered in place (world x shard_step elements).
+    void enter_sharding(GradientSync& sync) {
+        const std::size_t P = params_.size();
+        shard_ = dist::shard(P, sync.world(), sync.rank(), TrainOptions::kShardAlign);
+        shard_step_ = dist::shard_step(P, sync.world(), TrainOptions::kShardAlign);
+        RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        Device<float> m(shard_.size()), v(shard_.size());
+        RIGEL_CUDA_CHECK(cudaMemcpy(m.get(), m_.get() + shard_.begin, shard_.size() * sizeof(float),
+                                    cudaMemcpyDeviceToDevice));
+        RIGEL_CUDA_CHECK(cudaMemcpy(v.get(), v_.get() + shard_.begin, shard_.size() * sizeof(float),
+                                    cudaMemcpyDeviceToDevice));
+        Device<bf16> w(shard_step_ * static_cast<std::size_t>(sync.world()));
+        RIGEL_CUDA_CHECK(cudaMemcpy(w.get(), params16_.get(), P * sizeof(bf16), cudaMemcpyDeviceToDevice));
+        m_ = std::move(m), v_ = std::move(v), params16_ = std::move(w);
+        sharded_ = &sync;
+    }
+
+    // This rank's shard (`shard` on the device, shard_.size() floats) into `out` at its place, with
+    // every other rank's shard gathered beside it.
+    void gather_to_host(std::vector<float>& out, const float* shard) {
+        Device<float> all(shard_step_ * static_cast<std::size_t>(sharded_->world()));
+        RIGEL_CUDA_CHECK(cudaMemcpy(all.get() + shard_.begin, shard, shard_.size() * sizeof(float),
+                                    cudaMemcpyDeviceToDevice));
+        sharded_->gather(all.get(), shard_step_ * sizeof(float), stream_);
+        RIGEL_CUDA_CHECK(cudaMemcpyAsync(out.data(), all.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                                         stream_));
+        RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
 
     // The bf16 copy the model computes with (AdamW refreshes it after every step).
@@ -557,6 +607,9 @@ private:
              std::unique_ptr<gemm::Plan>>
         plans_;
     cudaStream_t stream_ = nullptr;
+    GradientSync* sharded_ = nullptr;  // ZeRO stage 1: m_ and v_ hold shard_ only
+    dist::Range shard_{};
+    std::size_t shard_step_ = 0;
     cudaStream_t comm_ = nullptr;      // data parallel: the gradient sums' stream
     cudaEvent_t layer_done_ = nullptr;  // where this stream is when a sum may start
     double peak_ = 0;
