@@ -37,13 +37,16 @@
 // into every query row); dK, dV are deterministic. A deterministic desc runs
 // fa2_backward (its dQ pass) instead.
 //
-// Measured (2026-12-01_da76df2_targets_attention.csv, _gpt2_attention.csv):
-// at S = 4096, D = 128 274 Tflop/s, 0.50x cuDNN and 1.66x fa2_backward
-// (causal 0.57x); D = 64 195 Tflop/s, 0.42x (causal 0.50x), 1.11x; GPT-2's
-// S = 1024, D = 64, causal 137 Tflop/s, 0.61x cuDNN, 1.09x. What it lacks
-// against cuDNN: the two consumers work in lockstep on one tile, so the
-// tensor cores idle while both run their softmax and dS^T stores; nothing
-// of the next tile's S^T is issued under this tile's dQ atomics.
+// Measured, first form (every product after the whole softmax; the two
+// consumers meeting before dV and dK): at S = 4096, D = 128 274 Tflop/s,
+// 0.50x cuDNN (2026-12-01_da76df2_targets_attention.csv). With P^T under
+// dP^T's wgmma and dV, dK issued before the meeting: 302 Tflop/s, 0.55x cuDNN
+// and 1.82x fa2_backward (causal 0.62x); D = 64 197 Tflop/s, 0.43x (causal
+// 0.50x), 1.13x; GPT-2's S = 1024, D = 64, causal 139 Tflop/s, 0.62x, 1.11x
+// (2026-12-01_2e246c5_targets_attention.csv, _gpt2_attention.csv). What it
+// still lacks against cuDNN: the two consumers work in lockstep on one tile,
+// so the tensor cores idle while both compute P^T and dS^T; nothing of the
+// next tile's S^T is issued under this tile's dQ.
 //
 // Shared memory: K, V (D/64 boxes of 128 keys x 128 B each); Q and dO, two
 // stages of D/64 boxes of R rows; dS^T, two buffers of R/64 boxes of 128 keys
