@@ -6,7 +6,7 @@
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
-# [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one]
+# [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -333,6 +333,19 @@ if has ncu_gemm; then
       summary+=("ncu gemm $m x $n x $k $epi ($kern): rc $?")
     done
   done
+fi
+
+# Nsight Compute (clocks left alone) on the wgmma attention backward in
+# GPT-2's case (S 1024, D 64, causal), its first launch after verification:
+# where its warps wait (the consumers' meeting, the atomics, the tensor pipe).
+if has ncu_attention; then
+  if fits 120 "ncu attention backward"; then
+    log "ncu attention backward (gpt2)"
+    timeout -s INT 240 ncu --clock-control none --set full -k regex:fa3_backward_kernel --launch-skip 1 \
+      --launch-count 1 --print-details all --page details \
+      $RIGEL attention bench --suite gpt2 --warmup 0 --min-time 0.01 > "$OUT/ncu_attention_bwd_gpt2.txt" 2>&1
+    summary+=("ncu attention backward: rc $?")
+  fi
 fi
 
 # rigel emulate against the GEMM library, bit for bit: ten problems of about
