@@ -208,6 +208,9 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
                          device ? num(l.peak_memory / 1e9) : "", num(l.elapsed_s), l.checkpointed ? "1" : "0"});
         JsonObject d;
         d.str("model", a.model).str("backend", backend->name()).integer("steps", o.steps);
+        // Under `rigel launch`: how many ranks the tokens/s count, and where AdamW's state lived.
+        d.integer("ranks", rank.world).str("optimizer_state", o.shard_optimizer ? "sharded over the ranks (ZeRO stage 1)"
+                                                                                : "replicated");
         files.write(cells, d, l.step == o.steps);
     });
     if (!speaks) return 0;
