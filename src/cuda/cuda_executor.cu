@@ -191,6 +191,11 @@ public:
             (void)cudaGetLastError();
             f.push_back({"gpu_name", prop_.name});
             f.push_back({"gpu_index", std::to_string(device_)});
+            // Under `rigel launch`: which launch, and this process's rank in it.
+            if (const dist::RankInfo r = dist::rank_from_env(); !r.launch_id.empty()) {
+                f.push_back({"launch_id", r.launch_id});
+                f.push_back({"rank", std::to_string(r.rank) + " of " + std::to_string(r.world)});
+            }
             f.push_back({"gpu_compute_capability", std::to_string(prop_.major) + "." + std::to_string(prop_.minor)});
             f.push_back({"gpu_sm_count", std::to_string(prop_.multiProcessorCount)});
             f.push_back({"gpu_l2_bytes", std::to_string(prop_.l2CacheSize)});

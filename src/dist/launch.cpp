@@ -48,7 +48,7 @@ std::string make_rendezvous(const std::string& parent) {
 std::vector<std::string> rank_environment(int rank, int world, const std::string& dir) {
     std::vector<std::string> env;
     const auto ours = [](const char* kv) {
-        for (const char* name : {kRankVar, kWorldVar, kLocalRankVar, kRendezvousVar})
+        for (const char* name : {kRankVar, kWorldVar, kLocalRankVar, kRendezvousVar, kLaunchIdVar})
             if (std::strncmp(kv, name, std::strlen(name)) == 0 && kv[std::strlen(name)] == '=') return true;
         return false;
     };
@@ -58,6 +58,7 @@ std::vector<std::string> rank_environment(int rank, int world, const std::string
     env.push_back(std::string(kWorldVar) + "=" + std::to_string(world));
     env.push_back(std::string(kLocalRankVar) + "=" + std::to_string(rank));
     env.push_back(std::string(kRendezvousVar) + "=" + dir);
+    env.push_back(std::string(kLaunchIdVar) + "=" + std::filesystem::path(dir).filename().string());
     return env;
 }
 

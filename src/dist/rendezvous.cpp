@@ -32,6 +32,7 @@ RankInfo rank_from_env() {
     r.rank = env_int(kRankVar, 0);
     r.local_rank = env_int(kLocalRankVar, r.rank);
     if (const char* dir = std::getenv(kRendezvousVar)) r.rendezvous = dir;
+    if (const char* id = std::getenv(kLaunchIdVar)) r.launch_id = id;
     if (r.world < 1) throw std::invalid_argument(std::string(kWorldVar) + " must be at least 1");
     if (r.rank >= r.world)
         throw std::invalid_argument(std::string(kRankVar) + " " + std::to_string(r.rank) + " is not below " +

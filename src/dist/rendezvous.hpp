@@ -13,11 +13,15 @@ inline constexpr const char* kRankVar = "RIGEL_RANK";
 inline constexpr const char* kWorldVar = "RIGEL_WORLD_SIZE";
 inline constexpr const char* kLocalRankVar = "RIGEL_LOCAL_RANK";
 inline constexpr const char* kRendezvousVar = "RIGEL_RENDEZVOUS";
+// One name for all ranks of one launch (the rendezvous folder's), recorded in
+// every sidecar, so that a report finds the files of one node's run together.
+inline constexpr const char* kLaunchIdVar = "RIGEL_LAUNCH_ID";
 
 struct RankInfo {
     int rank = 0, world = 1;
     int local_rank = 0;      // the GPU this process takes (one node: the rank)
     std::string rendezvous;  // empty for a single process
+    std::string launch_id;   // empty for a single process
 };
 
 // From the environment `rigel launch` sets; a single process (rank 0 of 1,

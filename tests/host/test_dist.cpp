@@ -94,13 +94,14 @@ TEST(DistLaunch, EveryRankRunsWithItsVariables) {
     setenv("RIGEL_TEST_OUT", out.c_str(), 1);
     const LaunchResult r = launch(spec(3, {"sh", "-c",
                                            "echo $RIGEL_RANK $RIGEL_WORLD_SIZE $RIGEL_LOCAL_RANK "
-                                           "$(test -d \"$RIGEL_RENDEZVOUS\" && echo dir) > "
+                                           "$(test -d \"$RIGEL_RENDEZVOUS\" && echo dir) "
+                                           "$(test \"$RIGEL_LAUNCH_ID\" = \"$(basename $RIGEL_RENDEZVOUS)\" && echo id) > "
                                            "$RIGEL_TEST_OUT/rank_$RIGEL_RANK"}));
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(r.first_failed, -1);
     for (int rank = 0; rank < 3; ++rank)
         EXPECT_EQ(read(out / ("rank_" + std::to_string(rank))),
-                  std::to_string(rank) + " 3 " + std::to_string(rank) + " dir\n");
+                  std::to_string(rank) + " 3 " + std::to_string(rank) + " dir id\n");
     std::filesystem::remove_all(out);
 }
 
