@@ -28,6 +28,7 @@ import findings  # noqa: E402
 import gemm_report  # noqa: E402
 import train_report  # noqa: E402
 import gates_report  # noqa: E402
+import allreduce_report  # noqa: E402
 import fleet_report  # noqa: E402
 import mmasim_report  # noqa: E402
 from figures import accumulator, climb, fused_gain, roofline, speed_ratios, style, wins  # noqa: E402
@@ -387,6 +388,9 @@ def main():
         mmasim_section = mmasim_report.section(fin.probes)
         if mmasim_section:
             findings_md = findings_md.rstrip("\n") + "\n\n" + mmasim_section
+        allreduce_section = allreduce_report.section(allreduce_report.load(RESULTS / "h200"))
+        if allreduce_section:
+            findings_md = findings_md.rstrip("\n") + "\n\n" + allreduce_section
         fleet_section = fleet_report.section(fin.probes)
         if fleet_section:
             findings_md = findings_md.rstrip("\n") + "\n\n" + fleet_section
