@@ -272,7 +272,7 @@ def vendor_sweep_data(rows):
     entries = []
     for key in sorted(lines, key=volume):
         rs = lines[key]
-        ratios, paired, best, files = {}, set(), None, []
+        ratios, paired, rates, best, files = {}, set(), {}, None, []
         for rid in own_ids:
             r = next((x for x in rs if x["rung"] == rid), None)
             base = baseline_for(rid, vendors_of_run[(r["run_id"], key[0], key[1])]) if r else None
@@ -283,26 +283,50 @@ def vendor_sweep_data(rows):
                 ratio = fnum(r["paired_ratio_median"])
                 paired.add(rid)
             ratios[rid] = ratio
+            rates[rid] = r["_rate"]
             if r["_file"] not in files:
                 files.append(r["_file"])
             if best is None or ratio > best[0]:
                 best = (ratio, rid, base["rung"])
         latest_run = max(rs, key=lambda x: x["run_id"])["run_id"]
-        entries.append({"dtype": key[0], "shape": key[1], "ratios": ratios, "paired": paired, "best": best,
+        entries.append({"dtype": key[0], "shape": key[1], "ratios": ratios, "paired": paired, "rates": rates,
+                        "best": best,
                         "vendors": vendors_of_run[(latest_run, key[0], key[1])], "files": files,
                         "machine": rs[0]["_machine"]})
     return own_ids, entries
 
 
-def vendor_sweep_table(rows):
-    """The sweep as a table, so that where rigel loses is as visible as where it wins."""
+def wgmma_ceilings(probes):
+    """{type: Tflop/s} the throughput probe's newest run measured for wgmma (the
+    highest over its N), and that file's name; ({}, None) without one."""
+    f = findings.latest_ceiling_run(probes)
+    if not f:
+        return {}, None
+    t, best = f.table, {}
+    for i in range(len(t.rows)):
+        if (findings.is_ceiling_row(t, i) and t.cell(i, "verified") == "1"
+                and t.cell(i, "path").lower().startswith("wgmma")):
+            v = findings.rate_tflops(t, i)
+            if v is not None and v > best.get(t.cell(i, "dtype"), 0.0):
+                best[t.cell(i, "dtype")] = v
+    return best, f.name
+
+
+def vendor_sweep_table(rows, ceilings=None):
+    """The sweep as a table, so that where rigel loses is as visible as where it wins.
+    `ceilings` ({type: Tflop/s}, wgmma_ceilings): each cell also says what share
+    of the probe-measured wgmma ceiling of its type the rung reached."""
+    ceilings = ceilings or {}
     own_ids, entries = vendor_sweep_data(rows)
     out = ["| type | shape (MxNxK) | vendor (latest run) | " + " | ".join(own_ids) + " | best own / vendor | sources |",
            "|---|---|---|" + "---|" * len(own_ids) + "---|---|"]
     for e in entries:
-        cells = [(f"{e['ratios'][rid]:.2f}x" + (" (paired)" if rid in e["paired"] else "")) if rid in e["ratios"]
+        ceiling = ceilings.get(e["dtype"])
+        cells = [(f"{e['ratios'][rid]:.2f}x" + (" (paired)" if rid in e["paired"] else "")
+                  + (f", {e['rates'][rid] / (ceiling * 1000):.0%}" if ceiling else "")) if rid in e["ratios"]
                  else "-" for rid in own_ids]
-        vtext = ", ".join(f"{v['rung'].replace('vendor_', '')} {rate(v['_rate'], v['_ops'])}" for v in e["vendors"])
+        vtext = ", ".join(f"{v['rung'].replace('vendor_', '')} {rate(v['_rate'], v['_ops'])}"
+                          + (f" ({v['_rate'] / (ceiling * 1000):.0%})" if ceiling else "") for v in e["vendors"])
         best = e["best"]
         btext = f"{best[0]:.2f}x ({best[1]} / {best[2].replace('vendor_', '')})" if best else "-"
         out.append(f"| {e['dtype']} | {e['shape']} | {vtext} | " + " | ".join(cells) + f" | {btext} | "
@@ -423,7 +447,7 @@ def main():
         if n:
             parts += [f"\n## {size}x{size}x{size}\n", table + "\n"]
             readme = replace_block(readme, f"ladder-{size}", table)
-    table, n = vendor_sweep_table(rows)
+    table, n = vendor_sweep_table(rows, wgmma_ceilings(fin.probes)[0])
     if n:
         parts += ["\n## Hopper rungs against cuBLAS across shapes\n", table + "\n"]
         readme = replace_block(readme, "hopper-sweep", table)

@@ -29,6 +29,14 @@ class VendorSweep(unittest.TestCase):
         table, _ = reproduce.vendor_sweep_table(rows)
         self.assertIn("0.99x (paired)", table)
 
+    def test_shares_of_the_wgmma_ceiling(self):
+        rows = [row("vendor_cublaslt_e4m3", 1000.0, vendor="1"),
+                row("k34_wgmma_fp8_promoted", 950.0, paired_vendor="vendor_cublaslt_e4m3", paired="0.99")]
+        table, _ = reproduce.vendor_sweep_table(rows, {"e4m3": 2.0})  # Tflop/s; the rates are Gflop/s
+        self.assertIn("cublaslt_e4m3 1.0 Tflop/s (50%)", table)
+        self.assertIn("0.99x (paired), 48%", table)
+        self.assertNotIn("%", reproduce.vendor_sweep_table(rows)[0].split("\n", 2)[2])  # no ceiling, no share
+
     def test_a_pair_against_another_baseline_is_not_used(self):
         rows = [row("vendor_cublaslt_e4m3", 1000.0, vendor="1"), row("vendor_cublaslt_e4m3_fastacc", 1100.0, "1"),
                 row("k33_wgmma_fp8", 1000.0, paired_vendor="vendor_cublaslt_e4m3", paired="1.01")]
