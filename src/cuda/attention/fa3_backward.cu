@@ -1,5 +1,5 @@
 // Attention's backward pass on wgmma and TMA, warp-specialized: rung 3's
-// backward (the FlashAttention-3 algorithm, without its overlaps yet).
+// backward (the FlashAttention-3 algorithm, without its warpgroup ping-pong yet).
 //
 // What it adds over fa2_backward.cu (mma.sync): the five products of a tile
 // run on Hopper's warpgroup instructions, and Q, dO, K and V arrive by TMA.
