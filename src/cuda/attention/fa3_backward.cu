@@ -237,23 +237,21 @@ __global__ void __launch_bounds__(kThreads, 1)
         const float2 next_stats = j + 1 < tiles ? read_stats(j + 1) : float2{};
         mbar_wait(&q_full[s], static_cast<std::uint32_t>((n / 2) & 1));
 
-        // S^T = K Q^T and dP^T = V dO^T: this consumer's 64 keys x the tile's R rows, over D.
+        // S^T = K Q^T and dP^T = V dO^T: this consumer's 64 keys x the tile's R rows, over D, each its
+        // own commit group (keys: this consumer's rows of K or V; rows: the stage's Q or dO).
         float st[R / 2], dpt[R / 2];
+        const auto keys_by_rows = [&](float(&acc)[R / 2], std::uint32_t keys, std::uint32_t rows) {
+#pragma unroll
+            for (int kk = 0; kk < D / 16; ++kk) {
+                const int b = kk / 4, step = kk % 4;
+                Wgmma<DType::bf16, R>::mma(acc, desc_k_step(k_major_desc(keys + b * L::kKvBox + key_offset), step),
+                                           desc_k_step(k_major_desc(rows + b * L::kRowBox), step), kk > 0 ? 1u : 0u);
+            }
+            wgmma_commit();
+        };
         wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-            const int b = kk / 4, step = kk % 4;
-            Wgmma<DType::bf16, R>::mma(st, desc_k_step(k_major_desc(base + L::kK + b * L::kKvBox + key_offset), step),
-                                       desc_k_step(k_major_desc(q_stage + b * L::kRowBox), step), kk > 0 ? 1u : 0u);
-        }
-        wgmma_commit();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-            const int b = kk / 4, step = kk % 4;
-            Wgmma<DType::bf16, R>::mma(dpt, desc_k_step(k_major_desc(base + L::kV + b * L::kKvBox + key_offset), step),
-                                       desc_k_step(k_major_desc(do_stage + b * L::kRowBox), step), kk > 0 ? 1u : 0u);
-        }
-        wgmma_commit();
+        keys_by_rows(st, base + L::kK, q_stage);
+        keys_by_rows(dpt, base + L::kV, do_stage);
 
         // P^T in place of S^T while dP^T is still being computed (accumulator
         // i: key my_key + 8 ((i / 2) % 2), tile row 8 (i / 4) + 2 q4 + i % 2),
