@@ -378,26 +378,23 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 int kt = kt_begin;
                 int stage0 = issue_partial(part0), stage1 = 0;
                 Scales sc0 = scales_of(tm, tn, kt), sc1;
-                for (;;) {
+                // One turn: k-tile kt is in `cur`; issue kt + 1 into `next` (unless kt is the
+                // last), then promote kt. True when the tile's k-tiles are done.
+                const auto turn = [&](float(&cur)[G::kAcc], int& cur_stage, Scales& cur_sc, float(&next)[G::kAcc],
+                                      int& next_stage, Scales& next_sc) {
                     if (kt + 1 == kt_end) {
                         wgmma_wait<0>();
-                        promote(part0, stage0, sc0);
-                        break;
+                        promote(cur, cur_stage, cur_sc);
+                        return true;
                     }
-                    stage1 = issue_partial(part1);
-                    sc1 = scales_of(tm, tn, kt + 1);
+                    next_stage = issue_partial(next);
+                    next_sc = scales_of(tm, tn, kt + 1);
                     wgmma_wait<1>();
-                    promote(part0, stage0, sc0);
-                    if (++kt + 1 == kt_end) {
-                        wgmma_wait<0>();
-                        promote(part1, stage1, sc1);
-                        break;
-                    }
-                    stage0 = issue_partial(part0);
-                    sc0 = scales_of(tm, tn, kt + 1);
-                    wgmma_wait<1>();
-                    promote(part1, stage1, sc1);
+                    promote(cur, cur_stage, cur_sc);
                     ++kt;
+                    return false;
+                };
+                while (!turn(part0, stage0, sc0, part1, stage1, sc1) && !turn(part1, stage1, sc1, part0, stage0, sc0)) {
                 }
             }
 
