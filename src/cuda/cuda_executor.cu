@@ -53,7 +53,8 @@ public:
         // One process per GPU under `rigel launch`: the rank's GPU (its local
         // rank); device 0 otherwise.
         try {
-            device_ = dist::rank_from_env().local_rank;
+            rank_ = dist::rank_from_env();
+            device_ = rank_.local_rank;
         } catch (const std::invalid_argument& e) {
             reason_ = e.what();
             return;
@@ -192,9 +193,9 @@ public:
             f.push_back({"gpu_name", prop_.name});
             f.push_back({"gpu_index", std::to_string(device_)});
             // Under `rigel launch`: which launch, and this process's rank in it.
-            if (const dist::RankInfo r = dist::rank_from_env(); !r.launch_id.empty()) {
-                f.push_back({"launch_id", r.launch_id});
-                f.push_back({"rank", std::to_string(r.rank) + " of " + std::to_string(r.world)});
+            if (!rank_.launch_id.empty()) {
+                f.push_back({"launch_id", rank_.launch_id});
+                f.push_back({"rank", std::to_string(rank_.rank) + " of " + std::to_string(rank_.world)});
             }
             f.push_back({"gpu_compute_capability", std::to_string(prop_.major) + "." + std::to_string(prop_.minor)});
             f.push_back({"gpu_sm_count", std::to_string(prop_.multiProcessorCount)});
@@ -241,7 +242,8 @@ private:
 
     std::string reason_;
     cudaDeviceProp prop_{};
-    int device_ = 0;  // the GPU this process runs on
+    int device_ = 0;        // the GPU this process runs on
+    dist::RankInfo rank_;   // read once from the environment `rigel launch` sets
     std::string pci_bus_id_;
     std::unique_ptr<NvmlSampler> sampler_;
     mutable cudaStream_t stream_ = nullptr;

@@ -327,9 +327,11 @@ private:
     int C() const { return c_.channels; }
     bf16* w16(Param p, int layer = 0) const { return params16_.get() + offset(p, layer); }
     float* grad(Param p, int layer = 0) const { return grads_.get() + offset(p, layer); }
+    // Whether a tensor has one slice per layer, and that slice's element count.
+    static bool layered(Param p) { return p != Param::wte && p != Param::wpe && p != Param::lnfw && p != Param::lnfb; }
+    std::int64_t per_layer(Param p) const { return layout_.count(p) / c_.layers; }
     std::int64_t offset(Param p, int layer) const {
-        const bool layered = p != Param::wte && p != Param::wpe && p != Param::lnfw && p != Param::lnfb;
-        return layout_.at(p) + (layered ? layer * (layout_.count(p) / c_.layers) : 0);
+        return layout_.at(p) + (layered(p) ? layer * per_layer(p) : 0);
     }
 
     // Before any allocation: a micro-batch that cannot fit is refused in one
@@ -524,9 +526,7 @@ private:
         RIGEL_CUDA_CHECK(cudaEventRecord(layer_done_, stream_));
         RIGEL_CUDA_CHECK(cudaStreamWaitEvent(comm_, layer_done_, 0));
         for (Param p : ps) {
-            const bool layered = p != Param::wte && p != Param::wpe && p != Param::lnfw && p != Param::lnfb;
-            const std::int64_t n = layout_.count(p) / (layered ? c_.layers : 1);
-            sync->sum(grad(p, layer), static_cast<std::size_t>(n), comm_);
+            sync->sum(grad(p, layer), static_cast<std::size_t>(layered(p) ? per_layer(p) : layout_.count(p)), comm_);
         }
     }
 
