@@ -490,7 +490,8 @@ if has train_compare; then
   # The same loop with cuBLASLt's matmuls and cuDNN's attention (for
   # comparison only): its timed run from the same weights, then its profile.
   # TRAIN_VENDOR=0 leaves the cuBLASLt/cuDNN run out (it depends on rigel's
-  # other kernels only); TORCH_MODES picks PyTorch's modes (default both).
+  # other kernels only); TORCH_MODES picks PyTorch's modes (default both;
+  # none for rigel's runs alone).
   if [ "${TRAIN_VENDOR:-1}" = 1 ]; then
   log "train compare: rigel's loop on cuBLASLt and cuDNN"
   cp "$OUT/init.ckpt" "$OUT/vendor.ckpt"
@@ -504,6 +505,7 @@ if has train_compare; then
   mv "$OUT"/profile/*_profile_gpt2_cuda-vendor.* "$OUT"/ 2>/dev/null; rm -rf "$OUT/profile" "$OUT/vendor.ckpt"
   fi
   for mode in ${TORCH_MODES:-eager compile}; do
+    [ "$mode" = none ] && continue  # TORCH_MODES=none: rigel's runs alone
     est=75; [ "$mode" = compile ] && est=140
     fits "$est" "train torch $mode" || continue
     pack  # rigel's runs come back even if this one outlasts the call
