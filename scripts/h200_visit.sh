@@ -362,7 +362,7 @@ emulate_one() {
 # K a multiple of 8: TMA's rows of 16 bytes (the library and the wgmma rungs
 # refuse others); of 16 for fp8.
 shapes="1024x1024x1024,1000x1030x1104,1023x977x1032,512x512x4096,257x1100x1024,1024x1024x2048,999x1001x1000,640x1408x1152,1100x900x960,128x1024x8192"
-fp8_shapes="1024x1024x1024,1000x1030x1104,1023x977x1040,512x512x4096,257x1100x1024,999x1001x1008,640x1408x1152,128x1024x8192"
+fp8_shapes="1024x1024x1024,1000x1030x1104,1023x977x1040,512x512x4096,257x1100x1024,1024x1024x2048,999x1001x1008,640x1408x1152,1100x900x960,128x1024x8192"
 if has emulate; then
   for pair in "wgmma_bf16 library" "wgmma_f16 library" "wgmma_bf16 k32_wgmma_persistent" "mma_sync_bf16 k21_mma_sync"; do
     read -r path against <<< "$pair"

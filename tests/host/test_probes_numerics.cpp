@@ -477,3 +477,27 @@ TEST(NumericsModel, TheLoweredFp8MmaKeepsCApartAndTruncatesEachStep) {
     upper_first.reversed = true;
     EXPECT_EQ(predict(upper_first, halves, 32), std::ldexp(1.0, -10));
 }
+
+TEST(NumericsModel, TheLoweredFp8MmaCanSplitByFragmentRegisterHalves) {
+    // k = 0 in the low 16 bits of a fragment register, k = 2 and 3 in its high 16 bits: split by
+    // register halves, the high halves' step (first) cancels the pair and 2^-10 survives the
+    // next; split into contiguous runs all three share a step and 2^-10 is truncated away.
+    LoweredModel lm;
+    lm.step.block = 16;
+    lm.step.frac_bits = 25;
+    lm.step.out = Rounding::toward_zero;
+    lm.step.exp_rule = ExpRule::factors;
+    lm.reversed = true;
+    DotCase dc = empty_case(32);
+    dc.a[0] = std::ldexp(1.0, -5), dc.b[0] = std::ldexp(1.0, -5);
+    dc.a[2] = 256, dc.b[2] = 256;
+    dc.a[3] = -256, dc.b[3] = 256;
+    EXPECT_EQ(predict(lm, dc, 32), 0.0);
+    lm.split = StepSplit::register_halves;
+    EXPECT_EQ(predict(lm, dc, 32), std::ldexp(1.0, -10));
+    // The halves cover every k once: products 1 at all 32 k sum exactly.
+    lm.reversed = false;
+    DotCase ones = empty_case(32);
+    for (int k = 0; k < 32; ++k) ones.a[k] = 1, ones.b[k] = std::ldexp(1.0, k % 8);
+    EXPECT_EQ(predict(lm, ones, 32), 4.0 * 255.0);
+}

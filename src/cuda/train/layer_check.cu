@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -144,9 +145,12 @@ LayerCheck check_encoder(Rng& rng) {
     return c;
 }
 
-LayerCheck check_layernorm(Rng& rng) {
-    const int N = 3000, C = 768;  // more rows than the backward pass's warps: some take two
-    LayerCheck c{.kernel = "layernorm_forward, layernorm_backward", .shape = "N 3000 x C 768"};
+// N rows of C: the kernels hold a row's 256-column pieces in registers, one
+// instance per count (C 768: three; 264: two, the second ragged; 1024: four).
+// N large enough that the backward pass's warps take several rows each.
+LayerCheck check_layernorm(Rng& rng, int N, int C) {
+    LayerCheck c{.kernel = "layernorm_forward, layernorm_backward",
+                 .shape = "N " + std::to_string(N) + " x C " + std::to_string(C)};
     const Bf16Data x = random_bf16(static_cast<std::size_t>(N) * C, rng, 0.5, 2.0);
     const Bf16Data w = random_bf16(C, rng, 1.0, 0.2), b = random_bf16(C, rng, 0.0, 0.2);
     const Bf16Data dout = random_bf16(static_cast<std::size_t>(N) * C, rng, 0, 1);
@@ -283,10 +287,13 @@ LayerCheck check_gelu_backward_bias(Rng& rng) {
     return c;
 }
 
-LayerCheck check_crossentropy(Rng& rng) {
-    const int N = 64, V = 50257, Vp = 50304;
+// Rows of V logits padded to Vp: GPT-2's (a row held in registers), a short
+// row, rows that are no multiple of 8 (one logit per access) and rows longer
+// than the registers hold (two passes over memory).
+LayerCheck check_crossentropy(Rng& rng, int N, int V, int Vp) {
     const float dloss = 1.0f / N;
-    LayerCheck c{.kernel = "crossentropy_fused", .shape = "N 64 x V 50257 (padded 50304)"};
+    LayerCheck c{.kernel = "crossentropy_fused", .shape = "N " + std::to_string(N) + " x V " + std::to_string(V) +
+                                                           (Vp != V ? " (padded " + std::to_string(Vp) + ")" : "")};
     Bf16Data logits = random_bf16(static_cast<std::size_t>(N) * Vp, rng, 0, 3.0);
     std::vector<std::uint16_t> targets(N);
     std::vector<int> targets_int(N);
@@ -413,8 +420,20 @@ LayerCheck check_training_steps(Rng& rng) {
 std::vector<LayerCheck> check_layers(std::uint64_t seed) {
     Rng rng(seed);
     std::vector<LayerCheck> out;
-    for (auto check : {check_encoder, check_layernorm, check_bias_backward, check_gelu_backward_bias,
-                       check_crossentropy, check_adamw, check_training_steps}) {
+    const std::vector<std::function<LayerCheck(Rng&)>> checks{
+        check_encoder,
+        [](Rng& r) { return check_layernorm(r, 3000, 768); },
+        [](Rng& r) { return check_layernorm(r, 1500, 264); },
+        [](Rng& r) { return check_layernorm(r, 1200, 1024); },
+        check_bias_backward,
+        check_gelu_backward_bias,
+        [](Rng& r) { return check_crossentropy(r, 64, 50257, 50304); },
+        [](Rng& r) { return check_crossentropy(r, 16, 1000, 1000); },
+        [](Rng& r) { return check_crossentropy(r, 8, 50257, 50257); },
+        [](Rng& r) { return check_crossentropy(r, 4, 70001, 70008); },
+        check_adamw,
+        check_training_steps};
+    for (const auto& check : checks) {
         try {
             out.push_back(check(rng));
         } catch (const std::exception& e) {

@@ -102,6 +102,11 @@ __global__ void encoder_backward_kernel(float* dwte, float* dwpe, const __nv_bfl
 
 constexpr int kLnWarps = 8;
 
+// One warp per row, lane l owning columns 8 l + 256 j (j < Chunks, C <= 256
+// Chunks): the row is read once into registers and the mean, the variance
+// and the output are all taken from there (the same sums in the same order as
+// three passes over memory would take).
+template <int Chunks>
 __global__ void __launch_bounds__(kLnWarps * kWarp) layernorm_forward_kernel(
     __nv_bfloat16* out, float* mean, float* rstd, const __nv_bfloat16* x, const __nv_bfloat16* w,
     const __nv_bfloat16* b, int N, int C) {
@@ -109,25 +114,38 @@ __global__ void __launch_bounds__(kLnWarps * kWarp) layernorm_forward_kernel(
     const int n = static_cast<int>(blockIdx.x) * kLnWarps + static_cast<int>(threadIdx.x) / kWarp;
     if (n >= N) return;
     const __nv_bfloat16* row = x + static_cast<std::int64_t>(n) * C;
+    uint4 raw[Chunks];
+#pragma unroll
+    for (int j = 0; j < Chunks; ++j) {
+        const int c = 8 * lane + 8 * kWarp * j;
+        if (c < C) raw[j] = *reinterpret_cast<const uint4*>(row + c);
+    }
     float sum = 0;
-    for (int c = 8 * lane; c < C; c += 8 * kWarp) {
+#pragma unroll
+    for (int j = 0; j < Chunks; ++j) {
+        if (8 * lane + 8 * kWarp * j >= C) continue;
         float v[8];
-        load8(v, row + c);
+        unpack8(v, raw[j]);
 #pragma unroll
         for (int k = 0; k < 8; ++k) sum += v[k];
     }
     const float m = warp_sum(sum) / static_cast<float>(C);
     float var = 0;
-    for (int c = 8 * lane; c < C; c += 8 * kWarp) {
+#pragma unroll
+    for (int j = 0; j < Chunks; ++j) {
+        if (8 * lane + 8 * kWarp * j >= C) continue;
         float v[8];
-        load8(v, row + c);
+        unpack8(v, raw[j]);
 #pragma unroll
         for (int k = 0; k < 8; ++k) var += (v[k] - m) * (v[k] - m);
     }
     const float s = rsqrtf(warp_sum(var) / static_cast<float>(C) + 1e-5f);
-    for (int c = 8 * lane; c < C; c += 8 * kWarp) {
+#pragma unroll
+    for (int j = 0; j < Chunks; ++j) {
+        const int c = 8 * lane + 8 * kWarp * j;
+        if (c >= C) continue;
         float v[8], wv[8], bv[8];
-        load8(v, row + c);
+        unpack8(v, raw[j]);
         load8(wv, w + c);
         load8(bv, b + c);
 #pragma unroll
@@ -141,30 +159,36 @@ __global__ void __launch_bounds__(kLnWarps * kWarp) layernorm_forward_kernel(
 }
 
 // A CTA of kLnWarps warps takes rows in a grid-stride loop, one warp per row.
-// Lane l owns columns 8 l + 256 j (j < kLnChunks, so C <= 1024): it keeps its
+// Lane l owns columns 8 l + 256 j (j < Chunks, C <= 256 Chunks): it keeps its
 // row's dout and x packed in registers between the two passes, and its
 // columns' dw and db partial sums in registers across all its rows. At the
 // end the CTA's warps add their partials in shared memory, and the CTA adds
 // them to the fp32 outputs: 2 C global atomics per CTA, none per element.
-constexpr int kLnChunks = 4;
+// Chunks is a template argument so that the registers match C: sized for
+// C = 1024 at C = 768, the kernel took 218 registers, one CTA per SM, and its
+// grid of two CTAs per SM ran in two waves (GPT-2's 25 calls: 2.1 ms of a
+// 39 ms step on the H200 machine). Two CTAs per SM are asked of ptxas, and
+// the grid is what fits at once (at C = 1024 one: two would spill).
+constexpr int kLnMaxChunks = 4;
 
-__global__ void __launch_bounds__(kLnWarps * kWarp) layernorm_backward_kernel(
+template <int Chunks>
+__global__ void __launch_bounds__(kLnWarps * kWarp, Chunks <= 3 ? 2 : 1) layernorm_backward_kernel(
     __nv_bfloat16* dx, float* dw, float* db, const __nv_bfloat16* dout, const __nv_bfloat16* x,
     const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C) {
     extern __shared__ float partial[];  // dw then db, C each
     for (int c = static_cast<int>(threadIdx.x); c < 2 * C; c += static_cast<int>(blockDim.x)) partial[c] = 0.0f;
     __syncthreads();
     const int lane = static_cast<int>(threadIdx.x) % kWarp;
-    float dw_acc[kLnChunks][8] = {}, db_acc[kLnChunks][8] = {};
+    float dw_acc[Chunks][8] = {}, db_acc[Chunks][8] = {};
     for (int n = static_cast<int>(blockIdx.x) * kLnWarps + static_cast<int>(threadIdx.x) / kWarp; n < N;
          n += static_cast<int>(gridDim.x) * kLnWarps) {
         const std::int64_t row = static_cast<std::int64_t>(n) * C;
         const float m = mean[n], s = rstd[n];
         // dout, x and the dx it adds into, all read before the row's sums:
         // one memory round trip per row, not two.
-        uint4 d_raw[kLnChunks], x_raw[kLnChunks], g_raw[kLnChunks];
+        uint4 d_raw[Chunks], x_raw[Chunks], g_raw[Chunks];
 #pragma unroll
-        for (int j = 0; j < kLnChunks; ++j) {
+        for (int j = 0; j < Chunks; ++j) {
             const int c = 8 * lane + 8 * kWarp * j;
             if (c < C) {
                 d_raw[j] = *reinterpret_cast<const uint4*>(dout + row + c);
@@ -174,7 +198,7 @@ __global__ void __launch_bounds__(kLnWarps * kWarp) layernorm_backward_kernel(
         }
         float dnorm_sum = 0, dnorm_norm_sum = 0;
 #pragma unroll
-        for (int j = 0; j < kLnChunks; ++j) {
+        for (int j = 0; j < Chunks; ++j) {
             const int c = 8 * lane + 8 * kWarp * j;
             if (c >= C) continue;
             float d[8], v[8], wv[8];
@@ -191,7 +215,7 @@ __global__ void __launch_bounds__(kLnWarps * kWarp) layernorm_backward_kernel(
         const float a = warp_sum(dnorm_sum) / static_cast<float>(C);
         const float bmean = warp_sum(dnorm_norm_sum) / static_cast<float>(C);
 #pragma unroll
-        for (int j = 0; j < kLnChunks; ++j) {
+        for (int j = 0; j < Chunks; ++j) {
             const int c = 8 * lane + 8 * kWarp * j;
             if (c >= C) continue;
             float d[8], v[8], wv[8], g[8];
@@ -210,7 +234,7 @@ __global__ void __launch_bounds__(kLnWarps * kWarp) layernorm_backward_kernel(
         }
     }
 #pragma unroll
-    for (int j = 0; j < kLnChunks; ++j) {
+    for (int j = 0; j < Chunks; ++j) {
         const int c = 8 * lane + 8 * kWarp * j;
         if (c >= C) continue;
 #pragma unroll
@@ -231,18 +255,21 @@ __global__ void __launch_bounds__(kLnWarps * kWarp) layernorm_backward_kernel(
 constexpr int kCeThreads = 512;
 
 // The row's logsumexp from each thread's running max and sum of exp(x - max)
-// (threads that saw no logit hold -inf and 0); every thread of the CTA gets it.
+// (threads that saw no logit hold -inf and 0); every thread of the CTA (of
+// Threads) gets it.
+template <int Threads = kCeThreads>
 __device__ __forceinline__ float row_logsumexp(float mx, float sum) {
-    __shared__ float red_max[kCeThreads / kWarp], red_sum[kCeThreads / kWarp];
+    constexpr int kWarps = Threads / kWarp;
+    __shared__ float red_max[kWarps], red_sum[kWarps];
     const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
     const float wmx = warp_max(mx);
     sum = warp_sum(sum * (mx == -INFINITY ? 0.0f : expf(mx - wmx)));
     if (lane == 0) red_max[warp] = wmx, red_sum[warp] = sum;
     __syncthreads();
     float m_all = -INFINITY;
-    for (int i = 0; i < kCeThreads / kWarp; ++i) m_all = fmaxf(m_all, red_max[i]);
+    for (int i = 0; i < kWarps; ++i) m_all = fmaxf(m_all, red_max[i]);
     float s_all = 0.0f;
-    for (int i = 0; i < kCeThreads / kWarp; ++i) s_all += red_sum[i] * expf(red_max[i] - m_all);
+    for (int i = 0; i < kWarps; ++i) s_all += red_sum[i] * expf(red_max[i] - m_all);
     return m_all + logf(s_all);
 }
 
@@ -298,6 +325,71 @@ __global__ void __launch_bounds__(kCeThreads) crossentropy_fused_kernel(float* l
             x[k] = v < V ? (p - (v == target ? 1.0f : 0.0f)) * dloss : 0.0f;
         }
         store_logits<W>(row + v0, x);
+    }
+}
+
+// The same with the row read once: a CTA of kCeRowThreads, one per SM, holds
+// its row packed in registers (thread t the 8-logit groups t + kCeRowThreads j,
+// j < Chunks, so Vp <= 8 kCeRowThreads Chunks), takes the max, then the sum of
+// exp(x - max), then writes the gradient from the registers: one read and one
+// write of the logits instead of two reads and a write (GPT-2's 16384 x 50304
+// logits are 1.6 GB, more than L2 holds between the passes). Vp a multiple of
+// 8 and 16-byte aligned rows.
+constexpr int kCeRowThreads = 1024;
+constexpr int kCeMaxChunks = 8;
+
+template <int Chunks>
+__global__ void __launch_bounds__(kCeRowThreads, 1) crossentropy_row_kernel(float* losses, __nv_bfloat16* logits,
+                                                                           const std::uint16_t* targets, float dloss,
+                                                                           int V, int Vp) {
+    const int n = static_cast<int>(blockIdx.x);
+    __nv_bfloat16* row = logits + static_cast<std::int64_t>(n) * Vp;
+    const int t = static_cast<int>(threadIdx.x);
+    uint4 raw[Chunks];
+#pragma unroll
+    for (int j = 0; j < Chunks; ++j) {
+        const int v0 = 8 * (t + kCeRowThreads * j);
+        if (v0 < Vp) raw[j] = *reinterpret_cast<const uint4*>(row + v0);
+    }
+    const int target = targets[n];
+    // Read before the barrier in row_logsumexp, so before any thread overwrites it.
+    const float x_target = t == 0 ? __bfloat162float(row[target]) : 0.0f;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < Chunks; ++j) {
+        const int v0 = 8 * (t + kCeRowThreads * j);
+        if (v0 >= V) continue;
+        float x[8];
+        unpack8(x, raw[j]);
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+            if (v0 + k < V) mx = fmaxf(mx, x[k]);
+    }
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < Chunks; ++j) {
+        const int v0 = 8 * (t + kCeRowThreads * j);
+        if (v0 >= V) continue;
+        float x[8];
+        unpack8(x, raw[j]);
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+            if (v0 + k < V) sum += expf(x[k] - mx);
+    }
+    const float lse = row_logsumexp<kCeRowThreads>(mx, sum);
+    if (t == 0) losses[n] = lse - x_target;
+#pragma unroll
+    for (int j = 0; j < Chunks; ++j) {
+        const int v0 = 8 * (t + kCeRowThreads * j);
+        if (v0 >= Vp) continue;
+        float x[8];
+        unpack8(x, raw[j]);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const int v = v0 + k;
+            x[k] = v < V ? (expf(x[k] - lse) - (v == target ? 1.0f : 0.0f)) * dloss : 0.0f;
+        }
+        store8(row + v0, x);
     }
 }
 
@@ -468,28 +560,70 @@ void encoder_backward(float* dwte, float* dwpe, const __nv_bfloat16* dout, const
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
+namespace {
+
+// Calls f.template operator()<Chunks>() with Chunks = the 256-column pieces of
+// a row of C (1 .. kLnMaxChunks); C a multiple of 8 up to 256 kLnMaxChunks.
+template <typename F>
+void with_ln_chunks(const char* kernel, int C, F&& f) {
+    if (C <= 0 || C % 8 != 0 || C > 8 * kWarp * kLnMaxChunks)
+        throw std::invalid_argument(std::string(kernel) + " takes C a multiple of 8 up to " +
+                                    std::to_string(8 * kWarp * kLnMaxChunks) + ", not " + std::to_string(C));
+    switch ((C + 8 * kWarp - 1) / (8 * kWarp)) {
+        case 1: return f.template operator()<1>();
+        case 2: return f.template operator()<2>();
+        case 3: return f.template operator()<3>();
+        default: return f.template operator()<4>();
+    }
+}
+
+}  // namespace
+
 void layernorm_forward(__nv_bfloat16* out, float* mean, float* rstd, const __nv_bfloat16* x, const __nv_bfloat16* w,
                        const __nv_bfloat16* b, int N, int C, cudaStream_t s) {
-    layernorm_forward_kernel<<<blocks_for(N, kLnWarps), kLnWarps * kWarp, 0, s>>>(out, mean, rstd, x, w, b, N, C);
-    RIGEL_CUDA_CHECK_LAUNCH();
+    with_ln_chunks("layernorm_forward", C, [&]<int Chunks>() {
+        layernorm_forward_kernel<Chunks><<<blocks_for(N, kLnWarps), kLnWarps * kWarp, 0, s>>>(out, mean, rstd, x, w, b,
+                                                                                             N, C);
+        RIGEL_CUDA_CHECK_LAUNCH();
+    });
 }
 
 void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bfloat16* dout, const __nv_bfloat16* x,
                         const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C, cudaStream_t s) {
-    if (C % 8 != 0 || C > 8 * kWarp * kLnChunks)
-        throw std::invalid_argument("layernorm_backward takes C a multiple of 8 up to " +
-                                    std::to_string(8 * kWarp * kLnChunks) + ", not " + std::to_string(C));
-    const unsigned grid = std::min<unsigned>(blocks_for(N, kLnWarps), 2 * sm_count());
-    const std::size_t smem = 2 * static_cast<std::size_t>(C) * sizeof(float);
-    layernorm_backward_kernel<<<grid, kLnWarps * kWarp, smem, s>>>(dx, dw, db, dout, x, w, mean, rstd, N, C);
-    RIGEL_CUDA_CHECK_LAUNCH();
+    with_ln_chunks("layernorm_backward", C, [&]<int Chunks>() {
+        const auto kernel = layernorm_backward_kernel<Chunks>;
+        const std::size_t smem = 2 * static_cast<std::size_t>(C) * sizeof(float);
+        // CTAs that fit on an SM at once, asked once per Chunks for its widest rows (the most shared memory).
+        static const int per_sm = [&] {
+            int fit = 0;
+            RIGEL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &fit, kernel, kLnWarps * kWarp, 2 * sizeof(float) * 8 * kWarp * Chunks));
+            return fit;
+        }();
+        const unsigned grid = std::min<unsigned>(blocks_for(N, kLnWarps), std::max(1, per_sm) * sm_count());
+        kernel<<<grid, kLnWarps * kWarp, smem, s>>>(dx, dw, db, dout, x, w, mean, rstd, N, C);
+        RIGEL_CUDA_CHECK_LAUNCH();
+    });
 }
 
 void crossentropy_fused(float* losses, __nv_bfloat16* logits, const std::uint16_t* targets, float dloss, int N, int V,
                         int Vp, cudaStream_t s) {
-    const auto kernel = Vp % 8 == 0 && reinterpret_cast<std::uintptr_t>(logits) % 16 == 0
-                            ? crossentropy_fused_kernel<8>
-                            : crossentropy_fused_kernel<1>;
+    const bool octets = Vp % 8 == 0 && reinterpret_cast<std::uintptr_t>(logits) % 16 == 0;
+    const int chunks = (Vp + 8 * kCeRowThreads - 1) / (8 * kCeRowThreads);
+    if (octets && chunks <= kCeMaxChunks) {
+        // One instance per register count: rows of up to 8 kCeRowThreads Chunks logits.
+        const auto row_kernel = [&]<int Chunks>() {
+            crossentropy_row_kernel<Chunks><<<static_cast<unsigned>(N), kCeRowThreads, 0, s>>>(losses, logits, targets,
+                                                                                               dloss, V, Vp);
+        };
+        if (chunks <= 1) row_kernel.template operator()<1>();
+        else if (chunks <= 2) row_kernel.template operator()<2>();
+        else if (chunks <= 4) row_kernel.template operator()<4>();
+        else row_kernel.template operator()<kCeMaxChunks>();
+        RIGEL_CUDA_CHECK_LAUNCH();
+        return;
+    }
+    const auto kernel = octets ? crossentropy_fused_kernel<8> : crossentropy_fused_kernel<1>;
     kernel<<<static_cast<unsigned>(N), kCeThreads, 0, s>>>(losses, logits, targets, dloss, V, Vp);
     RIGEL_CUDA_CHECK_LAUNCH();
 }

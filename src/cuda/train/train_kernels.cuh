@@ -20,7 +20,8 @@ void encoder_forward(__nv_bfloat16* out, const std::uint16_t* tokens, const __nv
 void encoder_backward(float* dwte, float* dwpe, const __nv_bfloat16* dout, const std::uint16_t* tokens, int N, int T,
                       int C, cudaStream_t s);
 
-// One warp per row: out = (x - mean) rstd w + b, mean and rstd (fp32) kept. C % 8 == 0.
+// One warp per row: out = (x - mean) rstd w + b, mean and rstd (fp32) kept.
+// C a multiple of 8 up to 1024 (else std::invalid_argument).
 void layernorm_forward(__nv_bfloat16* out, float* mean, float* rstd, const __nv_bfloat16* x, const __nv_bfloat16* w,
                        const __nv_bfloat16* b, int N, int C, cudaStream_t s);
 // dx += rstd (dnorm - mean(dnorm) - norm mean(dnorm norm)), dnorm = dout w (dx bf16, added to

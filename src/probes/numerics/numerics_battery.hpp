@@ -836,8 +836,10 @@ inline void PathProbe::model_check(std::vector<Finding>& out) {
         for (int bits : {24, 25, 26})
             for (Rounding step_out : {Rounding::toward_zero, Rounding::nearest_even})
                 for (bool first_c : {false, true})
-                    for (bool reversed : {false, true}) {
+                    for (int order = 0; order < 4; ++order) {
                         LoweredModel lm;
+                        lm.split = order < 2 ? StepSplit::contiguous : StepSplit::register_halves;
+                        lm.reversed = order % 2 == 1;
                         lm.step.block = 16;
                         lm.step.frac_bits = bits;
                         lm.step.align = AlignCut::toward_zero;
@@ -845,7 +847,6 @@ inline void PathProbe::model_check(std::vector<Finding>& out) {
                         lm.step.c_in_first_block = true;
                         lm.step.exp_rule = ExpRule::factors;
                         lm.first_c = first_c;
-                        lm.reversed = reversed;
                         const Score s = score([&](const DotCase& dc, int k) { return predict(lm, dc, k); });
                         if (s.single + s.chain > best_score.single + best_score.chain) {
                             best_score = s;
@@ -878,8 +879,9 @@ inline void PathProbe::model_check(std::vector<Finding>& out) {
     cols.c_joins = step.c_in_first_block ? "C aligned with the first block" : "C added after the first block";
     cols.exp_rule = step.exp_rule == ExpRule::factors ? "factors" : "value";
     if (best_lowered) {
+        const std::string order = best_lowered->describe_split();
         cols.lowering = "f16 HMMA steps of " + std::to_string(best_lowered->k_step) + " products" +
-                        (best_lowered->reversed ? ", the upper half first" : "");
+                        (order.empty() ? "" : ", " + order);
         cols.c_joins = best_lowered->first_c ? "C enters the first step"
                                              : "C added last by an fp32 add rounded to nearest";
     }

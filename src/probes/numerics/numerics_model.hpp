@@ -409,16 +409,38 @@ inline double predict(const BlockModel& m, const DotCase& dc, int k_inst, DType 
 // first step, an fp32 add of C rounded to nearest (SASS of the accumulation
 // probe's kernel). Each step follows `step`, the f16 HMMA's own model; the
 // unpack is exact (every e4m3 and e5m2 value is an f16 value).
+//
+// Which products share a step: one F2FP unpacks the low or the high 16 bits
+// of a 32-bit fragment register, two fp8 values of four consecutive k, so a
+// step may hold the k whose position in each group of four is 0, 1 (the low
+// halves) and the next step those at 2, 3 (`register_halves`), rather than
+// one contiguous run of k_step.
+enum class StepSplit { contiguous, register_halves };
+
 struct LoweredModel {
     BlockModel step;
     int k_step = 16;
     bool first_c = false;   // C enters the first HMMA instead of a final FADD
-    bool reversed = false;  // the upper k_step products first
+    StepSplit split = StepSplit::contiguous;
+    bool reversed = false;  // the upper run (or the high halves) first
 
+    std::string describe_split() const {
+        if (split == StepSplit::register_halves)
+            return reversed ? "the high 16 bits of each fragment register first" : "the low 16 bits of each fragment register first";
+        return reversed ? "the upper half of k first" : "";
+    }
     std::string describe() const {
+        const std::string order = describe_split();
         return "lowered to f16 HMMA steps of " + std::to_string(k_step) + " products" +
-               (reversed ? " (the upper half first)" : "") + ", each: " + step.describe() +
+               (order.empty() ? "" : " (" + order + ")") + ", each: " + step.describe() +
                (first_c ? "; C enters the first step" : "; C added last by an fp32 add rounded to nearest");
+    }
+    // The k (within one instruction of k_inst) of product j of step s.
+    int k_of(int s, int j, int steps) const {
+        const int t = reversed ? steps - 1 - s : s;
+        if (split == StepSplit::contiguous) return k_step * t + j;
+        const int per = 4 / steps;  // fp8 values per register half: 2 when two steps share a register
+        return (j / per) * 4 + t * per + j % per;
     }
 };
 
@@ -429,9 +451,11 @@ inline double predict(const LoweredModel& m, const DotCase& dc, int k_inst) {
     for (int k0 = 0; k0 < k_total; k0 += k_inst) {
         double partial = m.first_c ? acc : 0.0;
         for (int i = 0; i < steps; ++i) {
-            const int s0 = k0 + m.k_step * (m.reversed ? steps - 1 - i : i);
-            DotCase part{std::vector<double>(dc.a.begin() + s0, dc.a.begin() + s0 + m.k_step),
-                         std::vector<double>(dc.b.begin() + s0, dc.b.begin() + s0 + m.k_step), partial};
+            DotCase part{std::vector<double>(m.k_step), std::vector<double>(m.k_step), partial};
+            for (int j = 0; j < m.k_step; ++j) {
+                const int k = k0 + m.k_of(i, j, steps);
+                part.a[j] = dc.a[k], part.b[j] = dc.b[k];
+            }
             partial = predict(m.step, part, m.k_step, DType::f16);
         }
         if (m.first_c) {
