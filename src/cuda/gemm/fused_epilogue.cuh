@@ -385,11 +385,138 @@ struct FusedEpilogue {
         }
     }
 
+    // The direct path: a whole 64 x 128 tile half (inside M and N) in bf16,
+    // straight from the accumulator registers to global memory, no staging.
+    // Thread t holds, for each 8-column group j, columns 8 j + 2 (t % 4) and
+    // + 1 of rows t / 4 and t / 4 + 8 of its warp's 16 (store_accumulators'
+    // layout), so each pair leaves as one 4-byte store; a warp's store covers
+    // 8 rows x 16 bytes, and the next group's fills the rest of each 32-byte
+    // sector. The reads of each block of 32 columns come first (bias, and C
+    // and aux packed as loaded), then its math and stores, so no load waits
+    // behind a store to D that may alias it.
+    //
+    // Why: on the H200 machine Nsight Compute (clocks left alone) found the
+    // staged path issuing 13,700 warp instructions per 128 x 128 tile of
+    // GPT-2's LM head (16384 x 50304 x 768, no epilogue), the main loop a few
+    // hundred of them: the consumers' epilogue outlasted the other consumer's
+    // main loop and the tensor pipe was busy 59 % of the time
+    // (results/h200/...9d75501... ncu_gemm). Here a pair costs its math, one
+    // conversion and one store. bf16 and the four epilogues GPT-2 trains
+    // with only; every other case stays on the staged path.
+    static constexpr bool direct_epilogue(Epilogue k) {
+        return k == Epilogue::none || k == Epilogue::bias || k == Epilogue::bias_gelu_aux ||
+               k == Epilogue::dgelu_bgrad;
+    }
+
+    template <int BN, Epilogue K>
+    static __device__ __forceinline__ void store_direct(const Params& p, const float (&acc)[BN / 2], std::int64_t row0,
+                                                        int col0) {
+        using T = __nv_bfloat16;
+        constexpr int kGroups = BN / 8;
+        const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
+        const int warp = t / 32, lane = t % 32;
+        const std::int64_t r_top = row0 + 16 * warp + lane / 4;
+        const int c_base = col0 + 2 * (lane % 4);
+        const auto word = [](const void* base, std::int64_t i) {
+            return *reinterpret_cast<const std::uint32_t*>(static_cast<const T*>(base) + i);
+        };
+        const auto unpack = [](std::uint32_t w) {
+            __nv_bfloat162 h;
+            *reinterpret_cast<std::uint32_t*>(&h) = w;
+            return __bfloat1622float2(h);
+        };
+        const bool with_c = p.beta != 0.0f;
+        // In blocks of kBlock groups, each block's reads before its stores: the
+        // whole half's would hold 48 more registers beside the 128 of the
+        // accumulators, and ptxas spilled.
+        constexpr int kBlock = 4;
+#pragma unroll
+        for (int j0 = 0; j0 < kGroups; j0 += kBlock) {
+            [[maybe_unused]] std::uint32_t bias_w[kBlock];
+            std::uint32_t in_w[kBlock][2];  // C, or aux for dgelu_bgrad
+            [[maybe_unused]] float sum[kBlock][2];  // dgelu_bgrad: the pairs' column sums
+#pragma unroll
+            for (int jj = 0; jj < kBlock; ++jj) {
+                const int cc = c_base + 8 * (j0 + jj);
+                if constexpr (takes_bias(K)) bias_w[jj] = word(p.bias, cc);
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const std::int64_t r = r_top + 8 * h;
+                    in_w[jj][h] = 0u;
+                    if constexpr (K == Epilogue::dgelu_bgrad) in_w[jj][h] = word(p.aux, r * p.ldaux + cc);
+                    else if (with_c) in_w[jj][h] = word(p.c, r * p.ldc + cc);
+                }
+            }
+#pragma unroll
+            for (int jj = 0; jj < kBlock; ++jj) {
+                const int j = j0 + jj;
+                const int cc = c_base + 8 * j;
+                float2 bv = make_float2(0.0f, 0.0f);
+                if constexpr (takes_bias(K)) bv = unpack(bias_w[jj]);
+                if constexpr (K == Epilogue::dgelu_bgrad) sum[jj][0] = sum[jj][1] = 0.0f;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const std::int64_t r = r_top + 8 * h;
+                    float x0 = p.alpha * acc[4 * j + 2 * h], x1 = p.alpha * acc[4 * j + 2 * h + 1];
+                    float2 av = make_float2(0.0f, 0.0f);
+                    if constexpr (K == Epilogue::dgelu_bgrad) {
+                        av = unpack(in_w[jj][h]);
+                        if (with_c) {  // after aux's words, before this pair's store
+                            const float2 cv = unpack(word(p.c, r * p.ldc + cc));
+                            x0 += p.beta * cv.x;
+                            x1 += p.beta * cv.y;
+                        }
+                    } else if (with_c) {
+                        const float2 cv = unpack(in_w[jj][h]);
+                        x0 += p.beta * cv.x;
+                        x1 += p.beta * cv.y;
+                    }
+                    float pre0 = 0.0f, pre1 = 0.0f;
+                    const float v0 = finish(K, x0, bv.x, av.x, pre0);
+                    const float v1 = finish(K, x1, bv.y, av.y, pre1);
+                    if constexpr (K == Epilogue::bias_gelu_aux) Elem<T>::store2(p.aux, r * p.ldaux + cc, pre0, pre1);
+                    Elem<T>::store2(p.d, r * p.ldd + cc, v0, v1);
+                    if constexpr (K == Epilogue::dgelu_bgrad) {
+                        sum[jj][0] += v0;
+                        sum[jj][1] += v1;
+                    }
+                }
+            }
+            if constexpr (K == Epilogue::dgelu_bgrad) {
+                // Lanes 4 apart hold the same columns: 8 lanes per warp to add up, then
+                // lanes 0-3 add the warp's 16 rows into bgrad (4 adds per column and half).
+#pragma unroll
+                for (int jj = 0; jj < kBlock; ++jj) {
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        float v = sum[jj][e];
+                        v += __shfl_xor_sync(0xffffffffu, v, 4);
+                        v += __shfl_xor_sync(0xffffffffu, v, 8);
+                        v += __shfl_xor_sync(0xffffffffu, v, 16);
+                        if (lane < 4) atomicAdd(p.bgrad + c_base + 8 * (j0 + jj) + e, v);
+                    }
+                }
+            }
+        }
+    }
+
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
                                                  int col0, float* staging) {
         const int rows_left = m - row0;  // the same for the whole warpgroup
         if (rows_left <= 0) return;
+        if constexpr (BN == 128) {
+            if (p.d_type == Type::bf16 && p.paired && direct_epilogue(p.kind) && rows_left >= sm90::kWgmmaM &&
+                n - col0 >= BN) {
+                switch (p.kind) {
+                    case Epilogue::bias: store_direct<BN, Epilogue::bias>(p, acc, row0, col0); break;
+                    case Epilogue::bias_gelu_aux: store_direct<BN, Epilogue::bias_gelu_aux>(p, acc, row0, col0); break;
+                    case Epilogue::dgelu_bgrad: store_direct<BN, Epilogue::dgelu_bgrad>(p, acc, row0, col0); break;
+                    default: store_direct<BN, Epilogue::none>(p, acc, row0, col0);
+                }
+                return;
+            }
+        }
         const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
         const int warp = t / 32, lane = t % 32;
         // Named barriers 2 and 3, one per consumer (0 is __syncthreads'; the producer never takes part).

@@ -252,14 +252,18 @@ __global__ void __launch_bounds__(kLnWarps * kWarp, Chunks <= 3 ? 2 : 1) layerno
 
 // ---- softmax cross-entropy, fused with the logits' gradient ---------------------------
 
+// Two passes over the row (its max and sum of exp, then the gradient), the
+// second mostly from L2. A variant that held the row in registers (a
+// 1024-thread CTA per SM and row, one read of the logits) measured slower in
+// GPT-2's step on the H200 machine: 1.88 ms against 1.57 ms
+// (2026-12-01_9d75501_profile_gpt2_cuda.csv against ..._0d22951_...): one
+// CTA per SM leaves the memory idle while it reduces.
 constexpr int kCeThreads = 512;
 
 // The row's logsumexp from each thread's running max and sum of exp(x - max)
-// (threads that saw no logit hold -inf and 0); every thread of the CTA (of
-// Threads) gets it.
-template <int Threads = kCeThreads>
+// (threads that saw no logit hold -inf and 0); every thread of the CTA gets it.
 __device__ __forceinline__ float row_logsumexp(float mx, float sum) {
-    constexpr int kWarps = Threads / kWarp;
+    constexpr int kWarps = kCeThreads / kWarp;
     __shared__ float red_max[kWarps], red_sum[kWarps];
     const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
     const float wmx = warp_max(mx);
@@ -325,71 +329,6 @@ __global__ void __launch_bounds__(kCeThreads) crossentropy_fused_kernel(float* l
             x[k] = v < V ? (p - (v == target ? 1.0f : 0.0f)) * dloss : 0.0f;
         }
         store_logits<W>(row + v0, x);
-    }
-}
-
-// The same with the row read once: a CTA of kCeRowThreads, one per SM, holds
-// its row packed in registers (thread t the 8-logit groups t + kCeRowThreads j,
-// j < Chunks, so Vp <= 8 kCeRowThreads Chunks), takes the max, then the sum of
-// exp(x - max), then writes the gradient from the registers: one read and one
-// write of the logits instead of two reads and a write (GPT-2's 16384 x 50304
-// logits are 1.6 GB, more than L2 holds between the passes). Vp a multiple of
-// 8 and 16-byte aligned rows.
-constexpr int kCeRowThreads = 1024;
-constexpr int kCeMaxChunks = 8;
-
-template <int Chunks>
-__global__ void __launch_bounds__(kCeRowThreads, 1) crossentropy_row_kernel(float* losses, __nv_bfloat16* logits,
-                                                                           const std::uint16_t* targets, float dloss,
-                                                                           int V, int Vp) {
-    const int n = static_cast<int>(blockIdx.x);
-    __nv_bfloat16* row = logits + static_cast<std::int64_t>(n) * Vp;
-    const int t = static_cast<int>(threadIdx.x);
-    uint4 raw[Chunks];
-#pragma unroll
-    for (int j = 0; j < Chunks; ++j) {
-        const int v0 = 8 * (t + kCeRowThreads * j);
-        if (v0 < Vp) raw[j] = *reinterpret_cast<const uint4*>(row + v0);
-    }
-    const int target = targets[n];
-    // Read before the barrier in row_logsumexp, so before any thread overwrites it.
-    const float x_target = t == 0 ? __bfloat162float(row[target]) : 0.0f;
-    float mx = -INFINITY;
-#pragma unroll
-    for (int j = 0; j < Chunks; ++j) {
-        const int v0 = 8 * (t + kCeRowThreads * j);
-        if (v0 >= V) continue;
-        float x[8];
-        unpack8(x, raw[j]);
-#pragma unroll
-        for (int k = 0; k < 8; ++k)
-            if (v0 + k < V) mx = fmaxf(mx, x[k]);
-    }
-    float sum = 0.0f;
-#pragma unroll
-    for (int j = 0; j < Chunks; ++j) {
-        const int v0 = 8 * (t + kCeRowThreads * j);
-        if (v0 >= V) continue;
-        float x[8];
-        unpack8(x, raw[j]);
-#pragma unroll
-        for (int k = 0; k < 8; ++k)
-            if (v0 + k < V) sum += expf(x[k] - mx);
-    }
-    const float lse = row_logsumexp<kCeRowThreads>(mx, sum);
-    if (t == 0) losses[n] = lse - x_target;
-#pragma unroll
-    for (int j = 0; j < Chunks; ++j) {
-        const int v0 = 8 * (t + kCeRowThreads * j);
-        if (v0 >= Vp) continue;
-        float x[8];
-        unpack8(x, raw[j]);
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            const int v = v0 + k;
-            x[k] = v < V ? (expf(x[k] - lse) - (v == target ? 1.0f : 0.0f)) * dloss : 0.0f;
-        }
-        store8(row + v0, x);
     }
 }
 
@@ -609,20 +548,6 @@ void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bflo
 void crossentropy_fused(float* losses, __nv_bfloat16* logits, const std::uint16_t* targets, float dloss, int N, int V,
                         int Vp, cudaStream_t s) {
     const bool octets = Vp % 8 == 0 && reinterpret_cast<std::uintptr_t>(logits) % 16 == 0;
-    const int chunks = (Vp + 8 * kCeRowThreads - 1) / (8 * kCeRowThreads);
-    if (octets && chunks <= kCeMaxChunks) {
-        // One instance per register count: rows of up to 8 kCeRowThreads Chunks logits.
-        const auto row_kernel = [&]<int Chunks>() {
-            crossentropy_row_kernel<Chunks><<<static_cast<unsigned>(N), kCeRowThreads, 0, s>>>(losses, logits, targets,
-                                                                                               dloss, V, Vp);
-        };
-        if (chunks <= 1) row_kernel.template operator()<1>();
-        else if (chunks <= 2) row_kernel.template operator()<2>();
-        else if (chunks <= 4) row_kernel.template operator()<4>();
-        else row_kernel.template operator()<kCeMaxChunks>();
-        RIGEL_CUDA_CHECK_LAUNCH();
-        return;
-    }
     const auto kernel = octets ? crossentropy_fused_kernel<8> : crossentropy_fused_kernel<1>;
     kernel<<<static_cast<unsigned>(N), kCeThreads, 0, s>>>(losses, logits, targets, dloss, V, Vp);
     RIGEL_CUDA_CHECK_LAUNCH();
