@@ -55,7 +55,11 @@ def sha256(path):
 
 
 def result_files():
-    return sorted(p for p in RESULTS.glob("*/*") if p.suffix in (".csv", ".json"))
+    """Every committed result: results/<machine>/*, and results/<machine>/experiments/*
+    (runs of code that was measured and then taken out; no report reads them,
+    the documents that cite them name them)."""
+    found = list(RESULTS.glob("*/*")) + list(RESULTS.glob("*/experiments/*"))
+    return sorted(p for p in found if p.suffix in (".csv", ".json"))
 
 
 def update_manifest():

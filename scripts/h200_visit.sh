@@ -6,7 +6,7 @@
 # table. Usage: scripts/h200_visit.sh [tests] [ladder] [bench] [probes] [sass]
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
-# [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention]
+# [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention] [emulate_fp8]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -363,8 +363,9 @@ emulate_one() {
 # refuse others); of 16 for fp8.
 shapes="1024x1024x1024,1000x1030x1104,1023x977x1032,512x512x4096,257x1100x1024,1024x1024x2048,999x1001x1000,640x1408x1152,1100x900x960,128x1024x8192"
 fp8_shapes="1024x1024x1024,1000x1030x1104,1023x977x1040,512x512x4096,257x1100x1024,1024x1024x2048,999x1001x1008,640x1408x1152,1100x900x960,128x1024x8192"
-if has emulate; then
-  for pair in "wgmma_bf16 library" "wgmma_f16 library" "wgmma_bf16 k32_wgmma_persistent" "mma_sync_bf16 k21_mma_sync"; do
+# emulate_fp8: the fp8 comparisons alone.
+if has emulate || has emulate_fp8; then
+  has emulate && for pair in "wgmma_bf16 library" "wgmma_f16 library" "wgmma_bf16 k32_wgmma_persistent" "mma_sync_bf16 k21_mma_sync"; do
     read -r path against <<< "$pair"
     emulate_one "$path" "$against" "$shapes" 90
   done
