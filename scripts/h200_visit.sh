@@ -372,6 +372,8 @@ if has emulate || has emulate_fp8; then
   # The fp8 path's model (measured per instruction by the probe) at GEMM
   # scale: set against the fp8 rungs, chained (k33) and promoted every 128 of K (k34).
   for against in k33_wgmma_fp8 k34_wgmma_fp8_promoted; do emulate_one wgmma_e4m3 "$against" "$fp8_shapes" 120; done
+  # e5m2 on the same rungs: the e4m3 model as a hypothesis (the probe's e5m2 paths measure it per instruction).
+  for against in k33_wgmma_fp8 k34_wgmma_fp8_promoted; do emulate_one wgmma_e5m2 "$against" "$fp8_shapes" 120; done
 fi
 
 # What cuBLAS and cuBLASLt do with K, from their fp32 outputs alone (rigel
@@ -381,6 +383,8 @@ fi
 if has emulate_vendor; then
   for against in cublas cublaslt; do emulate_one wgmma_bf16 "$against" "$shapes" 150; done
   emulate_one wgmma_e4m3 cublaslt "1024x1024x1024,512x512x4096,128x1024x8192" 150
+  # FAST_ACCUM: identical to one uninterrupted chain over K (no promotion) or not.
+  emulate_one wgmma_e4m3 vendor_cublaslt_e4m3_fastacc "1024x1024x1024,512x512x4096,128x1024x8192" 60
 fi
 
 # rigel's own training kernels against float64.

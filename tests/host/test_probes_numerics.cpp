@@ -91,10 +91,17 @@ TEST(NumericsModel, SplitsProductsIntoNormalFactorsOfTheType) {
     EXPECT_FALSE(representable(DType::e4m3, 17.0));
     EXPECT_TRUE(representable(DType::tf32, 1.0 + 0x1p-10));
     EXPECT_FALSE(representable(DType::tf32, 1.0 + 0x1p-11));
+    // e5m2: 2 fraction bits, normals from 2^-14, subnormals down to 2^-16, largest 57344.
+    EXPECT_TRUE(representable(DType::e5m2, 1.75));
+    EXPECT_FALSE(representable(DType::e5m2, 1.125));
+    EXPECT_TRUE(representable(DType::e5m2, 0x1p-16));
+    EXPECT_FALSE(representable(DType::e5m2, 0x1p-17));
+    EXPECT_TRUE(representable(DType::e5m2, 57344.0));
+    EXPECT_EQ(decode(DType::e5m2, *encode(DType::e5m2, -0.375)), -0.375);
 }
 
 TEST(NumericsModel, TypesOutsideTheTensorCorePathsAreRefused) {
-    for (DType t : {DType::f32, DType::f64, DType::i8, DType::e5m2}) {
+    for (DType t : {DType::f32, DType::f64, DType::i8, DType::e2m1}) {
         EXPECT_THROW(facts(t), std::invalid_argument) << name(t);
         EXPECT_THROW(encode(t, 1.0), std::invalid_argument) << name(t);
         EXPECT_THROW(decode(t, 0), std::invalid_argument) << name(t);
@@ -328,7 +335,9 @@ TEST(AccumulationBattery, RecoversEveryParameterOfAModelTensorCore) {
                               {PathId::mma_bf16, 16, 26, Rounding::nearest_even, true},
                               {PathId::mma_tf32, 4, 23, Rounding::toward_zero, false},
                               {PathId::mma_e4m3, 32, 13, Rounding::toward_zero, true},
-                              {PathId::wgmma_e4m3, 16, 13, Rounding::toward_zero, true}};
+                              {PathId::wgmma_e4m3, 16, 13, Rounding::toward_zero, true},
+                              {PathId::mma_e5m2, 32, 13, Rounding::toward_zero, true},
+                              {PathId::wgmma_e5m2, 16, 13, Rounding::toward_zero, true}};
     for (const Config& c : configs) {
         BlockModel m;
         m.block = c.block;

@@ -30,14 +30,15 @@ TYPES = {
 K = {"bf16": 16, "f16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32, "i8": 32}
 
 # What is issued: the rungs (k30-k37: m64n128 and m64n256 in bf16, f16, e4m3,
-# e5m2; k36's m64n128 halves) and the probes (layouts, numerics: bf16 and
-# e4m3 at N = 8; throughput: bf16 and e4m3 at N = 8..256, f16, tf32, i8 at 256).
+# e5m2; k36's m64n128 halves) and the probes (layouts: bf16 and e4m3 at N = 8;
+# numerics: bf16, e4m3 and e5m2 at N = 8; throughput: bf16 and e4m3 at
+# N = 8..256, f16, tf32, i8 at 256).
 PLAN = {
     "bf16": [8, 16, 32, 64, 128, 256],
     "f16": [128, 256],
     "tf32": [256],
     "e4m3": [8, 16, 32, 64, 128, 256],
-    "e5m2": [128, 256],
+    "e5m2": [8, 128, 256],
     "i8": [256],
 }
 

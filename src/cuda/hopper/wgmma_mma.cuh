@@ -498,6 +498,26 @@ struct Wgmma<DType::e4m3, 256> : WgmmaType<DType::e4m3> {
 };
 
 template <>
+struct Wgmma<DType::e5m2, 8> : WgmmaType<DType::e5m2> {
+    template <int TransA = 0, int TransB = 0>
+    static __device__ __forceinline__ void mma(float (&d)[4], std::uint64_t desc_a, std::uint64_t desc_b,
+                                               std::uint32_t scale_d) {
+        static_assert(TransA == 0 && TransB == 0, "e5m2 wgmma reads K-major operands only");
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e5m2 {"
+            "%0, %1, %2, %3"
+            "}, %4, %5, p, 1, 1;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+#else
+        (void)d, (void)desc_a, (void)desc_b, (void)scale_d;
+#endif
+    }
+};
+
+template <>
 struct Wgmma<DType::e5m2, 128> : WgmmaType<DType::e5m2> {
     template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b,

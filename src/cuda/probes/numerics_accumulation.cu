@@ -1,5 +1,5 @@
 // Probe accumulation: how the matrix instructions add. Per path (mma.sync
-// f16, bf16, tf32, e4m3; wgmma bf16, e4m3 on sm_90a) it asks, with crafted dot
+// f16, bf16, tf32, e4m3, e5m2; wgmma bf16, e4m3, e5m2 on sm_90a) it asks, with crafted dot
 // products in row 0 / column 0 of the instruction's matrices:
 //   - are products exact; are subnormal inputs and results kept or flushed;
 //   - how many products share one alignment step (the fused block), whether C
@@ -177,6 +177,8 @@ std::optional<std::vector<float>> run_batch(const NumPath& p, const Batch& bt, i
             return launch(dot_mma_kernel<MmaKind::tf32_m16n8k8>, bt, k_total, warp_blocks, 128, 0, per);
         case PathId::mma_e4m3:
             return launch(dot_mma_kernel<MmaKind::e4m3_m16n8k32>, bt, k_total, warp_blocks, 128, 0, per);
+        case PathId::mma_e5m2:
+            return launch(dot_mma_kernel<MmaKind::e5m2_m16n8k32>, bt, k_total, warp_blocks, 128, 0, per);
         case PathId::wgmma_bf16:
             if (k_total == 16) return launch(dot_wgmma_kernel<DType::bf16, 1>, bt, k_total, bt.count, 128, smem, per);
             if (k_total == chain_k)
@@ -186,6 +188,11 @@ std::optional<std::vector<float>> run_batch(const NumPath& p, const Batch& bt, i
             if (k_total == 32) return launch(dot_wgmma_kernel<DType::e4m3, 1>, bt, k_total, bt.count, 128, smem, per);
             if (k_total == chain_k)
                 return launch(dot_wgmma_kernel<DType::e4m3, chain_k / 32>, bt, k_total, bt.count, 128, smem, per);
+            break;
+        case PathId::wgmma_e5m2:
+            if (k_total == 32) return launch(dot_wgmma_kernel<DType::e5m2, 1>, bt, k_total, bt.count, 128, smem, per);
+            if (k_total == chain_k)
+                return launch(dot_wgmma_kernel<DType::e5m2, chain_k / 32>, bt, k_total, bt.count, 128, smem, per);
             break;
     }
     throw std::logic_error("accumulation: no wgmma kernel for k_total " + std::to_string(k_total));

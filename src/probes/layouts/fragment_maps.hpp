@@ -22,7 +22,15 @@
 
 namespace rigel::probes {
 
-enum class MmaKind : std::uint8_t { f16_m16n8k16, bf16_m16n8k16, tf32_m16n8k8, e4m3_m16n8k32, s8_m16n8k32, f64_m8n8k4 };
+enum class MmaKind : std::uint8_t {
+    f16_m16n8k16,
+    bf16_m16n8k16,
+    tf32_m16n8k8,
+    e4m3_m16n8k32,
+    e5m2_m16n8k32,
+    s8_m16n8k32,
+    f64_m8n8k4
+};
 
 // Shape and per-lane fragment sizes (elements) of one mma.sync; the
 // accumulator is f32 except for s8 (s32) and f64.
@@ -39,6 +47,7 @@ constexpr MmaShape shape_of(MmaKind kind) {
         case MmaKind::bf16_m16n8k16: return {16, 8, 16, 8, 4, 4, 2, 4};
         case MmaKind::tf32_m16n8k8: return {16, 8, 8, 4, 2, 4, 4, 4};
         case MmaKind::e4m3_m16n8k32:
+        case MmaKind::e5m2_m16n8k32:
         case MmaKind::s8_m16n8k32: return {16, 8, 32, 16, 8, 4, 1, 4};
         case MmaKind::f64_m8n8k4: return {8, 8, 4, 1, 1, 2, 8, 8};
     }
@@ -56,6 +65,7 @@ constexpr const char* ptx_name(MmaKind kind) {
         case MmaKind::bf16_m16n8k16: return "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
         case MmaKind::tf32_m16n8k8: return "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
         case MmaKind::e4m3_m16n8k32: return "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32";
+        case MmaKind::e5m2_m16n8k32: return "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32";
         case MmaKind::s8_m16n8k32: return "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32";
         case MmaKind::f64_m8n8k4: return "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64";
     }
@@ -69,6 +79,7 @@ constexpr DType operand_type(MmaKind kind) {
         case MmaKind::bf16_m16n8k16: return DType::bf16;
         case MmaKind::tf32_m16n8k8: return DType::tf32;
         case MmaKind::e4m3_m16n8k32: return DType::e4m3;
+        case MmaKind::e5m2_m16n8k32: return DType::e5m2;
         case MmaKind::s8_m16n8k32: return DType::i8;
         case MmaKind::f64_m8n8k4: return DType::f64;
     }
@@ -78,7 +89,8 @@ constexpr DType operand_type(MmaKind kind) {
 // Compute capability x10 the instruction needs (PTX ISA target requirements).
 constexpr int min_cc(MmaKind kind) {
     switch (kind) {
-        case MmaKind::e4m3_m16n8k32: return 89;
+        case MmaKind::e4m3_m16n8k32:
+        case MmaKind::e5m2_m16n8k32: return 89;
         default: return 80;
     }
 }
@@ -106,6 +118,7 @@ constexpr Coord doc_coord(MmaKind kind, Operand op, int lane, int i) {
             if (op == Operand::b) return {t + 4 * i, g};
             return {g + 8 * (i >> 1), 2 * t + (i & 1)};
         case MmaKind::e4m3_m16n8k32:
+        case MmaKind::e5m2_m16n8k32:
         case MmaKind::s8_m16n8k32:
             if (op == Operand::a) return {g + 8 * ((i >> 2) & 1), 4 * t + (i & 3) + 16 * (i >> 3)};
             if (op == Operand::b) return {4 * t + (i & 3) + 16 * (i >> 2), g};
@@ -130,6 +143,7 @@ inline std::string doc_formula(MmaKind kind) {
         case MmaKind::tf32_m16n8k8:
             return gt + "A[i]: (g + 8*(i&1), t + 4*(i>>1)); B[i]: (t + 4i, g); C/D[i]: (g + 8*(i>>1), 2t + (i&1))";
         case MmaKind::e4m3_m16n8k32:
+        case MmaKind::e5m2_m16n8k32:
         case MmaKind::s8_m16n8k32:
             return gt +
                    "A[i]: (g + 8*((i>>2)&1), 4t + (i&3) + 16*(i>>3)); B[i]: (4t + (i&3) + 16*(i>>2), g); "
@@ -192,6 +206,10 @@ inline std::uint64_t encode_element(MmaKind kind, double v) {
         case MmaKind::e4m3_m16n8k32:
             bits = f32_to_e4m3(need_float(), Overflow::saturate);
             back = e4m3_to_f32(std::uint8_t(bits));
+            break;
+        case MmaKind::e5m2_m16n8k32:
+            bits = f32_to_e5m2(need_float(), Overflow::saturate);
+            back = e5m2_to_f32(std::uint8_t(bits));
             break;
         case MmaKind::s8_m16n8k32:
             if (v != std::floor(v) || v < -128 || v > 127) throw std::invalid_argument("value not an s8");

@@ -27,7 +27,8 @@ inline constexpr int chain_k = 128;  // RIGEL's hostile sum: one large term and 
 
 // ---- paths -------------------------------------------------------------------------------
 
-enum class PathId : std::uint8_t { mma_f16, mma_bf16, mma_tf32, mma_e4m3, wgmma_bf16, wgmma_e4m3 };
+// New paths go last: a path's id seeds its random battery.
+enum class PathId : std::uint8_t { mma_f16, mma_bf16, mma_tf32, mma_e4m3, wgmma_bf16, wgmma_e4m3, mma_e5m2, wgmma_e5m2 };
 
 struct NumPath {
     PathId id;
@@ -59,9 +60,13 @@ inline const NumPath paths[] = {
      mma_doc},
     {PathId::mma_e4m3, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", DType::e4m3, 32, 16, 8, false, 89,
      false, mma_doc},
+    {PathId::mma_e5m2, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", DType::e5m2, 32, 16, 8, false, 89,
+     false, mma_doc},
     {PathId::wgmma_bf16, "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16", DType::bf16, 16, 64, 8, true, 90,
      false, wgmma_doc},
     {PathId::wgmma_e4m3, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3", DType::e4m3, 32, 64, 8, true, 90,
+     true, wgmma_doc},
+    {PathId::wgmma_e5m2, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e5m2", DType::e5m2, 32, 64, 8, true, 90,
      true, wgmma_doc},
 };
 
@@ -768,8 +773,8 @@ inline void PathProbe::model_check(std::vector<Finding>& out) {
     m.subnormal_out = subnormal_out_;
 
     // Random dot products over a wide exponent range, 10% zeros.
-    const int elo = p_.type == DType::f16 ? -8 : p_.type == DType::e4m3 ? -6 : -16;
-    const int ehi = p_.type == DType::f16 ? 8 : p_.type == DType::e4m3 ? 8 : 16;
+    const int elo = p_.type == DType::f16 || p_.type == DType::e5m2 ? -8 : p_.type == DType::e4m3 ? -6 : -16;
+    const int ehi = p_.type == DType::f16 || p_.type == DType::e5m2 ? 8 : p_.type == DType::e4m3 ? 8 : 16;
     SplitMix rng(ctx_.seed * 0x1000 + static_cast<std::uint64_t>(p_.id) + 1);
     const auto random_case = [&](int k_total) {
         DotCase dc = empty_case(k_total);

@@ -28,10 +28,10 @@
 
 namespace rigel::probes {
 
-// The operand types of the probes' tensor-core paths are f16, bf16, tf32 and
-// e4m3; the functions below refuse any other DType.
+// The operand types of the probes' tensor-core paths are f16, bf16, tf32,
+// e4m3 and e5m2; the functions below refuse any other DType.
 [[noreturn]] inline void refuse_operand_type(DType t) {
-    throw std::invalid_argument("numerics: no operand type " + std::string(name(t)) + " (f16, bf16, tf32, e4m3)");
+    throw std::invalid_argument("numerics: no operand type " + std::string(name(t)) + " (f16, bf16, tf32, e4m3, e5m2)");
 }
 
 struct TypeFacts {
@@ -49,6 +49,7 @@ constexpr TypeFacts facts(DType t) {
         case DType::bf16: return {"bf16", 8, -126, 127, -133, 2};
         case DType::tf32: return {"tf32", 11, -126, 127, -136, 4};
         case DType::e4m3: return {"e4m3", 4, -6, 8, -9, 1};
+        case DType::e5m2: return {"e5m2", 3, -14, 15, -16, 1};
         default: break;
     }
     refuse_operand_type(t);
@@ -80,6 +81,10 @@ inline std::optional<std::uint32_t> encode(DType t, double v) {
             bits = f32_to_e4m3(f, Overflow::saturate);
             back = e4m3_to_f32(std::uint8_t(bits));
             break;
+        case DType::e5m2:
+            bits = f32_to_e5m2(f, Overflow::saturate);
+            back = e5m2_to_f32(std::uint8_t(bits));
+            break;
         default: refuse_operand_type(t);
     }
     if (back != v) return std::nullopt;
@@ -95,6 +100,7 @@ inline double decode(DType t, std::uint32_t bits) {
         case DType::bf16: return bf16_to_f32(static_cast<std::uint16_t>(bits));
         case DType::tf32: return std::bit_cast<float>(bits);
         case DType::e4m3: return e4m3_to_f32(static_cast<std::uint8_t>(bits));
+        case DType::e5m2: return e5m2_to_f32(static_cast<std::uint8_t>(bits));
         default: break;
     }
     refuse_operand_type(t);
