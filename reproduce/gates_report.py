@@ -187,7 +187,7 @@ def findings_section(folder, driver_folder=None):
 
 
 EMULATE_NAME = re.compile(
-    r"_emulate_(?P<path>[a-z0-9_]+?)_(?P<against>library|cublas|cublaslt|k[0-9]+_[a-z0-9_]+)\.csv$")
+    r"_emulate_(?P<path>[a-z0-9_]+?)_(?P<against>library|cublas|cublaslt|k[0-9]+_[a-z0-9_]+|vendor_[a-z0-9_]+)\.csv$")
 EMULATE_COLUMNS = ("device", "path", "instruction", "m", "n", "k", "splits", "elements", "identical")
 
 
@@ -212,8 +212,9 @@ def emulate_block(folder):
         same = sum(findings.parse_int(t.cell(i, "identical")) for i in range(n))
         splits = ", ".join(split_text(t, i) for i in ordered_rows(t, n))
         shapes = ", ".join(f"{t.cell(i, 'm')}x{t.cell(i, 'n')}x{t.cell(i, 'k')}" for i in range(n))
-        what = {"library": "the GEMM library", "cublas": "cuBLAS (cublasGemmEx)",
-                "cublaslt": "cuBLASLt"}.get(against, f"rung {against}")
+        what = {"library": "the GEMM library", "cublas": "cuBLAS (cublasGemmEx)", "cublaslt": "cuBLASLt",
+                "vendor_cublaslt_e4m3_fastacc": "cuBLASLt with FAST_ACCUM (as one chain over K)"}.get(
+                    against, f"rung {against}")
         if rf.side("model_measured") == "no":  # the path's model was a hypothesis when this ran
             path += " (model: " + findings.md_cell(rf.side("model")) + ")"
         lines.append(f"| {path} | {what} | {n} | {splits} | {same:,} / {total:,}"

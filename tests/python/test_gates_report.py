@@ -141,3 +141,11 @@ class EmulateBlock(TempDirTest):
         block = gates_report.emulate_block(self.dir)
         self.assertIn("| wgmma_e4m3 (model: MMA-Sim's Hopper model) | rung k33_wgmma_fp8 | 1 | 1 | 4,096 / 4,096 |",
                       block)
+
+    def test_fast_accum_as_one_chain(self):
+        base = ["h", "NVIDIA H200", "wgmma_e4m3", "wgmma", "64", "64"]
+        self.put("2026-12-01_abcdef1_emulate_wgmma_e4m3_vendor_cublaslt_e4m3_fastacc.csv",
+                 [["r4"] + base + ["1024", "1", "64", "floor", "serial", "normal", "1", "4096", "4096", "", "x", "",
+                                   "", ""]])
+        block = gates_report.emulate_block(self.dir)
+        self.assertIn("| wgmma_e4m3 | cuBLASLt with FAST_ACCUM (as one chain over K) | 1 | 1 | 4,096 / 4,096 |", block)
