@@ -269,10 +269,10 @@ struct ModelGpu {
     std::optional<std::vector<float>> operator()(const Batch& bt, int k_total) const {
         const DType t = path.type;
         const int eb = facts(t).elem_bytes;
-        const auto value = [&](const std::vector<std::uint8_t>& v, std::size_t at) {
+        const auto value = [&](const std::vector<std::uint8_t>& v, std::size_t at, DType type) {
             std::uint32_t bits = 0;
             for (int i = 0; i < eb; ++i) bits |= std::uint32_t(v[at + i]) << (8 * i);
-            return decode(t, bits);
+            return decode(type, bits);
         };
         std::vector<float> out(std::size_t(bt.count) * path.m * path.n);
         for (int e = 0; e < bt.count; ++e)
@@ -280,7 +280,7 @@ struct ModelGpu {
                 DotCase dc = empty_case(k_total);
                 bool row_zero = true;
                 for (int k = 0; k < k_total; ++k) {
-                    dc.a[k] = value(bt.a, ((std::size_t(e) * path.m + m) * k_total + k) * eb);
+                    dc.a[k] = value(bt.a, ((std::size_t(e) * path.m + m) * k_total + k) * eb, t);
                     row_zero = row_zero && dc.a[k] == 0;
                 }
                 for (int n = 0; n < path.n; ++n) {
@@ -288,7 +288,7 @@ struct ModelGpu {
                     dc.c = bt.c[at];
                     if (!row_zero)  // a zero row contributes no products whatever B holds
                         for (int k = 0; k < k_total; ++k)
-                            dc.b[k] = value(bt.b, ((std::size_t(e) * path.n + n) * k_total + k) * eb);
+                            dc.b[k] = value(bt.b, ((std::size_t(e) * path.n + n) * k_total + k) * eb, b_type(path));
                     out[at] = static_cast<float>(predict(model, dc, path.k_inst, t));
                 }
             }
@@ -337,7 +337,9 @@ TEST(AccumulationBattery, RecoversEveryParameterOfAModelTensorCore) {
                               {PathId::mma_e4m3, 32, 13, Rounding::toward_zero, true},
                               {PathId::wgmma_e4m3, 16, 13, Rounding::toward_zero, true},
                               {PathId::mma_e5m2, 32, 13, Rounding::toward_zero, true},
-                              {PathId::wgmma_e5m2, 16, 13, Rounding::toward_zero, true}};
+                              {PathId::wgmma_e5m2, 16, 13, Rounding::toward_zero, true},
+                              {PathId::mma_e4m3_e5m2, 32, 13, Rounding::toward_zero, true},
+                              {PathId::wgmma_e4m3_e5m2, 16, 13, Rounding::toward_zero, true}};
     for (const Config& c : configs) {
         BlockModel m;
         m.block = c.block;

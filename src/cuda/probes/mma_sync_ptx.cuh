@@ -15,7 +15,7 @@ __host__ __device__ constexpr bool mma_compiled(MmaKind kind) {
     (void)kind;
     return true;
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    return kind != MmaKind::e4m3_m16n8k32 && kind != MmaKind::e5m2_m16n8k32;
+    return kind != MmaKind::e4m3_m16n8k32 && kind != MmaKind::e5m2_m16n8k32 && kind != MmaKind::e4m3_e5m2_m16n8k32;
 #else
     (void)kind;
     return false;
@@ -95,6 +95,18 @@ __device__ inline void mma<MmaKind::e5m2_m16n8k32>(float (&d)[4], const std::uin
                                                    const std::uint32_t (&b)[2]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
     asm("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    (void)d, (void)a, (void)b;
+#endif
+}
+
+template <>
+__device__ inline void mma<MmaKind::e4m3_e5m2_m16n8k32>(float (&d)[4], const std::uint32_t (&a)[4],
+                                                        const std::uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else

@@ -1,5 +1,6 @@
 // Probe accumulation: how the matrix instructions add. Per path (mma.sync
-// f16, bf16, tf32, e4m3, e5m2; wgmma bf16, e4m3, e5m2 on sm_90a) it asks, with crafted dot
+// f16, bf16, tf32, e4m3, e5m2, e4m3 x e5m2; wgmma bf16, e4m3, e5m2,
+// e4m3 x e5m2 on sm_90a) it asks, with crafted dot
 // products in row 0 / column 0 of the instruction's matrices:
 //   - are products exact; are subnormal inputs and results kept or flushed;
 //   - how many products share one alignment step (the fused block), whether C
@@ -92,7 +93,8 @@ __global__ void __launch_bounds__(128) dot_mma_kernel(const std::uint8_t* a, con
 // One experiment per CTA (one warpgroup): m64n8, A (64 x k_total) and B
 // (8 x k_total) staged in shared memory in the no-swizzle K-major layout,
 // Steps = k_total / K wgmma instructions chained on one accumulator.
-template <DType T, int Steps>
+// MixedB: T is e4m3 and B is e5m2.
+template <DType T, int Steps, bool MixedB = false>
 __global__ void __launch_bounds__(128) dot_wgmma_kernel(const std::uint8_t* a, const std::uint8_t* b, const float* c,
                                                         float* d, int k_total, int experiments, int* built) {
     constexpr int eb = WgTraits<T>::elem_bytes;
@@ -134,8 +136,14 @@ __global__ void __launch_bounds__(128) dot_wgmma_kernel(const std::uint8_t* a, c
 #pragma unroll
         for (int step = 0; step < Steps; ++step) {
             const int chunk0 = step * kin * eb / 16;
-            wgmma<T, n>(acc, smem_desc(sa + chunk0 * m * 16, m * 16, 128), smem_desc(sb + chunk0 * n * 16, n * 16, 128),
-                        1u);
+            const std::uint64_t da = smem_desc(sa + chunk0 * m * 16, m * 16, 128);
+            const std::uint64_t db = smem_desc(sb + chunk0 * n * 16, n * 16, 128);
+            if constexpr (MixedB) {
+                static_assert(T == DType::e4m3, "the mixed path is e4m3 x e5m2");
+                wgmma_e4m3_e5m2_n8(acc, da, db, 1u);
+            } else {
+                wgmma<T, n>(acc, da, db, 1u);
+            }
         }
         wgmma_commit();
         wgmma_wait_all();
@@ -179,6 +187,8 @@ std::optional<std::vector<float>> run_batch(const NumPath& p, const Batch& bt, i
             return launch(dot_mma_kernel<MmaKind::e4m3_m16n8k32>, bt, k_total, warp_blocks, 128, 0, per);
         case PathId::mma_e5m2:
             return launch(dot_mma_kernel<MmaKind::e5m2_m16n8k32>, bt, k_total, warp_blocks, 128, 0, per);
+        case PathId::mma_e4m3_e5m2:
+            return launch(dot_mma_kernel<MmaKind::e4m3_e5m2_m16n8k32>, bt, k_total, warp_blocks, 128, 0, per);
         case PathId::wgmma_bf16:
             if (k_total == 16) return launch(dot_wgmma_kernel<DType::bf16, 1>, bt, k_total, bt.count, 128, smem, per);
             if (k_total == chain_k)
@@ -193,6 +203,13 @@ std::optional<std::vector<float>> run_batch(const NumPath& p, const Batch& bt, i
             if (k_total == 32) return launch(dot_wgmma_kernel<DType::e5m2, 1>, bt, k_total, bt.count, 128, smem, per);
             if (k_total == chain_k)
                 return launch(dot_wgmma_kernel<DType::e5m2, chain_k / 32>, bt, k_total, bt.count, 128, smem, per);
+            break;
+        case PathId::wgmma_e4m3_e5m2:
+            if (k_total == 32)
+                return launch(dot_wgmma_kernel<DType::e4m3, 1, true>, bt, k_total, bt.count, 128, smem, per);
+            if (k_total == chain_k)
+                return launch(dot_wgmma_kernel<DType::e4m3, chain_k / 32, true>, bt, k_total, bt.count, 128, smem,
+                              per);
             break;
     }
     throw std::logic_error("accumulation: no wgmma kernel for k_total " + std::to_string(k_total));

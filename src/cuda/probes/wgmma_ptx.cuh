@@ -55,6 +55,22 @@ __device__ __forceinline__ void wgmma_wait_all() { cuda::sm90::wgmma_wait<0>(); 
 __device__ inline void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 __device__ inline void fence_operand(std::int32_t& r) { asm volatile("" : "+r"(r)::"memory"); }
 
+// d += A * B for one m64n8k32 instruction with A e4m3 and B e5m2 (the
+// accumulation probe's mixed path; no rung issues it, so it is written here
+// rather than generated with the others in wgmma_mma.cuh).
+__device__ inline void wgmma_e4m3_e5m2_n8(float (&d)[4], std::uint64_t desc_a, std::uint64_t desc_b,
+                                          std::uint32_t one) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e5m2 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "l"(desc_a), "l"(desc_b), "r"(one));
+#else
+    (void)d, (void)desc_a, (void)desc_b, (void)one;
+#endif
+}
+
 // d += A * B for one m64nNk instruction; `one` must be 1 (it feeds the
 // scale-d predicate, which needs a register).
 template <DType T, int N>

@@ -28,6 +28,7 @@ enum class MmaKind : std::uint8_t {
     tf32_m16n8k8,
     e4m3_m16n8k32,
     e5m2_m16n8k32,
+    e4m3_e5m2_m16n8k32,  // A e4m3, B e5m2 (the accumulation probe's mixed path)
     s8_m16n8k32,
     f64_m8n8k4
 };
@@ -48,6 +49,7 @@ constexpr MmaShape shape_of(MmaKind kind) {
         case MmaKind::tf32_m16n8k8: return {16, 8, 8, 4, 2, 4, 4, 4};
         case MmaKind::e4m3_m16n8k32:
         case MmaKind::e5m2_m16n8k32:
+        case MmaKind::e4m3_e5m2_m16n8k32:
         case MmaKind::s8_m16n8k32: return {16, 8, 32, 16, 8, 4, 1, 4};
         case MmaKind::f64_m8n8k4: return {8, 8, 4, 1, 1, 2, 8, 8};
     }
@@ -66,13 +68,14 @@ constexpr const char* ptx_name(MmaKind kind) {
         case MmaKind::tf32_m16n8k8: return "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
         case MmaKind::e4m3_m16n8k32: return "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32";
         case MmaKind::e5m2_m16n8k32: return "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32";
+        case MmaKind::e4m3_e5m2_m16n8k32: return "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32";
         case MmaKind::s8_m16n8k32: return "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32";
         case MmaKind::f64_m8n8k4: return "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64";
     }
     return "";
 }
 
-// The operand type of A and B.
+// The operand type of A and B (of A where they differ).
 constexpr DType operand_type(MmaKind kind) {
     switch (kind) {
         case MmaKind::f16_m16n8k16: return DType::f16;
@@ -80,6 +83,7 @@ constexpr DType operand_type(MmaKind kind) {
         case MmaKind::tf32_m16n8k8: return DType::tf32;
         case MmaKind::e4m3_m16n8k32: return DType::e4m3;
         case MmaKind::e5m2_m16n8k32: return DType::e5m2;
+        case MmaKind::e4m3_e5m2_m16n8k32: return DType::e4m3;
         case MmaKind::s8_m16n8k32: return DType::i8;
         case MmaKind::f64_m8n8k4: return DType::f64;
     }
@@ -90,7 +94,8 @@ constexpr DType operand_type(MmaKind kind) {
 constexpr int min_cc(MmaKind kind) {
     switch (kind) {
         case MmaKind::e4m3_m16n8k32:
-        case MmaKind::e5m2_m16n8k32: return 89;
+        case MmaKind::e5m2_m16n8k32:
+        case MmaKind::e4m3_e5m2_m16n8k32: return 89;
         default: return 80;
     }
 }
@@ -119,6 +124,7 @@ constexpr Coord doc_coord(MmaKind kind, Operand op, int lane, int i) {
             return {g + 8 * (i >> 1), 2 * t + (i & 1)};
         case MmaKind::e4m3_m16n8k32:
         case MmaKind::e5m2_m16n8k32:
+        case MmaKind::e4m3_e5m2_m16n8k32:
         case MmaKind::s8_m16n8k32:
             if (op == Operand::a) return {g + 8 * ((i >> 2) & 1), 4 * t + (i & 3) + 16 * (i >> 3)};
             if (op == Operand::b) return {4 * t + (i & 3) + 16 * (i >> 2), g};
@@ -144,6 +150,7 @@ inline std::string doc_formula(MmaKind kind) {
             return gt + "A[i]: (g + 8*(i&1), t + 4*(i>>1)); B[i]: (t + 4i, g); C/D[i]: (g + 8*(i>>1), 2t + (i&1))";
         case MmaKind::e4m3_m16n8k32:
         case MmaKind::e5m2_m16n8k32:
+        case MmaKind::e4m3_e5m2_m16n8k32:
         case MmaKind::s8_m16n8k32:
             return gt +
                    "A[i]: (g + 8*((i>>2)&1), 4t + (i&3) + 16*(i>>3)); B[i]: (4t + (i&3) + 16*(i>>2), g); "
@@ -204,6 +211,7 @@ inline std::uint64_t encode_element(MmaKind kind, double v) {
             break;
         }
         case MmaKind::e4m3_m16n8k32:
+        case MmaKind::e4m3_e5m2_m16n8k32:  // A's type
             bits = f32_to_e4m3(need_float(), Overflow::saturate);
             back = e4m3_to_f32(std::uint8_t(bits));
             break;

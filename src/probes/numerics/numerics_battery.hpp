@@ -28,7 +28,18 @@ inline constexpr int chain_k = 128;  // RIGEL's hostile sum: one large term and 
 // ---- paths -------------------------------------------------------------------------------
 
 // New paths go last: a path's id seeds its random battery.
-enum class PathId : std::uint8_t { mma_f16, mma_bf16, mma_tf32, mma_e4m3, wgmma_bf16, wgmma_e4m3, mma_e5m2, wgmma_e5m2 };
+enum class PathId : std::uint8_t {
+    mma_f16,
+    mma_bf16,
+    mma_tf32,
+    mma_e4m3,
+    wgmma_bf16,
+    wgmma_e4m3,
+    mma_e5m2,
+    wgmma_e5m2,
+    mma_e4m3_e5m2,
+    wgmma_e4m3_e5m2
+};
 
 struct NumPath {
     PathId id;
@@ -46,7 +57,22 @@ struct NumPath {
     // unspecified.
     bool doc_products_single;
     const char* doc_source;
+    DType type_b = DType::f64;  // B's type where it differs from A's (fp8 e4m3 x e5m2); f64: A's
 };
+
+inline DType b_type(const NumPath& p) { return p.type_b == DType::f64 ? p.type : p.type_b; }
+inline bool mixed(const NumPath& p) { return b_type(p) != p.type; }
+
+// What the crafted experiments may use: the type's facts, or for mixed
+// operands the values both types hold (the narrower precision and range, the
+// e4m3 side's subnormals: normal numbers in e5m2), named "A x B".
+inline TypeFacts operand_facts(const NumPath& p) {
+    if (!mixed(p)) return facts(p.type);
+    const TypeFacts a = facts(p.type), b = facts(b_type(p));
+    return {p.type == DType::e4m3 && b_type(p) == DType::e5m2 ? "e4m3 x e5m2" : "mixed",
+            std::min(a.precision, b.precision), std::max(a.emin, b.emin), std::min(a.emax, b.emax),
+            std::max(a.sub_exp, b.sub_exp), a.elem_bytes};
+}
 
 inline constexpr const char* mma_doc = "PTX ISA 9.0, mma, 'Precision and rounding'";
 inline constexpr const char* wgmma_doc = "PTX ISA 9.0, wgmma.mma_async, 'Precision and rounding'";
@@ -62,12 +88,16 @@ inline const NumPath paths[] = {
      false, mma_doc},
     {PathId::mma_e5m2, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", DType::e5m2, 32, 16, 8, false, 89,
      false, mma_doc},
+    {PathId::mma_e4m3_e5m2, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32", DType::e4m3, 32, 16, 8, false,
+     89, false, mma_doc, DType::e5m2},
     {PathId::wgmma_bf16, "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16", DType::bf16, 16, 64, 8, true, 90,
      false, wgmma_doc},
     {PathId::wgmma_e4m3, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3", DType::e4m3, 32, 64, 8, true, 90,
      true, wgmma_doc},
     {PathId::wgmma_e5m2, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e5m2", DType::e5m2, 32, 64, 8, true, 90,
      true, wgmma_doc},
+    {PathId::wgmma_e4m3_e5m2, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e5m2", DType::e4m3, 32, 64, 8, true,
+     90, true, wgmma_doc, DType::e5m2},
 };
 
 // Full matrices for `count` experiments, as the kernels read them.
@@ -93,9 +123,10 @@ inline Batch make_batch(const NumPath& p, const std::vector<DotCase>& cases, int
         if (int(dc.a.size()) != k_total) throw std::logic_error("accumulation: case of the wrong length");
         for (int k = 0; k < k_total; ++k) {
             const auto ab = encode(p.type, dc.a[k]);
-            const auto bb = encode(p.type, dc.b[k]);
+            const auto bb = encode(b_type(p), dc.b[k]);
             if (!ab || !bb)
-                throw std::logic_error("accumulation: an operand is not exact in " + std::string(facts(p.type).name));
+                throw std::logic_error("accumulation: an operand is not exact in " +
+                                       std::string(operand_facts(p).name));
             put_bits(bt.a, (e * p.m * k_total + k) * eb, *ab, eb);
             put_bits(bt.b, (e * p.n * k_total + k) * eb, *bb, eb);
         }
@@ -125,7 +156,7 @@ using BatchRunner = std::function<std::optional<std::vector<float>>(const Batch&
 class PathProbe {
 public:
     PathProbe(const NumPath& p, const ProbeContext& ctx, BatchRunner runner)
-        : p_(p), ctx_(ctx), f_(facts(p.type)), runner_(std::move(runner)) {
+        : p_(p), ctx_(ctx), f_(operand_facts(p)), runner_(std::move(runner)) {
         e_big_ = std::min(2 * f_.emax, 20);
         g_max_ = std::min(40, e_big_ - 2 * f_.emin);
     }
@@ -159,7 +190,7 @@ private:
 
     // Puts the product `value` at position k as two exact normal factors.
     void put(DotCase& dc, int k, double value) const {
-        const auto ab = split_product(p_.type, value);
+        const auto ab = split_product(p_.type, b_type(p_), value);
         if (!ab) throw std::logic_error("accumulation: no exact split of " + fmt_f64(value) + " in " + f_.name);
         dc.a[k] = ab->first;
         dc.b[k] = ab->second;
@@ -729,7 +760,7 @@ inline void PathProbe::monotonicity(std::vector<Finding>& out) {
     // The largest input-precision number below 2^E, negated: it cancels most
     // of C, so the result is small and fp32's granularity there is fine.
     const double cancel = -(std::ldexp(1.0, e) - std::ldexp(1.0, e - f_.precision));
-    if (!split_product(p_.type, small) || !split_product(p_.type, cancel)) {
+    if (!split_product(p_.type, b_type(p_), small) || !split_product(p_.type, b_type(p_), cancel)) {
         f.measured = "not measured: 2^" + std::to_string(exp_small) + " is not a product of two normal inputs";
         f.verified = false;
         out.push_back(f);
@@ -781,7 +812,7 @@ inline void PathProbe::model_check(std::vector<Finding>& out) {
         for (int k = 0; k < k_total; ++k) {
             if (rng.chance(10)) continue;
             dc.a[k] = random_value(rng, p_.type, elo, ehi);
-            dc.b[k] = random_value(rng, p_.type, elo, ehi);
+            dc.b[k] = random_value(rng, b_type(p_), elo, ehi);
         }
         dc.c = rng.chance(10) ? 0.0 : random_f32(rng, 2 * elo, 2 * ehi);
         return dc;

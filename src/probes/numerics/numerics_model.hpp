@@ -118,19 +118,23 @@ inline int exponent_of(double v) {
     return e - 1;
 }
 
-// a * b == target with both factors normal numbers of type t, b a power of
-// two when possible; the split closest to balanced is preferred (so that
-// neither factor sits at the edge of the type's range).
-inline std::optional<std::pair<double, double>> split_product(DType t, double target) {
+// a * b == target with a a normal number of type ta and b one of type tb (a
+// power of two); the split closest to balanced is preferred (so that neither
+// factor sits at the edge of its type's range).
+inline std::optional<std::pair<double, double>> split_product(DType ta, DType tb, double target) {
     if (target == 0) return std::pair{0.0, 0.0};
     const int half = exponent_of(target) / 2;
     for (int d = 0; d <= 320; ++d)
         for (int j : {half - d, half + d}) {
             const double b = std::ldexp(1.0, j);
             const double a = target / b;
-            if (is_normal_in(t, a) && is_normal_in(t, b) && a * b == target) return std::pair{a, b};
+            if (is_normal_in(ta, a) && is_normal_in(tb, b) && a * b == target) return std::pair{a, b};
         }
     return std::nullopt;
+}
+
+inline std::optional<std::pair<double, double>> split_product(DType t, double target) {
+    return split_product(t, t, target);
 }
 
 // ---- fp32 rounding -------------------------------------------------------------------------
