@@ -35,6 +35,16 @@ public:
     // memory is the backend's own kind (the device backend's: device memory,
     // on its stream, which `stream` names; the reference backend's: host).
     virtual void sum(float* data, std::size_t n, void* stream) = 0;
+    // One bucket: several tensors summed as one operation where the transport
+    // can (NCCL: one group, one launch, instead of a small all-reduce per
+    // tensor); by default one sum() each.
+    struct Tensor {
+        float* data;
+        std::size_t n;
+    };
+    virtual void sum_bucket(std::span<const Tensor> tensors, void* stream) {
+        for (const Tensor& t : tensors) sum(t.data, t.n, stream);
+    }
     // All-gather in place: rank r's `bytes_per_rank` bytes at data + r x
     // bytes_per_rank reach every rank (ZeRO stage 1's updated shards).
     virtual void gather(void* data, std::size_t bytes_per_rank, void* stream) = 0;

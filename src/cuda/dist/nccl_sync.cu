@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <span>
 #include <stdexcept>
 
 #include "cuda/dist/nccl_comm.cuh"
@@ -32,6 +33,15 @@ public:
     void sum(float* data, std::size_t n, void* stream) override {
         nccl_check(ncclAllReduce(data, data, n, ncclFloat, ncclSum, comm_, static_cast<cudaStream_t>(stream)),
                    "ncclAllReduce (the gradients)");
+    }
+    // A layer's gradients in one NCCL group: one launch for its 12 tensors
+    // (LayerNorm's and the biases' are a few kilobytes each).
+    void sum_bucket(std::span<const Tensor> tensors, void* stream) override {
+        nccl_check(ncclGroupStart(), "ncclGroupStart (a gradient bucket)");
+        for (const Tensor& t : tensors)
+            nccl_check(ncclAllReduce(t.data, t.data, t.n, ncclFloat, ncclSum, comm_, static_cast<cudaStream_t>(stream)),
+                       "ncclAllReduce (the gradients)");
+        nccl_check(ncclGroupEnd(), "ncclGroupEnd (a gradient bucket)");
     }
     void gather(void* data, std::size_t bytes_per_rank, void* stream) override {
         auto* bytes = static_cast<unsigned char*>(data);

@@ -525,9 +525,10 @@ private:
         if (!sync) return;
         RIGEL_CUDA_CHECK(cudaEventRecord(layer_done_, stream_));
         RIGEL_CUDA_CHECK(cudaStreamWaitEvent(comm_, layer_done_, 0));
-        for (Param p : ps) {
-            sync->sum(grad(p, layer), static_cast<std::size_t>(layered(p) ? per_layer(p) : layout_.count(p)), comm_);
-        }
+        std::vector<GradientSync::Tensor> bucket;
+        for (Param p : ps)
+            bucket.push_back({grad(p, layer), static_cast<std::size_t>(layered(p) ? per_layer(p) : layout_.count(p))});
+        sync->sum_bucket(bucket, comm_);
     }
 
     // dlogits holds (softmax - onehot) per token; `dloss` (1 / tokens of the whole step) scales it here,
