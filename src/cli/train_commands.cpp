@@ -49,7 +49,7 @@ struct RunArgs {
     std::string batch = "4", seq = "64", accumulation = "1", steps = "20", stop_after = "0", max_seconds = "0";
     std::string lr = "6e-4", warmup = "0", weight_decay = "0.1", clip = "1.0", seed = "1";
     std::string checkpoint_every = "0", val_every = "0", val_batches = "4";
-    bool resume = false, init_only = false, profile = false, shard_optimizer = false;
+    bool resume = false, init_only = false, profile = false, shard_optimizer = false, deterministic = false;
 };
 
 // The models `--model` names: GPT-2 small, and a small one the host reference trains in seconds a step.
@@ -158,6 +158,9 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     o.init_only = a.init_only;
     o.profile = a.profile;
     o.shard_optimizer = a.shard_optimizer;
+    if (a.deterministic && a.backend != "cuda")
+        throw std::invalid_argument("--deterministic takes --backend cuda (the reference backend is exact and "
+                                    "deterministic as it is; cuda-vendor's cuDNN attention is not)");
     if (const std::string why = train::check(o); !why.empty()) throw std::invalid_argument(why);
 
     // Several ranks (`rigel launch`): data parallel over NCCL, rank 0 the one
@@ -182,7 +185,8 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     install_stop_handlers();
     RunFiles files(speaks ? a.out : std::string(), log_header(), "train_log", "train_" + a.model + "_" + a.backend,
                    a.model, o.seed, *ex);
-    auto backend = on_device ? train::make_cuda_backend(o.model, o.batch, o.seq, a.backend == "cuda-vendor")
+    auto backend = on_device ? train::make_cuda_backend(o.model, o.batch, o.seq, a.backend == "cuda-vendor",
+                                                        a.deterministic)
                                        : train::make_reference_backend(o.model);
     std::vector<std::vector<std::string>> cells;
     train::train(o, *backend, [&](const train::StepLog& l) {
@@ -344,6 +348,9 @@ std::vector<SubcommandHook> add_train_commands(CLI::App& app) {
     run->add_flag("--shard-optimizer", ra.shard_optimizer,
                   "ZeRO stage 1 under `rigel launch`: each rank keeps AdamW's moments for its shard of the "
                   "parameters only and the ranks gather the updated weights");
+    run->add_flag("--deterministic", ra.deterministic,
+                  "--backend cuda with no atomic sums in the step (ordered partial sums; attention's backward on "
+                  "mma.sync): a run repeats bit for bit, a little slower");
     run->add_flag("--profile", ra.profile, "time each phase of the step on the device from the second step on (a "
                                            "synchronization per step) and report them, slowest first");
     run->add_option("--out", ra.out, "folder for the log CSV and its JSON sidecar (none: print only)");

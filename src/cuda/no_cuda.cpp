@@ -90,7 +90,7 @@ namespace rigel::train {
 std::vector<LayerCheck> check_layers(std::uint64_t) {
     throw std::logic_error("rigel::train::check_layers: rigel was built without CUDA");
 }
-std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config&, int, int, bool) {
+std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config&, int, int, bool, bool) {
     throw std::runtime_error("the cuda backend needs rigel built with CUDA");
 }
 }  // namespace rigel::train

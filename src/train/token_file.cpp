@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -196,6 +197,23 @@ void write_file_durably(const std::filesystem::path& path, std::span<const std::
     // Some file systems cannot sync a folder (EINVAL); the file itself is whole either way.
     if (sync_err != 0 && sync_err != EINVAL)
         throw std::runtime_error(os_error("wrote " + quoted(path) + " but cannot sync its folder", sync_err) + ".");
+}
+
+TokenRows group_rows_by_token(const std::vector<std::int32_t>& inputs) {
+    TokenRows g;
+    g.rows.resize(inputs.size());
+    std::iota(g.rows.begin(), g.rows.end(), 0);
+    // Stable: rows of one token stay in increasing n.
+    std::stable_sort(g.rows.begin(), g.rows.end(), [&](std::int32_t a, std::int32_t b) { return inputs[a] < inputs[b]; });
+    for (std::size_t i = 0; i < g.rows.size(); ++i) {
+        const std::int32_t t = inputs[static_cast<std::size_t>(g.rows[i])];
+        if (g.token_of.empty() || g.token_of.back() != t) {
+            g.token_of.push_back(t);
+            g.starts.push_back(static_cast<std::int32_t>(i));
+        }
+    }
+    g.starts.push_back(static_cast<std::int32_t>(g.rows.size()));
+    return g;
 }
 
 }  // namespace rigel::train

@@ -50,6 +50,15 @@ struct Batch {
     std::vector<std::int32_t> targets;
 };
 
+// A batch's rows grouped by token, for the embedding's backward pass without
+// atomics (the deterministic mode): the rows n with inputs[n] == token_of[u]
+// are rows[starts[u] .. starts[u + 1]), in increasing n; the distinct tokens
+// in increasing order.
+struct TokenRows {
+    std::vector<std::int32_t> rows, starts, token_of;
+};
+TokenRows group_rows_by_token(const std::vector<std::int32_t>& inputs);
+
 // Cuts a token file into batches in a fixed order, like llm.c's loader: batch k
 // of an epoch starts at token k*B*T, its row r at k*B*T + r*T, and the targets
 // are the inputs shifted by one token. When the next batch would need a token

@@ -140,7 +140,11 @@ std::unique_ptr<TrainBackend> make_reference_backend(const Gpt2Config& c);
 // `vendor`, for comparison only: cuBLASLt computes the matmuls it supports
 // with the same epilogues, and cuDNN the attention, rigel's kernels the rest
 // (name() says which products stayed on rigel's GEMM library).
-std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, int seq, bool vendor = false);
+// deterministic: no atomic sums anywhere in the step (train_kernels.cuh; the
+// attention backward on its deterministic mma.sync kernel), so that a step's
+// bits repeat run to run; refused with vendor.
+std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, int seq, bool vendor = false,
+                                                bool deterministic = false);
 
 // One line of the training log.
 struct StepLog {

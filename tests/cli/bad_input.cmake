@@ -30,6 +30,8 @@ endfunction()
 
 expect_error(ladder --paired --verify-only --sizes 8 --out ${WORK}/out)
 expect_error(train run --data ${WORK}/none.bin --shard-optimizer)
+expect_error(train run --data ${WORK}/none.bin --deterministic)
+expect_error(train run --data ${WORK}/none.bin --backend cuda-vendor --deterministic)
 expect_error(launch --nproc 0 -- true)
 expect_error(launch --nproc 2)
 expect_error(dist allreduce --min-bytes 3 --out ${WORK}/out)

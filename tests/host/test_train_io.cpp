@@ -635,3 +635,15 @@ TEST(TrainCheckpoint, CheckCompatibleNamesTheFirstDifference) {
     several.vocab_size = 2;
     EXPECT_EQ(check_compatible(c, several), "checkpoint has 768 channels, the model 1");
 }
+
+TEST(TokenRows, GroupsEachTokensRowsInIncreasingOrder) {
+    const std::vector<std::int32_t> inputs{5, 3, 5, 50256, 3, 5, 0};
+    const TokenRows g = group_rows_by_token(inputs);
+    EXPECT_EQ(g.token_of, (std::vector<std::int32_t>{0, 3, 5, 50256}));
+    EXPECT_EQ(g.starts, (std::vector<std::int32_t>{0, 1, 3, 6, 7}));
+    EXPECT_EQ(g.rows, (std::vector<std::int32_t>{6, 1, 4, 0, 2, 5, 3}));
+    const TokenRows none = group_rows_by_token({});
+    EXPECT_TRUE(none.rows.empty());
+    EXPECT_TRUE(none.token_of.empty());
+    EXPECT_EQ(none.starts, (std::vector<std::int32_t>{0}));
+}

@@ -144,8 +144,12 @@ private:
 
 class CudaBackend final : public TrainBackend {
 public:
-    CudaBackend(const Gpt2Config& c, int batch, int seq, bool vendor)
-        : c_(c), B_(batch), T_(seq), N_(batch * seq), layout_(param_layout(c)), vendor_(vendor) {
+    CudaBackend(const Gpt2Config& c, int batch, int seq, bool vendor, bool deterministic)
+        : c_(c), B_(batch), T_(seq), N_(batch * seq), layout_(param_layout(c)), vendor_(vendor),
+          deterministic_(deterministic) {
+        if (vendor && deterministic)
+            throw std::invalid_argument("--deterministic takes --backend cuda (cuDNN's attention backward may add in "
+                                        "any order)");
         refuse_if_too_big();
         const std::size_t P = static_cast<std::size_t>(layout_.total);
         params_ = Device<float>(P), params16_ = Device<bf16>(P), grads_ = Device<float>(P), m_ = Device<float>(P),
@@ -169,12 +173,16 @@ public:
         dres_ = Device<bf16>(NC), dln_ = Device<bf16>(NC), datty_ = Device<bf16>(NC), dqkv_ = Device<bf16>(3 * NC),
         dfch_ = Device<bf16>(4 * NC);
         sum_sq_ = Device<float>(1);
+        if (deterministic_) {  // the ordered sums' partials, and each micro-batch's rows grouped by token
+            ws_ = Device<float>(cuda::train::deterministic_workspace_floats(N_, 4 * C()));
+            token_rows_ = Device<std::int32_t>(static_cast<std::size_t>(3 * N_ + 1));
+        }
         RIGEL_CUDA_CHECK(cudaStreamCreate(&stream_));
         const int D = C() / c.heads;
         attention_ = std::make_unique<attention::Plan>(attention::Desc{.batch = B_, .heads = c.heads, .seq = T_,
                                                                        .head_dim = D, .causal = true,
                                                                        .ldq = 3 * C(), .ldk = 3 * C(), .ldv = 3 * C(),
-                                                                       .ldo = C()});
+                                                                       .ldo = C(), .deterministic = deterministic_});
         if (vendor_) {
             attention_refusal_ = cuda::vendor::cudnn_sdpa_support(attention_->desc());
             if (attention_refusal_.empty())
@@ -189,7 +197,9 @@ public:
     }
 
     std::string name() const override {
-        if (!vendor_) return "cuda (rigel's GEMM library, attention and training kernels)";
+        if (!vendor_)
+            return std::string("cuda (rigel's GEMM library, attention and training kernels") +
+                   (deterministic_ ? "; deterministic: no atomic sums, attention's backward on mma.sync)" : ")");
         std::string kept;
         for (const auto& [phase, why] : vendor_refused_) kept += (kept.empty() ? "" : "; ") + phase + ": " + why;
         return std::string("cuda-vendor, for comparison only: cuBLASLt for the matmuls (same epilogues), ") +
@@ -259,7 +269,7 @@ public:
             other("gradient_sync");
         }
         RIGEL_CUDA_CHECK(cudaMemsetAsync(sum_sq_.get(), 0, sizeof(float), stream_));
-        cuda::train::sum_squares(sum_sq_.get(), grads_.get(), static_cast<std::int64_t>(grads_.size()), stream_);
+        cuda::train::sum_squares(sum_sq_.get(), grads_.get(), static_cast<std::int64_t>(grads_.size()), stream_, ws());
         other("grad_norm");
         float sum_sq = 0;
         RIGEL_CUDA_CHECK(cudaMemcpyAsync(&sum_sq, sum_sq_.get(), sizeof(float), cudaMemcpyDeviceToHost, stream_));
@@ -399,6 +409,16 @@ private:
         std::vector<std::uint16_t> in(b.inputs.begin(), b.inputs.end()), tg(b.targets.begin(), b.targets.end());
         RIGEL_CUDA_CHECK(cudaMemcpyAsync(tokens_.get(), in.data(), in.size() * 2, cudaMemcpyHostToDevice, stream_));
         RIGEL_CUDA_CHECK(cudaMemcpyAsync(targets_.get(), tg.data(), tg.size() * 2, cudaMemcpyHostToDevice, stream_));
+        if (deterministic_) {  // rows, starts, token_of, packed in one buffer
+            const TokenRows g = group_rows_by_token(b.inputs);
+            distinct_ = static_cast<int>(g.token_of.size());
+            std::vector<std::int32_t> packed(g.rows);
+            packed.insert(packed.end(), g.starts.begin(), g.starts.end());
+            packed.insert(packed.end(), g.token_of.begin(), g.token_of.end());
+            RIGEL_CUDA_CHECK(cudaMemcpyAsync(token_rows_.get(), packed.data(), packed.size() * sizeof(std::int32_t),
+                                             cudaMemcpyHostToDevice, stream_));
+            RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `packed` dies here
+        }
         RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host vectors die here
     }
 
@@ -544,30 +564,30 @@ private:
                 {.a = logits_.get(), .b = lnf_.get(), .d = grad(Param::wte), .c = grad(Param::wte), .alpha = dloss,
                  .beta = 1.0f});
         cuda::train::layernorm_backward(dres_.get(), grad(Param::lnfw), grad(Param::lnfb), dln_.get(), out_.get(),
-                                        w16(Param::lnfw), meanf_.get(), rstdf_.get(), N_, C, stream_);
+                                        w16(Param::lnfw), meanf_.get(), rstdf_.get(), N_, C, stream_, ws());
         other("layernorm_backward");
         sum_when_done(sync, {Param::lnfw, Param::lnfb});
         for (int l = c_.layers - 1; l >= 0; --l) {
             Acts& a = acts_[static_cast<std::size_t>(l)];
             // x' = x2 + h Wfcproj^T + b: dres flows on to x2 unchanged.
             linear_dw("bwd_mlp_down_dw", grad(Param::fcprojw, l), dres_.get(), a.fch.get(), 4 * C, C);
-            cuda::train::bias_backward(grad(Param::fcprojb, l), dres_.get(), N_, C, stream_);
+            cuda::train::bias_backward(grad(Param::fcprojb, l), dres_.get(), N_, C, stream_, ws());
             other("bias_backward");
             // dX then GELU' with the bias gradient in a pass of its own: on the H200 machine this split ran
             // faster than the fused dgelu_bgrad epilogue (the gemm suite's bwd_mlp_down_dx, fused / decomposed
             // 0.93x at b622a6e), and its pass reads dX and the pre-activation once, in 16-byte rows.
             linear_dx("bwd_mlp_down_dx", dfch_.get(), dres_.get(), w16(Param::fcprojw, l), 4 * C, C);
-            cuda::train::gelu_backward_bias(dfch_.get(), a.pre.get(), grad(Param::fcb, l), N_, 4 * C, stream_);
+            cuda::train::gelu_backward_bias(dfch_.get(), a.pre.get(), grad(Param::fcb, l), N_, 4 * C, stream_, ws());
             other("gelu_backward");
             linear_dw("bwd_mlp_up_dw", grad(Param::fcw, l), dfch_.get(), a.ln2.get(), C, 4 * C);
             linear_dx("bwd_mlp_up_dx", dln_.get(), dfch_.get(), w16(Param::fcw, l), C, 4 * C);
             cuda::train::layernorm_backward(dres_.get(), grad(Param::ln2w, l), grad(Param::ln2b, l), dln_.get(),
                                             a.res2.get(), w16(Param::ln2w, l), a.mean2.get(), a.rstd2.get(), N_, C,
-                                            stream_);
+                                            stream_, ws());
             other("layernorm_backward");
             // x2 = x + y Wproj^T + b
             linear_dw("bwd_attn_proj_dw", grad(Param::attprojw, l), dres_.get(), a.atty.get(), C, C);
-            cuda::train::bias_backward(grad(Param::attprojb, l), dres_.get(), N_, C, stream_);
+            cuda::train::bias_backward(grad(Param::attprojb, l), dres_.get(), N_, C, stream_, ws());
             other("bias_backward");
             linear_dx("bwd_attn_proj_dx", datty_.get(), dres_.get(), w16(Param::attprojw, l), C, C);
             attention_backward({.q = a.qkv.get(), .k = a.qkv.get() + C, .v = a.qkv.get() + 2 * C, .o = a.atty.get(),
@@ -575,20 +595,28 @@ private:
                                 .dv = dqkv_.get() + 2 * C});
             prof_.mark("attention_backward", "attention", attention::backward_flops(attention_->desc()), stream_);
             linear_dw("bwd_qkv_dw", grad(Param::qkvw, l), dqkv_.get(), a.ln1.get(), C, 3 * C);
-            cuda::train::bias_backward(grad(Param::qkvb, l), dqkv_.get(), N_, 3 * C, stream_);
+            cuda::train::bias_backward(grad(Param::qkvb, l), dqkv_.get(), N_, 3 * C, stream_, ws());
             other("bias_backward");
             linear_dx("bwd_qkv_dx", dln_.get(), dqkv_.get(), w16(Param::qkvw, l), C, 3 * C);
             cuda::train::layernorm_backward(dres_.get(), grad(Param::ln1w, l), grad(Param::ln1b, l), dln_.get(),
                                             a.in.get(), w16(Param::ln1w, l), a.mean1.get(), a.rstd1.get(), N_, C,
-                                            stream_);
+                                            stream_, ws());
             other("layernorm_backward");
             sum_when_done(sync,
                           {Param::ln1w, Param::ln1b, Param::qkvw, Param::qkvb, Param::attprojw, Param::attprojb,
                            Param::ln2w, Param::ln2b, Param::fcw, Param::fcb, Param::fcprojw, Param::fcprojb},
                           l);
         }
-        cuda::train::encoder_backward(grad(Param::wte), grad(Param::wpe), dres_.get(), tokens_.get(), N_, T_, C,
-                                      stream_);
+        if (deterministic_) {
+            const std::int32_t* packed = token_rows_.get();
+            cuda::train::encoder_backward_ordered(grad(Param::wte), grad(Param::wpe), dres_.get(),
+                                                  {.rows = packed, .starts = packed + N_,
+                                                   .token_of = packed + N_ + distinct_ + 1, .distinct = distinct_},
+                                                  N_, T_, C, stream_);
+        } else {
+            cuda::train::encoder_backward(grad(Param::wte), grad(Param::wpe), dres_.get(), tokens_.get(), N_, T_, C,
+                                          stream_);
+        }
         other("encoder_backward");
         sum_when_done(sync, {Param::wte, Param::wpe});  // the tied LM head's and the encoder's, last
     }
@@ -616,6 +644,11 @@ private:
     double peak_ = 0;
     PhaseTimer prof_;
     bool vendor_ = false, vendor_attention_ = false;
+    bool deterministic_ = false;
+    Device<float> ws_;                // deterministic: the ordered sums' partials
+    Device<std::int32_t> token_rows_;  // deterministic: the micro-batch's rows grouped by token
+    int distinct_ = 0;                 // its distinct tokens
+    float* ws() { return deterministic_ ? ws_.get() : nullptr; }
     std::string attention_refusal_;
     std::map<std::string, bool> vendor_support_;
     std::vector<std::pair<std::string, std::string>> vendor_refused_;
@@ -623,8 +656,9 @@ private:
 
 }  // namespace
 
-std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, int seq, bool vendor) {
-    return std::make_unique<CudaBackend>(c, batch, seq, vendor);
+std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, int seq, bool vendor,
+                                                bool deterministic) {
+    return std::make_unique<CudaBackend>(c, batch, seq, vendor, deterministic);
 }
 
 }  // namespace rigel::train

@@ -24,8 +24,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/formats.hpp"
@@ -35,6 +39,7 @@
 #include "train/gpt2_reference.hpp"
 #include "train/layer_check.hpp"
 #include "train/optimizer.hpp"
+#include "train/token_file.hpp"
 #include "train/trainer.hpp"
 
 namespace rigel::train {
@@ -57,6 +62,7 @@ public:
         RIGEL_CUDA_CHECK(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
     }
     void poison() { RIGEL_CUDA_CHECK(cudaMemset(p_, 0xFF, n_ * sizeof(T))); }
+    void zero() { RIGEL_CUDA_CHECK(cudaMemset(p_, 0, n_ * sizeof(T))); }
     std::vector<T> download() const {
         std::vector<T> h(n_);
         RIGEL_CUDA_CHECK(cudaDeviceSynchronize());
@@ -109,9 +115,37 @@ private:
 
 void finish(LayerCheck& c) { c.pass = c.checked > 0 && c.err_max_scaled <= 1.0; }
 
-LayerCheck check_encoder(Rng& rng) {
+// The deterministic mode (train_kernels.cuh): its workspace, or none.
+struct Workspace {
+    std::optional<DeviceArray<float>> ws;
+    Workspace(bool det, int N, int widest) {
+        if (det) ws.emplace(cuda::train::deterministic_workspace_floats(N, widest));
+    }
+    float* get() const { return ws ? ws->get() : nullptr; }
+    bool det() const { return ws.has_value(); }
+};
+
+// The deterministic mode's promise: `run` (which resets its outputs from the
+// same bytes and returns them) gives the same bits twice. A difference fails
+// the check, named.
+template <typename Run>
+void expect_repeat(LayerCheck& c, const Workspace& w, const std::string& what, Run run) {
+    if (!w.det() || !c.pass) return;
+    const auto first = run(), second = run();
+    for (std::size_t i = 0; i < first.size(); ++i)
+        if (std::memcmp(&first[i], &second[i], sizeof first[i]) != 0) {
+            c.pass = false;
+            c.worst = "deterministic mode: a second run differs in " + what + " at element " + std::to_string(i);
+            return;
+        }
+}
+
+std::string det_suffix(bool det) { return det ? ", deterministic" : ""; }
+
+LayerCheck check_encoder(Rng& rng, bool det) {
     const int B = 4, T = 64, C = 768, Vp = 1024, N = B * T;
-    LayerCheck c{.kernel = "encoder_forward, encoder_backward", .shape = "N 256 x C 768, 100 distinct tokens"};
+    LayerCheck c{.kernel = "encoder_forward, encoder_backward",
+                 .shape = "N 256 x C 768, 100 distinct tokens" + det_suffix(det)};
     const Bf16Data wte = random_bf16(static_cast<std::size_t>(Vp) * C, rng, 0, 0.1);
     const Bf16Data wpe = random_bf16(static_cast<std::size_t>(T) * C, rng, 0, 0.1);
     const Bf16Data dout = random_bf16(static_cast<std::size_t>(N) * C, rng, 0, 1);
@@ -123,8 +157,22 @@ LayerCheck check_encoder(Rng& rng) {
     DeviceArray<float> d_dwte(std::vector<float>(static_cast<std::size_t>(Vp) * C, 0.0f)),
         d_dwpe(std::vector<float>(static_cast<std::size_t>(T) * C, 0.0f));
     d_out.poison();
+    const Workspace w(det, N, C);
+    // The deterministic mode's rows grouped by token, packed as the cuda backend packs them.
+    const train::TokenRows g = train::group_rows_by_token(std::vector<std::int32_t>(tokens.begin(), tokens.end()));
+    std::vector<std::int32_t> packed(g.rows);
+    packed.insert(packed.end(), g.starts.begin(), g.starts.end());
+    packed.insert(packed.end(), g.token_of.begin(), g.token_of.end());
+    DeviceArray<std::int32_t> d_rows(packed);
+    const cuda::train::TokenRows rows{.rows = d_rows.get(), .starts = d_rows.get() + N,
+                                      .token_of = d_rows.get() + N + g.token_of.size() + 1,
+                                      .distinct = static_cast<int>(g.token_of.size())};
+    const auto backward = [&] {
+        if (w.det()) cuda::train::encoder_backward_ordered(d_dwte.get(), d_dwpe.get(), d_dout.get(), rows, N, T, C, nullptr);
+        else cuda::train::encoder_backward(d_dwte.get(), d_dwpe.get(), d_dout.get(), d_tok.get(), N, T, C, nullptr);
+    };
     cuda::train::encoder_forward(d_out.get(), d_tok.get(), d_wte.get(), d_wpe.get(), N, T, C, nullptr);
-    cuda::train::encoder_backward(d_dwte.get(), d_dwpe.get(), d_dout.get(), d_tok.get(), N, T, C, nullptr);
+    backward();
     const auto out = d_out.download();
     const auto dwte = d_dwte.download(), dwpe = d_dwpe.download();
     std::vector<double> ref(out.size());
@@ -142,15 +190,25 @@ LayerCheck check_encoder(Rng& rng) {
     for (std::size_t i = 0; i < dwte.size(); ++i) judge_te(i, value(dwte[i]), rte[i], (nte[i] + 8) * kU * ate[i] + 1e-30);
     for (std::size_t i = 0; i < dwpe.size(); ++i) judge_pe(i, value(dwpe[i]), rpe[i], (npe[i] + 8) * kU * ape[i] + 1e-30);
     finish(c);
+    expect_repeat(c, w, "dwte and dwpe", [&] {
+        d_dwte.zero();
+        d_dwpe.zero();
+        backward();
+        auto out = d_dwte.download();
+        const auto pe = d_dwpe.download();
+        out.insert(out.end(), pe.begin(), pe.end());
+        return out;
+    });
     return c;
 }
 
 // N rows of C: the kernels hold a row's 256-column pieces in registers, one
 // instance per count (C 768: three; 264: two, the second ragged; 1024: four).
 // N large enough that the backward pass's warps take several rows each.
-LayerCheck check_layernorm(Rng& rng, int N, int C) {
+LayerCheck check_layernorm(Rng& rng, int N, int C, bool det) {
     LayerCheck c{.kernel = "layernorm_forward, layernorm_backward",
-                 .shape = "N " + std::to_string(N) + " x C " + std::to_string(C)};
+                 .shape = "N " + std::to_string(N) + " x C " + std::to_string(C) + det_suffix(det)};
+    const Workspace work(det, N, C);
     const Bf16Data x = random_bf16(static_cast<std::size_t>(N) * C, rng, 0.5, 2.0);
     const Bf16Data w = random_bf16(C, rng, 1.0, 0.2), b = random_bf16(C, rng, 0.0, 0.2);
     const Bf16Data dout = random_bf16(static_cast<std::size_t>(N) * C, rng, 0, 1);
@@ -164,7 +222,7 @@ LayerCheck check_layernorm(Rng& rng, int N, int C) {
     cuda::train::layernorm_forward(d_out.get(), d_mean.get(), d_rstd.get(), d_x.get(), d_w.get(), d_b.get(), N, C,
                                    nullptr);
     cuda::train::layernorm_backward(d_dx.get(), d_dw.get(), d_db.get(), d_dout.get(), d_x.get(), d_w.get(),
-                                    d_mean.get(), d_rstd.get(), N, C, nullptr);
+                                    d_mean.get(), d_rstd.get(), N, C, nullptr, work.get());
     const auto out = d_out.download();
     const auto mean = d_mean.download(), rstd = d_rstd.download(), dw = d_dw.download(), db = d_db.download();
     const auto dx = d_dx.download();
@@ -215,23 +273,47 @@ LayerCheck check_layernorm(Rng& rng, int N, int C) {
         jdb(static_cast<std::size_t>(k), value(db[k]), rdb[k], (N + 8) * kU * adb[k] + 1e-30);
     }
     finish(c);
+    const auto backward_again = [&] {
+        d_dx.upload(dx0.bits);
+        d_dw.zero();
+        d_db.zero();
+        cuda::train::layernorm_backward(d_dx.get(), d_dw.get(), d_db.get(), d_dout.get(), d_x.get(), d_w.get(),
+                                        d_mean.get(), d_rstd.get(), N, C, nullptr, work.get());
+    };
+    expect_repeat(c, work, "dw and db", [&] {
+        backward_again();
+        auto out = d_dw.download();
+        const auto b2 = d_db.download();
+        out.insert(out.end(), b2.begin(), b2.end());
+        return out;
+    });
+    expect_repeat(c, work, "dx", [&] {
+        backward_again();
+        return d_dx.download();
+    });
     return c;
 }
 
 // Three widths: 16-byte reads over many CTAs of 256 columns (2304), one CTA
 // partly past C (200), and the one-column-per-lane path (C not a multiple of
 // 8). db starts nonzero: the kernel adds.
-LayerCheck check_bias_backward(Rng& rng) {
+LayerCheck check_bias_backward(Rng& rng, bool det) {
     const int N = 1000;
-    LayerCheck c{.kernel = "bias_backward", .shape = "N 1000 x C 2304, 200, 100"};
+    LayerCheck c{.kernel = "bias_backward", .shape = "N 1000 x C 2304, 200, 100" + det_suffix(det)};
+    const Workspace work(det, N, 2304);
     for (const int C : {2304, 200, 100}) {
         const Bf16Data dout = random_bf16(static_cast<std::size_t>(N) * C, rng, 0.1, 1);
         std::vector<float> db0(static_cast<std::size_t>(C));
         for (float& v : db0) v = static_cast<float>(rng.normal());
         DeviceArray<__nv_bfloat16> d_dout(dout.bits);
         DeviceArray<float> d_db(db0);
-        cuda::train::bias_backward(d_db.get(), d_dout.get(), N, C, nullptr);
+        cuda::train::bias_backward(d_db.get(), d_dout.get(), N, C, nullptr, work.get());
         const auto db = d_db.download();
+        expect_repeat(c, work, "db (C " + std::to_string(C) + ")", [&] {
+            d_db.upload(db0);
+            cuda::train::bias_backward(d_db.get(), d_dout.get(), N, C, nullptr, work.get());
+            return d_db.download();
+        });
         Judge j(c, "db (C " + std::to_string(C) + ")");
         for (int k = 0; k < C; ++k) {
             double ref = db0[k], abs_sum = std::fabs(db0[k]);
@@ -250,16 +332,17 @@ LayerCheck check_bias_backward(Rng& rng) {
 // The MLP's GELU backward with its bias gradient on N x 3072 (the width GPT-2
 // small uses); dh's bits are the product's bf16 output, pre the saved
 // pre-activation, db starts nonzero.
-LayerCheck check_gelu_backward_bias(Rng& rng) {
+LayerCheck check_gelu_backward_bias(Rng& rng, bool det) {
     const int N = 1000, C = 3072;
-    LayerCheck c{.kernel = "gelu_backward_bias", .shape = "N 1000 x C 3072"};
+    LayerCheck c{.kernel = "gelu_backward_bias", .shape = "N 1000 x C 3072" + det_suffix(det)};
+    const Workspace work(det, N, C);
     const Bf16Data dh = random_bf16(static_cast<std::size_t>(N) * C, rng, 0, 1);
     const Bf16Data pre = random_bf16(static_cast<std::size_t>(N) * C, rng, 0, 2);
     std::vector<float> db0(C);
     for (float& v : db0) v = static_cast<float>(rng.normal());
     DeviceArray<__nv_bfloat16> d_dh(dh.bits), d_pre(pre.bits);
     DeviceArray<float> d_db(db0);
-    cuda::train::gelu_backward_bias(d_dh.get(), d_pre.get(), d_db.get(), N, C, nullptr);
+    cuda::train::gelu_backward_bias(d_dh.get(), d_pre.get(), d_db.get(), N, C, nullptr, work.get());
     const auto out = d_dh.download();
     const auto db = d_db.download();
     const double k = std::sqrt(2.0 / 3.141592653589793);
@@ -284,6 +367,12 @@ LayerCheck check_gelu_backward_bias(Rng& rng) {
         jdb(static_cast<std::size_t>(col), value(db[col]), rdb[col],
             (N + 8) * kU * (adb[col] + std::fabs(db0[col])) + adb[col] * 16 * kU + 1e-30);
     finish(c);
+    expect_repeat(c, work, "db", [&] {
+        d_dh.upload(dh.bits);
+        d_db.upload(db0);
+        cuda::train::gelu_backward_bias(d_dh.get(), d_pre.get(), d_db.get(), N, C, nullptr, work.get());
+        return d_db.download();
+    });
     return c;
 }
 
@@ -371,37 +460,48 @@ LayerCheck check_adamw(Rng& rng) {
 // from the same initialization on the same batches of a learnable token
 // stream. Their losses may differ by what bf16 weights and activations cost
 // (the allowance: 2 % of the loss per step, over 5 steps); the loss must fall.
-LayerCheck check_training_steps(Rng& rng) {
+// The deterministic mode, or not: the cuda backend's losses beside the
+// reference's, and with `det` a second deterministic backend from the same
+// start whose weights and moments must equal the first's bit for bit after
+// the same steps.
+LayerCheck check_training_steps(Rng& rng, bool det) {
     const Gpt2Config c{.layers = 2, .heads = 2, .channels = 128, .max_seq_len = 64, .vocab_size = 500,
                        .padded_vocab_size = 512};
     const int B = 4, T = 64, steps = 5;
-    LayerCheck check{.kernel = "training step (cuda backend vs reference)", .shape = "2 layers, C 128, B 4 x T 64"};
+    LayerCheck check{.kernel = "training step (cuda backend vs reference)",
+                     .shape = "2 layers, C 128, B 4 x T 64, 2 micro-batches" + det_suffix(det)};
     const std::vector<double> init = ref::init_params(c, rng.next());
     ModelState start;
     start.params.assign(init.begin(), init.end());
     start.m.assign(start.params.size(), 0.0f);
     start.v.assign(start.params.size(), 0.0f);
     auto reference = make_reference_backend(c);
-    auto device = make_cuda_backend(c, B, T);
+    auto device = make_cuda_backend(c, B, T, false, det);
+    std::unique_ptr<TrainBackend> twin = det ? make_cuda_backend(c, B, T, false, true) : nullptr;
     reference->load(start);
     device->load(start);
+    if (twin) twin->load(start);
     TrainOptions o;
     o.model = c;
     o.batch = B;
     o.seq = T;
-    std::vector<std::int32_t> stream(static_cast<std::size_t>(steps * B * T + 1));
+    // Two micro-batches per step: the gradients accumulate across them.
+    std::vector<std::int32_t> stream(static_cast<std::size_t>(2 * steps * B * T + 1));
     stream[0] = static_cast<std::int32_t>(rng.next() % 500);
     for (std::size_t i = 1; i < stream.size(); ++i) stream[i] = (stream[i - 1] * 7 + 3) % 500;
     double first = 0, last = 0;
     Judge judge(check, "loss at step");
     for (int s = 0; s < steps; ++s) {
-        Batch b;
-        b.inputs.assign(stream.begin() + s * B * T, stream.begin() + (s + 1) * B * T);
-        b.targets.assign(stream.begin() + s * B * T + 1, stream.begin() + (s + 1) * B * T + 1);
-        const std::vector<Batch> micro{b};
+        std::vector<Batch> micro(2);
+        for (int m = 0; m < 2; ++m) {
+            const std::size_t at = static_cast<std::size_t>((2 * s + m) * B * T);
+            micro[static_cast<std::size_t>(m)].inputs.assign(stream.begin() + at, stream.begin() + at + B * T);
+            micro[static_cast<std::size_t>(m)].targets.assign(stream.begin() + at + 1, stream.begin() + at + B * T + 1);
+        }
         const double lr = 3e-3;
         const double want = reference->step(micro, lr, s + 1, o).loss;
         const double got = device->step(micro, lr, s + 1, o).loss;
+        if (twin) (void)twin->step(micro, lr, s + 1, o);
         judge(static_cast<std::size_t>(s + 1), got, want, 0.02 * want);
         if (s == 0) first = got;
         last = got;
@@ -412,6 +512,17 @@ LayerCheck check_training_steps(Rng& rng) {
         check.worst = "the loss did not fall: " + std::to_string(first) + " at step 1, " + std::to_string(last) +
                       " at step " + std::to_string(steps);
     }
+    if (check.pass && twin) {
+        const ModelState a = device->save(), b = twin->save();
+        for (const auto& [x, y, what] : {std::tuple{&a.params, &b.params, "weights"}, std::tuple{&a.m, &b.m, "m"},
+                                         std::tuple{&a.v, &b.v, "v"}})
+            if (std::memcmp(x->data(), y->data(), x->size() * sizeof(float)) != 0) {
+                check.pass = false;
+                check.worst = std::string("deterministic mode: two runs from the same start differ in AdamW's ") +
+                              what + " after " + std::to_string(steps) + " steps";
+                break;
+            }
+    }
     return check;
 }
 
@@ -421,18 +532,24 @@ std::vector<LayerCheck> check_layers(std::uint64_t seed) {
     Rng rng(seed);
     std::vector<LayerCheck> out;
     const std::vector<std::function<LayerCheck(Rng&)>> checks{
-        check_encoder,
-        [](Rng& r) { return check_layernorm(r, 3000, 768); },
-        [](Rng& r) { return check_layernorm(r, 1500, 264); },
-        [](Rng& r) { return check_layernorm(r, 1200, 1024); },
-        check_bias_backward,
-        check_gelu_backward_bias,
+        [](Rng& r) { return check_encoder(r, false); },
+        [](Rng& r) { return check_encoder(r, true); },
+        [](Rng& r) { return check_layernorm(r, 3000, 768, false); },
+        [](Rng& r) { return check_layernorm(r, 1500, 264, false); },
+        [](Rng& r) { return check_layernorm(r, 1200, 1024, false); },
+        [](Rng& r) { return check_layernorm(r, 3000, 768, true); },
+        [](Rng& r) { return check_layernorm(r, 1200, 1024, true); },
+        [](Rng& r) { return check_bias_backward(r, false); },
+        [](Rng& r) { return check_bias_backward(r, true); },
+        [](Rng& r) { return check_gelu_backward_bias(r, false); },
+        [](Rng& r) { return check_gelu_backward_bias(r, true); },
         [](Rng& r) { return check_crossentropy(r, 64, 50257, 50304); },
         [](Rng& r) { return check_crossentropy(r, 16, 1000, 1000); },
         [](Rng& r) { return check_crossentropy(r, 8, 50257, 50257); },
         [](Rng& r) { return check_crossentropy(r, 4, 70001, 70008); },
         check_adamw,
-        check_training_steps};
+        [](Rng& r) { return check_training_steps(r, false); },
+        [](Rng& r) { return check_training_steps(r, true); }};
     for (const auto& check : checks) {
         try {
             out.push_back(check(rng));

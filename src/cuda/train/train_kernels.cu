@@ -98,6 +98,46 @@ __global__ void encoder_backward_kernel(float* dwte, float* dwpe, const __nv_bfl
     }
 }
 
+// The deterministic mode's embedding gradients, no atomics. dwte: one CTA of
+// 32 threads (8 adjacent columns each) per distinct token u of the batch and
+// 256-column piece, adding the rows n where tokens[n] = u in
+// increasing n (`rows`, grouped by token: rows[starts[u] .. starts[u + 1])),
+// then into dwte[token u]. dwpe: a thread per position t and 8 columns,
+// adding rows t, T + t, 2 T + t, ... in order.
+__global__ void encoder_backward_wte_ordered_kernel(float* dwte, const __nv_bfloat16* dout, const int* rows,
+                                                    const int* starts, const int* token_of, int C) {
+    const int u = static_cast<int>(blockIdx.x);
+    const int c = (static_cast<int>(blockIdx.y) * kWarp + static_cast<int>(threadIdx.x)) * 8;
+    if (c >= C) return;
+    float sum[8] = {};
+    for (int i = starts[u]; i < starts[u + 1]; ++i) {
+        float d[8];
+        load8(d, dout + static_cast<std::int64_t>(rows[i]) * C + c);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) sum[k] += d[k];
+    }
+    float* te = dwte + static_cast<std::int64_t>(token_of[u]) * C + c;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) te[k] += sum[k];
+}
+
+__global__ void encoder_backward_wpe_ordered_kernel(float* dwpe, const __nv_bfloat16* dout, int N, int T, int C) {
+    const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const int chunks = C / 8;
+    if (i >= static_cast<std::int64_t>(T) * chunks) return;
+    const int t = static_cast<int>(i / chunks), c = static_cast<int>(i % chunks) * 8;
+    float sum[8] = {};
+    for (int n = t; n < N; n += T) {
+        float d[8];
+        load8(d, dout + static_cast<std::int64_t>(n) * C + c);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) sum[k] += d[k];
+    }
+    float* pe = dwpe + static_cast<std::int64_t>(t) * C + c;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) pe[k] += sum[k];
+}
+
 // ---- LayerNorm ------------------------------------------------------------------
 
 constexpr int kLnWarps = 8;
@@ -171,13 +211,20 @@ __global__ void __launch_bounds__(kLnWarps * kWarp) layernorm_forward_kernel(
 // the grid is what fits at once (at C = 1024 one: two would spill).
 constexpr int kLnMaxChunks = 4;
 
-template <int Chunks>
+//
+// Det (the deterministic mode): no atomics, so that the sums' order is fixed.
+// Each warp writes its partials to a shared-memory row of its own, the CTA
+// adds the rows in warp order and writes its 2 C sums to row blockIdx.x of
+// `ws`; column_sums_kernel then adds the rows in CTA order into dw and db.
+template <int Chunks, bool Det>
 __global__ void __launch_bounds__(kLnWarps * kWarp, Chunks <= 3 ? 2 : 1) layernorm_backward_kernel(
     __nv_bfloat16* dx, float* dw, float* db, const __nv_bfloat16* dout, const __nv_bfloat16* x,
-    const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C) {
-    extern __shared__ float partial[];  // dw then db, C each
-    for (int c = static_cast<int>(threadIdx.x); c < 2 * C; c += static_cast<int>(blockDim.x)) partial[c] = 0.0f;
-    __syncthreads();
+    const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C, float* ws) {
+    extern __shared__ float partial[];  // dw then db, C each (Det: one such row per warp)
+    if constexpr (!Det) {
+        for (int c = static_cast<int>(threadIdx.x); c < 2 * C; c += static_cast<int>(blockDim.x)) partial[c] = 0.0f;
+        __syncthreads();
+    }
     const int lane = static_cast<int>(threadIdx.x) % kWarp;
     float dw_acc[Chunks][8] = {}, db_acc[Chunks][8] = {};
     for (int n = static_cast<int>(blockIdx.x) * kLnWarps + static_cast<int>(threadIdx.x) / kWarp; n < N;
@@ -233,21 +280,48 @@ __global__ void __launch_bounds__(kLnWarps * kWarp, Chunks <= 3 ? 2 : 1) layerno
             store8(dx + row + c, g);
         }
     }
+    // Det: the warp's own row, written; else the CTA's one row, added to atomically.
+    float* const row = partial + (Det ? static_cast<std::size_t>(threadIdx.x / kWarp) * 2 * C : 0);
 #pragma unroll
     for (int j = 0; j < Chunks; ++j) {
         const int c = 8 * lane + 8 * kWarp * j;
         if (c >= C) continue;
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-            atomicAdd(&partial[c + k], dw_acc[j][k]);
-            atomicAdd(&partial[C + c + k], db_acc[j][k]);
+            if constexpr (Det) {
+                row[c + k] = dw_acc[j][k];
+                row[C + c + k] = db_acc[j][k];
+            } else {
+                atomicAdd(&row[c + k], dw_acc[j][k]);
+                atomicAdd(&row[C + c + k], db_acc[j][k]);
+            }
         }
     }
     __syncthreads();
-    for (int c = static_cast<int>(threadIdx.x); c < C; c += static_cast<int>(blockDim.x)) {
-        atomicAdd(dw + c, partial[c]);
-        atomicAdd(db + c, partial[C + c]);
+    if constexpr (Det) {
+        for (int c = static_cast<int>(threadIdx.x); c < 2 * C; c += static_cast<int>(blockDim.x)) {
+            float total = 0.0f;
+            for (int wp = 0; wp < kLnWarps; ++wp) total += partial[static_cast<std::size_t>(wp) * 2 * C + c];
+            ws[static_cast<std::size_t>(blockIdx.x) * 2 * C + c] = total;
+        }
+    } else {
+        for (int c = static_cast<int>(threadIdx.x); c < C; c += static_cast<int>(blockDim.x)) {
+            atomicAdd(dw + c, partial[c]);
+            atomicAdd(db + c, partial[C + c]);
+        }
     }
+}
+
+// The deterministic modes' second pass: out[c] += the sum over rows r (in
+// order) of ws[r, c], for c < cols; columns from `split` on go to out2 (at c -
+// split) instead (LayerNorm's dw and db from one workspace).
+__global__ void column_sums_kernel(float* out, float* out2, int split, const float* ws, int rows, int cols) {
+    const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+    if (c >= cols) return;
+    float total = 0.0f;
+    for (int r = 0; r < rows; ++r) total += ws[static_cast<std::size_t>(r) * cols + c];
+    if (c < split) out[c] += total;
+    else out2[c - split] += total;
 }
 
 // ---- softmax cross-entropy, fused with the logits' gradient ---------------------------
@@ -362,9 +436,11 @@ __global__ void adamw_kernel(float* params, __nv_bfloat16* params_bf16, const fl
 // and written back (rounded to bf16); the sums take the fp32 products.
 constexpr int kBiasCols = 8 * kWarp;
 
-template <bool Gelu>
+// Det: each CTA's column sums go to row blockIdx.y of `ws` instead of into db
+// (column_sums_kernel adds the rows in order).
+template <bool Gelu, bool Det>
 __global__ void __launch_bounds__(256) bias_backward8_kernel(float* db, __nv_bfloat16* dout,
-                                                             const __nv_bfloat16* pre, int N, int C) {
+                                                             const __nv_bfloat16* pre, int N, int C, float* ws) {
     __shared__ float part[8][kBiasCols];
     const int lane = static_cast<int>(threadIdx.x) % kWarp, warp = static_cast<int>(threadIdx.x) / kWarp;
     const int c = static_cast<int>(blockIdx.x) * kBiasCols + 8 * lane;
@@ -391,7 +467,8 @@ __global__ void __launch_bounds__(256) bias_backward8_kernel(float* db, __nv_bfl
     if (col < C) {
         float total = 0.0f;
         for (int w = 0; w < 8; ++w) total += part[w][threadIdx.x];
-        atomicAdd(db + col, total);
+        if constexpr (Det) ws[static_cast<std::size_t>(blockIdx.y) * C + col] = total;
+        else atomicAdd(db + col, total);
     }
 }
 
@@ -422,7 +499,8 @@ __global__ void add_into_kernel(float* y, const float* x, std::int64_t n) {
     if (i < n) y[i] += x[i];
 }
 
-__global__ void __launch_bounds__(256) sum_squares_kernel(float* sum_sq, const float* g, std::int64_t n) {
+// ws (the deterministic mode): each CTA's sum to ws[blockIdx.x] instead of into *sum_sq.
+__global__ void __launch_bounds__(256) sum_squares_kernel(float* sum_sq, const float* g, std::int64_t n, float* ws) {
     __shared__ float part[8];
     float s = 0.0f;
     for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -434,7 +512,8 @@ __global__ void __launch_bounds__(256) sum_squares_kernel(float* sum_sq, const f
     if (threadIdx.x == 0) {
         float total = 0.0f;
         for (int w = 0; w < 8; ++w) total += part[w];
-        atomicAdd(sum_sq, total);
+        if (ws) ws[blockIdx.x] = total;
+        else atomicAdd(sum_sq, total);
     }
 }
 
@@ -451,21 +530,54 @@ bool rows_of_octets(const void* p, int C) { return C % 8 == 0 && reinterpret_cas
 
 }  // namespace
 
-void gelu_backward_bias(__nv_bfloat16* dh, const __nv_bfloat16* pre, float* db, int N, int C, cudaStream_t s) {
-    if (!rows_of_octets(dh, C) || !rows_of_octets(pre, C))
-        throw std::invalid_argument("gelu_backward_bias takes C a multiple of 8 and 16-byte aligned rows");
-    bias_backward8_kernel<true><<<column_sums_grid(N, C), 256, 0, s>>>(db, dh, pre, N, C);
+namespace {
+
+// out[c] += the rows of ws (rows x cols) added in row order; columns from
+// `split` on into out2.
+void column_sums(float* out, float* out2, int split, const float* ws, int rows, int cols, cudaStream_t s) {
+    column_sums_kernel<<<blocks_for(cols, 256), 256, 0, s>>>(out, out2, split, ws, rows, cols);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-void bias_backward(float* db, const __nv_bfloat16* dout, int N, int C, cudaStream_t s) {
-    if (rows_of_octets(dout, C)) {
-        // Read only: Gelu = false never writes through the pointer.
-        bias_backward8_kernel<false><<<column_sums_grid(N, C), 256, 0, s>>>(db, const_cast<__nv_bfloat16*>(dout),
-                                                                            nullptr, N, C);
+// The column sums of bias_backward8_kernel, atomic (ws null) or in order through ws.
+template <bool Gelu>
+void bias_column_sums(float* db, __nv_bfloat16* dout, const __nv_bfloat16* pre, int N, int C, float* ws,
+                      cudaStream_t s) {
+    const dim3 grid = column_sums_grid(N, C);
+    if (ws) {
+        bias_backward8_kernel<Gelu, true><<<grid, 256, 0, s>>>(db, dout, pre, N, C, ws);
         RIGEL_CUDA_CHECK_LAUNCH();
+        column_sums(db, nullptr, C, ws, static_cast<int>(grid.y), C, s);
         return;
     }
+    bias_backward8_kernel<Gelu, false><<<grid, 256, 0, s>>>(db, dout, pre, N, C, nullptr);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+constexpr unsigned kSumSquaresBlocks = 1024;
+
+}  // namespace
+
+std::size_t deterministic_workspace_floats(int N, int widest) {
+    const std::size_t ln = static_cast<std::size_t>(2) * sm_count() * 2 * 8 * kWarp * kLnMaxChunks;
+    const std::size_t bias = static_cast<std::size_t>(column_sums_grid(N, widest).y) * widest;
+    return std::max({ln, bias, static_cast<std::size_t>(kSumSquaresBlocks)});
+}
+
+void gelu_backward_bias(__nv_bfloat16* dh, const __nv_bfloat16* pre, float* db, int N, int C, cudaStream_t s,
+                        float* workspace) {
+    if (!rows_of_octets(dh, C) || !rows_of_octets(pre, C))
+        throw std::invalid_argument("gelu_backward_bias takes C a multiple of 8 and 16-byte aligned rows");
+    bias_column_sums<true>(db, dh, pre, N, C, workspace, s);
+}
+
+void bias_backward(float* db, const __nv_bfloat16* dout, int N, int C, cudaStream_t s, float* workspace) {
+    if (rows_of_octets(dout, C)) {
+        // Read only: Gelu = false never writes through the pointer.
+        bias_column_sums<false>(db, const_cast<__nv_bfloat16*>(dout), nullptr, N, C, workspace, s);
+        return;
+    }
+    // One CTA per 32 columns, its warps' sums added in order: deterministic as it is.
     bias_backward_kernel<<<blocks_for(C, kWarp), 256, 0, s>>>(db, dout, N, C);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
@@ -480,9 +592,11 @@ void add_into(float* y, const float* x, std::int64_t n, cudaStream_t s) {
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-void sum_squares(float* sum_sq, const float* g, std::int64_t n, cudaStream_t s) {
-    sum_squares_kernel<<<std::min<unsigned>(blocks_for(n, 256), 1024u), 256, 0, s>>>(sum_sq, g, n);
+void sum_squares(float* sum_sq, const float* g, std::int64_t n, cudaStream_t s, float* workspace) {
+    const unsigned blocks = std::min<unsigned>(blocks_for(n, 256), kSumSquaresBlocks);
+    sum_squares_kernel<<<blocks, 256, 0, s>>>(sum_sq, g, n, workspace);
     RIGEL_CUDA_CHECK_LAUNCH();
+    if (workspace) column_sums(sum_sq, nullptr, 1, workspace, static_cast<int>(blocks), 1, s);
 }
 
 void encoder_forward(__nv_bfloat16* out, const std::uint16_t* tokens, const __nv_bfloat16* wte,
@@ -496,6 +610,21 @@ void encoder_backward(float* dwte, float* dwpe, const __nv_bfloat16* dout, const
                       int C, cudaStream_t s) {
     const std::int64_t work = static_cast<std::int64_t>(N) * (C / 8);
     encoder_backward_kernel<<<blocks_for(work, 256), 256, 0, s>>>(dwte, dwpe, dout, tokens, N, T, C);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+void encoder_backward_ordered(float* dwte, float* dwpe, const __nv_bfloat16* dout, const TokenRows& rows, int N,
+                              int T, int C, cudaStream_t s) {
+    if (C % 8 != 0 || N % T != 0)
+        throw std::invalid_argument("encoder_backward_ordered takes C a multiple of 8 and N a multiple of T");
+    if (rows.distinct > 0) {
+        const dim3 grid(static_cast<unsigned>(rows.distinct), blocks_for(C, 8 * kWarp));
+        encoder_backward_wte_ordered_kernel<<<grid, kWarp, 0, s>>>(dwte, dout, rows.rows, rows.starts, rows.token_of,
+                                                                  C);
+        RIGEL_CUDA_CHECK_LAUNCH();
+    }
+    const std::int64_t work = static_cast<std::int64_t>(T) * (C / 8);
+    encoder_backward_wpe_ordered_kernel<<<blocks_for(work, 256), 256, 0, s>>>(dwpe, dout, N, T, C);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
@@ -528,20 +657,30 @@ void layernorm_forward(__nv_bfloat16* out, float* mean, float* rstd, const __nv_
 }
 
 void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bfloat16* dout, const __nv_bfloat16* x,
-                        const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C, cudaStream_t s) {
+                        const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C, cudaStream_t s,
+                        float* workspace) {
     with_ln_chunks("layernorm_backward", C, [&]<int Chunks>() {
-        const auto kernel = layernorm_backward_kernel<Chunks>;
-        const std::size_t smem = 2 * static_cast<std::size_t>(C) * sizeof(float);
-        // CTAs that fit on an SM at once, asked once per Chunks for its widest rows (the most shared memory).
-        static const int per_sm = [&] {
-            int fit = 0;
-            RIGEL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &fit, kernel, kLnWarps * kWarp, 2 * sizeof(float) * 8 * kWarp * Chunks));
-            return fit;
-        }();
-        const unsigned grid = std::min<unsigned>(blocks_for(N, kLnWarps), std::max(1, per_sm) * sm_count());
-        kernel<<<grid, kLnWarps * kWarp, smem, s>>>(dx, dw, db, dout, x, w, mean, rstd, N, C);
-        RIGEL_CUDA_CHECK_LAUNCH();
+        const auto launch = [&]<bool Det>() {
+            const auto kernel = layernorm_backward_kernel<Chunks, Det>;
+            // Det: a row of partials per warp.
+            const std::size_t rows = Det ? kLnWarps : 1;
+            const std::size_t smem = rows * 2 * static_cast<std::size_t>(C) * sizeof(float);
+            const std::size_t widest = rows * 2 * sizeof(float) * 8 * kWarp * Chunks;
+            if constexpr (Det) allow_dynamic_smem<layernorm_backward_kernel<Chunks, Det>>(static_cast<int>(widest));
+            // CTAs that fit on an SM at once, asked once per instance for its widest rows (the most shared memory).
+            static const int per_sm = [&] {
+                int fit = 0;
+                RIGEL_CUDA_CHECK(
+                    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, kLnWarps * kWarp, widest));
+                return fit;
+            }();
+            const unsigned grid = std::min<unsigned>(blocks_for(N, kLnWarps), std::max(1, per_sm) * sm_count());
+            kernel<<<grid, kLnWarps * kWarp, smem, s>>>(dx, dw, db, dout, x, w, mean, rstd, N, C, workspace);
+            RIGEL_CUDA_CHECK_LAUNCH();
+            if constexpr (Det) column_sums(dw, db, C, workspace, static_cast<int>(grid), 2 * C, s);
+        };
+        if (workspace) launch.template operator()<true>();
+        else launch.template operator()<false>();
     });
 }
 

@@ -1,6 +1,13 @@
 // rigel's own kernels for GPT-2 training, besides the GEMM library and the
 // fused attention: token + position embedding, LayerNorm, the softmax
-// cross-entropy fused with the LM head's backward, and AdamW. Activations are
+// cross-entropy fused with the LM head's backward, and AdamW.
+//
+// The deterministic mode (rigel train run --deterministic): the kernels that
+// add gradients across threads and CTAs with atomics (LayerNorm's, the biases'
+// and the embeddings' backward passes, the gradient norm) take a `workspace`
+// of deterministic_workspace_floats() floats and add their partial sums in a
+// fixed order instead, so that a step's bits do not depend on scheduling.
+// A null workspace: the atomics (the default, faster). Activations are
 // bf16 rows of C channels; LayerNorm's statistics, the losses, the weight
 // gradients of these layers and the optimizer state are fp32. Each kernel is
 // checked against the float64 reference (src/train/gpt2_reference.hpp) by
@@ -9,6 +16,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace rigel::cuda::train {
@@ -19,6 +27,19 @@ void encoder_forward(__nv_bfloat16* out, const std::uint16_t* tokens, const __nv
 // dwte[tokens[n], :] += dout[n, :], dwpe[n % T, :] += dout[n, :] (fp32 atomic adds).
 void encoder_backward(float* dwte, float* dwpe, const __nv_bfloat16* dout, const std::uint16_t* tokens, int N, int T,
                       int C, cudaStream_t s);
+// The batch's rows grouped by token (device arrays): the rows n of token
+// token_of[u] are rows[starts[u] .. starts[u + 1]), in increasing n.
+struct TokenRows {
+    const int* rows = nullptr;
+    const int* starts = nullptr;    // distinct + 1 entries
+    const int* token_of = nullptr;  // distinct entries
+    int distinct = 0;
+};
+// The same sums without atomics: each token's rows, and each position's, added in increasing n.
+void encoder_backward_ordered(float* dwte, float* dwpe, const __nv_bfloat16* dout, const TokenRows& rows, int N,
+                              int T, int C, cudaStream_t s);
+// The floats the deterministic mode's workspace needs for N rows and rows of up to `widest` columns.
+std::size_t deterministic_workspace_floats(int N, int widest);
 
 // One warp per row: out = (x - mean) rstd w + b, mean and rstd (fp32) kept.
 // C a multiple of 8 up to 1024 (else std::invalid_argument).
@@ -28,7 +49,8 @@ void layernorm_forward(__nv_bfloat16* out, float* mean, float* rstd, const __nv_
 // what it holds: the residual stream's gradient); dw += sum_n dout norm, db += sum_n dout (fp32).
 // C a multiple of 8 up to 1024 (else std::invalid_argument).
 void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bfloat16* dout, const __nv_bfloat16* x,
-                        const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C, cudaStream_t s);
+                        const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C, cudaStream_t s,
+                        float* workspace = nullptr);
 
 // One CTA per row of the LM head's logits (N x Vp, the first V real): losses[n] =
 // lse - logit[target] (fp32), and the logits overwritten by their gradient
@@ -44,17 +66,18 @@ void adamw(float* params, __nv_bfloat16* params_bf16, const float* grads, float*
            float grad_scale, cudaStream_t s);
 
 // db[c] += sum over n of dout[n, c] (fp32), dout N x C bf16: a linear layer's bias gradient.
-void bias_backward(float* db, const __nv_bfloat16* dout, int N, int C, cudaStream_t s);
+void bias_backward(float* db, const __nv_bfloat16* dout, int N, int C, cudaStream_t s, float* workspace = nullptr);
 // The MLP's GELU backward with its bias gradient, after the product that gives
 // dh = dY W (bf16, N x C): dh[n, c] *= GELU'(pre[n, c]) in place (rounded to
 // bf16), and db[c] += the column sums of those products (fp32, before the
 // rounding). C a multiple of 8, rows 16-byte aligned (else std::invalid_argument).
-void gelu_backward_bias(__nv_bfloat16* dh, const __nv_bfloat16* pre, float* db, int N, int C, cudaStream_t s);
+void gelu_backward_bias(__nv_bfloat16* dh, const __nv_bfloat16* pre, float* db, int N, int C, cudaStream_t s,
+                        float* workspace = nullptr);
 // out[i] = bf16(in[i]), n values (the model's copy of the fp32 master weights).
 void to_bf16(__nv_bfloat16* out, const float* in, std::int64_t n, cudaStream_t s);
 // y[i] += x[i], n floats.
 void add_into(float* y, const float* x, std::int64_t n, cudaStream_t s);
 // *sum_sq += sum of g[i]^2 (fp32 atomic adds of per-CTA partial sums; *sum_sq zeroed by the caller).
-void sum_squares(float* sum_sq, const float* g, std::int64_t n, cudaStream_t s);
+void sum_squares(float* sum_sq, const float* g, std::int64_t n, cudaStream_t s, float* workspace = nullptr);
 
 }  // namespace rigel::cuda::train
