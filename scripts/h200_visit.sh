@@ -7,6 +7,7 @@
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
 # [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention] [emulate_fp8]
+# [train_det]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -455,6 +456,47 @@ if has dist_one; then
   timeout -s INT 120 $RIGEL launch --nproc 1 -- $RIGEL dist allreduce --out "$OUT" >> "$OUT/dist_one.txt" 2>&1
   summary+=("dist: allreduce rc $?")
   rm -f "$OUT"/dp_*.ckpt
+fi
+
+# The deterministic mode (--deterministic): two runs from the same weights
+# must end in checkpoints equal byte for byte, and so must a run stopped
+# half-way and resumed; beside them one default run of the same length, for
+# the mode's cost in tokens/s. The checkpoints stay behind; the logs and the
+# verdicts come back (train_det.txt, the summary).
+if has train_det; then
+  data=${DATA:-../data/shakespeare}
+  det=(--model gpt2 --backend cuda --data "$data/train.bin" --batch 16 --seq 1024 --steps 8 --warmup 2 --lr 6e-4)
+  if fits 150 "train deterministic"; then
+    log "train deterministic"
+    rm -rf "$OUT"/det_* && mkdir -p "$OUT/det_a" "$OUT/det_b" "$OUT/det_r" "$OUT/det_r2" "$OUT/det_default"
+    $RIGEL train run "${det[@]}" --init-only --checkpoint "$OUT/det_init.ckpt" > "$OUT/train_det.txt" 2>&1
+    for r in a b r default; do cp "$OUT/det_init.ckpt" "$OUT/det_$r.ckpt"; done
+    for r in a b; do
+      timeout -s INT 150 $RIGEL train run "${det[@]}" --deterministic --resume --checkpoint "$OUT/det_$r.ckpt" \
+        --out "$OUT/det_$r" >> "$OUT/train_det.txt" 2>&1
+      summary+=("train deterministic run $r: rc $?")
+    done
+    timeout -s INT 150 $RIGEL train run "${det[@]}" --deterministic --resume --checkpoint "$OUT/det_r.ckpt" \
+      --stop-after 4 --out "$OUT/det_r" >> "$OUT/train_det.txt" 2>&1
+    timeout -s INT 150 $RIGEL train run "${det[@]}" --deterministic --resume --checkpoint "$OUT/det_r.ckpt" \
+      --out "$OUT/det_r2" >> "$OUT/train_det.txt" 2>&1
+    summary+=("train deterministic stopped at 4 and resumed: rc $?")
+    timeout -s INT 150 $RIGEL train run "${det[@]}" --resume --checkpoint "$OUT/det_default.ckpt" \
+      --out "$OUT/det_default" >> "$OUT/train_det.txt" 2>&1
+    summary+=("train default (beside the deterministic runs): rc $?")
+    cmp -s "$OUT/det_a.ckpt" "$OUT/det_b.ckpt" && v=identical || v=DIFFERENT
+    summary+=("deterministic: two runs' checkpoints $v")
+    cmp -s "$OUT/det_a.ckpt" "$OUT/det_r.ckpt" && v=identical || v=DIFFERENT
+    summary+=("deterministic: stopped-and-resumed checkpoint against the straight run's: $v")
+    for r in a b r r2 default; do
+      for f in "$OUT"/det_$r/*_train_gpt2_cuda.*; do
+        [ -f "$f" ] || continue
+        sed -i "s/_train_gpt2_cuda\.csv/_train_det_${r}_gpt2_cuda.csv/" "$f"
+        mv "$f" "$OUT/$(basename "${f/_train_gpt2_cuda/_train_det_${r}_gpt2_cuda}")"
+      done
+    done
+    rm -rf "$OUT"/det_*
+  fi
 fi
 
 # GPT-2 small on the corpus: rigel's cuda backend and PyTorch (eager, then

@@ -558,9 +558,16 @@ constexpr unsigned kSumSquaresBlocks = 1024;
 
 }  // namespace
 
+// Bounds that hold for any N and C: LayerNorm's grid is at most what fits at
+// once, which for every Chunks keeps (CTAs per SM) x 2 C within 2 x 2 x 1024
+// (a register cap of 128 or more per thread: 2 CTAs; Chunks 1, at 80: 3 of
+// 512 columns); the biases' CTAs along the rows times the columns stay within
+// 8 x SMs x 256 (column_sums_grid); the gradient norm's within its 1024 CTAs.
 std::size_t deterministic_workspace_floats(int N, int widest) {
-    const std::size_t ln = static_cast<std::size_t>(2) * sm_count() * 2 * 8 * kWarp * kLnMaxChunks;
-    const std::size_t bias = static_cast<std::size_t>(column_sums_grid(N, widest).y) * widest;
+    const std::size_t sms = sm_count();
+    const std::size_t ln = sms * 2 * 2 * 8 * kWarp * kLnMaxChunks;
+    const std::size_t bias = std::max<std::size_t>(8 * sms * kBiasCols,
+                                                   static_cast<std::size_t>(column_sums_grid(N, widest).y) * widest);
     return std::max({ln, bias, static_cast<std::size_t>(kSumSquaresBlocks)});
 }
 
