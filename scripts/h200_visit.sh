@@ -455,6 +455,15 @@ if has dist_one; then
     tail -n +2 | tr '\n' ' ')")
   timeout -s INT 120 $RIGEL launch --nproc 1 -- $RIGEL dist allreduce --out "$OUT" >> "$OUT/dist_one.txt" 2>&1
   summary+=("dist: allreduce rc $?")
+  # The deterministic mode's data-parallel path (the micro-batches' gradients gathered and added in
+  # order) on one rank against a plain deterministic run: the checkpoints must be equal byte for byte.
+  cp "$OUT/dp_init.ckpt" "$OUT/dp_det_plain.ckpt"; cp "$OUT/dp_init.ckpt" "$OUT/dp_det_launch.ckpt"
+  timeout -s INT 200 $RIGEL train run "${dp[@]}" --deterministic --resume --checkpoint "$OUT/dp_det_plain.ckpt" \
+    >> "$OUT/dist_one.txt" 2>&1
+  timeout -s INT 200 $RIGEL launch --nproc 1 -- $RIGEL train run "${dp[@]}" --deterministic --resume \
+    --checkpoint "$OUT/dp_det_launch.ckpt" >> "$OUT/dist_one.txt" 2>&1
+  cmp -s "$OUT/dp_det_plain.ckpt" "$OUT/dp_det_launch.ckpt" && v=identical || v=DIFFERENT
+  summary+=("dist: deterministic, launched against plain: checkpoints $v")
   rm -f "$OUT"/dp_*.ckpt
 fi
 

@@ -240,6 +240,10 @@ public:
         check_shape(o);
         prof_.begin(stream_);
         RIGEL_CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.size() * sizeof(float), stream_));
+        if (deterministic_) {
+            if (det_total_.size() == 0) det_total_ = Device<float>(grads_.size());
+            RIGEL_CUDA_CHECK(cudaMemsetAsync(det_total_.get(), 0, det_total_.size() * sizeof(float), stream_));
+        }
         other("zero_grads");
         StepStats st;
         const double count = static_cast<double>(micro.size()) * o.world();  // every rank's micro-batches
@@ -247,17 +251,30 @@ public:
             RIGEL_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
             RIGEL_CUDA_CHECK(cudaEventCreateWithFlags(&layer_done_, cudaEventDisableTiming));
         }
+        const float dloss = 1.0f / static_cast<float>(N_ * micro.size() * static_cast<std::size_t>(o.world()));
         for (std::size_t i = 0; i < micro.size(); ++i) {
             upload(micro[i]);
             other("upload");
             forward();
             st.loss += mean_loss() / count;
             other("loss_readback");
+            if (deterministic_) {
+                deterministic_backward(dloss, o);
+                continue;
+            }
             // On the step's last micro-batch each layer's gradients are final as the pass leaves it.
-            backward(1.0f / static_cast<float>(N_ * micro.size() * static_cast<std::size_t>(o.world())),
-                     i + 1 == micro.size() ? o.sync : nullptr);
+            backward(dloss, i + 1 == micro.size() ? o.sync : nullptr);
+        }
+        if (deterministic_) {  // the micro-batches' gradients, added in their global order, become the step's
+            RIGEL_CUDA_CHECK(cudaMemcpyAsync(grads_.get(), det_total_.get(), grads_.size() * sizeof(float),
+                                             cudaMemcpyDeviceToDevice, stream_));
+            other("gradient_sync");
         }
         if (o.sync) {  // the losses summed after the gradients, then the norm waits for every sum
+            // After everything on the training stream (the deterministic mode's gathers run there): one
+            // communicator's collectives in the order every rank issued them.
+            RIGEL_CUDA_CHECK(cudaEventRecord(layer_done_, stream_));
+            RIGEL_CUDA_CHECK(cudaStreamWaitEvent(comm_, layer_done_, 0));
             float loss = static_cast<float>(st.loss);
             RIGEL_CUDA_CHECK(cudaMemcpyAsync(sum_sq_.get(), &loss, sizeof(float), cudaMemcpyHostToDevice, comm_));
             o.sync->sum(sum_sq_.get(), 1, comm_);
@@ -551,6 +568,34 @@ private:
         sync->sum_bucket(bucket, comm_);
     }
 
+    // The deterministic mode's micro-batch: its gradients alone (grads_ zeroed
+    // first), then added to the step's total in the micro-batches' global
+    // order. Under `rigel launch` the ranks compute the micro-batches j N + r
+    // of round j together; every rank gathers the round's N gradients and
+    // adds them in rank order, so N ranks add exactly what one process with N
+    // times the accumulation adds, in the same order, bit for bit (where one
+    // process's step is itself deterministic). The price: world x the
+    // parameters' fp32 bytes gathered per micro-batch instead of one sum.
+    void deterministic_backward(float dloss, const TrainOptions& o) {
+        const std::size_t P = grads_.size();
+        RIGEL_CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, P * sizeof(float), stream_));
+        backward(dloss, nullptr);
+        if (!o.sync) {
+            cuda::train::add_into(det_total_.get(), grads_.get(), static_cast<std::int64_t>(P), stream_);
+            other("gradient_sum");
+            return;
+        }
+        const int world = o.sync->world();
+        if (det_gather_.size() == 0) det_gather_ = Device<float>(P * static_cast<std::size_t>(world));
+        RIGEL_CUDA_CHECK(cudaMemcpyAsync(det_gather_.get() + P * static_cast<std::size_t>(o.sync->rank()),
+                                         grads_.get(), P * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+        o.sync->gather(det_gather_.get(), P * sizeof(float), stream_);
+        for (int r = 0; r < world; ++r)
+            cuda::train::add_into(det_total_.get(), det_gather_.get() + P * static_cast<std::size_t>(r),
+                                  static_cast<std::int64_t>(P), stream_);
+        other("gradient_gather");
+    }
+
     // dlogits holds (softmax - onehot) per token; `dloss` (1 / tokens of the whole step) scales it here,
     // in the first product of the backward pass, through alpha. `sync` (the step's last micro-batch of a
     // data-parallel run): each layer's gradients summed over the ranks as soon as they are final.
@@ -646,6 +691,8 @@ private:
     bool vendor_ = false, vendor_attention_ = false;
     bool deterministic_ = false;
     Device<float> ws_;                // deterministic: the ordered sums' partials
+    Device<float> det_total_;         // deterministic: the step's gradients, summed micro-batch by micro-batch
+    Device<float> det_gather_;        // deterministic, several ranks: a round's micro-batches' gradients
     Device<std::int32_t> token_rows_;  // deterministic: the micro-batch's rows grouped by token
     int distinct_ = 0;                 // its distinct tokens
     float* ws() { return deterministic_ ? ws_.get() : nullptr; }
