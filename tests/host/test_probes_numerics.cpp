@@ -454,12 +454,22 @@ TEST(AccumulationBattery, TheHostileSumHasOneRowPerGap) {
 // mma.sync with fp8 operands as sm_90 runs it: f16 HMMA steps, then C by an
 // fp32 add. C is never aligned with the products (the probe's "C survived"),
 // a step truncates, and the final add rounds to nearest.
-TEST(NumericsModel, TheLoweredFp8MmaKeepsCApartAndTruncatesEachStep) {
+namespace {
+
+// mma.sync fp8 as sm_90 runs it: f16 HMMA steps of 16 products, each the f16 path's measured model.
+LoweredModel lowered_f16_steps() {
     LoweredModel lm;
     lm.step.block = 16;
     lm.step.frac_bits = 25;
     lm.step.out = Rounding::toward_zero;
     lm.step.exp_rule = ExpRule::factors;
+    return lm;
+}
+
+}  // namespace
+
+TEST(NumericsModel, TheLoweredFp8MmaKeepsCApartAndTruncatesEachStep) {
+    LoweredModel lm = lowered_f16_steps();
     // C = 2^-12 beside a cancelling pair +-2^16: survives the lowering, lost by one 32-wide aligner.
     DotCase c_apart = empty_case(32);
     c_apart.a[0] = 256, c_apart.b[0] = 256;
@@ -493,11 +503,7 @@ TEST(NumericsModel, TheLoweredFp8MmaCanSplitByFragmentRegisterHalves) {
     // k = 0 in the low 16 bits of a fragment register, k = 2 and 3 in its high 16 bits: split by
     // register halves, the high halves' step (first) cancels the pair and 2^-10 survives the
     // next; split into contiguous runs all three share a step and 2^-10 is truncated away.
-    LoweredModel lm;
-    lm.step.block = 16;
-    lm.step.frac_bits = 25;
-    lm.step.out = Rounding::toward_zero;
-    lm.step.exp_rule = ExpRule::factors;
+    LoweredModel lm = lowered_f16_steps();
     lm.reversed = true;
     DotCase dc = empty_case(32);
     dc.a[0] = std::ldexp(1.0, -5), dc.b[0] = std::ldexp(1.0, -5);

@@ -42,77 +42,37 @@ template <MmaKind K>
 __device__ void mma(mma_acc_t<K> (&d)[shape_of(K).d_elems], const std::uint32_t (&a)[a_words(K)],
                     const std::uint32_t (&b)[b_words(K)]);
 
-template <>
-__device__ inline void mma<MmaKind::f16_m16n8k16>(float (&d)[4], const std::uint32_t (&a)[4],
-                                                  const std::uint32_t (&b)[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+// The compiled target (x10), 0 in the host pass.
+#if defined(__CUDA_ARCH__)
+inline constexpr int kMmaArch = __CUDA_ARCH__;
 #else
-    (void)d, (void)a, (void)b;
+inline constexpr int kMmaArch = 0;
 #endif
-}
 
-template <>
-__device__ inline void mma<MmaKind::bf16_m16n8k16>(float (&d)[4], const std::uint32_t (&a)[4],
-                                                   const std::uint32_t (&b)[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-    (void)d, (void)a, (void)b;
-#endif
-}
+// The fp32-accumulating m16n8 instructions: 4 A registers, 2 B registers, 4
+// accumulators; compiled to nothing below MIN_ARCH (a discarded if constexpr
+// emits no PTX).
+#define RIGEL_MMA_F32(KIND, MIN_ARCH, PTX)                                                                \
+    template <>                                                                                          \
+    __device__ inline void mma<MmaKind::KIND>(float(&d)[4], const std::uint32_t(&a)[4],                  \
+                                              const std::uint32_t(&b)[2]) {                              \
+        if constexpr (kMmaArch >= MIN_ARCH) {                                                            \
+            asm(PTX " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                           \
+                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                         \
+                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));                     \
+        } else {                                                                                         \
+            (void)d, (void)a, (void)b;                                                                   \
+        }                                                                                                \
+    }
 
-template <>
-__device__ inline void mma<MmaKind::tf32_m16n8k8>(float (&d)[4], const std::uint32_t (&a)[4],
-                                                  const std::uint32_t (&b)[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-    (void)d, (void)a, (void)b;
-#endif
-}
+RIGEL_MMA_F32(f16_m16n8k16, 800, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
+RIGEL_MMA_F32(bf16_m16n8k16, 800, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32")
+RIGEL_MMA_F32(tf32_m16n8k8, 800, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
+RIGEL_MMA_F32(e4m3_m16n8k32, 890, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32")
+RIGEL_MMA_F32(e5m2_m16n8k32, 890, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32")
+RIGEL_MMA_F32(e4m3_e5m2_m16n8k32, 890, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32")
 
-template <>
-__device__ inline void mma<MmaKind::e4m3_m16n8k32>(float (&d)[4], const std::uint32_t (&a)[4],
-                                                   const std::uint32_t (&b)[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-    (void)d, (void)a, (void)b;
-#endif
-}
-
-template <>
-__device__ inline void mma<MmaKind::e5m2_m16n8k32>(float (&d)[4], const std::uint32_t (&a)[4],
-                                                   const std::uint32_t (&b)[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-    asm("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-    (void)d, (void)a, (void)b;
-#endif
-}
-
-template <>
-__device__ inline void mma<MmaKind::e4m3_e5m2_m16n8k32>(float (&d)[4], const std::uint32_t (&a)[4],
-                                                        const std::uint32_t (&b)[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-    (void)d, (void)a, (void)b;
-#endif
-}
+#undef RIGEL_MMA_F32
 
 template <>
 __device__ inline void mma<MmaKind::s8_m16n8k32>(std::int32_t (&d)[4], const std::uint32_t (&a)[4],
