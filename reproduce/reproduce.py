@@ -471,7 +471,8 @@ def main():
     for name, body in (("train-runs", train_report.runs_block(train_runs)),
                        ("train-compare", train_report.compare_block(train_runs)),
                        ("train-profile", train_profile),
-                       ("train-full", train_report.full_block(RESULTS / "h200"))):
+                       ("train-full", train_report.full_block(RESULTS / "h200")),
+                       ("train-det", train_report.det_block(RESULTS / "h200"))):
         readme = replace_block(readme, name, body)
         training_md = replace_block(training_md, name, body)
     if training_md:

@@ -378,3 +378,57 @@ def draw_full(plt, folder, path, write_if_changed, style):
     style.save(fig, path, write_if_changed)
     plt.close(fig)
     return True
+
+
+# ---- the deterministic mode (scripts/h200_visit.sh train_det) ---------------------------------------
+
+DET_NAME = re.compile(r"_train_det_(?P<run>a|b|r|r2|default)_(?P<model>[a-z0-9]+)_(?P<backend>[a-z0-9]+)\.csv$")
+DET_RUNS = ("a", "b", "r", "r2", "default")
+
+
+def det_block(folder):
+    """The newest train_det visit's runs (one commit): two deterministic runs
+    from the same weights, one stopped after step 4 and resumed (r, then r2),
+    and a default run beside them. Whether the logged losses and gradient norms
+    of the runs agree at every step (the byte-for-byte comparison of their
+    checkpoints is the visit's own, in its summary), and the deterministic
+    mode's tokens/s over the default run's, back to back in one call (not
+    paired samples)."""
+    by_commit = {}
+    for rf, m in findings.matching_files(folder, DET_NAME, COLUMNS, "a training log"):
+        by_commit.setdefault(rf.side("git_commit"), {})[m.group("run")] = rf
+    complete = [(max(findings.run_age(f) for f in files.values()), commit, files)
+                for commit, files in by_commit.items() if all(r in files for r in DET_RUNS)]
+    if not complete:
+        return ("Not measured yet: no committed run of `scripts/h200_visit.sh train_det` "
+                "(`results/h200/*_train_det_<run>_<model>_cuda.csv`).")
+    _, commit, files = max(complete, key=lambda x: x[0])
+    steps = {r: file_steps(files[r]) for r in DET_RUNS}
+    resumed = dict(steps["r"])
+    resumed.update(steps["r2"])
+
+    def agree(x, y):
+        cols = ("loss", "grad_norm")
+        return sorted(x) == sorted(y) and all(x[s][c] == y[s][c] for s in x for c in cols)
+
+    def rate(st):
+        vals = [v["tokens_per_s"] for s, v in st.items() if s >= 2]
+        return statistics.median(vals) if vals else math.nan
+
+    det_rate, default_rate = rate(steps["a"]), rate(steps["default"])
+    lines = [f"From `scripts/h200_visit.sh train_det` at commit {commit[:7]} ({findings.md_cell(files['a'].env('gpu_name'))}): "
+             f"{len(steps['a'])} steps of GPT-2 small at 16 x 1024 tokens.",
+             "",
+             "| comparison | losses and gradient norms, as logged |",
+             "|---|---|",
+             f"| two deterministic runs from the same weights | {'equal at every step' if agree(steps['a'], steps['b']) else '**differ**'} |",
+             f"| stopped after step {max(steps['r'])} and resumed, against the straight run | "
+             f"{'equal at every step' if agree(resumed, steps['a']) else '**differ**'} |",
+             f"| the default mode (atomics), from the same weights | "
+             f"{'equal at every step' if agree(steps['default'], steps['a']) else 'differ (as expected of atomic sums)'} |",
+             "",
+             f"Median tokens/s over steps 2..N: deterministic {det_rate:,.0f}, default {default_rate:,.0f}: "
+             f"the deterministic mode at {det_rate / default_rate:.2f}x (back to back in one call). Logs: "
+             + ", ".join(files[r].name for r in DET_RUNS) + "."]
+    return "\n".join(lines)
+

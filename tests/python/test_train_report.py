@@ -223,3 +223,40 @@ class FullRunReport(TempDirTest):
         self.assertIn("| 50 | 5.0000 | 4.0000 | 0.0006 | 1.500 |", block)
         self.assertIn("Lowest validation loss 4.0000 at step 50", block)
         self.assertIn("```text\n== sample, seed 1\nTo be\n\nor not\n```", block)
+
+
+class DeterministicRuns(TempDirTest):
+    """scripts/h200_visit.sh train_det's logs: the newest commit with all five
+    runs, the two deterministic runs and the resumed one set against each other
+    step by step, and the mode's speed over the default run's."""
+
+    def put(self, run, commit, steps, rate=1000.0, shift=0.0):
+        name = f"2026-12-01_{commit[:7]}_train_det_{run}_gpt2_cuda.csv"
+        self.write(name, to_csv(HEADER, rows("20261201T100000Z-" + run, steps, rate=rate, shift=shift)))
+        self.write(name[:-4] + ".json", sidecar("20261201T100000Z-" + run, commit))
+
+    def test_nothing_committed(self):
+        self.assertIn("Not measured yet", train_report.det_block(self.dir))
+
+    def test_equal_runs_and_the_speed_ratio(self):
+        commit = "abcdef1" + "0" * 33
+        self.put("a", commit, range(1, 9), rate=800.0)
+        self.put("b", commit, range(1, 9), rate=800.0)
+        self.put("r", commit, range(1, 5), rate=800.0)
+        self.put("r2", commit, range(5, 9), rate=800.0)
+        self.put("default", commit, range(1, 9), rate=1000.0, shift=0.001)
+        block = train_report.det_block(self.dir)
+        self.assertIn("| two deterministic runs from the same weights | equal at every step |", block)
+        self.assertIn("| stopped after step 4 and resumed, against the straight run | equal at every step |", block)
+        self.assertIn("differ (as expected of atomic sums)", block)
+        self.assertIn("deterministic 800, default 1,000: the deterministic mode at 0.80x", block)
+
+    def test_a_difference_is_flagged(self):
+        commit = "abcdef1" + "0" * 33
+        self.put("a", commit, range(1, 9))
+        self.put("b", commit, range(1, 9), shift=1e-3)
+        self.put("r", commit, range(1, 5))
+        self.put("r2", commit, range(5, 9))
+        self.put("default", commit, range(1, 9))
+        block = train_report.det_block(self.dir)
+        self.assertIn("| two deterministic runs from the same weights | **differ** |", block)
