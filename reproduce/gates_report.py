@@ -220,7 +220,29 @@ def emulate_block(folder):
         lines.append(f"| {path} | {what} | {n} | {splits} | {same:,} / {total:,}"
                      f"{'' if same == total else ' **!**'} | {shapes} | {findings.md_cell(rf.side('git_commit')[:7])} | "
                      f"{findings.md_cell(rf.name)} |")
-    return "\n".join(lines)
+    notes = [interval_note(path, against, rf.table) for (path, against), rf in sorted(newest.items())]
+    return "\n".join(lines + [n for n in notes if n])
+
+
+def interval_note(path, against, t):
+    """A vendor library's K cut into equal partials added in order on every
+    problem, every element reproduced: the interval, in one sentence (what
+    the fp8 GEMM's promotion every so many products of K shows as)."""
+    if against not in ("cublas", "cublaslt") or not t.rows:
+        return ""
+    n = len(t.rows)
+    lengths = set()
+    for i in range(n):
+        k, splits = findings.parse_int(t.cell(i, "k")), findings.parse_int(t.cell(i, "splits"))
+        if splits < 2 or k % splits or t.cell(i, "reduction") != "serial" or \
+                t.cell(i, "identical") != t.cell(i, "elements"):
+            return ""
+        lengths.add(k // splits)
+    if len(lengths) != 1:
+        return ""
+    what = {"cublas": "cuBLAS", "cublaslt": "cuBLASLt"}[against]
+    return (f"\n{what} on {path}: on every problem K cut into partials of {lengths.pop()} products, added in fp32 in "
+            f"order, every element reproduced.")
 
 
 def split_text(t, i):

@@ -199,6 +199,13 @@ void write_file_durably(const std::filesystem::path& path, std::span<const std::
         throw std::runtime_error(os_error("wrote " + quoted(path) + " but cannot sync its folder", sync_err) + ".");
 }
 
+std::vector<std::int32_t> TokenRows::packed() const {
+    std::vector<std::int32_t> out(rows);
+    out.insert(out.end(), starts.begin(), starts.end());
+    out.insert(out.end(), token_of.begin(), token_of.end());
+    return out;
+}
+
 TokenRows group_rows_by_token(const std::vector<std::int32_t>& inputs) {
     TokenRows g;
     g.rows.resize(inputs.size());

@@ -56,6 +56,9 @@ struct Batch {
 // in increasing order.
 struct TokenRows {
     std::vector<std::int32_t> rows, starts, token_of;
+    // rows, starts and token_of one after another: one upload
+    // (cuda::train::token_rows_in reads it back as three arrays).
+    std::vector<std::int32_t> packed() const;
 };
 TokenRows group_rows_by_token(const std::vector<std::int32_t>& inputs);
 

@@ -647,3 +647,8 @@ TEST(TokenRows, GroupsEachTokensRowsInIncreasingOrder) {
     EXPECT_TRUE(none.token_of.empty());
     EXPECT_EQ(none.starts, (std::vector<std::int32_t>{0}));
 }
+
+TEST(TokenRows, PackedIsTheThreeArraysInOrder) {
+    const TokenRows g = group_rows_by_token({7, 2, 7});
+    EXPECT_EQ(g.packed(), (std::vector<std::int32_t>{1, 0, 2, 0, 1, 3, 2, 7}));
+}

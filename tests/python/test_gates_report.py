@@ -142,6 +142,15 @@ class EmulateBlock(TempDirTest):
         self.assertIn("| wgmma_e4m3 (model: MMA-Sim's Hopper model) | rung k33_wgmma_fp8 | 1 | 1 | 4,096 / 4,096 |",
                       block)
 
+    def test_a_vendor_interval_is_named(self):
+        base = ["h", "NVIDIA H200", "wgmma_e4m3", "wgmma", "64", "64"]
+        rows = [["r5"] + base[:4] + [str(m), "64", str(k), str(k // 128), "32", "floor", "serial", "normal", "1",
+                                     "4096", "4096", "", "x", "256", "256", "algo"] for m, k in ((64, 1024), (64, 4096))]
+        self.put("2026-12-01_abcdef1_emulate_wgmma_e4m3_cublaslt.csv", rows)
+        block = gates_report.emulate_block(self.dir)
+        self.assertIn("cuBLASLt on wgmma_e4m3: on every problem K cut into partials of 128 products, added in fp32 in "
+                      "order, every element reproduced.", block)
+
     def test_fast_accum_as_one_chain(self):
         base = ["h", "NVIDIA H200", "wgmma_e4m3", "wgmma", "64", "64"]
         self.put("2026-12-01_abcdef1_emulate_wgmma_e4m3_vendor_cublaslt_e4m3_fastacc.csv",

@@ -176,6 +176,13 @@ std::optional<std::vector<float>> run_batch(const NumPath& p, const Batch& bt, i
     const std::size_t per = std::size_t(p.m) * p.n;
     const int warp_blocks = (bt.count + 3) / 4;
     const std::size_t smem = std::size_t(p.m + p.n) * k_total * facts(p.type).elem_bytes;
+    // One instruction (k_total = its K) or RIGEL's 128-term chain of them.
+    const auto wgmma = [&]<DType T, int K, bool MixedB>() -> std::optional<std::vector<float>> {
+        if (k_total == K) return launch(dot_wgmma_kernel<T, 1, MixedB>, bt, k_total, bt.count, 128, smem, per);
+        if (k_total == chain_k)
+            return launch(dot_wgmma_kernel<T, chain_k / K, MixedB>, bt, k_total, bt.count, 128, smem, per);
+        throw std::logic_error("accumulation: no wgmma kernel for k_total " + std::to_string(k_total));
+    };
     switch (p.id) {
         case PathId::mma_f16:
             return launch(dot_mma_kernel<MmaKind::f16_m16n8k16>, bt, k_total, warp_blocks, 128, 0, per);
@@ -189,30 +196,12 @@ std::optional<std::vector<float>> run_batch(const NumPath& p, const Batch& bt, i
             return launch(dot_mma_kernel<MmaKind::e5m2_m16n8k32>, bt, k_total, warp_blocks, 128, 0, per);
         case PathId::mma_e4m3_e5m2:
             return launch(dot_mma_kernel<MmaKind::e4m3_e5m2_m16n8k32>, bt, k_total, warp_blocks, 128, 0, per);
-        case PathId::wgmma_bf16:
-            if (k_total == 16) return launch(dot_wgmma_kernel<DType::bf16, 1>, bt, k_total, bt.count, 128, smem, per);
-            if (k_total == chain_k)
-                return launch(dot_wgmma_kernel<DType::bf16, chain_k / 16>, bt, k_total, bt.count, 128, smem, per);
-            break;
-        case PathId::wgmma_e4m3:
-            if (k_total == 32) return launch(dot_wgmma_kernel<DType::e4m3, 1>, bt, k_total, bt.count, 128, smem, per);
-            if (k_total == chain_k)
-                return launch(dot_wgmma_kernel<DType::e4m3, chain_k / 32>, bt, k_total, bt.count, 128, smem, per);
-            break;
-        case PathId::wgmma_e5m2:
-            if (k_total == 32) return launch(dot_wgmma_kernel<DType::e5m2, 1>, bt, k_total, bt.count, 128, smem, per);
-            if (k_total == chain_k)
-                return launch(dot_wgmma_kernel<DType::e5m2, chain_k / 32>, bt, k_total, bt.count, 128, smem, per);
-            break;
-        case PathId::wgmma_e4m3_e5m2:
-            if (k_total == 32)
-                return launch(dot_wgmma_kernel<DType::e4m3, 1, true>, bt, k_total, bt.count, 128, smem, per);
-            if (k_total == chain_k)
-                return launch(dot_wgmma_kernel<DType::e4m3, chain_k / 32, true>, bt, k_total, bt.count, 128, smem,
-                              per);
-            break;
+        case PathId::wgmma_bf16: return wgmma.operator()<DType::bf16, 16, false>();
+        case PathId::wgmma_e4m3: return wgmma.operator()<DType::e4m3, 32, false>();
+        case PathId::wgmma_e5m2: return wgmma.operator()<DType::e5m2, 32, false>();
+        case PathId::wgmma_e4m3_e5m2: return wgmma.operator()<DType::e4m3, 32, true>();
     }
-    throw std::logic_error("accumulation: no wgmma kernel for k_total " + std::to_string(k_total));
+    throw std::logic_error("accumulation: no kernel for this path");
 }
 
 }  // namespace

@@ -426,15 +426,13 @@ private:
         std::vector<std::uint16_t> in(b.inputs.begin(), b.inputs.end()), tg(b.targets.begin(), b.targets.end());
         RIGEL_CUDA_CHECK(cudaMemcpyAsync(tokens_.get(), in.data(), in.size() * 2, cudaMemcpyHostToDevice, stream_));
         RIGEL_CUDA_CHECK(cudaMemcpyAsync(targets_.get(), tg.data(), tg.size() * 2, cudaMemcpyHostToDevice, stream_));
-        if (deterministic_) {  // rows, starts, token_of, packed in one buffer
+        std::vector<std::int32_t> packed;  // deterministic: rows, starts, token_of in one buffer
+        if (deterministic_) {
             const TokenRows g = group_rows_by_token(b.inputs);
             distinct_ = static_cast<int>(g.token_of.size());
-            std::vector<std::int32_t> packed(g.rows);
-            packed.insert(packed.end(), g.starts.begin(), g.starts.end());
-            packed.insert(packed.end(), g.token_of.begin(), g.token_of.end());
+            packed = g.packed();
             RIGEL_CUDA_CHECK(cudaMemcpyAsync(token_rows_.get(), packed.data(), packed.size() * sizeof(std::int32_t),
                                              cudaMemcpyHostToDevice, stream_));
-            RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `packed` dies here
         }
         RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host vectors die here
     }
@@ -653,11 +651,9 @@ private:
                           l);
         }
         if (deterministic_) {
-            const std::int32_t* packed = token_rows_.get();
             cuda::train::encoder_backward_ordered(grad(Param::wte), grad(Param::wpe), dres_.get(),
-                                                  {.rows = packed, .starts = packed + N_,
-                                                   .token_of = packed + N_ + distinct_ + 1, .distinct = distinct_},
-                                                  N_, T_, C, stream_);
+                                                  cuda::train::token_rows_in(token_rows_.get(), N_, distinct_), N_,
+                                                  T_, C, stream_);
         } else {
             cuda::train::encoder_backward(grad(Param::wte), grad(Param::wpe), dres_.get(), tokens_.get(), N_, T_, C,
                                           stream_);

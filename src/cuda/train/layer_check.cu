@@ -160,13 +160,9 @@ LayerCheck check_encoder(Rng& rng, bool det) {
     const Workspace w(det, N, C);
     // The deterministic mode's rows grouped by token, packed as the cuda backend packs them.
     const train::TokenRows g = train::group_rows_by_token(std::vector<std::int32_t>(tokens.begin(), tokens.end()));
-    std::vector<std::int32_t> packed(g.rows);
-    packed.insert(packed.end(), g.starts.begin(), g.starts.end());
-    packed.insert(packed.end(), g.token_of.begin(), g.token_of.end());
-    DeviceArray<std::int32_t> d_rows(packed);
-    const cuda::train::TokenRows rows{.rows = d_rows.get(), .starts = d_rows.get() + N,
-                                      .token_of = d_rows.get() + N + g.token_of.size() + 1,
-                                      .distinct = static_cast<int>(g.token_of.size())};
+    DeviceArray<std::int32_t> d_rows(g.packed());
+    const cuda::train::TokenRows rows =
+        cuda::train::token_rows_in(d_rows.get(), N, static_cast<int>(g.token_of.size()));
     const auto backward = [&] {
         if (w.det()) cuda::train::encoder_backward_ordered(d_dwte.get(), d_dwpe.get(), d_dout.get(), rows, N, T, C, nullptr);
         else cuda::train::encoder_backward(d_dwte.get(), d_dwpe.get(), d_dout.get(), d_tok.get(), N, T, C, nullptr);

@@ -35,6 +35,10 @@ struct TokenRows {
     const int* token_of = nullptr;  // distinct entries
     int distinct = 0;
 };
+// The three arrays of train::TokenRows::packed() (n rows, `distinct` tokens) in device memory at `packed`.
+inline TokenRows token_rows_in(const int* packed, int n, int distinct) {
+    return {.rows = packed, .starts = packed + n, .token_of = packed + n + distinct + 1, .distinct = distinct};
+}
 // The same sums without atomics: each token's rows, and each position's, added in increasing n.
 void encoder_backward_ordered(float* dwte, float* dwpe, const __nv_bfloat16* dout, const TokenRows& rows, int N,
                               int T, int C, cudaStream_t s);
