@@ -213,10 +213,10 @@ def emulate_block(folder):
         splits = ", ".join(split_text(t, i) for i in ordered_rows(t, n))
         shapes = ", ".join(f"{t.cell(i, 'm')}x{t.cell(i, 'n')}x{t.cell(i, 'k')}" for i in range(n))
         what = {"library": "the GEMM library", "cublas": "cuBLAS (cublasGemmEx)", "cublaslt": "cuBLASLt",
-                "vendor_cublaslt_e4m3_fastacc": "cuBLASLt with FAST_ACCUM (as one chain over K)"}.get(
+                "vendor_cublaslt_e4m3_fastacc": "cuBLASLt with FAST_ACCUM (the ladder's rung)"}.get(
                     against, f"rung {against}")
         if rf.side("model_measured") == "no":  # the path's model was a hypothesis when this ran
-            path += " (model: " + findings.md_cell(rf.side("model")) + ")"
+            path += " (run while its model was a hypothesis: " + findings.md_cell(rf.side("model")) + ")"
         lines.append(f"| {path} | {what} | {n} | {splits} | {same:,} / {total:,}"
                      f"{'' if same == total else ' **!**'} | {shapes} | {findings.md_cell(rf.side('git_commit')[:7])} | "
                      f"{findings.md_cell(rf.name)} |")

@@ -13,7 +13,8 @@ c785138, mmasim/simulator/nv_ptx.py and arithmetic.py): mma and wgmma add all
 of an instruction's products and C in one fused step, with 25 fraction bits
 kept below the largest exponent (13 for wgmma's fp8), each term cut toward
 zero, products aligned by their factors' exponents, and the result truncated
-to fp32 (for wgmma's fp8: to 13 fraction bits, "f32_e8m13"). Each parameter is
+to fp32 (for wgmma's fp8: to 13 fraction bits, "f32_e8m13"), each chosen by
+A's type (so an e4m3 x e5m2 pairing gets the fp8 model). Each parameter is
 stated as agreeing or not; a model that reproduces fewer than all of rigel's
 random cases is marked incomplete, whichever side it agrees with.
 """
@@ -33,7 +34,10 @@ MMASIM_SOURCE = "MMA-Sim (Xie et al., 2025), github.com/microsoft/MMA-Sim @ c785
 
 
 def mmasim_model(path, dtype):
-    """MMA-Sim's Hopper parameters for one of rigel's paths, or None."""
+    """MMA-Sim's Hopper parameters for one of rigel's paths, or None. A mixed
+    pairing ("e4m3 x e5m2") gets the model of A's type: MMA-Sim's mma and
+    wgmma choose their parameters by A's type alone."""
+    dtype = dtype.split(" x ")[0]
     k = {"f16": 16, "bf16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32}.get(dtype)
     if k is None:
         return None

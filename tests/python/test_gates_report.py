@@ -157,4 +157,4 @@ class EmulateBlock(TempDirTest):
                  [["r4"] + base + ["1024", "1", "64", "floor", "serial", "normal", "1", "4096", "4096", "", "x", "",
                                    "", ""]])
         block = gates_report.emulate_block(self.dir)
-        self.assertIn("| wgmma_e4m3 | cuBLASLt with FAST_ACCUM (as one chain over K) | 1 | 1 | 4,096 / 4,096 |", block)
+        self.assertIn("| wgmma_e4m3 | cuBLASLt with FAST_ACCUM (the ladder's rung) | 1 | 1 | 4,096 / 4,096 |", block)

@@ -64,6 +64,18 @@ class MmaSimReport(TempDirTest):
         self.assertIn("rigel's model complete (2048/2048 single, 256/256 chained bit-identical); differs from "
                       "MMA-Sim's in how the instruction runs, one step's products per step.", text)
 
+    def test_a_mixed_pairing_gets_the_model_of_as_type(self):
+        q = "the model assembled from these answers vs 2048 random 32-term dot products"
+        probes = self.probes([
+            ["r", "accumulation", "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e5m2", "e4m3 x e5m2", q,
+             "2048/2048 single, 256/256 chained bit-identical", "1",
+             WGMMA_E4M3],
+        ])
+        text = mmasim_report.section(probes)
+        self.assertIn("| wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e5m2 | e4m3 x e5m2 | bits kept below the largest "
+                      "exponent | 13 | 13 | yes |", text)
+        self.assertIn("(e4m3 x e5m2): rigel's model complete", text)
+
     def test_no_model_rows_no_section(self):
         probes = self.probes([["r", "throughput", "p", "bf16", "ceiling", "1", "1", ""]])
         self.assertEqual(mmasim_report.section(probes), "")

@@ -16,7 +16,8 @@
 //                     reference taking the device's mean and rstd; dw, db: (N + 8) u sum |terms|
 //   cross-entropy     loss: 2 (V + 16) u + 8 u (|lse| + |x_t|) (an fp32 sum of V exponentials, its log);
 //                     dlogits: ub |ref| + (that loss allowance + 8 u) p |dloss| + 2^-133
-//   adamw             params: 32 u (|p| + lr |update|); m: 8 u (|m| + |g|); v: 8 u (|v| + g^2); the bf16
+//   adamw             params: 32 u (|p| + lr (|m^ / (sqrt(v^) + eps)| + wd |p|)) + lr m's allowance / (c1 (sqrt(v^)
+//                     + eps)); m: 8 u (|m| + |g|); v: 8 u (|v| + g^2); the bf16
 //                     copy must be exactly the fp32 result rounded to nearest even
 // A NaN, or an element still holding the poison, fails whatever its allowance.
 #include <cuda_bf16.h>
@@ -437,11 +438,17 @@ LayerCheck check_adamw(Rng& rng) {
     std::vector<float> rp = p, rm = m, rv = v;
     adamw_step(rp, g, rm, rv, mask, s, lr, t, scale);
     Judge jp(c, "params"), jm(c, "m"), jv(c, "v"), jb(c, "params_bf16");
+    const double c1 = 1 - std::pow(s.beta1, t), c2 = 1 - std::pow(s.beta2, t);
     for (std::int64_t i = 0; i < n; ++i) {
         const std::size_t k = static_cast<std::size_t>(i);
         const double gi = scale * g[k];
-        const double update = std::fabs(static_cast<double>(rp[k]) - p[k]) / lr;
-        jp(k, dp[k], rp[k], 32 * kU * (std::fabs(p[k]) + lr * update) + 1e-30);
+        // The step's two terms, each with its own rounding: the Adam ratio
+        // (whose numerator m carries m's absolute error, large beside m when
+        // beta1 m and (1 - beta1) g cancel) and the weight decay.
+        const double denom = c1 * (std::sqrt(rv[k] / c2) + s.eps);
+        const double adam = std::fabs(rm[k]) / denom, decay = mask[k] ? s.weight_decay * std::fabs(p[k]) : 0.0;
+        const double m_err = 8 * kU * (std::fabs(m[k]) + std::fabs(gi)) / denom;
+        jp(k, dp[k], rp[k], 32 * kU * (std::fabs(p[k]) + lr * (adam + decay)) + lr * m_err + 1e-30);
         jm(k, dm[k], rm[k], 8 * kU * (std::fabs(m[k]) + std::fabs(gi)) + 1e-30);
         jv(k, dv[k], rv[k], 8 * kU * (std::fabs(v[k]) + gi * gi) + 1e-30);
         // The bf16 copy: exactly the device's fp32 result, rounded.

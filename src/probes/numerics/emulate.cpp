@@ -61,12 +61,15 @@ constexpr std::array kPaths{
     Path{"wgmma_e4m3", "wgmma.mma_async.sync.aligned.m64nNk32.f32.e4m3.e4m3", DType::e4m3, 32,
          kFp8WgmmaModel, "the fp8 wgmma rungs (k33, k34, k36, k38) and the GEMM library's fp8 kernels", true,
          kFp8Source},
-    // e5m2 on the same datapath: MMA-Sim gives Hopper's fp8 wgmma one model for
-    // both types. A hypothesis here until the accumulation probe's e5m2 path
-    // measures it.
+    // e5m2 on the same datapath, as MMA-Sim gives Hopper's fp8 wgmma one model
+    // for both types: the accumulation probe's e5m2 path assembled the same
+    // parameters from its own answers and matched 2048/2048 single and 256/256
+    // chained instructions (2026-12-01_13efe6f_probes.csv), and `rigel emulate`
+    // reproduced k33 and k34 on all ten problems (13efe6f).
     Path{"wgmma_e5m2", "wgmma.mma_async.sync.aligned.m64nNk32.f32.e5m2.e5m2", DType::e5m2, 32,
-         kFp8WgmmaModel, "the fp8 wgmma rungs (k33, k34, k36, k38) with e5m2 operands", false,
-         "the e4m3 path's model (MMA-Sim's Hopper fp8 parameters), not yet measured for e5m2"},
+         kFp8WgmmaModel, "the fp8 wgmma rungs (k33, k34, k36, k38) with e5m2 operands", true,
+         "rigel's accumulation probe, e5m2 path (2048/2048 single, 256/256 chained, 13efe6f): the e4m3 path's "
+         "parameters"},
 };
 
 // fp32 a + b, rounded to nearest even (the split-K reduction's adds).
