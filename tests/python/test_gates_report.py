@@ -139,7 +139,7 @@ class EmulateBlock(TempDirTest):
                                                     "model_measured": "no",
                                                     "environment": {"gpu_name": "NVIDIA H200"}}) + "\n")
         block = gates_report.emulate_block(self.dir)
-        self.assertIn("| wgmma_e4m3 (model: MMA-Sim's Hopper model) | rung k33_wgmma_fp8 | 1 | 1 | 4,096 / 4,096 |",
+        self.assertIn("| wgmma_e4m3 (run while its model was a hypothesis: MMA-Sim's Hopper model) | rung k33_wgmma_fp8 | 1 | 1 | 4,096 / 4,096 |",
                       block)
 
     def test_a_vendor_interval_is_named(self):
