@@ -381,11 +381,17 @@ fi
 # emulate infers the split and the partials' order): ten problems of about
 # 1024^3 per library, odd shapes among them; then cuBLASLt's default fp8
 # GEMM, whose promotion interval shows if the fp8 model holds.
+# EMULATE_VENDOR picks the comparisons (default all four).
 if has emulate_vendor; then
-  for against in cublas cublaslt; do emulate_one wgmma_bf16 "$against" "$shapes" 150; done
-  emulate_one wgmma_e4m3 cublaslt "1024x1024x1024,512x512x4096,128x1024x8192" 150
-  # FAST_ACCUM: identical to one uninterrupted chain over K (no promotion) or not.
-  emulate_one wgmma_e4m3 vendor_cublaslt_e4m3_fastacc "1024x1024x1024,512x512x4096,128x1024x8192" 60
+  vendor_fp8="1024x1024x1024,512x512x4096,128x1024x8192"
+  for what in ${EMULATE_VENDOR:-cublas cublaslt e4m3 fastacc}; do
+    case $what in
+      cublas|cublaslt) emulate_one wgmma_bf16 "$what" "$shapes" 150 ;;
+      e4m3) emulate_one wgmma_e4m3 cublaslt "$vendor_fp8" 150 ;;
+      # FAST_ACCUM: the rung's split of K inferred from D, as cuBLASLt's is.
+      fastacc) emulate_one wgmma_e4m3 vendor_cublaslt_e4m3_fastacc "$vendor_fp8" 90 ;;
+    esac
+  done
 fi
 
 # rigel's own training kernels against float64.

@@ -110,7 +110,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     auto b_tile = [&](int s) { return smem + s * G::kStageBytes + G::kABytes; };
 
     constexpr bool kPair = G::kClusterM > 1;
-    const int k_tiles = ceil_div(k, G::kBK);
     // A pair walks tile-row pairs: sequence index `tile` is the pair's tile
     // (pm, tn), and this CTA's is row 2 pm + rank of it.
     const std::uint32_t rank = kPair ? cluster_ctarank() : 0u;
@@ -142,14 +141,14 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 int tm = 0, tn = 0;
                 coords(tile, tm, tn);
                 if constexpr (!kPair) {
-                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, 0, k_tiles);
+                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, 0, k);
                 } else {
                     const bool a_valid = tm < tiles_m;
                     const bool b1_valid = tn * G::kBN + G::kBHalfRows < n;  // both CTAs agree on both halves
                     const bool mine_valid = rank == 0 || b1_valid;
                     const std::uint32_t bytes = (a_valid ? G::kABytes : 0) + G::kBHalfBytes * (b1_valid ? 2 : 1);
                     const int b_row = tn * G::kBN + static_cast<int>(rank) * G::kBHalfRows;
-                    for (int kt = 0; kt < k_tiles; ++kt) {
+                    for (int kt = 0; kt * G::kBK < k; ++kt) {  // k itself: load_tile's reason
                         const int stage = ring.stage();
                         mbar_wait(&empty[stage], ring.phase());
                         mbar_arrive_expect_tx(&full[stage], bytes);
@@ -195,13 +194,18 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             }
         };
         auto ring = PipelineState<kStages>::consumer_start();
-        ring.advance(consumer * k_tiles);  // consumer 1 starts after consumer 0's first tile
+        ring.advance(consumer * ceil_div(k, G::kBK));  // consumer 1 starts after consumer 0's first tile
         for (int tile = first + consumer * stride; tile < num_tiles; tile += 2 * stride) {
             if (consumer == 1 || tile != first) named_barrier_sync<2 * kWarpgroup>(kTurn + consumer);
             int tm = 0, tn = 0;
             coords(tile, tm, tn);
             int prev_stage = 0;
-            for (int kt = 0; kt < k_tiles; ++kt) {
+            // The loop tests the parameter k (a constant-bank operand), not a
+            // k-tile count: the count would live across the epilogue, where
+            // ptxas spills it, and be reloaded from local memory ahead of the
+            // k-tile's last wgmma in every iteration.
+            int kt = 0;
+            for (; kt * G::kBK < k; ++kt) {
                 const int stage = ring.stage();
                 mbar_wait(&full[stage], ring.phase());
                 const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage));
@@ -232,7 +236,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             fence_registers(top);
             fence_registers(bottom);
             release(prev_stage);
-            ring.advance(k_tiles);  // the other consumer's next tile
+            ring.advance(kt);  // the other consumer's next tile (kt = its k-tile count)
             const int row0 = tm * G::kBM, col0 = tn * G::kBN;
             Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
             Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);

@@ -210,8 +210,12 @@ __device__ __forceinline__ void init_ring(std::uint64_t (&full)[Stages], std::ui
 template <class G>
 __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::uint64_t* full, std::uint64_t* empty,
                                           unsigned char* smem, const CUtensorMap* map_a, const CUtensorMap* map_b,
-                                          int tm, int tn, int kt_begin, int kt_end) {
-    for (int kt = kt_begin; kt < kt_end; ++kt) {
+                                          int tm, int tn, int kt_begin, int k_end) {
+    // k_end in elements of K, not k-tiles: the ping-pong kernel passes its
+    // parameter k itself, which the loop test reads from the constant bank
+    // (a k-tile count computed from it would be spilled across the epilogue
+    // and reloaded from local memory in every k-iteration).
+    for (int kt = kt_begin; kt * G::kBK < k_end; ++kt) {
         const int stage = ring.stage();
         unsigned char* const a_tile = smem + stage * G::kStageBytes;
         mbar_wait(&empty[stage], ring.phase());
@@ -259,7 +263,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
                 int tm = 0, tn = 0;
                 tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
-                load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kt_begin, kt_end);
+                load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kt_begin, kt_end * G::kBK);
             }
         }
     } else {
