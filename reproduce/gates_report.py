@@ -228,6 +228,8 @@ def interval_note(path, against, t):
     """A vendor library's K cut into equal partials added in order on every
     problem, every element reproduced: the interval, in one sentence (what
     the fp8 GEMM's promotion every so many products of K shows as)."""
+    if against == "vendor_cublaslt_e4m3_fastacc":
+        return fastacc_note(path, t)
     if against not in ("cublas", "cublaslt") or not t.rows:
         return ""
     n = len(t.rows)
@@ -243,6 +245,20 @@ def interval_note(path, against, t):
     what = {"cublas": "cuBLAS", "cublaslt": "cuBLASLt"}[against]
     return (f"\n{what} on {path}: on every problem K cut into partials of {lengths.pop()} products, added in fp32 in "
             f"order, every element reproduced.")
+
+
+def fastacc_note(path, t):
+    """cuBLASLt's FAST_ACCUM reproduced on every problem with no promotion
+    inside a split of K (each split one chain of the instruction, the splits'
+    partials added in order): that, in one sentence, with the splits found."""
+    n = len(t.rows)
+    if not n or any(t.cell(i, "identical") != t.cell(i, "elements") or t.cell(i, "reduction") != "serial"
+                    for i in range(n)):
+        return ""
+    splits = ", ".join(t.cell(i, "splits") for i in range(n))
+    return (f"\ncuBLASLt with FAST_ACCUM on {path}: no promotion; each split of K one uninterrupted chain of the "
+            f"instruction, the splits' partials added in fp32 in order (K split {splits} ways), every element "
+            f"reproduced.")
 
 
 def split_text(t, i):

@@ -158,3 +158,13 @@ class EmulateBlock(TempDirTest):
                                    "", ""]])
         block = gates_report.emulate_block(self.dir)
         self.assertIn("| wgmma_e4m3 | cuBLASLt with FAST_ACCUM (the ladder's rung) | 1 | 1 | 4,096 / 4,096 |", block)
+        self.assertIn("cuBLASLt with FAST_ACCUM on wgmma_e4m3: no promotion; each split of K one uninterrupted chain "
+                      "of the instruction, the splits' partials added in fp32 in order (K split 1 ways), every element "
+                      "reproduced.", block)
+
+    def test_fast_accum_missed_no_note(self):
+        base = ["h", "NVIDIA H200", "wgmma_e4m3", "wgmma", "64", "64"]
+        self.put("2026-12-01_abcdef1_emulate_wgmma_e4m3_vendor_cublaslt_e4m3_fastacc.csv",
+                 [["r6"] + base + ["8192", "1", "64", "floor", "serial", "normal", "1", "4096", "908", "D[0][0]", "x",
+                                   "", "", ""]])
+        self.assertNotIn("no promotion", gates_report.emulate_block(self.dir))
