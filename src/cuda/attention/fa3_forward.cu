@@ -55,25 +55,13 @@ using namespace rigel::cuda::sm90;
 
 constexpr int kRows = 128;       // query rows per CTA
 constexpr int kKeys = 128;       // keys per K/V tile
-// K/V ring stages: two at D = 128 (a third would not fit); four at D = 64,
-// whose tile of keys is half the work, so a load has half the time to land.
-template <int D>
-inline constexpr int kStagesFor = D == 64 ? 4 : 2;
-
-// At D = 64 a tile's exponentials keep the SFU as busy as its products keep
-// the tensor cores (per SM and tile of 128 keys: 128 x 128 exponentials at 16
-// per clock, and S = Q K^T plus P V, 4.2 Mflop, at about 4096 flops per clock:
-// both about 1024 clocks), so a quarter of them go to the FMA pipe (exp2_fma).
-// At D = 128 the products take twice as long and the SFU keeps up.
-template <int D>
-inline constexpr int kFmaEvery = D == 64 ? 4 : 0;
+constexpr int kStages = 2;
 constexpr int kThreads = 3 * kWarpgroup;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
 template <int D>
 struct Layout {
-    static constexpr int kStages = kStagesFor<D>;
     static constexpr int kBoxes = D / kBoxCols;
     static constexpr int kQBox = kRows * kRowBytes;   // bytes of one Q box
     static constexpr int kKvBox = kKeys * kRowBytes;  // bytes of one K or V box
@@ -81,7 +69,7 @@ struct Layout {
     static constexpr int kK = kQ + kBoxes * kQBox;
     static constexpr int kV = kK + kStages * kBoxes * kKvBox;
     static constexpr int kBarriers = kV + kStages * kBoxes * kKvBox;
-    static constexpr int kBytes = kBarriers + 8 * (1 + 4 * kStages) + kSwizzleAtom;  // barriers, room to align
+    static constexpr int kBytes = kBarriers + 64 + kSwizzleAtom;  // barriers, and room to align the base
 };
 
 struct Params {
@@ -110,34 +98,12 @@ struct RowState {
     float l[2] = {0.0f, 0.0f};
 };
 
-// 2^x on the FMA pipe instead of the SFU: x = n + f with n = round(x) (adding
-// 1.5 x 2^23 leaves n in the low bits), 2^f for f in [-0.5, 0.5] by a degree-5
-// polynomial (c0 = 1; the others fitted to 2^f's relative error on Chebyshev
-// nodes: at most 1.8e-7 = 2^-22.4 evaluated in fp32, as ex2.approx's few units
-// in the last place), n added into the exponent bits. x is clamped at -127,
-// where f = 0, p = 1 and the bits come to exactly +0: a masked score (-inf)
-// gives 0, as ex2.approx.ftz does. Ten FMA-pipe instructions against one SFU
-// instruction that occupies its pipe for 8 cycles per warp.
-__device__ __forceinline__ float exp2_fma(float x) {
-    x = fmaxf(x, -127.0f);
-    const float shifted = x + 12582912.0f;
-    const float f = x - (shifted - 12582912.0f);
-    float p = 0.0013218672f;
-    p = fmaf(p, f, 0.0096716983f);
-    p = fmaf(p, f, 0.055508930f);
-    p = fmaf(p, f, 0.24022238f);
-    p = fmaf(p, f, 0.69314688f);
-    p = fmaf(p, f, 1.0f);
-    return __int_as_float(__float_as_int(p) + (__float_as_int(shifted) << 23));
-}
-
 // One tile's online softmax on the accumulators of S (the wgmma layout: sc[4i],
 // sc[4i + 1] are row r, keys 8i + 2 quad + {0, 1}; sc[4i + 2], sc[4i + 3] row
 // r + 8): masked scores to -inf, the new row maxima over the quad, sc replaced
 // by P = 2^(S scale log2e - m'), the sums updated; returns the factors
-// 2^(m - m') by which the two rows' accumulators must be rescaled. FmaEvery > 0:
-// every FmaEvery-th n8 block of P by exp2_fma, the rest by the SFU.
-template <int N, int FmaEvery = 0>
+// 2^(m - m') by which the two rows' accumulators must be rescaled.
+template <int N>
 __device__ __forceinline__ float2 softmax_tile(float (&sc)[N / 2], RowState& st, const Mask& mask, float scale_log2) {
     if (mask.active) {
 #pragma unroll
@@ -166,8 +132,7 @@ __device__ __forceinline__ float2 softmax_tile(float (&sc)[N / 2], RowState& st,
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
                 float& x = sc[4 * n8 + 2 * h + e];
-                const float arg = fmaf(x, scale_log2, -base);
-                x = FmaEvery > 0 && n8 % (FmaEvery > 0 ? FmaEvery : 1) == FmaEvery - 1 ? exp2_fma(arg) : fast_exp2(arg);
+                x = fast_exp2(fmaf(x, scale_log2, -base));
                 sum += x;
             }
         st.l[h] = st.l[h] * rescale[h] + sum;
@@ -181,7 +146,6 @@ __global__ void __launch_bounds__(kThreads, 1)
                        const __grid_constant__ CUtensorMap map_v, const Params p) {
 #if RIGEL_SM90A_DEVICE
     using L = Layout<D>;
-    constexpr int kStages = L::kStages;
     extern __shared__ unsigned char smem_raw[];
     unsigned char* smem = align_to_atom(smem_raw);
     auto* bars = reinterpret_cast<std::uint64_t*>(smem + L::kBarriers);
@@ -298,7 +262,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_wait<0>();
     fence_registers(sc);
     if (t == 0) mbar_arrive(&k_empty[0]);
-    softmax_tile<kKeys, kFmaEvery<D>>(sc, rows, mask_of(0), p.scale_log2);
+    softmax_tile<kKeys>(sc, rows, mask_of(0), p.scale_log2);
     pack_p<kKeys>(sc, pa);
     for (int j = 1; j < key_tiles; ++j) {
         // S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j runs under the latter.
@@ -309,7 +273,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_wait<1>();
         fence_registers(sc);
         if (t == 0) mbar_arrive(&k_empty[j % kStages]);
-        const float2 rescale = softmax_tile<kKeys, kFmaEvery<D>>(sc, rows, mask_of(j), p.scale_log2);
+        const float2 rescale = softmax_tile<kKeys>(sc, rows, mask_of(j), p.scale_log2);
         wgmma_wait<0>();
         fence_registers(o);
         if (t == 0) mbar_arrive(&v_empty[(j - 1) % kStages]);
