@@ -332,6 +332,18 @@ if has ncu_gemm; then
         $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout NT --epilogue "$epi" --kernel "$kern" --warmup 0 \
         --min-time 0.01 > "$OUT/ncu_gemm_${m}x${n}x${k}_${epi}_${kern}.txt" 2>&1
       summary+=("ncu gemm $m x $n x $k $epi ($kern): rc $?")
+      # NCU_SOURCE=1: the same launch's SASS lines with the most warp-state samples
+      # (scripts/ncu_sass_hotspots.py), the page itself being too long to bring back.
+      if [ "${NCU_SOURCE:-0}" = 1 ] && fits 90 "ncu gemm source page"; then
+        timeout -s INT 240 ncu --clock-control none --section SourceCounters -k regex:pingpong --launch-skip 2 \
+          --launch-count 1 --csv --page source --print-source sass \
+          $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout NT --epilogue "$epi" --kernel "$kern" --warmup 0 \
+          --min-time 0.01 > "$OUT/ncu_page.csv" 2>&1
+        python3 scripts/ncu_sass_hotspots.py "$OUT/ncu_page.csv" --top 80 \
+          > "$OUT/ncu_gemm_${m}x${n}x${k}_${epi}_${kern}_sass.txt" 2>&1
+        summary+=("ncu gemm source page $m x $n x $k $epi ($kern): rc $?")
+        rm -f "$OUT/ncu_page.csv"
+      fi
     done
   done
 fi
