@@ -373,10 +373,11 @@ LayerCheck check_gelu_backward_bias(Rng& rng, bool det) {
     return c;
 }
 
-// Rows of V logits padded to Vp: GPT-2's (a row held in registers), a short
-// row, rows that are no multiple of 8 (one logit per access) and rows longer
-// than the registers hold (two passes over memory).
-LayerCheck check_crossentropy(Rng& rng, int N, int V, int Vp) {
+// Rows of V logits padded to Vp: GPT-2's (by both kernels), a short row,
+// rows that are no multiple of 8 (one logit per access) and rows longer than
+// the staged kernel's shared memory holds; the kernel named in the shape.
+LayerCheck check_crossentropy(Rng& rng, int N, int V, int Vp,
+                              cuda::train::CeKernel wanted = cuda::train::CeKernel::automatic) {
     const float dloss = 1.0f / N;
     LayerCheck c{.kernel = "crossentropy_fused", .shape = "N " + std::to_string(N) + " x V " + std::to_string(V) +
                                                            (Vp != V ? " (padded " + std::to_string(Vp) + ")" : "")};
@@ -388,7 +389,9 @@ LayerCheck check_crossentropy(Rng& rng, int N, int V, int Vp) {
     DeviceArray<std::uint16_t> d_t(targets);
     DeviceArray<float> d_loss(N);
     d_loss.poison();
-    cuda::train::crossentropy_fused(d_loss.get(), d_logits.get(), d_t.get(), dloss, N, V, Vp, nullptr);
+    c.shape += std::string(", ") +
+               cuda::train::crossentropy_kernel_name(cuda::train::crossentropy_kernel_for(Vp, d_logits.get(), wanted));
+    cuda::train::crossentropy_fused(d_loss.get(), d_logits.get(), d_t.get(), dloss, N, V, Vp, nullptr, wanted);
     const auto loss = d_loss.download();
     const auto grad = d_logits.download();
     std::vector<double> rloss(N), probs(logits.values.size()), rgrad(logits.values.size(), 0.0);
@@ -547,6 +550,7 @@ std::vector<LayerCheck> check_layers(std::uint64_t seed) {
         [](Rng& r) { return check_gelu_backward_bias(r, false); },
         [](Rng& r) { return check_gelu_backward_bias(r, true); },
         [](Rng& r) { return check_crossentropy(r, 64, 50257, 50304); },
+        [](Rng& r) { return check_crossentropy(r, 64, 50257, 50304, cuda::train::CeKernel::streamed); },
         [](Rng& r) { return check_crossentropy(r, 16, 1000, 1000); },
         [](Rng& r) { return check_crossentropy(r, 8, 50257, 50257); },
         [](Rng& r) { return check_crossentropy(r, 4, 70001, 70008); },

@@ -17,6 +17,7 @@
 #include "cuda/check.cuh"
 #include "cuda/gelu.cuh"
 #include "cuda/hopper/sm90.cuh"
+#include "cuda/ladder/tensor_rungs.cuh"
 
 namespace rigel::cuda::train {
 namespace {
@@ -326,8 +327,8 @@ __global__ void column_sums_kernel(float* out, float* out2, int split, const flo
 
 // ---- softmax cross-entropy, fused with the logits' gradient ---------------------------
 
-// Two passes over the row (its max and sum of exp, then the gradient), the
-// second mostly from L2. A variant that held the row in registers (a
+// The streamed form: two passes over the row in memory (its max and sum of
+// exp, then the gradient), the second mostly from L2. A variant that held the row in registers (a
 // 1024-thread CTA per SM and row, one read of the logits) measured slower in
 // GPT-2's step on the H200 machine: 1.88 ms against 1.57 ms
 // (2026-12-01_9d75501_profile_gpt2_cuda.csv against ..._0d22951_...): one
@@ -404,6 +405,82 @@ __global__ void __launch_bounds__(kCeThreads) crossentropy_fused_kernel(float* l
         }
         store_logits<W>(row + v0, x);
     }
+}
+
+// The staged form (where a row fits in shared memory twice per SM: GPT-2's
+// 50,304 bf16 logits are 98 KB): a CTA of 1024 threads copies its row into
+// shared memory with cp.async, every 16 bytes of it in flight at once, then
+// reads it there for the max, the sum of exp and the gradient, which it
+// writes back to global memory. The logits are read from memory once, not
+// twice; two CTAs per SM keep one's copy in flight while the other reduces.
+constexpr int kCeStagedThreads = 1024;
+
+// The max (Max) or the sum over the CTA; every thread gets it.
+template <bool Max>
+__device__ __forceinline__ float staged_reduce(float v) {
+    constexpr int kWarps = kCeStagedThreads / kWarp;
+    __shared__ float part[kWarps];
+    const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+    v = Max ? warp_max(v) : warp_sum(v);
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    float all = Max ? -INFINITY : 0.0f;
+    for (int i = 0; i < kWarps; ++i) all = Max ? fmaxf(all, part[i]) : all + part[i];
+    __syncthreads();  // part is reused by the next reduction
+    return all;
+}
+
+__global__ void __launch_bounds__(kCeStagedThreads, 2)
+    crossentropy_staged_kernel(float* losses, __nv_bfloat16* logits, const std::uint16_t* targets, float dloss, int V,
+                               int Vp) {
+    extern __shared__ uint4 ce_row[];  // Vp / 8 pieces of 16 bytes
+    const int n = static_cast<int>(blockIdx.x), t = static_cast<int>(threadIdx.x);
+    __nv_bfloat16* row = logits + static_cast<std::int64_t>(n) * Vp;
+    const int pieces = Vp / 8;
+    for (int i = t; i < pieces; i += kCeStagedThreads)
+        tensor::cp_async_16(static_cast<std::uint32_t>(__cvta_generic_to_shared(ce_row + i)), row + 8 * i, 16);
+    tensor::cp_async_commit();
+    tensor::cp_async_wait<0>();
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int i = t; i < pieces; i += kCeStagedThreads) {
+        float x[8];
+        unpack8(x, ce_row[i]);
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+            if (8 * i + k < V) mx = fmaxf(mx, x[k]);
+    }
+    mx = staged_reduce<true>(mx);
+    float sum = 0.0f;
+    for (int i = t; i < pieces; i += kCeStagedThreads) {
+        float x[8];
+        unpack8(x, ce_row[i]);
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+            if (8 * i + k < V) sum += expf(x[k] - mx);
+    }
+    const float lse = mx + logf(staged_reduce<false>(sum));
+    const int target = targets[n];
+    if (t == 0) losses[n] = lse - __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(ce_row)[target]);
+    for (int i = t; i < pieces; i += kCeStagedThreads) {
+        float x[8];
+        unpack8(x, ce_row[i]);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const int v = 8 * i + k;
+            x[k] = v < V ? (expf(x[k] - lse) - (v == target ? 1.0f : 0.0f)) * dloss : 0.0f;
+        }
+        store8(row + 8 * i, x);
+    }
+}
+
+// The staged kernel takes rows of 16-byte pieces (Vp a multiple of 8, the
+// logits 16-byte aligned) that fit in shared memory twice per SM.
+constexpr std::size_t kCeStagedMaxBytes = 110 * 1024;
+
+bool staged_fits(int Vp, const __nv_bfloat16* logits) {
+    return Vp % 8 == 0 && reinterpret_cast<std::uintptr_t>(logits) % 16 == 0 &&
+           static_cast<std::size_t>(Vp) * sizeof(__nv_bfloat16) <= kCeStagedMaxBytes;
 }
 
 // ---- AdamW -----------------------------------------------------------------------------
@@ -691,8 +768,35 @@ void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bflo
     });
 }
 
+const char* crossentropy_kernel_name(CeKernel k) { return k == CeKernel::staged ? "staged" : "streamed"; }
+
+CeKernel crossentropy_kernel_for(int Vp, const __nv_bfloat16* logits, CeKernel wanted) {
+    if (wanted == CeKernel::streamed || !staged_fits(Vp, logits)) {
+        if (wanted == CeKernel::staged)
+            throw std::invalid_argument("crossentropy_fused: the staged kernel needs rows of a multiple of 8 logits, "
+                                        "16-byte aligned, of at most " + std::to_string(kCeStagedMaxBytes / 2) +
+                                        " logits; Vp is " + std::to_string(Vp));
+        return CeKernel::streamed;
+    }
+    return CeKernel::staged;
+}
+
 void crossentropy_fused(float* losses, __nv_bfloat16* logits, const std::uint16_t* targets, float dloss, int N, int V,
-                        int Vp, cudaStream_t s) {
+                        int Vp, cudaStream_t s, CeKernel wanted) {
+    if (crossentropy_kernel_for(Vp, logits, wanted) == CeKernel::staged) {
+        const std::size_t bytes = static_cast<std::size_t>(Vp) * sizeof(__nv_bfloat16);
+        static const bool opted_in = [] {  // once: up to kCeStagedMaxBytes of dynamic shared memory
+            RIGEL_CUDA_CHECK(cudaFuncSetAttribute(crossentropy_staged_kernel,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  static_cast<int>(kCeStagedMaxBytes)));
+            return true;
+        }();
+        (void)opted_in;
+        crossentropy_staged_kernel<<<static_cast<unsigned>(N), kCeStagedThreads, bytes, s>>>(losses, logits, targets,
+                                                                                             dloss, V, Vp);
+        RIGEL_CUDA_CHECK_LAUNCH();
+        return;
+    }
     const bool octets = Vp % 8 == 0 && reinterpret_cast<std::uintptr_t>(logits) % 16 == 0;
     const auto kernel = octets ? crossentropy_fused_kernel<8> : crossentropy_fused_kernel<1>;
     kernel<<<static_cast<unsigned>(N), kCeThreads, 0, s>>>(losses, logits, targets, dloss, V, Vp);

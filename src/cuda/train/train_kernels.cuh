@@ -58,9 +58,16 @@ void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bflo
 
 // One CTA per row of the LM head's logits (N x Vp, the first V real): losses[n] =
 // lse - logit[target] (fp32), and the logits overwritten by their gradient
-// (softmax - onehot) dloss in bf16, 0 in the padding.
+// (softmax - onehot) dloss in bf16, 0 in the padding. Two kernels: streamed
+// (any row: two passes over it in memory) and staged (the row copied into
+// shared memory once; rows of a multiple of 8 logits, 16-byte aligned, up to
+// 56,320 logits). automatic takes the staged one where it applies; asking for
+// staged where it does not is refused (std::invalid_argument).
+enum class CeKernel { automatic, streamed, staged };
+CeKernel crossentropy_kernel_for(int Vp, const __nv_bfloat16* logits, CeKernel wanted = CeKernel::automatic);
+const char* crossentropy_kernel_name(CeKernel k);
 void crossentropy_fused(float* losses, __nv_bfloat16* logits, const std::uint16_t* targets, float dloss, int N, int V,
-                        int Vp, cudaStream_t s);
+                        int Vp, cudaStream_t s, CeKernel wanted = CeKernel::automatic);
 
 // AdamW on fp32 master weights (optimizer.hpp's formula), writing the bf16
 // copy the model computes with; decay where mask[i] is 1; grads scaled by
