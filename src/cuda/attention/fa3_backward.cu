@@ -275,18 +275,25 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int i = 0; i < R / 2; ++i) dpt[i] = st[i] * (dpt[i] - sdl[8 * (i / 4) + 2 * q4 + (i % 2)]);
         // dS^T to shared memory in bf16, 128B-swizzled as TMA would have
         // written it: row `key` of a box, 16-byte chunk (row / 8) ^ (key % 8).
+        // For tile row col = 8 n8 + 2 q4 and key = 64 c + 16 warp + g + 8 h:
+        // box n8 / 8, chunk (n8 % 8) ^ g (key % 8 = g), byte 4 q4 in it; the
+        // chunk's offset is (16 (n8 % 8)) ^ (16 g). Written so, the stores'
+        // addresses are one XOR and an immediate from two per tile: ptxas
+        // otherwise keeps all R / 4 of them across the loop and spills them,
+        // reloading them from local memory every tile.
+        const int g16 = 16 * g;
 #pragma unroll
-        for (int n8 = 0; n8 < R / 8; ++n8)
+        for (int h = 0; h < 2; ++h) {
+            const std::uint32_t key_row =
+                ds_addr + (c * kWgmmaM + 16 * warp + g + 8 * h) * kRowBytes + 4 * q4;  // key 0..127
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int key = c * kWgmmaM + 16 * warp + g + 8 * h;  // 0..127
-                const int col = 8 * n8 + 2 * q4, box = col / 64, in_box = col % 64;
-                const int chunk = (in_box / 8) ^ (key % 8);
-                const std::uint32_t at = ds_addr + box * L::kDsBox + key * kRowBytes + chunk * 16 + (in_box % 8) * 2;
+            for (int n8 = 0; n8 < R / 8; ++n8) {
+                const std::uint32_t at = key_row + (n8 / 8) * L::kDsBox + ((16 * (n8 % 8)) ^ g16);
                 asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(pack_bf16(dpt[4 * n8 + 2 * h],
                                                                                 dpt[4 * n8 + 2 * h + 1]))
                              : "memory");
             }
+        }
         fence_proxy_async_smem();
         named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // this consumer's half of dS^T written
 
