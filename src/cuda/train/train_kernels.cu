@@ -336,9 +336,11 @@ __global__ void column_sums_kernel(float* out, float* out2, int split, const flo
 constexpr int kCeThreads = 512;
 
 // The row's logsumexp from each thread's running max and sum of exp(x - max)
-// (threads that saw no logit hold -inf and 0); every thread of the CTA gets it.
+// (threads that saw no logit hold -inf and 0); every thread of the CTA of
+// Threads gets it.
+template <int Threads>
 __device__ __forceinline__ float row_logsumexp(float mx, float sum) {
-    constexpr int kWarps = kCeThreads / kWarp;
+    constexpr int kWarps = Threads / kWarp;
     __shared__ float red_max[kWarps], red_sum[kWarps];
     const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
     const float wmx = warp_max(mx);
@@ -366,6 +368,33 @@ __device__ __forceinline__ void store_logits(__nv_bfloat16* p, const float (&x)[
     else *p = __float2bfloat16_rn(x[0]);
 }
 
+// W logits starting at v0 into the thread's running max and sum of exp(x - max)
+// (logits from V on, the padding, left out).
+template <int W>
+__device__ __forceinline__ void online_max_sum(const float (&x)[W], int v0, int V, float& mx, float& sum) {
+    float mw = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+        if (v0 + k < V) mw = fmaxf(mw, x[k]);
+    if (mw > mx) {
+        sum *= expf(mx - mw);
+        mx = mw;
+    }
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+        if (v0 + k < V) sum += expf(x[k] - mx);
+}
+
+// W logits starting at v0 replaced by their gradient (softmax - onehot) dloss, 0 in the padding.
+template <int W>
+__device__ __forceinline__ void logit_gradient(float (&x)[W], int v0, int V, int target, float lse, float dloss) {
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+        const int v = v0 + k;
+        x[k] = v < V ? (expf(x[k] - lse) - (v == target ? 1.0f : 0.0f)) * dloss : 0.0f;
+    }
+}
+
 template <int W>
 __global__ void __launch_bounds__(kCeThreads) crossentropy_fused_kernel(float* losses, __nv_bfloat16* logits,
                                                                         const std::uint16_t* targets, float dloss,
@@ -378,31 +407,16 @@ __global__ void __launch_bounds__(kCeThreads) crossentropy_fused_kernel(float* l
     for (int v0 = W * t; v0 < V; v0 += W * kCeThreads) {
         float x[W];
         load_logits<W>(x, row + v0);
-        float mw = -INFINITY;
-#pragma unroll
-        for (int k = 0; k < W; ++k)
-            if (v0 + k < V) mw = fmaxf(mw, x[k]);
-        if (mw > mx) {
-            sum *= expf(mx - mw);
-            mx = mw;
-        }
-#pragma unroll
-        for (int k = 0; k < W; ++k)
-            if (v0 + k < V) sum += expf(x[k] - mx);
+        online_max_sum<W>(x, v0, V, mx, sum);
     }
-    const float lse = row_logsumexp(mx, sum);
+    const float lse = row_logsumexp<kCeThreads>(mx, sum);
     const int target = targets[n];
     if (t == 0) losses[n] = lse - __bfloat162float(row[target]);
     __syncthreads();  // every thread has read the target's logit before it is overwritten
     for (int v0 = W * t; v0 < Vp; v0 += W * kCeThreads) {
         float x[W];
         load_logits<W>(x, row + v0);
-#pragma unroll
-        for (int k = 0; k < W; ++k) {
-            const int v = v0 + k;
-            const float p = v < V ? expf(x[k] - lse) : 0.0f;
-            x[k] = v < V ? (p - (v == target ? 1.0f : 0.0f)) * dloss : 0.0f;
-        }
+        logit_gradient<W>(x, v0, V, target, lse, dloss);
         store_logits<W>(row + v0, x);
     }
 }
@@ -410,25 +424,11 @@ __global__ void __launch_bounds__(kCeThreads) crossentropy_fused_kernel(float* l
 // The staged form (where a row fits in shared memory twice per SM: GPT-2's
 // 50,304 bf16 logits are 98 KB): a CTA of 1024 threads copies its row into
 // shared memory with cp.async, every 16 bytes of it in flight at once, then
-// reads it there for the max, the sum of exp and the gradient, which it
-// writes back to global memory. The logits are read from memory once, not
-// twice; two CTAs per SM keep one's copy in flight while the other reduces.
+// reads it there for the running max and sum of exp and for the gradient
+// (the streamed kernel's steps), which it writes back to global memory. The
+// logits are read from memory once, not twice; two CTAs per SM keep one's
+// copy in flight while the other reduces.
 constexpr int kCeStagedThreads = 1024;
-
-// The max (Max) or the sum over the CTA; every thread gets it.
-template <bool Max>
-__device__ __forceinline__ float staged_reduce(float v) {
-    constexpr int kWarps = kCeStagedThreads / kWarp;
-    __shared__ float part[kWarps];
-    const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
-    v = Max ? warp_max(v) : warp_sum(v);
-    if (lane == 0) part[warp] = v;
-    __syncthreads();
-    float all = Max ? -INFINITY : 0.0f;
-    for (int i = 0; i < kWarps; ++i) all = Max ? fmaxf(all, part[i]) : all + part[i];
-    __syncthreads();  // part is reused by the next reduction
-    return all;
-}
 
 __global__ void __launch_bounds__(kCeStagedThreads, 2)
     crossentropy_staged_kernel(float* losses, __nv_bfloat16* logits, const std::uint16_t* targets, float dloss, int V,
@@ -442,34 +442,19 @@ __global__ void __launch_bounds__(kCeStagedThreads, 2)
     tensor::cp_async_commit();
     tensor::cp_async_wait<0>();
     __syncthreads();
-    float mx = -INFINITY;
+    float mx = -INFINITY, sum = 0.0f;
     for (int i = t; i < pieces; i += kCeStagedThreads) {
         float x[8];
         unpack8(x, ce_row[i]);
-#pragma unroll
-        for (int k = 0; k < 8; ++k)
-            if (8 * i + k < V) mx = fmaxf(mx, x[k]);
+        online_max_sum<8>(x, 8 * i, V, mx, sum);
     }
-    mx = staged_reduce<true>(mx);
-    float sum = 0.0f;
-    for (int i = t; i < pieces; i += kCeStagedThreads) {
-        float x[8];
-        unpack8(x, ce_row[i]);
-#pragma unroll
-        for (int k = 0; k < 8; ++k)
-            if (8 * i + k < V) sum += expf(x[k] - mx);
-    }
-    const float lse = mx + logf(staged_reduce<false>(sum));
+    const float lse = row_logsumexp<kCeStagedThreads>(mx, sum);
     const int target = targets[n];
     if (t == 0) losses[n] = lse - __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(ce_row)[target]);
     for (int i = t; i < pieces; i += kCeStagedThreads) {
         float x[8];
         unpack8(x, ce_row[i]);
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            const int v = 8 * i + k;
-            x[k] = v < V ? (expf(x[k] - lse) - (v == target ? 1.0f : 0.0f)) * dloss : 0.0f;
-        }
+        logit_gradient<8>(x, 8 * i, V, target, lse, dloss);
         store8(row + 8 * i, x);
     }
 }
