@@ -61,8 +61,9 @@ void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bflo
 // (softmax - onehot) dloss in bf16, 0 in the padding. Two kernels: streamed
 // (any row: two passes over it in memory) and staged (the row copied into
 // shared memory once; rows of a multiple of 8 logits, 16-byte aligned, up to
-// 56,320 logits). automatic takes the staged one where it applies; asking for
-// staged where it does not is refused (std::invalid_argument).
+// 56,320 logits). automatic takes the streamed one (the faster on GPT-2's rows:
+// docs/training.md); asking for staged where it does not apply is refused
+// (std::invalid_argument).
 enum class CeKernel { automatic, streamed, staged };
 CeKernel crossentropy_kernel_for(int Vp, const __nv_bfloat16* logits, CeKernel wanted = CeKernel::automatic);
 const char* crossentropy_kernel_name(CeKernel k);
