@@ -320,18 +320,22 @@ fi
 # --clock-control none leaves the clocks alone. Text reports only.
 # Nsight Compute (clocks left alone) on two of GPT-2's K = 768 products, on
 # each kernel of NCU_KERNELS (default: the dispatcher's choice; e.g.
-# "auto pingpong_cluster").
+# "auto pingpong_cluster"); NCU_SHAPES ("M N K EPILOGUE", comma-separated)
+# names other products.
 if has ncu_gemm; then
+  IFS=, read -r -a ncu_shapes <<< "${NCU_SHAPES:-16384 2304 768 bias,16384 50304 768 none}"
   for kern in ${NCU_KERNELS:-auto}; do
-    for shape in "16384 2304 768 bias" "16384 50304 768 none"; do
+    for shape in "${ncu_shapes[@]}"; do
       read -r m n k epi <<< "$shape"
-      fits 90 "ncu gemm $m x $n x $k $epi ($kern)" || continue
+      # NCU_DETAILS=0 leaves out the full set's report (the source page alone).
+      if [ "${NCU_DETAILS:-1}" = 1 ] && fits 90 "ncu gemm $m x $n x $k $epi ($kern)"; then
       log "ncu gemm $m x $n x $k $epi ($kern)"
       timeout -s INT 240 ncu --clock-control none --set full -k regex:pingpong --launch-skip 2 --launch-count 1 \
         --print-details all --page details \
         $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout NT --epilogue "$epi" --kernel "$kern" --warmup 0 \
         --min-time 0.01 > "$OUT/ncu_gemm_${m}x${n}x${k}_${epi}_${kern}.txt" 2>&1
       summary+=("ncu gemm $m x $n x $k $epi ($kern): rc $?")
+      fi
       # NCU_SOURCE=1: the same launch's SASS lines with the most warp-state samples
       # (scripts/ncu_sass_hotspots.py), the page itself being too long to bring back.
       if [ "${NCU_SOURCE:-0}" = 1 ] && fits 90 "ncu gemm source page"; then
@@ -341,7 +345,10 @@ if has ncu_gemm; then
           --min-time 0.01 > "$OUT/ncu_page.csv" 2>&1
         python3 scripts/ncu_sass_hotspots.py "$OUT/ncu_page.csv" --top 80 \
           > "$OUT/ncu_gemm_${m}x${n}x${k}_${epi}_${kern}_sass.txt" 2>&1
-        summary+=("ncu gemm source page $m x $n x $k $epi ($kern): rc $?")
+        rc=$?
+        summary+=("ncu gemm source page $m x $n x $k $epi ($kern): rc $rc")
+        # A page the script could not read comes back compressed, to adapt the script to.
+        if [ "$rc" != 0 ]; then gzip -c "$OUT/ncu_page.csv" > "$OUT/ncu_page_${m}x${n}x${k}_${epi}_${kern}.csv.gz"; fi
         rm -f "$OUT/ncu_page.csv"
       fi
     done
