@@ -269,14 +269,12 @@ struct NamedKernel {
     bool pingpong;
     bool fp8;  // fp8 operands have it too
     int cluster_m = 1;
-    int tile_m = kTileM;
 };
 constexpr std::array kNamedKernels{
     NamedKernel{"128x256", kWideTileN, false, false},
     NamedKernel{"128x128", kNarrowTileN, false, true},
     NamedKernel{"pingpong", kNarrowTileN, true, false},
     NamedKernel{"pingpong_cluster", kNarrowTileN, true, false, 2},
-    NamedKernel{"256x128", kNarrowTileN, false, false, 1, 2 * kTileM},
 };
 
 }  // namespace
@@ -288,13 +286,13 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         if (kernel != k.name) continue;
         if (is_fp8(d.a_type) && !k.fp8) return std::nullopt;
         Choice c;
-        c.tile_m = k.tile_m;
+        c.tile_m = kTileM;
         c.tile_n = k.tile_n;
         c.pingpong = k.pingpong;
         c.cluster_m = k.cluster_m;
-        const std::int64_t tiles = ceil_div(d.m, k.tile_m) * ceil_div(d.n, k.tile_n);
+        const std::int64_t tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, k.tile_n);
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
-        c.why = std::string("asked for: ") + (k.pingpong ? "ping-pong " : "cooperative ") + std::to_string(k.tile_m) +
+        c.why = std::string("asked for: ") + (k.pingpong ? "ping-pong " : "cooperative ") + std::to_string(kTileM) +
                 " x " + std::to_string(k.tile_n) + " tiles" +
                 (k.cluster_m > 1 ? ", pairs of CTAs sharing B by TMA multicast" : "") + ", K not split";
         return c;

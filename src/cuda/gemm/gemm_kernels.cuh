@@ -7,8 +7,7 @@
 //     applied as the tile leaves; cooperative 128 x 256 tiles (4 stages) or
 //     128 x 128 (6 stages), or ping-pong 128 x 128 (6 stages: each consumer
 //     its own tile, one's epilogue under the other's main loop), alone or as
-//     a 2 x 1 cluster sharing B through TMA multicast (pingpong_cluster); or
-//     the ping-pong kernel's consumers both on one 256 x 128 tile (4 stages);
+//     a 2 x 1 cluster sharing B through TMA multicast (pingpong_cluster);
 //   split rows: 128 x 128 tiles, Schedule::split_k, fp32 partial tiles stored
 //     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
 //     applies the epilogue.
@@ -48,7 +47,6 @@ struct KernelKey {
     bool split;
     bool pingpong;
     int cluster_m = 1;  // CTAs per cluster along M (2: B shared by TMA multicast)
-    int tile_m = 128;   // 256: both consumers of a CTA on one 256-row tile
     bool operator==(const KernelKey&) const = default;
 };
 
@@ -127,22 +125,20 @@ void launch_pingpong_cluster(const Launch& l) {
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-// The six rows of one 16-bit type and layout: wide fused, narrow fused,
-// ping-pong fused (alone and in pairs), 256-row fused, split.
+// The five rows of one 16-bit type and layout: wide fused, narrow fused,
+// ping-pong fused (alone and in pairs), split.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
-constexpr std::array<KernelEntry, 6> half_rows() {
+constexpr std::array<KernelEntry, 5> half_rows() {
     constexpr Major MA = major_a(OA), MB = major_b(OB);
     using Wide = WarpSpecialized<T, 256, 4, Schedule::persistent_grouped, Accumulation::tensor_core, MA, MB>;
     using Narrow = WarpSpecialized<T, 128, 6, Schedule::persistent_grouped, Accumulation::tensor_core, MA, MB>;
     using Split = WarpSpecialized<T, 128, 6, Schedule::split_k, Accumulation::tensor_core, MA, MB>;
     using Pong = sm90::PingPong<T, 6, MA, MB>;
     using PongPair = sm90::PingPong<T, 6, MA, MB, 2>;
-    using Tall = sm90::PingPong<T, 4, MA, MB, 1, 2>;
     return {KernelEntry{{Tg, OA, OB, 256, false, false}, launch_kernel<Wide, FusedEpilogue>, Wide::kBK},
             KernelEntry{{Tg, OA, OB, 128, false, false}, launch_kernel<Narrow, FusedEpilogue>, Narrow::kBK},
             KernelEntry{{Tg, OA, OB, 128, false, true}, launch_pingpong<Pong>, Pong::kBK},
             KernelEntry{{Tg, OA, OB, 128, false, true, 2}, launch_pingpong_cluster<PongPair>, PongPair::kBK},
-            KernelEntry{{Tg, OA, OB, 128, false, false, 1, 256}, launch_pingpong<Tall>, Tall::kBK},
             KernelEntry{{Tg, OA, OB, 128, true, false}, launch_kernel<Split, sm90::StoreF32>, Split::kBK}};
 }
 

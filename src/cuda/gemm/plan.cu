@@ -63,11 +63,10 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {}
 Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dimensions(d)), choice_(forced) {
     if (const std::string why = check(d); !why.empty()) throw std::invalid_argument(why);
     const bool split = forced.splits > 1;
-    const KernelKey key{desc_.a_type, desc_.a_op,          desc_.b_op,        forced.tile_n,
-                        split,        forced.pingpong, forced.cluster_m, forced.tile_m};
+    const KernelKey key{desc_.a_type, desc_.a_op, desc_.b_op, forced.tile_n, split, forced.pingpong, forced.cluster_m};
     state_ = std::make_unique<State>();
     state_->kernel = find_kernel(key);
-    if (!state_->kernel || forced.splits < 1)
+    if (!state_->kernel || forced.tile_m != 128 || forced.splits < 1)
         throw std::invalid_argument("no " + std::string(name(desc_.a_type)) + " " +
                                     layout_name(desc_.a_op, desc_.b_op) + " kernel with " +
                                     std::to_string(forced.tile_m) + " x " + std::to_string(forced.tile_n) +

@@ -48,20 +48,6 @@
 // warp arriving on its own and its peer's barrier), so the pair moves in
 // lockstep; a tile row past M or a B half past N loads nothing and both CTAs
 // leave its bytes out of expect_tx (cluster_gemm.cuh's rules).
-//
-// TileConsumers = 2 (the library's "256x128"): no ping-pong, the cooperative
-// schedule on a 256 x 128 tile, each consumer warpgroup the same 128 x 128
-// block of registers as above (rows 0-127 and 128-255 of the tile). Against
-// the ping-pong's 128 x 128 tiles a k-tile brings 48 KB for twice the work
-// instead of 32 KB, so L2 delivers 3/4 of the bytes per flop (1/85 byte per
-// flop instead of 1/64), the B tile shared by both consumers; the price is an
-// epilogue no main loop hides (only the producer's next loads run under it).
-// cuBLASLt's kernels for GPT-2's K = 768 products in torch.compile's step on
-// the H200 take this shape (256 x 128, BK 64, 4 stages; in clusters of 2,
-// which this kernel does not form). A stage goes back when
-// the 8 warps of both consumers have released it; a consumer whose rows lie
-// past M still runs the main loop (its A rows come in as TMA's zeros) and
-// stores nothing.
 #pragma once
 #include <cstdint>
 
@@ -72,7 +58,7 @@
 
 namespace rigel::cuda::sm90 {
 
-template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k, int ClusterM = 1, int TileConsumers = 1>
+template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k, int ClusterM = 1>
 struct PingPong {
     static constexpr DType kType = T;
     static constexpr int kStages = Stages;
@@ -81,10 +67,7 @@ struct PingPong {
     static constexpr int kTransA = MA == Major::mn ? 1 : 0;
     static constexpr int kTransB = MB == Major::mn ? 1 : 0;
 
-    static constexpr int kConsumerRows = 2 * kWgmmaM;          // one consumer's rows: two m64 halves
-    static constexpr int kTileConsumers = TileConsumers;       // 1: ping-pong; 2: both on one 256-row tile
-    static constexpr bool kPingPong = TileConsumers == 1;
-    static constexpr int kBM = TileConsumers * kConsumerRows;  // a tile's rows
+    static constexpr int kBM = 2 * kWgmmaM;  // one consumer's tile: two m64 halves
     static constexpr int kBN = 128;
     static constexpr int kBK = kRowBytes / elem_bytes(T);
     static constexpr int kABytes = kBM * kRowBytes;
@@ -94,7 +77,7 @@ struct PingPong {
     static constexpr int kThreads = 3 * kWarpgroup;
     static constexpr int kConsumerWarps = kWarpgroup / 32;  // one consumer releases a stage
     static constexpr int kClusterM = ClusterM;               // CTAs stacked along M sharing B
-    static constexpr int kEmptyArrivals = kClusterM * kTileConsumers * kConsumerWarps;
+    static constexpr int kEmptyArrivals = kClusterM * kConsumerWarps;
     static constexpr int kBHalfRows = kBN / 2;               // rows of B a CTA of a pair loads and multicasts
     static constexpr int kBHalfBytes = kBHalfRows * kRowBytes;
     static constexpr int kHalfAcc = kBN / 2;                // fp32 accumulators per thread and m64 half
@@ -104,8 +87,6 @@ struct PingPong {
 
     static_assert(elem_bytes(T) == 2, "the ping-pong kernel is for f16/bf16");
     static_assert(ClusterM == 1 || ClusterM == 2, "a ping-pong cluster is one CTA or a pair");
-    static_assert(TileConsumers == 1 || ClusterM == 1, "the 256-row tile runs on single CTAs");
-    static_assert(TileConsumers == 1 || TileConsumers == 2, "one consumer per tile, or both");
     static_assert(kBHalfRows == 64, "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
@@ -143,7 +124,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         tm = G::kClusterM * pm + static_cast<int>(rank);
     };
 
-    init_ring(full, empty, G::kEmptyArrivals);  // the warps of the consumers that used the stage (of both CTAs)
+    init_ring(full, empty, G::kEmptyArrivals);  // the 4 warps of the consumer that used the stage (of both CTAs)
     if constexpr (kPair) {
         cluster_sync();  // both CTAs' barriers exist before either multicasts or arrives remotely
     } else {
@@ -213,12 +194,9 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             }
         };
         auto ring = PipelineState<kStages>::consumer_start();
-        // Ping-pong: consumer 1 starts after consumer 0's first tile, and each takes every other tile.
-        if constexpr (G::kPingPong) ring.advance(consumer * ceil_div(k, G::kBK));
-        const int tile_step = G::kPingPong ? 2 * stride : stride;
-        for (int tile = first + (G::kPingPong ? consumer * stride : 0); tile < num_tiles; tile += tile_step) {
-            if constexpr (G::kPingPong)
-                if (consumer == 1 || tile != first) named_barrier_sync<2 * kWarpgroup>(kTurn + consumer);
+        ring.advance(consumer * ceil_div(k, G::kBK));  // consumer 1 starts after consumer 0's first tile
+        for (int tile = first + consumer * stride; tile < num_tiles; tile += 2 * stride) {
+            if (consumer == 1 || tile != first) named_barrier_sync<2 * kWarpgroup>(kTurn + consumer);
             int tm = 0, tn = 0;
             coords(tile, tm, tn);
             int prev_stage = 0;
@@ -230,13 +208,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             for (; kt * G::kBK < k; ++kt) {
                 const int stage = ring.stage();
                 mbar_wait(&full[stage], ring.phase());
-                // The 256-row tile: consumer c's rows start 16 KB into the A tile (either major: an MN-major
-                // tile is boxes of 64 rows, 8 KB each, one after another). Read from %tid.x here, in the
-                // loop: an offset computed once before it is one more value ptxas keeps across the epilogue,
-                // and it spilled it with the addresses built on it (three local loads per k-tile).
-                const std::uint32_t own_rows = G::kPingPong ? 0u : (thread_index_volatile() / kWarpgroup - 1u) * 2u * kLowerHalf;
-                const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + own_rows);
-                const std::uint64_t da_low = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + own_rows + kLowerHalf);
+                const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage));
+                const std::uint64_t da_low = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + kLowerHalf);
                 const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
                 fence_registers(top);
                 fence_registers(bottom);
@@ -258,14 +231,13 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 prev_stage = stage;
                 ring.advance();
             }
-            if constexpr (G::kPingPong)
-                if (tile + stride < num_tiles) named_barrier_arrive<2 * kWarpgroup>(kTurn + 1 - consumer);
+            if (tile + stride < num_tiles) named_barrier_arrive<2 * kWarpgroup>(kTurn + 1 - consumer);
             wgmma_wait<0>();
             fence_registers(top);
             fence_registers(bottom);
             release(prev_stage);
-            if constexpr (G::kPingPong) ring.advance(kt);  // the other consumer's next tile (kt = its k-tile count)
-            const int row0 = tm * G::kBM + (G::kPingPong ? 0 : consumer * G::kConsumerRows), col0 = tn * G::kBN;
+            ring.advance(kt);  // the other consumer's next tile (kt = its k-tile count)
+            const int row0 = tm * G::kBM, col0 = tn * G::kBN;
             Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
             Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
         }

@@ -65,16 +65,6 @@ __device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
     return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// threadIdx.x read where it is written (a volatile read of %tid.x): the
-// compiler cannot hoist it out of a loop, so values derived from it are
-// recomputed there instead of kept in registers, or in local memory, across
-// the loop.
-__device__ __forceinline__ std::uint32_t thread_index_volatile() {
-    std::uint32_t t;
-    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
-    return t;
-}
-
 // The 128B swizzle is a function of shared-memory address bits (16-byte chunk
 // bits [4,7) XOR row bits [7,10)), so every tile must start on a 1024-byte
 // boundary for TMA's and wgmma's views to agree with descriptor base offset 0
