@@ -258,6 +258,10 @@ Choice choose(const Desc& desc, int sms) {
         }
     }
     c.ctas = static_cast<int>(c.splits > 1 ? tiles * c.splits : std::min<std::int64_t>(tiles, sms));
+    if (c.pingpong && has_fixed_epilogue_kernel(d)) {
+        c.fixed_epilogue = true;
+        c.why += "; the kernel compiled for this epilogue and a bf16 D";
+    }
     return c;
 }
 

@@ -180,7 +180,9 @@ std::vector<GemmCase> verify_cases() {
     const VerifyShape odd[] = {{300, 520, 136, 1.0f, 0.0f, true}, {129, 257, 264, -0.75f, 0.5f, true}};
     const VerifyShape odd_f16{300, 520, 136, 0.5f, 1.0f, true};
     // Each under the dispatcher's choice, then under every kernel of the table
-    // that it did not pick for these shapes on the H200 (ping-pong there): the
+    // by name (the ping-pong by name is the one for every epilogue and output
+    // type; the dispatcher's, for bf16 D and a training step's epilogues, has
+    // them compiled in; 520 columns end in a chunk of 8): the
     // pair kernel on 300 rows meets a tile row with no partner (its A left out)
     // and on 257 and 520 columns a last B tile whose second half lies past N.
     for (const auto& [ab, s] : {std::pair{Type::bf16, odd[0]}, std::pair{Type::bf16, odd[1]},
@@ -188,10 +190,18 @@ std::vector<GemmCase> verify_cases() {
         for (const auto& [a, b] : kLayouts)
             for (Type t : kOutTypes)
                 for (Epilogue e : kEpilogues)
-                    for (const std::string kernel : {"", "128x256", "128x128", "pingpong_cluster"})
+                    for (const std::string kernel : {"", "128x256", "128x128", "pingpong", "pingpong_cluster"})
                         out.push_back(verify_case(Desc{.m = s.m, .n = s.n, .k = s.k, .a_type = ab, .b_type = ab,
                                                        .a_op = a, .b_op = b, .d_type = t, .epilogue = e},
                                                   s.alpha, s.beta, s.pad, kernel.empty() ? "" : "_" + kernel, kernel));
+    // The kernels with a training step's epilogue compiled in (bf16 D), on
+    // columns that end in a chunk of one (289 = 9 x 32 + 1), C added (beta 1:
+    // the residual of a projection).
+    for (const auto& [a, b] : kLayouts)
+        for (Epilogue e : gemm::kFixedEpilogues)
+            out.push_back(verify_case(Desc{.m = 300, .n = 289, .k = 136, .a_type = Type::bf16, .b_type = Type::bf16,
+                                           .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
+                                      1.0f, 1.0f, true));
     // Several tiles per CTA: 2100 x 2100 is 289 tiles of 128 x 128 (153 of
     // 128 x 256) for 132 persistent CTAs, and K = 1000 is 16 k-tiles, so the
     // ring wraps within each tile; the ping-pong consumers hand their turn
@@ -200,7 +210,7 @@ std::vector<GemmCase> verify_cases() {
     for (const auto& [a, b] : kLayouts)
         for (const auto& [ab, t, e] : {std::tuple{Type::bf16, Type::bf16, Epilogue::bias_gelu_aux},
                                        std::tuple{Type::f16, Type::f32, Epilogue::dgelu_bgrad}})
-            for (const std::string kernel : {"", "128x256", "128x128", "pingpong_cluster"})
+            for (const std::string kernel : {"", "128x256", "128x128", "pingpong", "pingpong_cluster"})
                 out.push_back(verify_case(Desc{.m = 2100, .n = 2100, .k = 1000, .a_type = ab, .b_type = ab, .a_op = a,
                                                .b_op = b, .d_type = t, .epilogue = e},
                                           1.0f, 0.0f, true, "_multitile" + (kernel.empty() ? "" : "_" + kernel),
@@ -347,6 +357,7 @@ std::vector<std::string> check_gemm_suite(const GemmSuite& s) {
 
 std::string kernel_text(const Choice& c) {
     return std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + (c.pingpong ? " pingpong" : "") +
+           (c.fixed_epilogue ? " fixed-epilogue" : "") +
            (c.cluster_m > 1 ? " cluster " + std::to_string(c.cluster_m) + "x1" : "") + " splits " +
            std::to_string(c.splits);
 }

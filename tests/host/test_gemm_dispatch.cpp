@@ -236,6 +236,38 @@ TEST(GemmChoose, HalfPrecisionWithoutSplitTakesPingPong) {
     EXPECT_EQ(choose(Desc{.m = 128 * 70, .n = 128, .k = 64}, kH200Sms).ctas, 70);
 }
 
+TEST(GemmChoose, BfloatTrainingEpiloguesTakeTheirCompiledKernel) {
+    // bf16 operands and D, each epilogue of kFixedEpilogues: the ping-pong kernel compiled for it.
+    for (Epilogue e : kFixedEpilogues) {
+        Desc d = square(4096);
+        d.epilogue = e;
+        const Choice c = choose(d, kH200Sms);
+        EXPECT_TRUE(c.pingpong) << name(e);
+        EXPECT_TRUE(c.fixed_epilogue) << name(e);
+        EXPECT_TRUE(contains(c.why, "compiled for this epilogue")) << c.why;
+        EXPECT_EQ(kernel_text(c), "128x128 pingpong fixed-epilogue splits 1");
+    }
+    // Any other epilogue, output type or operand type: the kernel that takes them all.
+    const auto generic = [](Desc d) { return !choose(d, kH200Sms).fixed_epilogue; };
+    Desc gelu = square(4096);
+    gelu.epilogue = Epilogue::bias_gelu;
+    EXPECT_TRUE(generic(gelu));
+    Desc f32_out = square(4096);
+    f32_out.d_type = Type::f32;
+    EXPECT_TRUE(generic(f32_out));
+    EXPECT_TRUE(generic(square(4096, Type::f16)));
+    EXPECT_TRUE(generic(square(4096, Type::e4m3)));
+    // Split K (cooperative kernel): not the ping-pong, so not compiled in either.
+    const Choice small = choose(square(512), kH200Sms);
+    EXPECT_GT(small.splits, 1);
+    EXPECT_FALSE(small.fixed_epilogue);
+    // The ping-pong by name is the one for every epilogue, for comparison.
+    Desc bias = square(4096);
+    bias.epilogue = Epilogue::bias;
+    EXPECT_FALSE(kernel_named(bias, "pingpong", kH200Sms)->fixed_epilogue);
+    EXPECT_TRUE(kernel_named(bias, "auto", kH200Sms)->fixed_epilogue);
+}
+
 TEST(GemmChoose, SplitRulesAtTheirBoundaries) {
     // 66 tiles = half of 132 SMs: not rule 2's; with a short K, no split.
     const Choice c = choose(Desc{.m = 128 * 66, .n = 128, .k = 1024}, kH200Sms);

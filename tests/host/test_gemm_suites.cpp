@@ -169,6 +169,18 @@ TEST(GemmSuites, VerifyRunsEveryHalfPrecisionKernelOnEveryCombination) {
                             << name(static_cast<Epilogue>(e));
 }
 
+TEST(GemmSuites, VerifyRunsEveryFixedEpilogueKernel) {
+    // The dispatcher's compiled-in kernels on every layout, each with a last chunk of columns inside N
+    // (520: 8 columns, paired) and one of a single column (289), beside chunks of 32 (16-byte path).
+    std::set<std::tuple<std::string, Epilogue, std::int64_t>> seen;  // (layout, epilogue, N)
+    for (const GemmCase& c : suite("verify").cases)
+        if (kernel_of(c).fixed_epilogue) seen.insert({layout_name(c.desc.a_op, c.desc.b_op), c.desc.epilogue, c.desc.n});
+    for (const char* layout : {"NN", "NT", "TN", "TT"})
+        for (Epilogue e : kFixedEpilogues)
+            for (std::int64_t n : {520, 289})
+                EXPECT_TRUE(seen.count({layout, e, n})) << layout << " " << name(e) << " N " << n;
+}
+
 TEST(GemmSuites, VerifyGivesPersistentCtasSeveralTilesOnEveryKernel) {
     // A ping-pong CTA's second consumer works only from its CTA's second tile on.
     std::set<std::pair<std::string, std::string>> seen;  // (layout, kernel)
@@ -177,7 +189,8 @@ TEST(GemmSuites, VerifyGivesPersistentCtasSeveralTilesOnEveryKernel) {
         const std::int64_t tiles = (c.desc.m + ch.tile_m - 1) / ch.tile_m * ((c.desc.n + ch.tile_n - 1) / ch.tile_n);
         if (ch.splits == 1 && tiles > kH200Sms) seen.insert({layout_name(c.desc.a_op, c.desc.b_op), kernel_text(ch)});
     }
-    for (const char* kernel : {"128x256 splits 1", "128x128 splits 1", "128x128 pingpong splits 1"})
+    for (const char* kernel : {"128x256 splits 1", "128x128 splits 1", "128x128 pingpong splits 1",
+                               "128x128 pingpong fixed-epilogue splits 1"})
         for (const char* layout : {"NN", "NT", "TN", "TT"}) EXPECT_TRUE(seen.count({layout, kernel})) << layout << " " << kernel;
 }
 

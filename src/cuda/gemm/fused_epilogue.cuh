@@ -305,14 +305,32 @@ struct FusedEpilogue {
         return sum;
     }
 
-    template <class T>
-    static __device__ __forceinline__ float2 finish_chunk(const Params& p, const float* staging, int rows_left,
-                                                          int cols_left, std::int64_t row0, int col0, int t) {
+    // Pairs where they fit, else singles. Pairs(cc, col) runs finish_pairs of
+    // the epilogue: chosen at run time (finish_chunk) or compiled in
+    // (finish_chunk_as).
+    template <class T, class Pairs>
+    static __device__ __forceinline__ float2 finish_chunk_with(const Params& p, const float* staging, int rows_left,
+                                                               int cols_left, std::int64_t row0, int col0, int t,
+                                                               Pairs&& pairs) {
         const int col = 2 * (t % 16);
         if (col >= cols_left) return make_float2(0.0f, 0.0f);
         const int cc = col0 + col;
         if (!p.paired || col + 1 >= cols_left) return finish_singles<T>(p, staging, rows_left, cols_left, row0, cc, col, t);
-        return with_epilogue(p.kind, [&]<Epilogue K>() {
+        return pairs(cc, col);
+    }
+    template <class T>
+    static __device__ __forceinline__ float2 finish_chunk(const Params& p, const float* staging, int rows_left,
+                                                          int cols_left, std::int64_t row0, int col0, int t) {
+        return finish_chunk_with<T>(p, staging, rows_left, cols_left, row0, col0, t, [&](int cc, int col) {
+            return with_epilogue(p.kind, [&]<Epilogue K>() {
+                return finish_pairs<T, K>(p, staging, rows_left, row0, cc, col, t);
+            });
+        });
+    }
+    template <class T, Epilogue K>
+    static __device__ __forceinline__ float2 finish_chunk_as(const Params& p, const float* staging, int rows_left,
+                                                             int cols_left, std::int64_t row0, int col0, int t) {
+        return finish_chunk_with<T>(p, staging, rows_left, cols_left, row0, col0, t, [&](int cc, int col) {
             return finish_pairs<T, K>(p, staging, rows_left, row0, cc, col, t);
         });
     }
@@ -385,9 +403,14 @@ struct FusedEpilogue {
         }
     }
 
-    template <int BN>
-    static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
-                                                 int col0, float* staging) {
+    // The chunk loop: stage each 32-column chunk, then Octets(rows_left,
+    // chunk_col0) where the chunk lies inside N and p.octets holds, else
+    // Chunk(rows_left, cols_left, chunk_col0), which returns the columns' sums
+    // (dgelu_bgrad adds them into bgrad here).
+    template <int BN, class Octets, class Chunk>
+    static __device__ __forceinline__ void store_chunks(const Params& p, const float (&acc)[BN / 2], int m, int n,
+                                                        int row0, int col0, float* staging, Octets&& octets,
+                                                        Chunk&& chunk) {
         const int rows_left = m - row0;  // the same for the whole warpgroup
         if (rows_left <= 0) return;
         const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
@@ -395,44 +418,77 @@ struct FusedEpilogue {
         // Named barriers 2 and 3, one per consumer (0 is __syncthreads'; the producer never takes part).
         const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;
 #pragma unroll 1
-        for (int chunk = 0; chunk < BN / kChunkCols; ++chunk) {
-            const int chunk_col0 = col0 + chunk * kChunkCols;
+        for (int chunk_index = 0; chunk_index < BN / kChunkCols; ++chunk_index) {
+            const int chunk_col0 = col0 + chunk_index * kChunkCols;
             if (chunk_col0 >= n) break;
-            stage<BN>(acc, chunk, staging, warp, lane);
+            stage<BN>(acc, chunk_index, staging, warp, lane);
             sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
             if (p.octets && n - chunk_col0 >= kChunkCols) {
-                const auto octets = [&]<class T>() {
-                    with_epilogue(p.kind, [&]<Epilogue K>() {
-                        finish_octets<T, K>(p, staging, rows_left, row0, chunk_col0, t);
-                    });
-                };
-                switch (p.d_type) {
-                    case Type::bf16: octets.template operator()<__nv_bfloat16>(); break;
-                    case Type::f16: octets.template operator()<__half>(); break;
-                    default: octets.template operator()<float>();
-                }
+                octets(rows_left, chunk_col0);
                 sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
                 continue;
             }
-            float2 sum;
-            switch (p.d_type) {
-                case Type::bf16:
-                    sum = finish_chunk<__nv_bfloat16>(p, staging, rows_left, n - chunk_col0, row0, chunk_col0, t);
-                    break;
-                case Type::f16:
-                    sum = finish_chunk<__half>(p, staging, rows_left, n - chunk_col0, row0, chunk_col0, t);
-                    break;
-                default: sum = finish_chunk<float>(p, staging, rows_left, n - chunk_col0, row0, chunk_col0, t);
-            }
+            const float2 sum = chunk(rows_left, n - chunk_col0, chunk_col0);
             if (p.kind == Epilogue::dgelu_bgrad) {
-                sum.x += __shfl_xor_sync(0xffffffffu, sum.x, 16);
-                sum.y += __shfl_xor_sync(0xffffffffu, sum.y, 16);
+                const float sx = sum.x + __shfl_xor_sync(0xffffffffu, sum.x, 16);
+                const float sy = sum.y + __shfl_xor_sync(0xffffffffu, sum.y, 16);
                 const int col = 2 * (lane % 16);
-                if (lane < 16 && col < n - chunk_col0) atomicAdd(p.bgrad + chunk_col0 + col, sum.x);
-                if (lane < 16 && col + 1 < n - chunk_col0) atomicAdd(p.bgrad + chunk_col0 + col + 1, sum.y);
+                if (lane < 16 && col < n - chunk_col0) atomicAdd(p.bgrad + chunk_col0 + col, sx);
+                if (lane < 16 && col + 1 < n - chunk_col0) atomicAdd(p.bgrad + chunk_col0 + col + 1, sy);
             }
             sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);  // the chunk is read before the next one is staged
         }
+    }
+
+    // Every epilogue and output type, chosen at run time from p.
+    template <int BN>
+    static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
+                                                 int col0, float* staging) {
+        const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
+        const auto by_type = [&](auto&& f) {
+            switch (p.d_type) {
+                case Type::bf16: return f.template operator()<__nv_bfloat16>();
+                case Type::f16: return f.template operator()<__half>();
+                default: return f.template operator()<float>();
+            }
+        };
+        store_chunks<BN>(
+            p, acc, m, n, row0, col0, staging,
+            [&](int rows_left, int chunk_col0) {
+                by_type([&]<class T>() {
+                    with_epilogue(p.kind, [&]<Epilogue K>() {
+                        finish_octets<T, K>(p, staging, rows_left, row0, chunk_col0, t);
+                    });
+                });
+            },
+            [&](int rows_left, int cols_left, int chunk_col0) {
+                return by_type([&]<class T>() {
+                    return finish_chunk<T>(p, staging, rows_left, cols_left, row0, chunk_col0, t);
+                });
+            });
+    }
+};
+
+// FusedEpilogue with D's type T and the epilogue K compiled in (p.d_type and
+// p.kind must be T's and K; the plan takes this policy only then): one
+// instance of each path instead of one per output type and epilogue, no
+// switch over them. The ping-pong kernel's SASS holds the epilogue's paths
+// twice (one call per m64 half); with FusedEpilogue that was 87,000
+// instructions, and Nsight Compute on GPT-2's fwd_lm_head found warps waiting
+// on instruction fetches and on the switches' branches inside it
+// (docs/gemm.md).
+template <class T, Epilogue K>
+struct FixedEpilogue : FusedEpilogue {
+    template <int BN>
+    static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
+                                                 int col0, float* staging) {
+        const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
+        store_chunks<BN>(
+            p, acc, m, n, row0, col0, staging,
+            [&](int rows_left, int chunk_col0) { finish_octets<T, K>(p, staging, rows_left, row0, chunk_col0, t); },
+            [&](int rows_left, int cols_left, int chunk_col0) {
+                return finish_chunk_as<T, K>(p, staging, rows_left, cols_left, row0, chunk_col0, t);
+            });
     }
 };
 

@@ -8,6 +8,8 @@
 //     128 x 128 (6 stages), or ping-pong 128 x 128 (6 stages: each consumer
 //     its own tile, one's epilogue under the other's main loop), alone or as
 //     a 2 x 1 cluster sharing B through TMA multicast (pingpong_cluster);
+//   fixed-epilogue rows (bf16 only): the ping-pong kernel once more for each
+//     of gemm::kFixedEpilogues with a bf16 D, FixedEpilogue compiled in;
 //   split rows: 128 x 128 tiles, Schedule::split_k, fp32 partial tiles stored
 //     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
 //     applies the epilogue.
@@ -21,6 +23,7 @@
 #include <cstddef>
 #include <span>
 #include <type_traits>
+#include <utility>
 
 #include "cuda/check.cuh"
 #include "cuda/gemm/fused_epilogue.cuh"
@@ -47,6 +50,9 @@ struct KernelKey {
     bool split;
     bool pingpong;
     int cluster_m = 1;  // CTAs per cluster along M (2: B shared by TMA multicast)
+    // A ping-pong kernel with `epilogue` and a bf16 D compiled in (FixedEpilogue); false: any of them.
+    bool fixed_epilogue = false;
+    Epilogue epilogue = Epilogue::none;
     bool operator==(const KernelKey&) const = default;
 };
 
@@ -99,12 +105,11 @@ void launch_kernel(const Launch& l) {
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-template <class G>
+template <class G, class Epi = FusedEpilogue>
 void launch_pingpong(const Launch& l) {
-    allow_dynamic_smem<sm90::pingpong_kernel<G, FusedEpilogue>>(sm90::pingpong_smem_bytes<G, FusedEpilogue>);
-    sm90::pingpong_kernel<G, FusedEpilogue><<<l.grid, G::kThreads, sm90::pingpong_smem_bytes<G, FusedEpilogue>,
-                                              l.stream>>>(l.map_a, l.map_b, l.epi, l.m, l.n, l.k, l.tiles_m,
-                                                          l.tiles_n);
+    allow_dynamic_smem<sm90::pingpong_kernel<G, Epi>>(sm90::pingpong_smem_bytes<G, Epi>);
+    sm90::pingpong_kernel<G, Epi><<<l.grid, G::kThreads, sm90::pingpong_smem_bytes<G, Epi>, l.stream>>>(
+        l.map_a, l.map_b, l.epi, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
@@ -140,6 +145,36 @@ constexpr std::array<KernelEntry, 5> half_rows() {
             KernelEntry{{Tg, OA, OB, 128, false, true}, launch_pingpong<Pong>, Pong::kBK},
             KernelEntry{{Tg, OA, OB, 128, false, true, 2}, launch_pingpong_cluster<PongPair>, PongPair::kBK},
             KernelEntry{{Tg, OA, OB, 128, true, false}, launch_kernel<Split, sm90::StoreF32>, Split::kBK}};
+}
+
+// The fixed-epilogue rows of one layout: bf16 operands and D, one ping-pong
+// kernel per epilogue of gemm::kFixedEpilogues (none for f16).
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
+constexpr auto fixed_epilogue_rows() {
+    if constexpr (Tg != Type::bf16) {
+        return std::array<KernelEntry, 0>{};
+    } else {
+        using Pong = sm90::PingPong<T, 6, major_a(OA), major_b(OB)>;
+        const auto row = [&]<std::size_t I>() {
+            constexpr Epilogue e = gemm::kFixedEpilogues[I];
+            return KernelEntry{{Tg, OA, OB, 128, false, true, 1, true, e},
+                               launch_pingpong<Pong, FixedEpilogue<__nv_bfloat16, e>>, Pong::kBK};
+        };
+        return [&]<std::size_t... I>(std::index_sequence<I...>) {
+            return std::array<KernelEntry, sizeof...(I)>{row.template operator()<I>()...};
+        }(std::make_index_sequence<gemm::kFixedEpilogues.size()>{});
+    }
+}
+
+// The table of one 16-bit type and layout: half_rows, then fixed_epilogue_rows.
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
+constexpr auto table_rows() {
+    constexpr auto a = half_rows<T, Tg, OA, OB>();
+    constexpr auto b = fixed_epilogue_rows<T, Tg, OA, OB>();
+    std::array<KernelEntry, a.size() + b.size()> out{};
+    for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i];
+    for (std::size_t i = 0; i < b.size(); ++i) out[a.size() + i] = b[i];
+    return out;
 }
 
 // -- the elementwise pass (epilogue_kernel.cu) ---------------------------------------

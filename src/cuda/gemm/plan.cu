@@ -47,6 +47,9 @@ bool aligned(const void* p, std::uintptr_t to) { return reinterpret_cast<std::ui
 
 struct Plan::State {
     const KernelEntry* kernel = nullptr;
+    // What run_decomposed launches: `kernel`, or where that has its epilogue compiled in, the same kernel
+    // compiled for no epilogue.
+    const KernelEntry* gemm_only_kernel = nullptr;
     cuda::sm90::TensorMapCache maps_a, maps_b;
     float* workspace = nullptr;
     std::size_t workspace_bytes = 0;
@@ -63,9 +66,18 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {}
 Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dimensions(d)), choice_(forced) {
     if (const std::string why = check(d); !why.empty()) throw std::invalid_argument(why);
     const bool split = forced.splits > 1;
-    const KernelKey key{desc_.a_type, desc_.a_op, desc_.b_op, forced.tile_n, split, forced.pingpong, forced.cluster_m};
+    if (forced.fixed_epilogue && !(forced.pingpong && forced.cluster_m == 1 && !split && has_fixed_epilogue_kernel(desc_)))
+        throw std::invalid_argument(std::string("no ping-pong kernel compiled for epilogue ") + name(desc_.epilogue) +
+                                    " with " + name(desc_.a_type) + " operands and a " + name(desc_.d_type) +
+                                    " D (those of gemm::kFixedEpilogues, bf16 operands and D, single CTAs, K not split)");
+    const KernelKey key{desc_.a_type,     desc_.a_op,           desc_.b_op,
+                        forced.tile_n,    split,                forced.pingpong,
+                        forced.cluster_m, forced.fixed_epilogue, forced.fixed_epilogue ? desc_.epilogue : Epilogue::none};
     state_ = std::make_unique<State>();
     state_->kernel = find_kernel(key);
+    KernelKey gemm_only_key = key;
+    gemm_only_key.epilogue = Epilogue::none;
+    state_->gemm_only_kernel = find_kernel(gemm_only_key);
     if (!state_->kernel || forced.tile_m != 128 || forced.splits < 1)
         throw std::invalid_argument("no " + std::string(name(desc_.a_type)) + " " +
                                     layout_name(desc_.a_op, desc_.b_op) + " kernel with " +
@@ -91,10 +103,10 @@ std::size_t Plan::workspace_bytes() const { return state_ ? state_->workspace_by
 namespace {
 
 // Launches the GEMM with epilogue `p` (fused, or through the split path).
-void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const Args& args, const EpilogueParams& p,
-                 cudaStream_t stream) {
+void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEntry& kernel, const Args& args,
+                 const EpilogueParams& p, cudaStream_t stream) {
     const DType t = dtype_of(d.a_type);
-    const int k_tile = s.kernel->k_tile;
+    const int k_tile = kernel.k_tile;
     Launch l;
     // K-major operands come in boxes of a tile's rows x 128 bytes; MN-major
     // ones (stored K x M or K x N) in boxes of k_tile K-rows x 128 bytes.
@@ -112,7 +124,7 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const Args& arg
     if (c.splits == 1) {
         l.epi = p;
         l.grid = dim3(static_cast<unsigned>(c.ctas));
-        s.kernel->launch(l);
+        kernel.launch(l);
         return;
     }
     if (!s.workspace)
@@ -122,7 +134,7 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const Args& arg
                                                          std::to_string(d.n) + ")"));
     l.workspace = s.workspace;
     l.grid = dim3(static_cast<unsigned>(l.tiles_m * l.tiles_n), static_cast<unsigned>(c.splits));
-    s.kernel->launch(l);
+    kernel.launch(l);
     cuda::gemm_kernels::launch_epilogue(p, s.workspace, c.splits, l.m, l.n, stream);
 }
 
@@ -153,7 +165,7 @@ void Plan::run(const Args& args, Stream stream) {
     const auto s = static_cast<cudaStream_t>(stream);
     if (desc_.epilogue == Epilogue::dgelu_bgrad)
         RIGEL_CUDA_CHECK(cudaMemsetAsync(args.bgrad, 0, static_cast<std::size_t>(desc_.n) * sizeof(float), s));
-    launch_gemm(desc_, choice_, *state_, args, epilogue_params(desc_, args), s);
+    launch_gemm(desc_, choice_, *state_, *state_->kernel, args, epilogue_params(desc_, args), s);
 }
 
 void Plan::run_decomposed(const Args& args, Stream stream) {
@@ -161,7 +173,7 @@ void Plan::run_decomposed(const Args& args, Stream stream) {
     const auto s = static_cast<cudaStream_t>(stream);
     EpilogueParams gemm_only = epilogue_params(desc_, args);
     gemm_only.kind = Epilogue::none;
-    launch_gemm(desc_, choice_, *state_, args, gemm_only, s);
+    launch_gemm(desc_, choice_, *state_, *state_->gemm_only_kernel, args, gemm_only, s);
     if (desc_.epilogue == Epilogue::none) return;
     if (desc_.epilogue == Epilogue::dgelu_bgrad)
         RIGEL_CUDA_CHECK(cudaMemsetAsync(args.bgrad, 0, static_cast<std::size_t>(desc_.n) * sizeof(float), s));
