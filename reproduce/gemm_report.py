@@ -162,11 +162,19 @@ def bench_rows(f):
             for i in range(len(t.rows))]
 
 
+def whole_run(f):
+    """Whether a file holds its suites whole: `--cases` runs a few of them (its
+    sidecar names the filter, its file name says _subset_); the README's
+    blocks come from whole runs."""
+    return not f.side("cases_filter")
+
+
 def dispatcher_run(f):
-    """Whether a bench file timed the dispatcher's choices: `rigel gemm bench
-    --kernel NAME` forces one kernel for comparison, and says so in its
-    sidecar; the README's tables and targets come from the dispatcher's runs."""
-    return f.side("kernel") in ("", "auto")
+    """Whether a bench file timed the dispatcher's choices on whole suites:
+    `rigel gemm bench --kernel NAME` forces one kernel for comparison, and says
+    so in its sidecar; the README's tables and targets come from the
+    dispatcher's runs."""
+    return f.side("kernel") in ("", "auto") and whole_run(f)
 
 
 def newest_per_suite(bench_files):
@@ -451,7 +459,11 @@ def verify_block(verify_files):
     if not verify_files:
         return ("No committed GEMM verify CSV yet (`results/h200/*_gemm_verify.csv`, written by `rigel gemm verify`): "
                 "the library's combinations have not been verified on the H200 machine.")
-    f = max(verify_files, key=findings.run_age)
+    whole = [f for f in verify_files if whole_run(f)]
+    if not whole:
+        return ("No committed GEMM verify CSV of a whole suite yet (`results/h200/*_gemm_verify.csv`; runs of "
+                "`--cases` leave cases out): the library's combinations have not been verified on the H200 machine.")
+    f = max(whole, key=findings.run_age)
     t = f.table
     failing = [i for i in range(len(t.rows)) if not PASS_WORDS[t.cell(i, "pass").lower()]]
     total = len(t.rows)

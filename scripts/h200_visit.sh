@@ -239,9 +239,12 @@ fi
 # short visit).
 # Each command under a time limit (SIGINT: rigel keeps the rows it has), so
 # that a kernel that hangs costs minutes, not the visit.
+# VERIFY_CASES: only the verify suite's cases whose names contain one of
+# these comma-separated texts (a short visit; the report leaves such runs out).
 if has gemm || has gemm_quick; then
   log "gemm verify"
-  timeout -s INT 300 $RIGEL gemm verify --out "$OUT" > "$OUT/gemm_verify.txt" 2> "$OUT/gemm_verify.err"
+  verify_cases=(); [ -n "${VERIFY_CASES:-}" ] && verify_cases=(--cases "$VERIFY_CASES")
+  timeout -s INT 300 $RIGEL gemm verify "${verify_cases[@]}" --out "$OUT" > "$OUT/gemm_verify.txt" 2> "$OUT/gemm_verify.err"
   summary+=("gemm verify: rc $?")
   if has gemm; then gemm_suites=(all); else read -r -a gemm_suites <<< "${GEMM_SUITES:-fused small}"; fi
   for s in "${gemm_suites[@]}"; do
@@ -273,13 +276,15 @@ fi
 
 # The GEMM suites alone (no verify run first): GEMM_SUITES (default gpt2), each
 # on every kernel choice of GEMM_KERNELS (default: the dispatcher's, auto),
-# GEMM_MIN_TIME seconds of paired samples per comparison (default 1).
+# GEMM_MIN_TIME seconds of paired samples per comparison (default 1),
+# GEMM_CASES the cases whose names contain one of its comma-separated texts.
 if has gemm_bench; then
   for s in ${GEMM_SUITES:-gpt2}; do
     for kern in ${GEMM_KERNELS:-auto}; do
       fits 75 "gemm bench $s --kernel $kern" || continue
       log "gemm bench $s --kernel $kern"
-      timeout -s INT 240 $RIGEL gemm bench --suite "$s" --kernel "$kern" --min-time "${GEMM_MIN_TIME:-1}" --out "$OUT" \
+      bench_cases=(); [ -n "${GEMM_CASES:-}" ] && bench_cases=(--cases "$GEMM_CASES")
+      timeout -s INT 240 $RIGEL gemm bench --suite "$s" --kernel "$kern" "${bench_cases[@]}" --min-time "${GEMM_MIN_TIME:-1}" --out "$OUT" \
         >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
       summary+=("gemm bench (suite $s, kernel $kern): rc $?")
     done

@@ -1,6 +1,6 @@
 // `rigel gemm`: the GEMM library verified and timed on the device.
-//   rigel gemm verify [--suite verify|refusals|NAME]   every case against float64 (exit 1 if one fails)
-//   rigel gemm bench --suite NAME|all                  rigel against its baselines in paired samples
+//   rigel gemm verify [--suite verify|refusals|NAME] [--cases TEXT,...]   every case (or those named) against float64
+//   rigel gemm bench --suite NAME|all [--cases TEXT,...]   rigel against its baselines in paired samples
 //   rigel gemm run --m M --n N --k K [...]             one case: verified, then timed
 //   rigel gemm list [--suite NAME]                     the suites, or one suite's cases
 //   rigel gemm blockscaled [--shapes MxNxK,...]        fp8 with block scales (k38's kernel) against float64
@@ -49,13 +49,17 @@ using gemm::VerifyRow;
 constexpr const char* kRefusalSuite = "refusals";
 
 struct VerifyArgs {
-    std::string suite = "verify";
+    std::string suite = "verify", cases;
     CommonArgs common;
 };
 struct BenchArgs {
-    std::string suite, kernel = "auto";
+    std::string suite, kernel = "auto", cases;
     CommonArgs common;
 };
+
+// A run of some cases only (--cases) names its files ..._subset_..., and its
+// sidecar holds the filter: the report takes whole suites only.
+std::string subset_tag(const std::string& cases) { return cases.empty() ? "" : "_subset"; }
 struct RunArgs {
     std::string m, n, k, layout = "NT", type = "bf16", out_type = "bf16", epilogue = "none", alpha = "1", beta = "0";
     std::string kernel = "auto";
@@ -213,19 +217,23 @@ int run_verify(const VerifyArgs& v, const CLI::App& cmd) {
     check_out_option(cmd, a.out);
     const bool refusals = v.suite == kRefusalSuite;
     const GemmSuite* suite = refusals ? nullptr : &suite_named(v.suite, std::string(", ") + kRefusalSuite);
+    if (refusals && !v.cases.empty()) throw std::invalid_argument("--cases picks GEMM cases; the refusals run whole");
+    const std::vector<GemmCase> cases = refusals ? std::vector<GemmCase>{}
+                                                 : gemm::cases_matching(suite->cases, v.cases, v.suite);
     const std::uint64_t seed = parse_seed("--seed", a.seed);
     const int threads = parse_threads("--threads", a.threads);
     auto ex = sm90_device("rigel's GEMM library");
     install_stop_handlers();
-    RunFiles files(a.out, verify_header(), "gemm_verify", v.suite + "_gemm_verify", v.suite, seed, *ex);
+    RunFiles files(a.out, verify_header(), "gemm_verify", v.suite + subset_tag(v.cases) + "_gemm_verify", v.suite,
+                   seed, *ex);
 
     std::vector<VerifyRow> rows;
-    const std::size_t total = refusals ? gemm::refusal_cases().size() : suite->cases.size();
+    const std::size_t total = refusals ? gemm::refusal_cases().size() : cases.size();
     int failed = 0;
     const auto details = [&] {
         JsonObject d;
-        d.str("suite", v.suite).integer("cases", static_cast<long long>(total)).integer("threads", threads)
-            .integer("failed", failed);
+        d.str("suite", v.suite).str("cases_filter", v.cases).integer("cases", static_cast<long long>(total))
+            .integer("threads", threads).integer("failed", failed);
         return d;
     };
     for (std::size_t i = 0; i < total && !stop_requested(); ++i) {
@@ -233,7 +241,7 @@ int run_verify(const VerifyArgs& v, const CLI::App& cmd) {
         if (refusals)
             got.push_back(gemm::check_refusal(*ex, gemm::refusal_cases()[i]));
         else
-            got = gemm::verify_case(*ex, suite->cases[i], seed, threads);
+            got = gemm::verify_case(*ex, cases[i], seed, threads);
         for (const VerifyRow& r : got) {
             failed += !r.pass;
             print_verify_row(r);
@@ -271,13 +279,13 @@ void print_bench_table(const std::vector<TimedRow>& rows) {
 int run_bench_cases(const std::vector<std::pair<std::string, std::vector<GemmCase>>>& work,
                     const std::vector<std::vector<Contender>>& baselines, const std::string& suite_name,
                     const PairedConfig& timing, std::uint64_t seed, int threads, const std::string& out,
-                    const std::string& kernel) {
+                    const std::string& kernel, const std::string& cases_filter = {}) {
     check_paired_config(timing);
     auto ex = sm90_device("rigel's GEMM library");
     install_stop_handlers();
     // A forced kernel's files are named after it, and their sidecar says so:
     // the report takes only the dispatcher's runs.
-    const std::string tag = kernel == "auto" ? suite_name : suite_name + "_" + kernel;
+    const std::string tag = (kernel == "auto" ? suite_name : suite_name + "_" + kernel) + subset_tag(cases_filter);
     RunFiles files(out, bench_header(), "gemm_bench", tag + "_gemm", tag, seed, *ex);
 
     std::vector<TimedRow> timed;
@@ -289,6 +297,7 @@ int run_bench_cases(const std::vector<std::pair<std::string, std::vector<GemmCas
         JsonObject d;
         d.str("suite", suite_name)
             .str("kernel", kernel)
+            .str("cases_filter", cases_filter)
             .integer("cases", static_cast<long long>(cases))
             .num("warmup_s", timing.warmup_s)
             .num("min_time_s", timing.min_time_s)
@@ -361,7 +370,17 @@ int run_bench(const BenchArgs& b, const CLI::App& cmd) {
         work.emplace_back(std::string(s->name), with_kernel(s->cases, b.kernel));
         baselines.push_back(s->baselines);
     }
-    return run_bench_cases(work, baselines, b.suite, timing, seed, threads, a.out, b.kernel);
+    if (!b.cases.empty()) {
+        // Each text must name a case of some suite (checked over all of them); each suite keeps its cases
+        // that match one.
+        std::vector<GemmCase> all;
+        for (const auto& [name, list] : work) all.insert(all.end(), list.begin(), list.end());
+        (void)gemm::cases_matching(all, b.cases, b.suite);
+        const std::vector<std::string> texts = gemm::case_filter_texts(b.cases);
+        for (auto& [name, list] : work)
+            std::erase_if(list, [&](const GemmCase& c) { return !gemm::name_matches(c.name, texts); });
+    }
+    return run_bench_cases(work, baselines, b.suite, timing, seed, threads, a.out, b.kernel, b.cases);
 }
 
 // ---- run: one case -------------------------------------------------------------
@@ -560,6 +579,9 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
     auto* verify = gemm_cmd->add_subcommand("verify", "Check every case of a suite against float64 (exit 1 if one "
                                                       "fails)");
     verify->add_option("--suite", va.suite, "a suite (" + suite_names() + "), or refusals")->capture_default_str();
+    verify->add_option("--cases", va.cases,
+                       "only the cases whose names contain one of these comma-separated texts (files named "
+                       "..._subset_..., left out of the report)");
     add_common_options(verify, va.common, false);
 
     auto* bench = gemm_cmd->add_subcommand("bench", "Time rigel against its baselines in paired samples, each pair "
@@ -571,6 +593,9 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
                       "run every case on this kernel instead of the dispatcher's choice (" + gemm::kernel_names() +
                           "); cases whose type lacks it are left out")
         ->capture_default_str();
+    bench->add_option("--cases", ba.cases,
+                      "only the cases whose names contain one of these comma-separated texts (files named "
+                      "..._subset_..., left out of the report)");
     add_common_options(bench, ba.common, true);
 
     auto* run = gemm_cmd->add_subcommand("run", "One case: verified, then timed against its baselines");

@@ -51,6 +51,18 @@ const GemmSuite* find_gemm_suite(std::string_view name);
 // The suites `bench --suite all` runs, in order: every suite that names baselines.
 std::vector<const GemmSuite*> bench_suites();
 
+// The cases of suite `suite` whose names contain one of the comma-separated
+// texts of `filter` (all of them when `filter` is empty), in the suite's
+// order: `--cases` of rigel gemm verify and bench, for a short run of a few.
+// std::invalid_argument, in one sentence, for an empty text in the list or a
+// text that no case's name contains.
+std::vector<GemmCase> cases_matching(std::span<const GemmCase> cases, const std::string& filter,
+                                     std::string_view suite);
+// Its parts: the filter's texts (the same refusal of an empty one), and
+// whether a name contains one of them.
+std::vector<std::string> case_filter_texts(const std::string& filter);
+bool name_matches(std::string_view name, const std::vector<std::string>& texts);
+
 // Whether `baseline` computes the same thing as rigel for `c`, so that a pair can be timed.
 bool applies(Contender baseline, const GemmCase& c);
 

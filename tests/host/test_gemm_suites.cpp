@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
@@ -179,6 +180,31 @@ TEST(GemmSuites, VerifyRunsEveryFixedEpilogueKernel) {
         for (Epilogue e : kFixedEpilogues)
             for (std::int64_t n : {520, 289})
                 EXPECT_TRUE(seen.count({layout, e, n})) << layout << " " << name(e) << " N " << n;
+}
+
+TEST(GemmSuites, CasesMatchingKeepsTheNamedCasesInOrder) {
+    const GemmSuite& g = suite("gpt2");
+    EXPECT_EQ(cases_matching(g.cases, "", "gpt2").size(), g.cases.size());
+    const auto two = cases_matching(g.cases, "fwd_lm_head,fwd_qkv", "gpt2");
+    ASSERT_EQ(two.size(), 2u);
+    EXPECT_EQ(two[0].name, "fwd_qkv");  // the suite's order, not the filter's
+    EXPECT_EQ(two[1].name, "fwd_lm_head");
+    // A text is a part of a name: every forward product.
+    for (const GemmCase& c : cases_matching(g.cases, "fwd_", "gpt2")) EXPECT_EQ(c.name.rfind("fwd_", 0), 0u) << c.name;
+    // A text that names nothing, or an empty one, is refused in one sentence.
+    const auto refused = [&](const std::string& filter, const std::string& says) {
+        try {
+            (void)cases_matching(g.cases, filter, "gpt2");
+            ADD_FAILURE() << filter << " was taken";
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+        }
+    };
+    refused("fwd_qkv,nope", "no case of suite gpt2 has 'nope'");
+    refused("fwd_qkv,", "empty text");
+    refused(",fwd_qkv", "empty text");
+    EXPECT_TRUE(name_matches("bwd_qkv_dw", case_filter_texts("x,qkv_d")));
+    EXPECT_FALSE(name_matches("bwd_qkv_dw", case_filter_texts("x,y")));
 }
 
 TEST(GemmSuites, VerifyGivesPersistentCtasSeveralTilesOnEveryKernel) {

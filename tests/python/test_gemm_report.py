@@ -187,18 +187,30 @@ class SuiteTables(Fixture):
         self.assertIn("h200/2026-12-02_0ld0000_gemm.csv (run 20261202T100000Z-old, commit 0ld0000", lib)
 
 
+    def side_run(self, stem, commit, ratio, **side_fields):
+        """A newer bench file of one gpt2 row (0.55x, 0.57x ...) whose sidecar has side_fields."""
+        run_id = "20261204T100000Z-" + commit[:3]
+        side = json.loads(sidecar("gemm_bench", run_id, commit))
+        side.update(side_fields)
+        rows = [vs_lt("gpt2", "qkv", 16384, 2304, 768, ratio, run_id=run_id)]
+        return [(f"2026-12-04_{commit}_{stem}_gemm.csv", to_csv(gemm_report.BENCH_COLUMNS, rows)),
+                (f"2026-12-04_{commit}_{stem}_gemm.json", json.dumps(side) + "\n")]
+
     def test_a_run_on_a_forced_kernel_is_left_out_of_the_tables(self):
         # `rigel gemm bench --kernel 128x256`, newer than the dispatcher's run: its sidecar names the kernel.
-        forced = [vs_lt("gpt2", "qkv", 16384, 2304, 768, 0.55, run_id="20261204T100000Z-frc")]
-        side = json.loads(sidecar("gemm_bench", "20261204T100000Z-frc", "f0rced0"))
-        side["kernel"] = "128x256"
-        extra = [("2026-12-04_f0rced0_all_128x256_gemm.csv", to_csv(gemm_report.BENCH_COLUMNS, forced)),
-                 ("2026-12-04_f0rced0_all_128x256_gemm.json", json.dumps(side) + "\n")]
-        lib = self.blocks(bench=fixture_rows(), extra=extra)["gemm-library"]
+        lib = self.blocks(bench=fixture_rows(), extra=self.side_run("all_128x256", "f0rced0", 0.55,
+                                                                     kernel="128x256"))["gemm-library"]
         self.assertNotIn("0.55x", lib)
         self.assertNotIn("f0rced0", lib)
         self.assertIn("1.20x", lib)
 
+    def test_a_run_of_some_cases_is_left_out_of_the_tables(self):
+        # `rigel gemm bench --cases qkv`, newer than the whole run: its sidecar names the filter.
+        lib = self.blocks(bench=fixture_rows(), extra=self.side_run("gpt2_subset", "5ubset0", 0.57, kernel="auto",
+                                                                     cases_filter="qkv"))["gemm-library"]
+        self.assertNotIn("0.57x", lib)
+        self.assertNotIn("5ubset0", lib)
+        self.assertIn("1.20x", lib)
 
 class Targets(Fixture):
     def verdicts(self, passing):
@@ -247,7 +259,6 @@ class Targets(Fixture):
     def verdicts_of(self, rows):
         return {t.target: t for t in gemm_report.targets(self.results(bench=rows).gemm_bench)}
 
-
 class Verify(Fixture):
     def test_all_passing_says_n_of_n_with_commit_and_date(self):
         line = self.blocks(verify=verify_csv())["gemm-verify"]
@@ -260,6 +271,17 @@ class Verify(Fixture):
         self.assertTrue(line.startswith("**4/6 library combinations verified"), line)
         self.assertIn("Not passing: odd_0 (129x257x264 NN bf16 -> bf16 bias_gelu): element (3, 7) off by 2.5 x tol; "
                       "odd_1 (129x257x264 NT", line)
+
+    def test_a_run_of_some_cases_does_not_stand_for_the_suite(self):
+        # A newer `rigel gemm verify --cases ...` of 2 cases: the whole run's 6/6 stands; alone, it says none.
+        side = json.loads(sidecar("gemm_verify", "20261204T090000Z-sub", "5ubset0"))
+        side["cases_filter"] = "odd_0,odd_1"
+        extra = [("2026-12-04_5ubset0_verify_subset_gemm_verify.csv", verify_csv(total=2)),
+                 ("2026-12-04_5ubset0_verify_subset_gemm_verify.json", json.dumps(side) + "\n")]
+        alone = self.blocks(extra=extra)["gemm-verify"]
+        self.assertIn("No committed GEMM verify CSV of a whole suite yet", alone)
+        line = self.blocks(verify=verify_csv(), extra=extra)["gemm-verify"]
+        self.assertTrue(line.startswith("**6/6 library combinations verified"), line)
 
     def test_a_pass_cell_that_is_neither_1_nor_0_is_refused_naming_the_file(self):
         with self.assertRaises(findings.FindingsError) as e:
