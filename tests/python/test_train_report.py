@@ -238,13 +238,18 @@ class DeterministicRuns(TempDirTest):
     def test_nothing_committed(self):
         self.assertIn("Not measured yet", train_report.det_block(self.dir))
 
-    def test_equal_runs_and_the_speed_ratio(self):
+    def put_all(self, det_rate, default_rate, b_shift=0.0, default_shift=0.0):
+        """The five runs of one commit: a, b (shifted by b_shift), r and r2 (a stopped after step 4 and resumed),
+        all at det_rate, and the default run."""
         commit = "abcdef1" + "0" * 33
-        self.put("a", commit, range(1, 9), rate=800.0)
-        self.put("b", commit, range(1, 9), rate=800.0)
-        self.put("r", commit, range(1, 5), rate=800.0)
-        self.put("r2", commit, range(5, 9), rate=800.0)
-        self.put("default", commit, range(1, 9), rate=1000.0, shift=0.001)
+        self.put("a", commit, range(1, 9), rate=det_rate)
+        self.put("b", commit, range(1, 9), rate=det_rate, shift=b_shift)
+        self.put("r", commit, range(1, 5), rate=det_rate)
+        self.put("r2", commit, range(5, 9), rate=det_rate)
+        self.put("default", commit, range(1, 9), rate=default_rate, shift=default_shift)
+
+    def test_equal_runs_and_the_speed_ratio(self):
+        self.put_all(det_rate=800.0, default_rate=1000.0, default_shift=0.001)
         block = train_report.det_block(self.dir)
         self.assertIn("| two deterministic runs from the same weights | equal at every step |", block)
         self.assertIn("| stopped after step 4 and resumed, against the straight run | equal at every step |", block)
@@ -252,11 +257,6 @@ class DeterministicRuns(TempDirTest):
         self.assertIn("deterministic 800, default 1,000: the deterministic mode at 0.80x", block)
 
     def test_a_difference_is_flagged(self):
-        commit = "abcdef1" + "0" * 33
-        self.put("a", commit, range(1, 9))
-        self.put("b", commit, range(1, 9), shift=1e-3)
-        self.put("r", commit, range(1, 5))
-        self.put("r2", commit, range(5, 9))
-        self.put("default", commit, range(1, 9))
+        self.put_all(det_rate=1000.0, default_rate=1000.0, b_shift=1e-3)
         block = train_report.det_block(self.dir)
         self.assertIn("| two deterministic runs from the same weights | **differ** |", block)
