@@ -606,16 +606,18 @@ private:
         product("bwd_lm_head_dw", Vp, C, N_, gemm::Op::t, gemm::Op::n, gemm::Type::f32, gemm::Epilogue::none,
                 {.a = logits_.get(), .b = lnf_.get(), .d = grad(Param::wte), .c = grad(Param::wte), .alpha = dloss,
                  .beta = 1.0f});
+        // Each LayerNorm backward below also sums the residual stream's gradient it leaves (dsum): the
+        // bias gradient of the linear layer that wrote that stream (the MLP's projection of the layer
+        // below, or the attention's projection), so those biases take no pass of their own.
         cuda::train::layernorm_backward(dres_.get(), grad(Param::lnfw), grad(Param::lnfb), dln_.get(), out_.get(),
-                                        w16(Param::lnfw), meanf_.get(), rstdf_.get(), N_, C, stream_, ws());
+                                        w16(Param::lnfw), meanf_.get(), rstdf_.get(), N_, C, stream_, ws(),
+                                        grad(Param::fcprojb, c_.layers - 1));
         other("layernorm_backward");
         sum_when_done(sync, {Param::lnfw, Param::lnfb});
         for (int l = c_.layers - 1; l >= 0; --l) {
             Acts& a = acts_[static_cast<std::size_t>(l)];
             // x' = x2 + h Wfcproj^T + b: dres flows on to x2 unchanged.
             linear_dw("bwd_mlp_down_dw", grad(Param::fcprojw, l), dres_.get(), a.fch.get(), 4 * C, C);
-            cuda::train::bias_backward(grad(Param::fcprojb, l), dres_.get(), N_, C, stream_, ws());
-            other("bias_backward");
             // dX then GELU' with the bias gradient in a pass of its own: on the H200 machine this split ran
             // faster than the fused dgelu_bgrad epilogue (the gemm suite's bwd_mlp_down_dx, fused / decomposed
             // 0.93x at b622a6e), and its pass reads dX and the pre-activation once, in 16-byte rows.
@@ -626,12 +628,10 @@ private:
             linear_dx("bwd_mlp_up_dx", dln_.get(), dfch_.get(), w16(Param::fcw, l), C, 4 * C);
             cuda::train::layernorm_backward(dres_.get(), grad(Param::ln2w, l), grad(Param::ln2b, l), dln_.get(),
                                             a.res2.get(), w16(Param::ln2w, l), a.mean2.get(), a.rstd2.get(), N_, C,
-                                            stream_, ws());
+                                            stream_, ws(), grad(Param::attprojb, l));
             other("layernorm_backward");
             // x2 = x + y Wproj^T + b
             linear_dw("bwd_attn_proj_dw", grad(Param::attprojw, l), dres_.get(), a.atty.get(), C, C);
-            cuda::train::bias_backward(grad(Param::attprojb, l), dres_.get(), N_, C, stream_, ws());
-            other("bias_backward");
             linear_dx("bwd_attn_proj_dx", datty_.get(), dres_.get(), w16(Param::attprojw, l), C, C);
             attention_backward({.q = a.qkv.get(), .k = a.qkv.get() + C, .v = a.qkv.get() + 2 * C, .o = a.atty.get(),
                                 .dout = datty_.get(), .lse = a.lse.get(), .dq = dqkv_.get(), .dk = dqkv_.get() + C,
@@ -643,7 +643,7 @@ private:
             linear_dx("bwd_qkv_dx", dln_.get(), dqkv_.get(), w16(Param::qkvw, l), C, 3 * C);
             cuda::train::layernorm_backward(dres_.get(), grad(Param::ln1w, l), grad(Param::ln1b, l), dln_.get(),
                                             a.in.get(), w16(Param::ln1w, l), a.mean1.get(), a.rstd1.get(), N_, C,
-                                            stream_, ws());
+                                            stream_, ws(), l > 0 ? grad(Param::fcprojb, l - 1) : nullptr);
             other("layernorm_backward");
             sum_when_done(sync,
                           {Param::ln1w, Param::ln1b, Param::qkvw, Param::qkvb, Param::attprojw, Param::attprojb,

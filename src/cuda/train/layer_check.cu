@@ -213,16 +213,21 @@ LayerCheck check_layernorm(Rng& rng, int N, int C, bool det) {
     DeviceArray<__nv_bfloat16> d_x(x.bits), d_w(w.bits), d_b(b.bits), d_dout(dout.bits), d_dx(dx0.bits),
         d_out(static_cast<std::size_t>(N) * C);
     DeviceArray<float> d_mean(N), d_rstd(N), d_dw(std::vector<float>(C, 0.0f)), d_db(std::vector<float>(C, 0.0f));
+    // dsum (the next bias's gradient, taken from dx as written) starts nonzero: the kernel adds.
+    std::vector<float> dsum0(static_cast<std::size_t>(C));
+    for (float& v : dsum0) v = static_cast<float>(rng.normal());
+    DeviceArray<float> d_dsum(dsum0);
     d_out.poison();
     d_mean.poison();
     d_rstd.poison();
     cuda::train::layernorm_forward(d_out.get(), d_mean.get(), d_rstd.get(), d_x.get(), d_w.get(), d_b.get(), N, C,
                                    nullptr);
     cuda::train::layernorm_backward(d_dx.get(), d_dw.get(), d_db.get(), d_dout.get(), d_x.get(), d_w.get(),
-                                    d_mean.get(), d_rstd.get(), N, C, nullptr, work.get());
+                                    d_mean.get(), d_rstd.get(), N, C, nullptr, work.get(), d_dsum.get());
     const auto out = d_out.download();
     const auto mean = d_mean.download(), rstd = d_rstd.download(), dw = d_dw.download(), db = d_db.download();
     const auto dx = d_dx.download();
+    const auto dsum = d_dsum.download();
 
     std::vector<double> rout(out.size()), rmean(N), rrstd(N);
     ref::layernorm_forward(rout, rmean, rrstd, x.values, w.values, b.values, N, C);
@@ -269,23 +274,46 @@ LayerCheck check_layernorm(Rng& rng, int N, int C, bool det) {
         jdw(static_cast<std::size_t>(k), value(dw[k]), rdw[k], (N + 8) * kU * adw[k] + 1e-30);
         jdb(static_cast<std::size_t>(k), value(db[k]), rdb[k], (N + 8) * kU * adb[k] + 1e-30);
     }
-    finish(c);
-    const auto backward_again = [&] {
+    // dsum: the column sums of the bf16 dx the kernel wrote, in float64, on top of what it held.
+    Judge jds(c, "dsum");
+    for (int k = 0; k < C; ++k) {
+        double ref = dsum0[k], abs_sum = std::fabs(dsum0[k]);
+        for (int n = 0; n < N; ++n) {
+            const double v = value(dx[static_cast<std::size_t>(n) * C + k]);
+            ref += v;
+            abs_sum += std::fabs(v);
+        }
+        jds(static_cast<std::size_t>(k), value(dsum[k]), ref, (N + 8) * kU * abs_sum + 1e-30);
+    }
+    // dsum null (the kernel without the sums): the same dx bits, and dw and db within the same bounds.
+    const auto backward_again = [&](float* sums) {
         d_dx.upload(dx0.bits);
         d_dw.zero();
         d_db.zero();
+        d_dsum.upload(dsum0);
         cuda::train::layernorm_backward(d_dx.get(), d_dw.get(), d_db.get(), d_dout.get(), d_x.get(), d_w.get(),
-                                        d_mean.get(), d_rstd.get(), N, C, nullptr, work.get());
+                                        d_mean.get(), d_rstd.get(), N, C, nullptr, work.get(), sums);
     };
-    expect_repeat(c, work, "dw and db", [&] {
-        backward_again();
+    backward_again(nullptr);
+    {
+        const auto dx2 = d_dx.download();
+        const auto dw2 = d_dw.download(), db2 = d_db.download();
+        Judge jdx2(c, "dx (no dsum)"), jdw2(c, "dw (no dsum)"), jdb2(c, "db (no dsum)");
+        for (std::size_t i = 0; i < dx.size(); ++i) jdx2(i, value(dx2[i]), value(dx[i]), 0.0);
+        for (int k = 0; k < C; ++k) {
+            jdw2(static_cast<std::size_t>(k), value(dw2[k]), rdw[k], (N + 8) * kU * adw[k] + 1e-30);
+            jdb2(static_cast<std::size_t>(k), value(db2[k]), rdb[k], (N + 8) * kU * adb[k] + 1e-30);
+        }
+    }
+    finish(c);
+    expect_repeat(c, work, "dw, db and dsum", [&] {
+        backward_again(d_dsum.get());
         auto out = d_dw.download();
-        const auto b2 = d_db.download();
-        out.insert(out.end(), b2.begin(), b2.end());
+        for (const auto& more : {d_db.download(), d_dsum.download()}) out.insert(out.end(), more.begin(), more.end());
         return out;
     });
     expect_repeat(c, work, "dx", [&] {
-        backward_again();
+        backward_again(d_dsum.get());
         return d_dx.download();
     });
     return c;

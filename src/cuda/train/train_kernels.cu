@@ -215,18 +215,31 @@ constexpr int kLnMaxChunks = 4;
 //
 // Det (the deterministic mode): no atomics, so that the sums' order is fixed.
 // Each warp writes its partials to a shared-memory row of its own, the CTA
-// adds the rows in warp order and writes its 2 C sums to row blockIdx.x of
-// `ws`; column_sums_kernel then adds the rows in CTA order into dw and db.
-template <int Chunks, bool Det>
+// adds the rows in warp order and writes its 2 C (Sum: 3 C) sums to row
+// blockIdx.x of `ws`; column_sums_kernel then adds the rows in CTA order into
+// dw, db (and dsum).
+//
+// Sum: dsum[c] += the column sums of dx as written (its bf16 values). In
+// GPT-2's backward pass dx is the residual stream's gradient, and the next
+// linear layer's bias gradient is exactly those sums: taken here, they cost
+// no pass of their own over the N x C matrix (24 of the step's 36 bias passes).
+// Their partial sums run in a shared-memory row per warp (each lane its own
+// columns), not in registers: a third register set spilled at C = 768.
+template <int Chunks, bool Det, bool Sum>
 __global__ void __launch_bounds__(kLnWarps * kWarp, Chunks <= 3 ? 2 : 1) layernorm_backward_kernel(
-    __nv_bfloat16* dx, float* dw, float* db, const __nv_bfloat16* dout, const __nv_bfloat16* x,
+    __nv_bfloat16* dx, float* dw, float* db, float* dsum, const __nv_bfloat16* dout, const __nv_bfloat16* x,
     const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C, float* ws) {
-    extern __shared__ float partial[];  // dw then db, C each (Det: one such row per warp)
-    if constexpr (!Det) {
-        for (int c = static_cast<int>(threadIdx.x); c < 2 * C; c += static_cast<int>(blockDim.x)) partial[c] = 0.0f;
-        __syncthreads();
-    }
-    const int lane = static_cast<int>(threadIdx.x) % kWarp;
+    constexpr int kSums = Sum ? 3 : 2;
+    // dw, db (and dsum), C each (Det: one such row per warp); then, with Sum,
+    // each warp's dsum partials (C each).
+    extern __shared__ float partial[];
+    const int lane = static_cast<int>(threadIdx.x) % kWarp, warp = static_cast<int>(threadIdx.x) / kWarp;
+    float* const ds_row = partial + (Det ? kLnWarps : 1) * kSums * C + warp * C;
+    if constexpr (!Det)
+        for (int c = static_cast<int>(threadIdx.x); c < kSums * C; c += static_cast<int>(blockDim.x)) partial[c] = 0.0f;
+    if constexpr (Sum)
+        for (int c = lane; c < C; c += kWarp) ds_row[c] = 0.0f;
+    if constexpr (!Det || Sum) __syncthreads();
     float dw_acc[Chunks][8] = {}, db_acc[Chunks][8] = {};
     for (int n = static_cast<int>(blockIdx.x) * kLnWarps + static_cast<int>(threadIdx.x) / kWarp; n < N;
          n += static_cast<int>(gridDim.x) * kLnWarps) {
@@ -279,50 +292,62 @@ __global__ void __launch_bounds__(kLnWarps * kWarp, Chunks <= 3 ? 2 : 1) layerno
                 db_acc[j][k] += d[k];
             }
             store8(dx + row + c, g);
+            if constexpr (Sum) {
+                float4* const ds = reinterpret_cast<float4*>(ds_row + c);
+                float4 lo = ds[0], hi = ds[1];
+                const auto rounded = [&](int k) { return __bfloat162float(__float2bfloat16_rn(g[k])); };
+                lo.x += rounded(0), lo.y += rounded(1), lo.z += rounded(2), lo.w += rounded(3);
+                hi.x += rounded(4), hi.y += rounded(5), hi.z += rounded(6), hi.w += rounded(7);
+                ds[0] = lo;
+                ds[1] = hi;
+            }
         }
     }
     // Det: the warp's own row, written; else the CTA's one row, added to atomically.
-    float* const row = partial + (Det ? static_cast<std::size_t>(threadIdx.x / kWarp) * 2 * C : 0);
+    float* const row = partial + (Det ? static_cast<std::size_t>(warp) * kSums * C : 0);
+    const auto put = [&](float* at, float v) {
+        if constexpr (Det) *at = v;
+        else atomicAdd(at, v);
+    };
 #pragma unroll
     for (int j = 0; j < Chunks; ++j) {
         const int c = 8 * lane + 8 * kWarp * j;
         if (c >= C) continue;
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-            if constexpr (Det) {
-                row[c + k] = dw_acc[j][k];
-                row[C + c + k] = db_acc[j][k];
-            } else {
-                atomicAdd(&row[c + k], dw_acc[j][k]);
-                atomicAdd(&row[C + c + k], db_acc[j][k]);
-            }
+            put(&row[c + k], dw_acc[j][k]);
+            put(&row[C + c + k], db_acc[j][k]);
+            if constexpr (Sum) put(&row[2 * C + c + k], ds_row[c + k]);
         }
     }
     __syncthreads();
     if constexpr (Det) {
-        for (int c = static_cast<int>(threadIdx.x); c < 2 * C; c += static_cast<int>(blockDim.x)) {
+        for (int c = static_cast<int>(threadIdx.x); c < kSums * C; c += static_cast<int>(blockDim.x)) {
             float total = 0.0f;
-            for (int wp = 0; wp < kLnWarps; ++wp) total += partial[static_cast<std::size_t>(wp) * 2 * C + c];
-            ws[static_cast<std::size_t>(blockIdx.x) * 2 * C + c] = total;
+            for (int wp = 0; wp < kLnWarps; ++wp) total += partial[static_cast<std::size_t>(wp) * kSums * C + c];
+            ws[static_cast<std::size_t>(blockIdx.x) * kSums * C + c] = total;
         }
     } else {
         for (int c = static_cast<int>(threadIdx.x); c < C; c += static_cast<int>(blockDim.x)) {
             atomicAdd(dw + c, partial[c]);
             atomicAdd(db + c, partial[C + c]);
+            if constexpr (Sum) atomicAdd(dsum + c, partial[2 * C + c]);
         }
     }
 }
 
-// The deterministic modes' second pass: out[c] += the sum over rows r (in
-// order) of ws[r, c], for c < cols; columns from `split` on go to out2 (at c -
-// split) instead (LayerNorm's dw and db from one workspace).
-__global__ void column_sums_kernel(float* out, float* out2, int split, const float* ws, int rows, int cols) {
+// The deterministic modes' second pass: the sum over rows r (in order) of
+// ws[r, c] for c < cols, added to segment c / split of `out` at c % split
+// (LayerNorm's dw, db and dsum from one workspace; one segment for a bias).
+struct Segments {
+    float* out[3] = {};
+};
+__global__ void column_sums_kernel(Segments seg, int split, const float* ws, int rows, int cols) {
     const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
     if (c >= cols) return;
     float total = 0.0f;
     for (int r = 0; r < rows; ++r) total += ws[static_cast<std::size_t>(r) * cols + c];
-    if (c < split) out[c] += total;
-    else out2[c - split] += total;
+    seg.out[c / split][c % split] += total;
 }
 
 // ---- softmax cross-entropy, fused with the logits' gradient ---------------------------
@@ -594,10 +619,10 @@ bool rows_of_octets(const void* p, int C) { return C % 8 == 0 && reinterpret_cas
 
 namespace {
 
-// out[c] += the rows of ws (rows x cols) added in row order; columns from
-// `split` on into out2.
-void column_sums(float* out, float* out2, int split, const float* ws, int rows, int cols, cudaStream_t s) {
-    column_sums_kernel<<<blocks_for(cols, 256), 256, 0, s>>>(out, out2, split, ws, rows, cols);
+// The rows of ws (rows x cols) added in row order, column c into
+// seg.out[c / split][c % split].
+void column_sums(Segments seg, int split, const float* ws, int rows, int cols, cudaStream_t s) {
+    column_sums_kernel<<<blocks_for(cols, 256), 256, 0, s>>>(seg, split, ws, rows, cols);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
@@ -609,7 +634,7 @@ void bias_column_sums(float* db, __nv_bfloat16* dout, const __nv_bfloat16* pre, 
     if (ws) {
         bias_backward8_kernel<Gelu, true><<<grid, 256, 0, s>>>(db, dout, pre, N, C, ws);
         RIGEL_CUDA_CHECK_LAUNCH();
-        column_sums(db, nullptr, C, ws, static_cast<int>(grid.y), C, s);
+        column_sums({{db}}, C, ws, static_cast<int>(grid.y), C, s);
         return;
     }
     bias_backward8_kernel<Gelu, false><<<grid, 256, 0, s>>>(db, dout, pre, N, C, nullptr);
@@ -621,13 +646,13 @@ constexpr unsigned kSumSquaresBlocks = 1024;
 }  // namespace
 
 // Bounds that hold for any N and C: LayerNorm's grid is at most what fits at
-// once, which for every Chunks keeps (CTAs per SM) x 2 C within 2 x 2 x 1024
-// (a register cap of 128 or more per thread: 2 CTAs; Chunks 1, at 80: 3 of
-// 512 columns); the biases' CTAs along the rows times the columns stay within
+// once, which for every Chunks keeps (CTAs per SM) x 3 C (dw, db and dsum)
+// within 2 x 3 x 1024 (a register cap of 128 or more per thread: 2 CTAs;
+// Chunks 1 and 2 at most 8 of 256 columns and 3 of 512); the biases' CTAs along the rows times the columns stay within
 // 8 x SMs x 256 (column_sums_grid); the gradient norm's within its 1024 CTAs.
 std::size_t deterministic_workspace_floats(int N, int widest) {
     const std::size_t sms = sm_count();
-    const std::size_t ln = sms * 2 * 2 * 8 * kWarp * kLnMaxChunks;
+    const std::size_t ln = sms * 2 * 3 * 8 * kWarp * kLnMaxChunks;
     const std::size_t bias = std::max<std::size_t>(8 * sms * kBiasCols,
                                                    static_cast<std::size_t>(column_sums_grid(N, widest).y) * widest);
     return std::max({ln, bias, static_cast<std::size_t>(kSumSquaresBlocks)});
@@ -665,7 +690,7 @@ void sum_squares(float* sum_sq, const float* g, std::int64_t n, cudaStream_t s, 
     const unsigned blocks = std::min<unsigned>(blocks_for(n, 256), kSumSquaresBlocks);
     sum_squares_kernel<<<blocks, 256, 0, s>>>(sum_sq, g, n, workspace);
     RIGEL_CUDA_CHECK_LAUNCH();
-    if (workspace) column_sums(sum_sq, nullptr, 1, workspace, static_cast<int>(blocks), 1, s);
+    if (workspace) column_sums({{sum_sq}}, 1, workspace, static_cast<int>(blocks), 1, s);
 }
 
 void encoder_forward(__nv_bfloat16* out, const std::uint16_t* tokens, const __nv_bfloat16* wte,
@@ -727,15 +752,19 @@ void layernorm_forward(__nv_bfloat16* out, float* mean, float* rstd, const __nv_
 
 void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bfloat16* dout, const __nv_bfloat16* x,
                         const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C, cudaStream_t s,
-                        float* workspace) {
+                        float* workspace, float* dsum) {
     with_ln_chunks("layernorm_backward", C, [&]<int Chunks>() {
-        const auto launch = [&]<bool Det>() {
-            const auto kernel = layernorm_backward_kernel<Chunks, Det>;
-            // Det: a row of partials per warp.
-            const std::size_t rows = Det ? kLnWarps : 1;
-            const std::size_t smem = rows * 2 * static_cast<std::size_t>(C) * sizeof(float);
-            const std::size_t widest = rows * 2 * sizeof(float) * 8 * kWarp * Chunks;
-            if constexpr (Det) allow_dynamic_smem<layernorm_backward_kernel<Chunks, Det>>(static_cast<int>(widest));
+        const auto launch = [&]<bool Det, bool Sum>() {
+            const auto kernel = layernorm_backward_kernel<Chunks, Det, Sum>;
+            constexpr std::size_t kSums = Sum ? 3 : 2;
+            // Det: a row of partials per warp; Sum: a dsum row per warp besides.
+            const auto smem_for = [](std::size_t cols) {
+                return ((Det ? kLnWarps : 1) * kSums + (Sum ? kLnWarps : 0)) * cols * sizeof(float);
+            };
+            const std::size_t smem = smem_for(static_cast<std::size_t>(C));
+            const std::size_t widest = smem_for(8 * kWarp * Chunks);
+            if constexpr (Det || Sum)
+                allow_dynamic_smem<layernorm_backward_kernel<Chunks, Det, Sum>>(static_cast<int>(widest));
             // CTAs that fit on an SM at once, asked once per instance for its widest rows (the most shared memory).
             static const int per_sm = [&] {
                 int fit = 0;
@@ -744,12 +773,17 @@ void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bflo
                 return fit;
             }();
             const unsigned grid = std::min<unsigned>(blocks_for(N, kLnWarps), std::max(1, per_sm) * sm_count());
-            kernel<<<grid, kLnWarps * kWarp, smem, s>>>(dx, dw, db, dout, x, w, mean, rstd, N, C, workspace);
+            kernel<<<grid, kLnWarps * kWarp, smem, s>>>(dx, dw, db, dsum, dout, x, w, mean, rstd, N, C, workspace);
             RIGEL_CUDA_CHECK_LAUNCH();
-            if constexpr (Det) column_sums(dw, db, C, workspace, static_cast<int>(grid), 2 * C, s);
+            if constexpr (Det)
+                column_sums({{dw, db, dsum}}, C, workspace, static_cast<int>(grid), static_cast<int>(kSums) * C, s);
         };
-        if (workspace) launch.template operator()<true>();
-        else launch.template operator()<false>();
+        const auto with_sum = [&]<bool Det>() {
+            if (dsum) launch.template operator()<Det, true>();
+            else launch.template operator()<Det, false>();
+        };
+        if (workspace) with_sum.template operator()<true>();
+        else with_sum.template operator()<false>();
     });
 }
 

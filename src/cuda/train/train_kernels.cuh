@@ -51,10 +51,12 @@ void layernorm_forward(__nv_bfloat16* out, float* mean, float* rstd, const __nv_
                        const __nv_bfloat16* b, int N, int C, cudaStream_t s);
 // dx += rstd (dnorm - mean(dnorm) - norm mean(dnorm norm)), dnorm = dout w (dx bf16, added to
 // what it holds: the residual stream's gradient); dw += sum_n dout norm, db += sum_n dout (fp32).
+// dsum (if not null) += sum_n dx as written (its bf16 values, summed in fp32): the bias gradient of
+// the linear layer whose output is this residual stream, without a pass of its own.
 // C a multiple of 8 up to 1024 (else std::invalid_argument).
 void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bfloat16* dout, const __nv_bfloat16* x,
                         const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C, cudaStream_t s,
-                        float* workspace = nullptr);
+                        float* workspace = nullptr, float* dsum = nullptr);
 
 // One CTA per row of the LM head's logits (N x Vp, the first V real): losses[n] =
 // lse - logit[target] (fp32), and the logits overwritten by their gradient
