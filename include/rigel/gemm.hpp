@@ -121,6 +121,10 @@ struct Choice {
     // 2,200 to 5,000 SASS instructions against the 43,500 of the kernel that takes every epilogue
     // and output type (false).
     bool fixed_epilogue = false;
+    // With fixed_epilogue and the epilogue none, bias or bias_gelu_aux: the tile leaves through shared
+    // memory in bf16 and TMA stores (a copy per 64 x 64 box) wherever D (and aux) are 16-byte aligned
+    // with rows of a multiple of 8 elements; false: the staged 16-byte stores of the other kernels.
+    bool tma_store = true;
     int ctas = 0;                    // CTAs launched by the GEMM kernel (a cluster kernel: at most this many)
     std::string why;                 // one sentence: why this kernel for this shape
 };
@@ -150,12 +154,16 @@ std::string check(const Desc& d);
 // Pure host code; `d` must pass check().
 Choice choose(const Desc& d, int sms);
 // A kernel asked for by name instead of the dispatcher's: "128x256" and "128x128" (cooperative),
-// "pingpong" (128 x 128, ping-pong), "pingpong_cluster" (the same in 2 x 1 clusters sharing B by TMA
-// multicast), none of them split; "auto" is choose(). nullopt when the name is unknown or d's
-// operand type has no such kernel (fp8: 128x128 only).
+// "pingpong" (128 x 128, ping-pong, any epilogue and output type), "pingpong_cluster" (the same in
+// 2 x 1 clusters sharing B by TMA multicast), "fixed" (the ping-pong kernel compiled for d's epilogue
+// and a bf16 D, as the dispatcher picks it) and "fixed_staged" (the same with its staged stores
+// instead of TMA stores), none of them split; "auto" is choose(). nullopt when the name is unknown
+// or d has no such kernel (fp8: 128x128 only; fixed: has_fixed_epilogue_kernel(d)).
 std::optional<Choice> kernel_named(const Desc& d, std::string_view kernel, int sms);
-// The names kernel_named takes, for help texts: "auto, 128x256, 128x128, pingpong, pingpong_cluster".
+// The names kernel_named takes, for help texts: "auto, 128x256, 128x128, pingpong, ...".
 std::string kernel_names();
+// Whether `kernel` is one of those names (whatever product it is asked for).
+bool is_kernel_name(std::string_view kernel);
 // Empty when `args` suits `d` (pointers present, 16-byte aligned for TMA, D not aliasing A or B),
 // else one sentence saying why not.
 std::string check_args(const Desc& d, const Args& args);

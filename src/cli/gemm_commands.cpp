@@ -106,7 +106,7 @@ float parse_scalar(const std::string& option, const std::string& text) {
 
 // --kernel: a name kernel_named() takes.
 void check_kernel_option(const std::string& kernel) {
-    if (!gemm::kernel_named(gemm::Desc{.m = 1, .n = 1, .k = 1}, kernel, 1))
+    if (!gemm::is_kernel_name(kernel))
         throw std::invalid_argument("--kernel '" + kernel + "' is not one of " + gemm::kernel_names());
 }
 
@@ -117,7 +117,7 @@ std::vector<GemmCase> with_kernel(const std::vector<GemmCase>& cases, const std:
     std::vector<GemmCase> out;
     for (GemmCase c : cases) {
         if (!gemm::kernel_named(c.desc, kernel, 1)) {
-            say("left out " + c.name + ": " + gemm::name(c.desc.a_type) + " has no kernel " + kernel);
+            say("left out " + c.name + ": no kernel " + kernel + " for its types and epilogue");
             continue;
         }
         c.kernel = kernel;
@@ -405,7 +405,8 @@ int run_one(const RunArgs& a, const CLI::App& cmd) {
     if (const std::string why = gemm::check(d); !why.empty()) throw std::invalid_argument(why);
     check_kernel_option(a.kernel);
     if (!gemm::kernel_named(d, a.kernel, 1))
-        throw std::invalid_argument("--kernel " + a.kernel + ": " + gemm::name(d.a_type) + " operands have no such kernel");
+        throw std::invalid_argument("--kernel " + a.kernel + ": no such kernel for " + gemm::name(d.a_type) +
+                                    " operands, a " + gemm::name(d.d_type) + " D and epilogue " + a.epilogue);
     GemmCase c{.name = std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + "_" +
                              a.layout + "_" + a.type + "_" + a.out_type + "_" + a.epilogue,
                      .desc = d,

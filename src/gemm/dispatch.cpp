@@ -273,12 +273,16 @@ struct NamedKernel {
     bool pingpong;
     bool fp8;  // fp8 operands have it too
     int cluster_m = 1;
+    bool fixed = false;       // the ping-pong kernel compiled for the product's epilogue (none where there is none)
+    bool tma_store = true;    // with fixed: false keeps its staged stores
 };
 constexpr std::array kNamedKernels{
     NamedKernel{"128x256", kWideTileN, false, false},
     NamedKernel{"128x128", kNarrowTileN, false, true},
     NamedKernel{"pingpong", kNarrowTileN, true, false},
     NamedKernel{"pingpong_cluster", kNarrowTileN, true, false, 2},
+    NamedKernel{"fixed", kNarrowTileN, true, false, 1, true},
+    NamedKernel{"fixed_staged", kNarrowTileN, true, false, 1, true, false},
 };
 
 }  // namespace
@@ -289,19 +293,33 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
     for (const NamedKernel& k : kNamedKernels) {
         if (kernel != k.name) continue;
         if (is_fp8(d.a_type) && !k.fp8) return std::nullopt;
+        if (k.fixed && !has_fixed_epilogue_kernel(d)) return std::nullopt;
         Choice c;
         c.tile_m = kTileM;
         c.tile_n = k.tile_n;
         c.pingpong = k.pingpong;
         c.cluster_m = k.cluster_m;
+        c.fixed_epilogue = k.fixed;
+        c.tma_store = k.tma_store;
         const std::int64_t tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, k.tile_n);
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
         c.why = std::string("asked for: ") + (k.pingpong ? "ping-pong " : "cooperative ") + std::to_string(kTileM) +
                 " x " + std::to_string(k.tile_n) + " tiles" +
-                (k.cluster_m > 1 ? ", pairs of CTAs sharing B by TMA multicast" : "") + ", K not split";
+                (k.cluster_m > 1 ? ", pairs of CTAs sharing B by TMA multicast" : "") +
+                (k.fixed ? std::string(", the kernel compiled for this epilogue and a bf16 D") +
+                               (k.tma_store ? "" : ", staged stores")
+                         : "") +
+                ", K not split";
         return c;
     }
     return std::nullopt;
+}
+
+bool is_kernel_name(std::string_view kernel) {
+    if (kernel == "auto") return true;
+    for (const NamedKernel& k : kNamedKernels)
+        if (kernel == k.name) return true;
+    return false;
 }
 
 std::string kernel_names() {

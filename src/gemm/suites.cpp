@@ -197,11 +197,25 @@ std::vector<GemmCase> verify_cases() {
     // The kernels with a training step's epilogue compiled in (bf16 D), on
     // columns that end in a chunk of one (289 = 9 x 32 + 1), C added (beta 1:
     // the residual of a projection).
+    // Padded rows of a multiple of 8 elements: the dispatcher's kernels store
+    // through TMA (none, bias, bias_gelu_aux), and "fixed_staged" runs the
+    // same kernels' staged stores.
     for (const auto& [a, b] : kLayouts)
         for (Epilogue e : gemm::kFixedEpilogues)
-            out.push_back(verify_case(Desc{.m = 300, .n = 289, .k = 136, .a_type = Type::bf16, .b_type = Type::bf16,
+            for (const std::string kernel : {"", "fixed_staged"})
+                out.push_back(verify_case(Desc{.m = 300, .n = 289, .k = 136, .a_type = Type::bf16,
+                                               .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
+                                               .epilogue = e},
+                                          1.0f, 1.0f, true, kernel.empty() ? "" : "_" + kernel, kernel));
+    // The TMA stores over many tiles: 2104 x 2104 (rows of a multiple of 8 in
+    // every layout, the last tile 56 x 56) and K = 1000, so
+    // that each consumer reuses its staging box tile after tile; C added
+    // (beta 1) with the bias, aux written with GELU.
+    for (const auto& [a, b] : kLayouts)
+        for (const auto& [e, beta] : {std::pair{Epilogue::bias, 1.0f}, std::pair{Epilogue::bias_gelu_aux, 0.0f}})
+            out.push_back(verify_case(Desc{.m = 2104, .n = 2104, .k = 1000, .a_type = Type::bf16, .b_type = Type::bf16,
                                            .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
-                                      1.0f, 1.0f, true));
+                                      1.0f, beta, false, "_multitile"));
     // Several tiles per CTA: 2100 x 2100 is 289 tiles of 128 x 128 (153 of
     // 128 x 256) for 132 persistent CTAs, and K = 1000 is 16 k-tiles, so the
     // ring wraps within each tile; the ping-pong consumers hand their turn
@@ -388,7 +402,7 @@ std::vector<GemmCase> cases_matching(std::span<const GemmCase> cases, const std:
 
 std::string kernel_text(const Choice& c) {
     return std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + (c.pingpong ? " pingpong" : "") +
-           (c.fixed_epilogue ? " fixed-epilogue" : "") +
+           (c.fixed_epilogue ? (c.tma_store ? " fixed-epilogue" : " fixed-epilogue staged") : "") +
            (c.cluster_m > 1 ? " cluster " + std::to_string(c.cluster_m) + "x1" : "") + " splits " +
            std::to_string(c.splits);
 }

@@ -354,7 +354,43 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "pingpong_cluster", kH200Sms));
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
-    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster");
+    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged");
+    EXPECT_TRUE(is_kernel_name("fixed_staged"));
+    EXPECT_TRUE(is_kernel_name("auto"));
+    EXPECT_FALSE(is_kernel_name("64x64"));
+}
+
+// "fixed" and "fixed_staged": the ping-pong kernel compiled for the product's
+// epilogue, with and without its TMA stores; only where that kernel exists.
+TEST(GemmChoose, FixedEpilogueKernelsByName) {
+    Desc d = square(4096);
+    d.d_type = Type::bf16;
+    d.epilogue = Epilogue::bias;
+    const auto fixed = kernel_named(d, "fixed", kH200Sms);
+    ASSERT_TRUE(fixed);
+    EXPECT_TRUE(fixed->pingpong);
+    EXPECT_TRUE(fixed->fixed_epilogue);
+    EXPECT_TRUE(fixed->tma_store);
+    EXPECT_EQ(kernel_text(*fixed), "128x128 pingpong fixed-epilogue splits 1");
+    const auto staged = kernel_named(d, "fixed_staged", kH200Sms);
+    ASSERT_TRUE(staged);
+    EXPECT_TRUE(staged->fixed_epilogue);
+    EXPECT_FALSE(staged->tma_store);
+    EXPECT_EQ(kernel_text(*staged), "128x128 pingpong fixed-epilogue staged splits 1");
+    // The dispatcher's choice for a bf16 D and a training epilogue is the TMA-store one.
+    const Choice c = choose(d, kH200Sms);
+    EXPECT_TRUE(c.fixed_epilogue);
+    EXPECT_TRUE(c.tma_store);
+    // No such kernel for an f32 D, an epilogue without one, or f16 operands.
+    Desc f32 = d;
+    f32.d_type = Type::f32;
+    EXPECT_FALSE(kernel_named(f32, "fixed", kH200Sms));
+    Desc relu = d;
+    relu.epilogue = Epilogue::bias_relu;
+    EXPECT_FALSE(kernel_named(relu, "fixed_staged", kH200Sms));
+    Desc half = d;
+    half.a_type = half.b_type = half.d_type = Type::f16;
+    EXPECT_FALSE(kernel_named(half, "fixed", kH200Sms));
 }
 
 TEST(GemmChoose, Fp8TakesNarrowTilesAndLongerKTiles) {

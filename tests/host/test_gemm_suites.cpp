@@ -182,6 +182,27 @@ TEST(GemmSuites, VerifyRunsEveryFixedEpilogueKernel) {
                 EXPECT_TRUE(seen.count({layout, e, n})) << layout << " " << name(e) << " N " << n;
 }
 
+TEST(GemmSuites, VerifyRunsBothStorePathsOfTheFixedKernels) {
+    // TMA stores (the dispatcher's choice where rows are a multiple of 8 elements) and the staged stores
+    // ("fixed_staged"), each on every layout and fixed epilogue; the TMA stores also over many tiles with
+    // C added and with aux.
+    std::set<std::tuple<std::string, Epilogue, bool>> seen;  // (layout, epilogue, TMA stores)
+    std::set<std::tuple<std::string, Epilogue, bool>> many;  // (layout, epilogue, beta != 0) on > 132 tiles
+    for (const GemmCase& c : suite("verify").cases) {
+        const Choice ch = kernel_of(c);
+        if (!ch.fixed_epilogue || with_packed_leading_dimensions(c.desc).ldd % 8 != 0) continue;
+        seen.insert({layout_name(c.desc.a_op, c.desc.b_op), c.desc.epilogue, ch.tma_store});
+        if (ch.tma_store && (c.desc.m / 128) * (c.desc.n / 128) > 132)
+            many.insert({layout_name(c.desc.a_op, c.desc.b_op), c.desc.epilogue, c.beta != 0.0f});
+    }
+    for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+        for (Epilogue e : kFixedEpilogues)
+            for (bool tma : {true, false}) EXPECT_TRUE(seen.count({layout, e, tma})) << layout << " " << name(e) << tma;
+        EXPECT_TRUE(many.count({layout, Epilogue::bias, true})) << layout;
+        EXPECT_TRUE(many.count({layout, Epilogue::bias_gelu_aux, false})) << layout;
+    }
+}
+
 TEST(GemmSuites, CasesMatchingKeepsTheNamedCasesInOrder) {
     const GemmSuite& g = suite("gpt2");
     EXPECT_EQ(cases_matching(g.cases, "", "gpt2").size(), g.cases.size());

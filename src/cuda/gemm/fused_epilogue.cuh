@@ -18,6 +18,7 @@
 #include "cuda/gelu.cuh"
 #include "cuda/hopper/sm90.cuh"
 #include "cuda/hopper/sm90_cluster.cuh"
+#include "cuda/hopper/wgmma.cuh"
 #include "rigel/gemm.hpp"
 
 namespace rigel::cuda::gemm_kernels {
@@ -440,6 +441,9 @@ struct FusedEpilogue {
         }
     }
 
+    // After a consumer's last tile (FixedEpilogue's TMA stores wait here).
+    static __device__ __forceinline__ void drain(const Params&) {}
+
     // Every epilogue and output type, chosen at run time from p.
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
@@ -477,11 +481,50 @@ struct FusedEpilogue {
 // instructions, and Nsight Compute on GPT-2's fwd_lm_head found warps waiting
 // on instruction fetches and on the switches' branches inside it
 // (docs/gemm.md).
+//
+// The TMA store path (p.tma: bf16 D, epilogue none, bias or bias_gelu_aux, D
+// and aux 16-byte aligned with rows of a multiple of 8 elements; the plan
+// decides). Why: on fwd_lm_head the staged path above took longer than the
+// other consumer's main loop (Nsight Compute's source page at 0de62c6: more
+// warp samples on its lines than on the k-loop's, and almost none on the
+// consumers' hand-off), so the tensor pipe waited on the epilogue. Its 4
+// chunks per m64 half each cross two named barriers and move the half through
+// shared memory as fp32 twice (32 KB stored, 32 KB loaded), while the other
+// consumer's wgmma read the same banks. Here each thread applies the
+// epilogue to its accumulator pairs in registers, writes them once as bf16
+// (16 KB a half) into a staging box laid out as D's tensor map expects (128B
+// swizzle: 16-byte chunk c of row r at chunk c ^ (r % 8), which also keeps the
+// warp's 4-byte stores free of bank conflicts), and one thread hands the two
+// 64 x 64 boxes to the copy engine (cp.async.bulk.tensor, clipped at M and
+// N): two named barriers a half, and no global store instruction in the
+// consumers. Before a half reuses the staging box, the thread that issued
+// the last copy waits until the copy engine has read it (wait_group.read).
+// bias_gelu_aux stages aux in a second box (kStagingBytes 32 KB, so its
+// kernel keeps 5 ring stages instead of 6). C (beta != 0) is read straight
+// from global memory, a pair per accumulator pair.
+struct FixedEpilogueParams : EpilogueParams {
+    CUtensorMap map_d{}, map_aux{};  // boxes of 64 rows x 64 bf16, 128B swizzle (p.tma)
+    bool tma = false;
+};
+
 template <class T, Epilogue K>
 struct FixedEpilogue : FusedEpilogue {
+    using Params = FixedEpilogueParams;
+    static constexpr bool kTmaCapable =
+        std::is_same_v<T, __nv_bfloat16> && (K == Epilogue::none || K == Epilogue::bias || K == Epilogue::bias_gelu_aux);
+    static constexpr int kBoxBytes = sm90::kWgmmaM * sm90::kRowBytes;  // 64 rows x 64 bf16
+    static constexpr int kHalfBytes = 2 * kBoxBytes;                   // a 64 x 128 half of the tile
+    static constexpr int kStagingBytes = K == Epilogue::bias_gelu_aux ? 2 * kHalfBytes : kHalfBytes;
+    static constexpr int kStages = K == Epilogue::bias_gelu_aux ? 5 : 6;  // ring stages of its kernel
+    static_assert(kStagingBytes >= FusedEpilogue::kStagingBytes, "the staged path shares the region");
+    static_assert(kStagingBytes % sm90::kSwizzleAtom == 0, "staging boxes start on swizzle atoms");
+
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
                                                  int col0, float* staging) {
+        if constexpr (kTmaCapable) {
+            if (p.tma) return store_tma<BN>(p, acc, m, n, row0, col0, staging);
+        }
         const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
         store_chunks<BN>(
             p, acc, m, n, row0, col0, staging,
@@ -489,6 +532,91 @@ struct FixedEpilogue : FusedEpilogue {
             [&](int rows_left, int cols_left, int chunk_col0) {
                 return finish_chunk_as<T, K>(p, staging, rows_left, cols_left, row0, chunk_col0, t);
             });
+    }
+
+    // After the consumer's last tile: its copies finished before the CTA's
+    // shared memory goes away.
+    static __device__ __forceinline__ void drain(const Params& p) {
+        if constexpr (kTmaCapable)
+            if (p.tma && threadIdx.x % sm90::kWarpgroup == 0) sm90::bulk_wait<0>();
+    }
+
+private:
+    // Two bf16 values of a row of D's type at column `col` (and col + 1),
+    // each only inside N.
+    static __device__ __forceinline__ float2 load_pair(const Params& p, const void* base, std::int64_t at, int col,
+                                                       int n) {
+        if (p.paired && col + 1 < n) return Elem<T>::load2(base, at);
+        return make_float2(col < n ? Elem<T>::load(base, at) : 0.0f, col + 1 < n ? Elem<T>::load(base, at + 1) : 0.0f);
+    }
+    static __device__ __forceinline__ std::uint32_t pack(float a, float b) {
+        const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+        return *reinterpret_cast<const std::uint32_t*>(&v);
+    }
+
+    template <int BN>
+    static __device__ __forceinline__ void store_tma(const Params& p, const float (&acc)[BN / 2], int m, int n,
+                                                     int row0, int col0, float* staging) {
+        static_assert(BN % 64 == 0, "whole 64-column boxes");
+        constexpr int kGroups = BN / 8;  // 8-column groups j: this thread's pairs at rows r and r + 8
+        if (row0 >= m) return;           // the same for the whole warpgroup
+        const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
+        const int warp = t / 32, lane = t % 32, q = lane % 4;
+        const int r = 16 * warp + lane / 4;  // rows r and r + 8 of the half (wgmma's accumulator layout)
+        // The staging boxes are free once the copies of the previous half have read them. Waited for
+        // before the math, not after: holding the half's bf16 pairs in registers meanwhile (32 more
+        // beside both halves' 128 accumulators) spilled.
+        const bool issuer = t == 0;
+        const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;
+        if (issuer) sm90::bulk_wait_read<0>();
+        sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
+        unsigned char* const box = reinterpret_cast<unsigned char*>(staging);
+        // The loop once with C and once without (beta tested once, not per pair).
+        const auto pairs = [&]<bool WithC>() {
+#pragma unroll
+            for (int j = 0; j < kGroups; ++j) {
+                const int col = col0 + 8 * j + 2 * q;
+                float2 bv = make_float2(0.0f, 0.0f);
+                if constexpr (takes_bias(K)) bv = load_pair(p, p.bias, col, col, n);
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int rr = r + 8 * h;
+                    const std::int64_t row = row0 + rr;
+                    float x0 = p.alpha * acc[4 * j + 2 * h], x1 = p.alpha * acc[4 * j + 2 * h + 1];
+                    if constexpr (WithC) {
+                        if (row < m) {
+                            const float2 c = load_pair(p, p.c, row * p.ldc + col, col, n);
+                            x0 += p.beta * c.x;
+                            x1 += p.beta * c.y;
+                        }
+                    }
+                    float pre0 = 0.0f, pre1 = 0.0f;
+                    const float v0 = finish(K, x0, bv.x, 0.0f, pre0);
+                    const float v1 = finish(K, x1, bv.y, 0.0f, pre1);
+                    // Chunk j % 8 of row rr at chunk (j % 8) ^ (rr % 8): the row's own offset XOR a constant.
+                    const int row_at = rr * sm90::kRowBytes + (rr % 8) * 16 + 4 * q;
+                    const int at = (j / 8) * kBoxBytes + (row_at ^ ((j % 8) * 16));
+                    *reinterpret_cast<std::uint32_t*>(box + at) = pack(v0, v1);
+                    if constexpr (K == Epilogue::bias_gelu_aux)
+                        *reinterpret_cast<std::uint32_t*>(box + kHalfBytes + at) = pack(pre0, pre1);
+                }
+            }
+        };
+        if (p.beta != 0.0f) pairs.template operator()<true>();
+        else pairs.template operator()<false>();
+        sm90::fence_proxy_async_smem();
+        sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
+        if (issuer) {
+#pragma unroll
+            for (int b = 0; b < BN / 64; ++b) {
+                if (col0 + 64 * b >= n) break;  // boxes past N are not stored
+                sm90::tma_store_2d(&p.map_d, sm90::smem_u32(box + b * kBoxBytes), col0 + 64 * b, row0);
+                if constexpr (K == Epilogue::bias_gelu_aux)
+                    sm90::tma_store_2d(&p.map_aux, sm90::smem_u32(box + kHalfBytes + b * kBoxBytes), col0 + 64 * b,
+                                       row0);
+            }
+            sm90::bulk_commit();
+        }
     }
 };
 

@@ -37,6 +37,9 @@ namespace rigel::cuda::gemm_kernels {
 struct Launch {
     CUtensorMap map_a{}, map_b{};
     EpilogueParams epi;          // fused rows
+    // Fixed-epilogue rows: D's and aux's maps (64 x 64 boxes) when the epilogue leaves by TMA stores.
+    CUtensorMap map_d{}, map_aux{};
+    bool tma_store = false;
     float* workspace = nullptr;  // split rows: splits stacked M x N fp32 slabs
     int m = 0, n = 0, k = 0, tiles_m = 0, tiles_n = 0;
     dim3 grid;
@@ -107,9 +110,16 @@ void launch_kernel(const Launch& l) {
 
 template <class G, class Epi = FusedEpilogue>
 void launch_pingpong(const Launch& l) {
+    typename Epi::Params params{};
+    static_cast<EpilogueParams&>(params) = l.epi;
+    if constexpr (std::is_same_v<typename Epi::Params, FixedEpilogueParams>) {
+        params.map_d = l.map_d;
+        params.map_aux = l.map_aux;
+        params.tma = l.tma_store;
+    }
     allow_dynamic_smem<sm90::pingpong_kernel<G, Epi>>(sm90::pingpong_smem_bytes<G, Epi>);
     sm90::pingpong_kernel<G, Epi><<<l.grid, G::kThreads, sm90::pingpong_smem_bytes<G, Epi>, l.stream>>>(
-        l.map_a, l.map_b, l.epi, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
+        l.map_a, l.map_b, params, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
@@ -154,11 +164,11 @@ constexpr auto fixed_epilogue_rows() {
     if constexpr (Tg != Type::bf16) {
         return std::array<KernelEntry, 0>{};
     } else {
-        using Pong = sm90::PingPong<T, 6, major_a(OA), major_b(OB)>;
         const auto row = [&]<std::size_t I>() {
             constexpr Epilogue e = gemm::kFixedEpilogues[I];
-            return KernelEntry{{Tg, OA, OB, 128, false, true, 1, true, e},
-                               launch_pingpong<Pong, FixedEpilogue<__nv_bfloat16, e>>, Pong::kBK};
+            using Epi = FixedEpilogue<__nv_bfloat16, e>;
+            using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB)>;
+            return KernelEntry{{Tg, OA, OB, 128, false, true, 1, true, e}, launch_pingpong<Pong, Epi>, Pong::kBK};
         };
         return [&]<std::size_t... I>(std::index_sequence<I...>) {
             return std::array<KernelEntry, sizeof...(I)>{row.template operator()<I>()...};

@@ -51,6 +51,7 @@ struct Plan::State {
     // compiled for no epilogue.
     const KernelEntry* gemm_only_kernel = nullptr;
     cuda::sm90::TensorMapCache maps_a, maps_b;
+    cuda::sm90::TensorMapCache maps_d, maps_aux;  // the fixed-epilogue kernels' TMA stores
     float* workspace = nullptr;
     std::size_t workspace_bytes = 0;
     int sms = 0;
@@ -102,6 +103,18 @@ std::size_t Plan::workspace_bytes() const { return state_ ? state_->workspace_by
 
 namespace {
 
+// Whether the fixed-epilogue kernel `kernel` stores through TMA (FixedEpilogue's
+// rule, fused_epilogue.cuh): its epilogue none, bias or bias_gelu_aux, the
+// choice not asking for staged stores, and D (and aux) bf16 rows of a multiple
+// of 8 elements from a 16-byte aligned start.
+bool tma_store_applies(const Desc& d, const Choice& c, const KernelEntry& kernel, const Args& a) {
+    const Epilogue e = kernel.key.epilogue;
+    if (!kernel.key.fixed_epilogue || !c.tma_store || d.d_type != Type::bf16) return false;
+    if (e != Epilogue::none && e != Epilogue::bias && e != Epilogue::bias_gelu_aux) return false;
+    if (!aligned(a.d, 16) || d.ldd % 8 != 0) return false;
+    return e != Epilogue::bias_gelu_aux || (aligned(a.aux, 16) && d.ldaux % 8 == 0);
+}
+
 // Launches the GEMM with epilogue `p` (fused, or through the split path).
 void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEntry& kernel, const Args& args,
                  const EpilogueParams& p, cudaStream_t stream) {
@@ -123,6 +136,13 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
     l.stream = stream;
     if (c.splits == 1) {
         l.epi = p;
+        if (tma_store_applies(d, c, kernel, args)) {
+            constexpr int kBoxRows = 64;  // FixedEpilogue's staging boxes: 64 rows x 64 bf16
+            l.tma_store = true;
+            l.map_d = s.maps_d.get(args.d, DType::bf16, d.m, d.n, d.ldd, kBoxRows);
+            if (kernel.key.epilogue == Epilogue::bias_gelu_aux)
+                l.map_aux = s.maps_aux.get(args.aux, DType::bf16, d.m, d.n, d.ldaux, kBoxRows);
+        }
         l.grid = dim3(static_cast<unsigned>(c.ctas));
         kernel.launch(l);
         return;

@@ -241,6 +241,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
             Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
         }
+        Epi::drain(epi);
     }
     if constexpr (kPair) cluster_sync();  // no CTA leaves while its peer may multicast into it or arrive on it
 #else
