@@ -122,8 +122,9 @@ struct Choice {
     // and output type (false).
     bool fixed_epilogue = false;
     // With fixed_epilogue and the epilogue none, bias or bias_gelu_aux: the tile leaves through shared
-    // memory in bf16 and TMA stores (a copy per 64 x 64 box) wherever D (and aux) are 16-byte aligned
-    // with rows of a multiple of 8 elements; false: the staged 16-byte stores of the other kernels.
+    // memory in bf16 and TMA stores (a copy per 64 x 64 box) on every call with beta 0, N a multiple of
+    // 8 and D (and aux) 16-byte aligned with rows of a multiple of 8 elements; other calls, or false:
+    // the staged 16-byte stores of the other kernels.
     bool tma_store = true;
     int ctas = 0;                    // CTAs launched by the GEMM kernel (a cluster kernel: at most this many)
     std::string why;                 // one sentence: why this kernel for this shape

@@ -197,9 +197,9 @@ std::vector<GemmCase> verify_cases() {
     // The kernels with a training step's epilogue compiled in (bf16 D), on
     // columns that end in a chunk of one (289 = 9 x 32 + 1), C added (beta 1:
     // the residual of a projection).
-    // Padded rows of a multiple of 8 elements: the dispatcher's kernels store
-    // through TMA (none, bias, bias_gelu_aux), and "fixed_staged" runs the
-    // same kernels' staged stores.
+    // C added and N odd: the dispatcher's kernels take their staged stores
+    // here (the TMA stores need beta 0 and N a multiple of 8), and so does
+    // "fixed_staged" by name.
     for (const auto& [a, b] : kLayouts)
         for (Epilogue e : gemm::kFixedEpilogues)
             for (const std::string kernel : {"", "fixed_staged"})
@@ -208,11 +208,13 @@ std::vector<GemmCase> verify_cases() {
                                                .epilogue = e},
                                           1.0f, 1.0f, true, kernel.empty() ? "" : "_" + kernel, kernel));
     // The TMA stores over many tiles: 2104 x 2104 (rows of a multiple of 8 in
-    // every layout, the last tile 56 x 56) and K = 1000, so
-    // that each consumer reuses its staging box tile after tile; C added
-    // (beta 1) with the bias, aux written with GELU.
+    // every layout, the last tile 56 x 56) and K = 1000, so that each
+    // consumer reuses its staging box tile after tile, with the bias and with
+    // aux written beside D; and the bias with C added (beta 1), which the
+    // same kernel stores staged.
     for (const auto& [a, b] : kLayouts)
-        for (const auto& [e, beta] : {std::pair{Epilogue::bias, 1.0f}, std::pair{Epilogue::bias_gelu_aux, 0.0f}})
+        for (const auto& [e, beta] : {std::pair{Epilogue::bias, 0.0f}, std::pair{Epilogue::bias_gelu_aux, 0.0f},
+                                      std::pair{Epilogue::bias, 1.0f}})
             out.push_back(verify_case(Desc{.m = 2104, .n = 2104, .k = 1000, .a_type = Type::bf16, .b_type = Type::bf16,
                                            .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
                                       1.0f, beta, false, "_multitile"));

@@ -183,23 +183,30 @@ TEST(GemmSuites, VerifyRunsEveryFixedEpilogueKernel) {
 }
 
 TEST(GemmSuites, VerifyRunsBothStorePathsOfTheFixedKernels) {
-    // TMA stores (the dispatcher's choice where rows are a multiple of 8 elements) and the staged stores
-    // ("fixed_staged"), each on every layout and fixed epilogue; the TMA stores also over many tiles with
-    // C added and with aux.
+    // TMA stores (the dispatcher's fixed kernels with none, bias or bias_gelu_aux, beta 0, N and ldd
+    // multiples of 8: plan.cu's rule) and staged stores (any other call, and "fixed_staged"), each on
+    // every layout and fixed epilogue that has both; the TMA stores also over many tiles.
+    const auto tma = [](const GemmCase& c, const Choice& ch) {
+        const Epilogue e = c.desc.epilogue;
+        return ch.tma_store && c.beta == 0.0f && c.desc.n % 8 == 0 &&
+               with_packed_leading_dimensions(c.desc).ldd % 8 == 0 &&
+               (e == Epilogue::none || e == Epilogue::bias || e == Epilogue::bias_gelu_aux);
+    };
     std::set<std::tuple<std::string, Epilogue, bool>> seen;  // (layout, epilogue, TMA stores)
-    std::set<std::tuple<std::string, Epilogue, bool>> many;  // (layout, epilogue, beta != 0) on > 132 tiles
+    std::set<std::pair<std::string, Epilogue>> many;         // TMA stores on more tiles than SMs
     for (const GemmCase& c : suite("verify").cases) {
         const Choice ch = kernel_of(c);
-        if (!ch.fixed_epilogue || with_packed_leading_dimensions(c.desc).ldd % 8 != 0) continue;
-        seen.insert({layout_name(c.desc.a_op, c.desc.b_op), c.desc.epilogue, ch.tma_store});
-        if (ch.tma_store && (c.desc.m / 128) * (c.desc.n / 128) > 132)
-            many.insert({layout_name(c.desc.a_op, c.desc.b_op), c.desc.epilogue, c.beta != 0.0f});
+        if (!ch.fixed_epilogue) continue;
+        const std::string layout = layout_name(c.desc.a_op, c.desc.b_op);
+        seen.insert({layout, c.desc.epilogue, tma(c, ch)});
+        if (tma(c, ch) && (c.desc.m / 128) * (c.desc.n / 128) > 132) many.insert({layout, c.desc.epilogue});
     }
     for (const char* layout : {"NN", "NT", "TN", "TT"}) {
-        for (Epilogue e : kFixedEpilogues)
-            for (bool tma : {true, false}) EXPECT_TRUE(seen.count({layout, e, tma})) << layout << " " << name(e) << tma;
-        EXPECT_TRUE(many.count({layout, Epilogue::bias, true})) << layout;
-        EXPECT_TRUE(many.count({layout, Epilogue::bias_gelu_aux, false})) << layout;
+        for (Epilogue e : {Epilogue::none, Epilogue::bias, Epilogue::bias_gelu_aux})
+            for (bool t : {true, false}) EXPECT_TRUE(seen.count({layout, e, t})) << layout << " " << name(e) << t;
+        EXPECT_TRUE(seen.count({layout, Epilogue::dgelu_bgrad, false})) << layout;
+        EXPECT_TRUE(many.count({layout, Epilogue::bias})) << layout;
+        EXPECT_TRUE(many.count({layout, Epilogue::bias_gelu_aux})) << layout;
     }
 }
 

@@ -482,9 +482,9 @@ struct FusedEpilogue {
 // on instruction fetches and on the switches' branches inside it
 // (docs/gemm.md).
 //
-// The TMA store path (p.tma: bf16 D, epilogue none, bias or bias_gelu_aux, D
-// and aux 16-byte aligned with rows of a multiple of 8 elements; the plan
-// decides). Why: on fwd_lm_head the staged path above took longer than the
+// The TMA store path (p.tma: bf16 D, epilogue none, bias or bias_gelu_aux, no
+// C, N and D's and aux's rows multiples of 8 elements from 16-byte aligned
+// starts; the plan decides, plan.cu says why). Why: on fwd_lm_head the staged path above took longer than the
 // other consumer's main loop (Nsight Compute's source page at 0de62c6: more
 // warp samples on its lines than on the k-loop's, and almost none on the
 // consumers' hand-off), so the tensor pipe waited on the epilogue. Its 4
@@ -500,8 +500,9 @@ struct FusedEpilogue {
 // consumers. Before a half reuses the staging box, the thread that issued
 // the last copy waits until the copy engine has read it (wait_group.read).
 // bias_gelu_aux stages aux in a second box (kStagingBytes 32 KB, so its
-// kernel keeps 5 ring stages instead of 6). C (beta != 0) is read straight
-// from global memory, a pair per accumulator pair.
+// kernel keeps 5 ring stages instead of 6). C (beta != 0) would be read
+// straight from global memory, a pair per accumulator pair; the plan sends
+// such calls to the staged path instead, which was faster.
 struct FixedEpilogueParams : EpilogueParams {
     CUtensorMap map_d{}, map_aux{};  // boxes of 64 rows x 64 bf16, 128B swizzle (p.tma)
     bool tma = false;
