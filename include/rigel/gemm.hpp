@@ -168,6 +168,12 @@ bool is_kernel_name(std::string_view kernel);
 // Empty when `args` suits `d` (pointers present, 16-byte aligned for TMA, D not aliasing A or B),
 // else one sentence saying why not.
 std::string check_args(const Desc& d, const Args& args);
+// Whether a call of a plan with choice `c` on `args` leaves its tiles through TMA stores, its kernel
+// compiled for `kernel_epilogue` (the plan's epilogue; none for the GEMM of run_decomposed): a
+// fixed-epilogue kernel (c.fixed_epilogue and c.tma_store) with none, bias or bias_gelu_aux, a bf16 D,
+// beta 0, N a multiple of 8, and D (and aux) 16-byte aligned with leading dimensions of a multiple
+// of 8 elements. `d` with its leading dimensions filled in (with_packed_leading_dimensions).
+bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const Args& args);
 
 // A plan: the checked desc, the dispatcher's choice and the kernel's launch configuration, built
 // once per shape; tensor maps are encoded on the first run and kept while the operand pointers

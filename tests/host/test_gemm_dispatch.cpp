@@ -360,6 +360,52 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(is_kernel_name("64x64"));
 }
 
+// The TMA stores' rule, one condition at a time from a call that takes them.
+TEST(GemmChoose, TmaStoresOnlyWhereTheyWereVerified) {
+    Desc d{.m = 16384, .n = 2304, .k = 768, .a_type = Type::bf16, .b_type = Type::bf16, .a_op = Op::n,
+           .b_op = Op::t, .d_type = Type::bf16, .epilogue = Epilogue::bias};
+    d = with_packed_leading_dimensions(d);
+    const Choice c = choose(d, kH200Sms);
+    void* const at = reinterpret_cast<void*>(std::uintptr_t{4096});
+    const Args args{.a = at, .b = at, .d = at, .bias = at, .aux = at};
+    EXPECT_TRUE(tma_stores(d, c, d.epilogue, args));
+    EXPECT_TRUE(contains(c.why, "TMA stores")) << c.why;
+    // C added (the residual): the staged stores.
+    Args residual = args;
+    residual.c = at;
+    residual.beta = 1.0f;
+    EXPECT_FALSE(tma_stores(d, c, d.epilogue, residual));
+    // N not a multiple of 8 (the copies wrote past N), or rows that are not.
+    Desc odd_n = d;
+    odd_n.n = 2300;
+    EXPECT_FALSE(tma_stores(odd_n, c, d.epilogue, args));
+    Desc odd_ld = d;
+    odd_ld.ldd = 2308;
+    EXPECT_FALSE(tma_stores(odd_ld, c, d.epilogue, args));
+    // D, or aux for bias_gelu_aux, off a 16-byte boundary.
+    Args off = args;
+    off.d = reinterpret_cast<void*>(std::uintptr_t{4098});
+    EXPECT_FALSE(tma_stores(d, c, d.epilogue, off));
+    Desc aux = d;
+    aux.epilogue = Epilogue::bias_gelu_aux;
+    EXPECT_TRUE(tma_stores(aux, c, aux.epilogue, args));
+    Args aux_off = args;
+    aux_off.aux = reinterpret_cast<void*>(std::uintptr_t{4100});
+    EXPECT_FALSE(tma_stores(aux, c, aux.epilogue, aux_off));
+    // dGELU keeps the staged stores; the decomposed path's GEMM (epilogue none) takes TMA stores.
+    EXPECT_FALSE(tma_stores(d, c, Epilogue::dgelu_bgrad, args));
+    EXPECT_TRUE(tma_stores(d, c, Epilogue::none, args));
+    // Only the fixed-epilogue kernels, unsplit, and not when staged stores are asked for.
+    EXPECT_FALSE(tma_stores(d, *kernel_named(d, "pingpong", kH200Sms), d.epilogue, args));
+    EXPECT_FALSE(tma_stores(d, *kernel_named(d, "fixed_staged", kH200Sms), d.epilogue, args));
+    Choice split = c;
+    split.splits = 2;
+    EXPECT_FALSE(tma_stores(d, split, d.epilogue, args));
+    Desc f32 = d;
+    f32.d_type = Type::f32;
+    EXPECT_FALSE(tma_stores(f32, c, d.epilogue, args));
+}
+
 // "fixed" and "fixed_staged": the ping-pong kernel compiled for the product's
 // epilogue, with and without its TMA stores; only where that kernel exists.
 TEST(GemmChoose, FixedEpilogueKernelsByName) {

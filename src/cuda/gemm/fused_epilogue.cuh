@@ -484,7 +484,7 @@ struct FusedEpilogue {
 //
 // The TMA store path (p.tma: bf16 D, epilogue none, bias or bias_gelu_aux, no
 // C, N and D's and aux's rows multiples of 8 elements from 16-byte aligned
-// starts; the plan decides, plan.cu says why). Why: on fwd_lm_head the staged path above took longer than the
+// starts; gemm::tma_stores decides, and dispatch.cpp says why). Why: on fwd_lm_head the staged path above took longer than the
 // other consumer's main loop (Nsight Compute's source page at 0de62c6: more
 // warp samples on its lines than on the k-loop's, and almost none on the
 // consumers' hand-off), so the tensor pipe waited on the epilogue. Its 4

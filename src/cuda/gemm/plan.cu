@@ -103,23 +103,6 @@ std::size_t Plan::workspace_bytes() const { return state_ ? state_->workspace_by
 
 namespace {
 
-// Whether the fixed-epilogue kernel `kernel` stores through TMA (FixedEpilogue's
-// rule, fused_epilogue.cuh): its epilogue none, bias or bias_gelu_aux, the
-// choice not asking for staged stores, no C (beta 0), and D (and aux) bf16
-// rows of a multiple of 8 elements from a 16-byte aligned start, N itself a
-// multiple of 8. Why the last two: with 289 columns the copies also wrote
-// columns 289-295 of every row, the rest of the row's last 16 bytes, into the
-// padding up to ldd (the verify suite at 1c7bd85); and with C read a pair at a
-// time from global memory the residual products ran at 0.43x (fwd_attn_proj)
-// and 0.71x (fwd_mlp_down) cuBLASLt against 0.75x and 0.94x staged.
-bool tma_store_applies(const Desc& d, const Choice& c, const KernelEntry& kernel, const Args& a) {
-    const Epilogue e = kernel.key.epilogue;
-    if (!kernel.key.fixed_epilogue || !c.tma_store || d.d_type != Type::bf16 || a.beta != 0.0f) return false;
-    if (e != Epilogue::none && e != Epilogue::bias && e != Epilogue::bias_gelu_aux) return false;
-    if (!aligned(a.d, 16) || d.ldd % 8 != 0 || d.n % 8 != 0) return false;
-    return e != Epilogue::bias_gelu_aux || (aligned(a.aux, 16) && d.ldaux % 8 == 0);
-}
-
 // Launches the GEMM with epilogue `p` (fused, or through the split path).
 void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEntry& kernel, const Args& args,
                  const EpilogueParams& p, cudaStream_t stream) {
@@ -141,7 +124,7 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
     l.stream = stream;
     if (c.splits == 1) {
         l.epi = p;
-        if (tma_store_applies(d, c, kernel, args)) {
+        if (kernel.key.fixed_epilogue && tma_stores(d, c, kernel.key.epilogue, args)) {
             constexpr int kBoxRows = 64;  // FixedEpilogue's staging boxes: 64 rows x 64 bf16
             l.tma_store = true;
             l.map_d = s.maps_d.get(args.d, DType::bf16, d.m, d.n, d.ldd, kBoxRows);
