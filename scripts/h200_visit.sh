@@ -7,7 +7,7 @@
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
 # [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention] [emulate_fp8]
-# [train_det]
+# [train_det] [ncu_train]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -371,6 +371,27 @@ if has ncu_attention; then
       $RIGEL attention bench --suite gpt2 --warmup 0 --min-time 0.01 > "$OUT/ncu_attention_bwd_gpt2.txt" 2>&1
     summary+=("ncu attention backward: rc $?")
   fi
+fi
+
+# ncu_train: Nsight Compute on the training step's bandwidth-bound kernels
+# (LayerNorm's backward, the bias and GELU column sums, the cross-entropy,
+# AdamW), the second launch of each in a 2-step run of GPT-2 at B 16 x T 1024
+# on the corpus (carry data/shakespeare): their DRAM throughput against the
+# copy bandwidth the probes measured, occupancy and what their warps wait on.
+# NCU_TRAIN_KERNELS: the kernels, by name.
+if has ncu_train; then
+  data=${DATA:-../data/shakespeare}
+  for kern in ${NCU_TRAIN_KERNELS:-layernorm_backward_kernel bias_backward8_kernel crossentropy_fused_kernel adamw_kernel}; do
+    fits 60 "ncu train $kern" || continue
+    log "ncu train $kern"
+    mkdir -p "$OUT/ncu_train"
+    timeout -s INT 120 ncu --clock-control none --set full -k "regex:$kern" --launch-skip 1 --launch-count 1 \
+      --print-details all --page details \
+      $RIGEL train run --model gpt2 --backend cuda --data "$data/train.bin" --batch 16 --seq 1024 --steps 2 \
+      --warmup 10 --lr 6e-4 --out "$OUT/ncu_train" > "$OUT/ncu_train_$kern.txt" 2>&1
+    summary+=("ncu train $kern: rc $?")
+    rm -rf "$OUT/ncu_train"
+  done
 fi
 
 # rigel emulate against the GEMM library, bit for bit: ten problems of about
