@@ -112,6 +112,7 @@ struct Choice {
     int splits = 1;                  // > 1: split-K, partial tiles in fp32, then a reduction that applies the epilogue
     // The two consumer warpgroups of a CTA take turns on tiles of their own (128 x 128, f16/bf16
     // only), so that one's epilogue runs under the other's main loop; false: they share each tile.
+    // With splits > 1: the ping-pong split-K, whose units add into D (kernel_named "pingpong_splitk").
     bool pingpong = false;
     // CTAs per thread-block cluster, stacked along M (ping-pong only): 2 shares each B tile between
     // a pair through TMA multicast, halving B's traffic from L2.
@@ -158,9 +159,16 @@ Choice choose(const Desc& d, int sms);
 // "pingpong" (128 x 128, ping-pong, any epilogue and output type), "pingpong_cluster" (the same in
 // 2 x 1 clusters sharing B by TMA multicast), "fixed" (the ping-pong kernel compiled for d's epilogue
 // and a bf16 D, as the dispatcher picks it) and "fixed_staged" (the same with its staged stores
-// instead of TMA stores), none of them split; "auto" is choose(). nullopt when the name is unknown
-// or d has no such kernel (fp8: 128x128 only; fixed: has_fixed_epilogue_kernel(d)).
+// instead of TMA stores), none of them split; and "pingpong_splitk" (an fp32 D without epilogue:
+// the ping-pong kernel over units of (split, tile) in pingpong_splitk_units splits, each unit added
+// into D by reductions in L2, whose order is not fixed; beta 0, or 1 with C the same matrix as D).
+// "auto" is choose(). nullopt when the name is unknown or d has no such kernel (fp8: 128x128 only;
+// fixed: has_fixed_epilogue_kernel(d); pingpong_splitk: 16-bit operands, an f32 D, no epilogue).
 std::optional<Choice> kernel_named(const Desc& d, std::string_view kernel, int sms);
+// The splits of pingpong_splitk for `tiles` output tiles of 128 x 128 and `k_tiles` k-tiles of 64:
+// the fewest that minimize (rounds of 2 x sms consumers) x (k-tiles of a unit + 1), at most 16 and
+// at least 4 k-tiles a unit.
+int pingpong_splitk_units(std::int64_t tiles, std::int64_t k_tiles, int sms);
 // The names kernel_named takes, for help texts: "auto, 128x256, 128x128, pingpong, ...".
 std::string kernel_names();
 // Whether `kernel` is one of those names (whatever product it is asked for).

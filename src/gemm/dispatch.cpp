@@ -277,6 +277,7 @@ struct NamedKernel {
     int cluster_m = 1;
     bool fixed = false;       // the ping-pong kernel compiled for the product's epilogue (none where there is none)
     bool tma_store = true;    // with fixed: false keeps its staged stores
+    bool split_reduce = false;  // the ping-pong split-K: units added into an fp32 D (pingpong_splitk_units)
 };
 constexpr std::array kNamedKernels{
     NamedKernel{"128x256", kWideTileN, false, false},
@@ -285,9 +286,23 @@ constexpr std::array kNamedKernels{
     NamedKernel{"pingpong_cluster", kNarrowTileN, true, false, 2},
     NamedKernel{"fixed", kNarrowTileN, true, false, 1, true},
     NamedKernel{"fixed_staged", kNarrowTileN, true, false, 1, true, false},
+    NamedKernel{"pingpong_splitk", kNarrowTileN, true, false, 1, false, true, true},
 };
 
 }  // namespace
+
+int pingpong_splitk_units(std::int64_t tiles, std::int64_t k_tiles, int sms) {
+    // Rounds of 2 x sms consumers times the k-tiles of a unit (the longest), plus one k-tile per unit
+    // for its reductions; the fewest splits among equals.
+    const std::int64_t consumers = 2 * static_cast<std::int64_t>(std::max(sms, 1));
+    const std::int64_t most = std::min<std::int64_t>(kMaxSplits, std::max<std::int64_t>(1, k_tiles / 4));
+    std::int64_t best = 1, best_cost = std::numeric_limits<std::int64_t>::max();
+    for (std::int64_t s = 1; s <= most; ++s) {
+        const std::int64_t cost = ceil_div(tiles * s, consumers) * (ceil_div(k_tiles, s) + 1);
+        if (cost < best_cost) best = s, best_cost = cost;
+    }
+    return static_cast<int>(best);
+}
 
 std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, int sms) {
     if (kernel == "auto") return choose(desc, sms);
@@ -296,6 +311,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         if (kernel != k.name) continue;
         if (is_fp8(d.a_type) && !k.fp8) return std::nullopt;
         if (k.fixed && !has_fixed_epilogue_kernel(d)) return std::nullopt;
+        if (k.split_reduce && (d.d_type != Type::f32 || d.epilogue != Epilogue::none)) return std::nullopt;
         Choice c;
         c.tile_m = kTileM;
         c.tile_n = k.tile_n;
@@ -305,6 +321,13 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         c.tma_store = k.tma_store;
         const std::int64_t tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, k.tile_n);
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
+        if (k.split_reduce) {
+            c.splits = pingpong_splitk_units(tiles, ceil_div(d.k, 64), sms);
+            c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, std::max(sms, 1)));
+            c.why = "asked for: ping-pong split-K, " + std::to_string(tiles) + " tiles of 128 x 128 in " +
+                    std::to_string(c.splits) + " splits, each unit added into the fp32 D by reductions";
+            return c;
+        }
         c.why = std::string("asked for: ") + (k.pingpong ? "ping-pong " : "cooperative ") + std::to_string(kTileM) +
                 " x " + std::to_string(k.tile_n) + " tiles" +
                 (k.cluster_m > 1 ? ", pairs of CTAs sharing B by TMA multicast" : "") +

@@ -231,6 +231,22 @@ std::vector<GemmCase> verify_cases() {
                                                .b_op = b, .d_type = t, .epilogue = e},
                                           1.0f, 0.0f, true, "_multitile" + (kernel.empty() ? "" : "_" + kernel),
                                           kernel));
+    // The ping-pong split-K (units added into an fp32 D by reductions) on
+    // every layout and 16-bit type: D cleared first (beta 0), and D holding
+    // C (in place, beta 1, as a weight gradient accumulates) with alpha 0.5:
+    // 1544 x 1032 x 6152 is 117 tiles in 9 splits of 10 or 11 k-tiles, 1053
+    // units, about 4 rounds of the H200's 264 consumers.
+    for (const auto& [a, b] : kLayouts)
+        for (Type ab : {Type::bf16, Type::f16}) {
+            out.push_back(verify_case(Desc{.m = 300, .n = 520, .k = 2000, .a_type = ab, .b_type = ab, .a_op = a,
+                                           .b_op = b, .d_type = Type::f32},
+                                      1.0f, 0.0f, true, "_pingpong_splitk", "pingpong_splitk"));
+            GemmCase acc = verify_case(Desc{.m = 1544, .n = 1032, .k = 6152, .a_type = ab, .b_type = ab, .a_op = a,
+                                            .b_op = b, .d_type = Type::f32},
+                                       0.5f, 1.0f, false, "_in_place_pingpong_splitk", "pingpong_splitk");
+            acc.in_place = true;
+            out.push_back(acc);
+        }
     // fp8 (layout NT only), each type x output type x epilogue; one shape with
     // packed leading dimensions (D's row of 257 elements unaligned).
     const VerifyShape fp8[] = {{300, 520, 272, 1.0f, 0.0f, true}, {129, 257, 528, 2.0f, -1.0f, false}};

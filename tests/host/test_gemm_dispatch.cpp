@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gemm/suites.hpp"
@@ -354,10 +355,43 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "pingpong_cluster", kH200Sms));
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
-    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged");
+    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));
+}
+
+// Whether kernel_named takes `kernel` for a copy of d that `change` altered.
+template <class F>
+bool named_after(Desc d, F&& change, std::string_view kernel) {
+    change(d);
+    return kernel_named(d, kernel, kH200Sms).has_value();
+}
+
+// The ping-pong split-K: splits that fill whole rounds of 2 x 132 consumers on GPT-2's weight gradients.
+TEST(GemmChoose, PingPongSplitKFillsRoundsOfConsumers) {
+    // bwd_mlp_up_dw: 144 tiles, 256 k-tiles: 9 splits, 1296 units in 5 rounds of 264 (the last 240), 28-29
+    // k-tiles each; 11 splits (6 full rounds of 24-k-tile units) cost the same, with more reductions.
+    EXPECT_EQ(pingpong_splitk_units(144, 256, kH200Sms), 9);
+    // bwd_attn_proj_dw: 36 tiles: 7 splits, 252 units in one round.
+    EXPECT_EQ(pingpong_splitk_units(36, 256, kH200Sms), 7);
+    // Many tiles (bwd_lm_head_dw, 2358): no split; a short K: at least 4 k-tiles a unit.
+    EXPECT_EQ(pingpong_splitk_units(2358, 256, kH200Sms), 1);
+    EXPECT_LE(pingpong_splitk_units(4, 12, kH200Sms), 3);
+    const Desc dw{.m = 3072, .n = 768, .k = 16384, .a_type = Type::bf16, .b_type = Type::bf16, .a_op = Op::t,
+                  .b_op = Op::n, .d_type = Type::f32};
+    const auto c = kernel_named(dw, "pingpong_splitk", kH200Sms);
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(c->pingpong);
+    EXPECT_EQ(c->splits, 9);
+    EXPECT_EQ(c->ctas, kH200Sms);
+    EXPECT_EQ(kernel_text(*c), "128x128 pingpong splits 9");
+    // Only an f32 D without epilogue, and 16-bit operands.
+    EXPECT_FALSE(named_after(dw, [](Desc& x) { x.d_type = Type::bf16; }, "pingpong_splitk"));
+    EXPECT_FALSE(named_after(dw, [](Desc& x) { x.epilogue = Epilogue::bias; }, "pingpong_splitk"));
+    EXPECT_FALSE(kernel_named(square(4096, Type::e4m3), "pingpong_splitk", kH200Sms));
+    // The dispatcher does not pick it (not yet measured).
+    EXPECT_FALSE(choose(dw, kH200Sms).pingpong && choose(dw, kH200Sms).splits > 1);
 }
 
 // The TMA stores' rule, one condition at a time from a call that takes them.
@@ -428,15 +462,9 @@ TEST(GemmChoose, FixedEpilogueKernelsByName) {
     EXPECT_TRUE(c.fixed_epilogue);
     EXPECT_TRUE(c.tma_store);
     // No such kernel for an f32 D, an epilogue without one, or f16 operands.
-    Desc f32 = d;
-    f32.d_type = Type::f32;
-    EXPECT_FALSE(kernel_named(f32, "fixed", kH200Sms));
-    Desc relu = d;
-    relu.epilogue = Epilogue::bias_relu;
-    EXPECT_FALSE(kernel_named(relu, "fixed_staged", kH200Sms));
-    Desc half = d;
-    half.a_type = half.b_type = half.d_type = Type::f16;
-    EXPECT_FALSE(kernel_named(half, "fixed", kH200Sms));
+    EXPECT_FALSE(named_after(d, [](Desc& x) { x.d_type = Type::f32; }, "fixed"));
+    EXPECT_FALSE(named_after(d, [](Desc& x) { x.epilogue = Epilogue::bias_relu; }, "fixed_staged"));
+    EXPECT_FALSE(named_after(d, [](Desc& x) { x.a_type = x.b_type = x.d_type = Type::f16; }, "fixed"));
 }
 
 TEST(GemmChoose, Fp8TakesNarrowTilesAndLongerKTiles) {

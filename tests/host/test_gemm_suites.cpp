@@ -210,6 +210,23 @@ TEST(GemmSuites, VerifyRunsBothStorePathsOfTheFixedKernels) {
     }
 }
 
+TEST(GemmSuites, VerifyRunsThePingPongSplitKEverywhere) {
+    // Every layout and 16-bit type, split into several units: with D cleared (beta 0) and in place
+    // (C is D, beta 1).
+    std::set<std::tuple<std::string, Type, bool>> seen;  // (layout, type, in place)
+    for (const GemmCase& c : suite("verify").cases) {
+        if (c.kernel != "pingpong_splitk") continue;
+        const Choice ch = kernel_of(c);
+        EXPECT_GT(ch.splits, 1) << c.name;
+        if (ch.splits > 1) seen.insert({layout_name(c.desc.a_op, c.desc.b_op), c.desc.a_type, c.in_place});
+        EXPECT_TRUE(c.beta == 0.0f || (c.in_place && c.beta == 1.0f)) << c.name;
+    }
+    for (const char* layout : {"NN", "NT", "TN", "TT"})
+        for (Type t : {Type::bf16, Type::f16})
+            for (bool in_place : {false, true})
+                EXPECT_TRUE(seen.count({layout, t, in_place})) << layout << " " << name(t) << " " << in_place;
+}
+
 TEST(GemmSuites, CasesMatchingKeepsTheNamedCasesInOrder) {
     const GemmSuite& g = suite("gpt2");
     EXPECT_EQ(cases_matching(g.cases, "", "gpt2").size(), g.cases.size());

@@ -621,4 +621,56 @@ private:
     }
 };
 
+// The ping-pong split-K's policy (pingpong_gemm.cuh, SplitK): each unit's
+// partial 64 x BN half, times alpha, added into the fp32 D with reductions in
+// L2 (red.global.add: a pair of floats at a time where D's rows allow 8-byte
+// accesses, else one), straight from the accumulator registers. D holds C
+// before the kernel (beta 1 with C the same matrix, as a weight gradient that
+// accumulates) or zeros (beta 0: the plan clears it first); no other beta.
+// The order of the additions is not fixed from run to run.
+struct AtomicAddF32 {
+    struct Params {
+        float* d = nullptr;
+        std::int64_t ldd = 0;
+        float alpha = 1.0f;
+        int splits = 1;      // the kernel's units per tile
+        bool pairs = false;  // D's rows start on 8-byte boundaries (ldd even, D aligned)
+    };
+    static constexpr int kStagingBytes = 0;
+
+    static __device__ __forceinline__ void red_add(float* at, float v) {
+        asm volatile("red.global.add.f32 [%0], %1;" ::"l"(at), "f"(v) : "memory");
+    }
+    static __device__ __forceinline__ void red_add2(float* at, float a, float b) {
+        asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(at), "f"(a), "f"(b) : "memory");
+    }
+
+    template <int BN>
+    static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
+                                                 int col0, float*) {
+        if (row0 >= m) return;  // the same for the whole warpgroup
+        const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
+        const int warp = t / 32, lane = t % 32;
+        const int r = 16 * warp + lane / 4;  // rows r and r + 8 of the half (wgmma's accumulator layout)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = row0 + r + 8 * h;
+            if (row >= m) continue;
+            float* const d_row = p.d + static_cast<std::int64_t>(row) * p.ldd;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                const int col = col0 + 8 * j + 2 * (lane % 4);
+                const float v0 = p.alpha * acc[4 * j + 2 * h], v1 = p.alpha * acc[4 * j + 2 * h + 1];
+                if (p.pairs && col + 1 < n) {
+                    red_add2(d_row + col, v0, v1);
+                } else {
+                    if (col < n) red_add(d_row + col, v0);
+                    if (col + 1 < n) red_add(d_row + col + 1, v1);
+                }
+            }
+        }
+    }
+    static __device__ __forceinline__ void drain(const Params&) {}
+};
+
 }  // namespace rigel::cuda::gemm_kernels

@@ -12,7 +12,9 @@
 //     of gemm::kFixedEpilogues with a bf16 D, FixedEpilogue compiled in;
 //   split rows: 128 x 128 tiles, Schedule::split_k, fp32 partial tiles stored
 //     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
-//     applies the epilogue.
+//     applies the epilogue;
+//   ping-pong split rows (fp32 D, no epilogue): the ping-pong kernel over
+//     units of (split, tile), each added into D by reductions (AtomicAddF32).
 // fp8 rows accumulate as k34 does (promoted into fp32 every 128 of K) and are
 // K-major only.
 #pragma once
@@ -21,6 +23,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -40,6 +43,7 @@ struct Launch {
     // Fixed-epilogue rows: D's and aux's maps (64 x 64 boxes) when the epilogue leaves by TMA stores.
     CUtensorMap map_d{}, map_aux{};
     bool tma_store = false;
+    int splits = 1;  // the ping-pong split-K's units per tile
     float* workspace = nullptr;  // split rows: splits stacked M x N fp32 slabs
     int m = 0, n = 0, k = 0, tiles_m = 0, tiles_n = 0;
     dim3 grid;
@@ -123,6 +127,23 @@ void launch_pingpong(const Launch& l) {
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
+// The ping-pong split-K: D += alpha (A B) by reductions, l.splits units per
+// tile (AtomicAddF32; the plan has cleared D or checked that it holds C).
+template <class G>
+void launch_pingpong_splitk(const Launch& l) {
+    using Epi = AtomicAddF32;
+    auto* const d = static_cast<float*>(l.epi.d);
+    const Epi::Params params{.d = d,
+                             .ldd = l.epi.ldd,
+                             .alpha = l.epi.alpha,
+                             .splits = l.splits,
+                             .pairs = l.epi.ldd % 2 == 0 && reinterpret_cast<std::uintptr_t>(d) % 8 == 0};
+    allow_dynamic_smem<sm90::pingpong_kernel<G, Epi>>(sm90::pingpong_smem_bytes<G, Epi>);
+    sm90::pingpong_kernel<G, Epi><<<l.grid, G::kThreads, sm90::pingpong_smem_bytes<G, Epi>, l.stream>>>(
+        l.map_a, l.map_b, params, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
 // The ping-pong pair: 2 x 1 clusters, as many as fit at once (the GPCs' SM
 // counts decide), each walking tile-row pairs; the plan's grid is ignored.
 template <class G>
@@ -140,21 +161,23 @@ void launch_pingpong_cluster(const Launch& l) {
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-// The five rows of one 16-bit type and layout: wide fused, narrow fused,
-// ping-pong fused (alone and in pairs), split.
+// The six rows of one 16-bit type and layout: wide fused, narrow fused,
+// ping-pong fused (alone and in pairs), split, ping-pong split (reductions).
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
-constexpr std::array<KernelEntry, 5> half_rows() {
+constexpr std::array<KernelEntry, 6> half_rows() {
     constexpr Major MA = major_a(OA), MB = major_b(OB);
     using Wide = WarpSpecialized<T, 256, 4, Schedule::persistent_grouped, Accumulation::tensor_core, MA, MB>;
     using Narrow = WarpSpecialized<T, 128, 6, Schedule::persistent_grouped, Accumulation::tensor_core, MA, MB>;
     using Split = WarpSpecialized<T, 128, 6, Schedule::split_k, Accumulation::tensor_core, MA, MB>;
     using Pong = sm90::PingPong<T, 6, MA, MB>;
     using PongPair = sm90::PingPong<T, 6, MA, MB, 2>;
+    using PongSplit = sm90::PingPong<T, 6, MA, MB, 1, true>;
     return {KernelEntry{{Tg, OA, OB, 256, false, false}, launch_kernel<Wide, FusedEpilogue>, Wide::kBK},
             KernelEntry{{Tg, OA, OB, 128, false, false}, launch_kernel<Narrow, FusedEpilogue>, Narrow::kBK},
             KernelEntry{{Tg, OA, OB, 128, false, true}, launch_pingpong<Pong>, Pong::kBK},
             KernelEntry{{Tg, OA, OB, 128, false, true, 2}, launch_pingpong_cluster<PongPair>, PongPair::kBK},
-            KernelEntry{{Tg, OA, OB, 128, true, false}, launch_kernel<Split, sm90::StoreF32>, Split::kBK}};
+            KernelEntry{{Tg, OA, OB, 128, true, false}, launch_kernel<Split, sm90::StoreF32>, Split::kBK},
+            KernelEntry{{Tg, OA, OB, 128, true, true}, launch_pingpong_splitk<PongSplit>, PongSplit::kBK}};
 }
 
 // The fixed-epilogue rows of one layout: bf16 operands and D, one ping-pong

@@ -67,6 +67,11 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {}
 Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dimensions(d)), choice_(forced) {
     if (const std::string why = check(d); !why.empty()) throw std::invalid_argument(why);
     const bool split = forced.splits > 1;
+    // The ping-pong split-K adds partial tiles into D: an f32 D and no epilogue.
+    if (split && forced.pingpong && (desc_.d_type != Type::f32 || desc_.epilogue != Epilogue::none))
+        throw std::invalid_argument(std::string("the ping-pong split-K adds fp32 partial tiles into D: it takes an f32 D "
+                                                "and no epilogue, not a ") +
+                                    name(desc_.d_type) + " D with epilogue " + name(desc_.epilogue));
     if (forced.fixed_epilogue && !(forced.pingpong && forced.cluster_m == 1 && !split && has_fixed_epilogue_kernel(desc_)))
         throw std::invalid_argument(std::string("no ping-pong kernel compiled for epilogue ") + name(desc_.epilogue) +
                                     " with " + name(desc_.a_type) + " operands and a " + name(desc_.d_type) +
@@ -91,8 +96,9 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                     " k-tiles of K = " + std::to_string(desc_.k));
     state_->sms = cuda::sm90::sm_count();
     const std::int64_t tiles = ceil_div(desc_.m, choice_.tile_m) * ceil_div(desc_.n, choice_.tile_n);
-    choice_.ctas = static_cast<int>(split ? tiles * forced.splits : std::min<std::int64_t>(tiles, state_->sms));
-    if (split) state_->workspace_bytes = static_cast<std::size_t>(forced.splits) * desc_.m * desc_.n * sizeof(float);
+    const std::int64_t units = tiles * forced.splits;
+    choice_.ctas = static_cast<int>(split && !forced.pingpong ? units : std::min<std::int64_t>(units, state_->sms));
+    if (split && !forced.pingpong) state_->workspace_bytes = static_cast<std::size_t>(forced.splits) * desc_.m * desc_.n * sizeof(float);
 }
 
 Plan::~Plan() = default;
@@ -122,6 +128,22 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
     l.tiles_m = static_cast<int>(ceil_div(d.m, c.tile_m));
     l.tiles_n = static_cast<int>(ceil_div(d.n, c.tile_n));
     l.stream = stream;
+    if (c.splits > 1 && c.pingpong) {
+        // Units add into D: D must hold C already (beta 1, C the same matrix) or be cleared here (beta 0).
+        if (args.beta == 0.0f) {
+            RIGEL_CUDA_CHECK(cudaMemset2DAsync(args.d, static_cast<std::size_t>(d.ldd) * sizeof(float), 0,
+                                               static_cast<std::size_t>(d.n) * sizeof(float),
+                                               static_cast<std::size_t>(d.m), stream));
+        } else if (!(args.beta == 1.0f && args.c == args.d && d.ldc == d.ldd)) {
+            throw std::invalid_argument(
+                "the ping-pong split-K adds into D: beta must be 0, or 1 with C the same matrix as D");
+        }
+        l.epi = p;
+        l.splits = c.splits;
+        l.grid = dim3(static_cast<unsigned>(c.ctas));
+        kernel.launch(l);
+        return;
+    }
     if (c.splits == 1) {
         l.epi = p;
         if (kernel.key.fixed_epilogue && tma_stores(d, c, kernel.key.epilogue, args)) {

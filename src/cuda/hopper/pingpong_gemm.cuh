@@ -48,6 +48,16 @@
 // warp arriving on its own and its peer's barrier), so the pair moves in
 // lockstep; a tile row past M or a B half past N loads nothing and both CTAs
 // leave its bytes out of expect_tx (cluster_gemm.cuh's rules).
+//
+// SplitK (the library's "pingpong_splitk"): the sequence is of units, not
+// tiles: unit u is split s = u / T of tile u % T (T tiles; splits = Epi's
+// epi.splits), k-tiles [s kt / splits, (s + 1) kt / splits) of the tile's kt,
+// so that a product of few tiles and a long K (a weight gradient) fills whole
+// rounds of the 2 x SMs consumers; the epilogue policy adds each unit's partial
+// tile into D (AtomicAddF32). Units of one tile lie T apart in the sequence,
+// so they rarely add into the same addresses at once. The ring's order is the
+// units' order, as for tiles; since units may differ in length by a k-tile,
+// each consumer skips the other's next unit by that unit's own count.
 #pragma once
 #include <cstdint>
 
@@ -58,7 +68,7 @@
 
 namespace rigel::cuda::sm90 {
 
-template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k, int ClusterM = 1>
+template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k, int ClusterM = 1, bool SplitK = false>
 struct PingPong {
     static constexpr DType kType = T;
     static constexpr int kStages = Stages;
@@ -77,6 +87,7 @@ struct PingPong {
     static constexpr int kThreads = 3 * kWarpgroup;
     static constexpr int kConsumerWarps = kWarpgroup / 32;  // one consumer releases a stage
     static constexpr int kClusterM = ClusterM;               // CTAs stacked along M sharing B
+    static constexpr bool kSplitK = SplitK;                  // units of (split, tile) added into D
     static constexpr int kEmptyArrivals = kClusterM * kConsumerWarps;
     static constexpr int kBHalfRows = kBN / 2;               // rows of B a CTA of a pair loads and multicasts
     static constexpr int kBHalfBytes = kBHalfRows * kRowBytes;
@@ -87,6 +98,7 @@ struct PingPong {
 
     static_assert(elem_bytes(T) == 2, "the ping-pong kernel is for f16/bf16");
     static_assert(ClusterM == 1 || ClusterM == 2, "a ping-pong cluster is one CTA or a pair");
+    static_assert(!SplitK || ClusterM == 1, "split-K units run on single CTAs");
     static_assert(kBHalfRows == 64, "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
@@ -115,11 +127,20 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     const std::uint32_t rank = kPair ? cluster_ctarank() : 0u;
     const int tiles_pm = ceil_div(tiles_m, G::kClusterM);
     const int num_tiles = tiles_pm * tiles_n;
+    // SplitK: units of (split, tile) and each unit's k-tiles; else a unit is a tile and all of K.
+    int splits = 1;
+    if constexpr (G::kSplitK) splits = epi.splits;
+    const int num_units = num_tiles * splits;
+    const int k_tiles = ceil_div(k, G::kBK);
+    [[maybe_unused]] const auto k_first = [&](int unit) { return unit / num_tiles * k_tiles / splits; };
+    [[maybe_unused]] const auto k_count = [&](int unit) { return (unit / num_tiles + 1) * k_tiles / splits - k_first(unit); };
     const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
     const int first = kPair ? static_cast<int>(cluster_id_x()) : static_cast<int>(blockIdx.x);
     const int stride = kPair ? static_cast<int>(cluster_count_x()) : static_cast<int>(gridDim.x);
-    const auto coords = [&](int tile, int& tm, int& tn) {
+    const auto coords = [&](int unit, int& tm, int& tn) {
         int pm = 0;
+        int tile = unit;
+        if constexpr (G::kSplitK) tile = unit % num_tiles;
         tile_coords<Schedule::persistent_grouped>(tile, tiles_pm, tiles_n, G::kGroupM / G::kClusterM, pm, tn);
         tm = G::kClusterM * pm + static_cast<int>(rank);
     };
@@ -137,10 +158,13 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             prefetch_tensor_map(&map_a);
             prefetch_tensor_map(&map_b);
             auto ring = PipelineState<kStages>::producer_start();
-            for (int tile = first; tile < num_tiles; tile += stride) {
+            for (int tile = first; tile < num_units; tile += stride) {
                 int tm = 0, tn = 0;
                 coords(tile, tm, tn);
-                if constexpr (!kPair) {
+                if constexpr (G::kSplitK) {
+                    const int kb = k_first(tile);
+                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kb, (kb + k_count(tile)) * G::kBK);
+                } else if constexpr (!kPair) {
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, 0, k);
                 } else {
                     const bool a_valid = tm < tiles_m;
@@ -194,8 +218,12 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             }
         };
         auto ring = PipelineState<kStages>::consumer_start();
-        ring.advance(consumer * ceil_div(k, G::kBK));  // consumer 1 starts after consumer 0's first tile
-        for (int tile = first + consumer * stride; tile < num_tiles; tile += 2 * stride) {
+        if constexpr (G::kSplitK) {
+            if (consumer == 1 && first < num_units) ring.advance(k_count(first));
+        } else {
+            ring.advance(consumer * ceil_div(k, G::kBK));  // consumer 1 starts after consumer 0's first tile
+        }
+        for (int tile = first + consumer * stride; tile < num_units; tile += 2 * stride) {
             if (consumer == 1 || tile != first) named_barrier_sync<2 * kWarpgroup>(kTurn + consumer);
             int tm = 0, tn = 0;
             coords(tile, tm, tn);
@@ -204,8 +232,18 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             // k-tile count: the count would live across the epilogue, where
             // ptxas spills it, and be reloaded from local memory ahead of the
             // k-tile's last wgmma in every iteration.
-            int kt = 0;
-            for (; kt * G::kBK < k; ++kt) {
+            // SplitK: the unit's k-tiles [kb, ke); else from 0 while kt * kBK < k.
+            int kb = 0, ke = 0;
+            if constexpr (G::kSplitK) {
+                kb = k_first(tile);
+                ke = kb + k_count(tile);
+            }
+            const auto more = [&](int kt) {
+                if constexpr (G::kSplitK) return kt < ke;
+                else return kt * G::kBK < k;
+            };
+            int kt = kb;
+            for (; more(kt); ++kt) {
                 const int stage = ring.stage();
                 mbar_wait(&full[stage], ring.phase());
                 const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage));
@@ -216,7 +254,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 wgmma_fence();
 #pragma unroll
                 for (int j = 0; j < kKStepsPerTile; ++j) {
-                    const std::uint32_t accumulate = (kt > 0 || j > 0) ? 1u : 0u;  // 0: acc = A*B
+                    const std::uint32_t accumulate = (kt > kb || j > 0) ? 1u : 0u;  // 0: acc = A*B
                     const std::uint64_t b_step = operand_k_step<G::kMajorB>(db, j);
                     Wgmma<G::kType, G::kBN>::template mma<G::kTransA, G::kTransB>(
                         top, operand_k_step<G::kMajorA>(da, j), b_step, accumulate);
@@ -227,16 +265,20 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 wgmma_wait<1>();  // the previous k-tile's group is done: its stage goes back
                 fence_registers(top);
                 fence_registers(bottom);
-                if (kt > 0) release(prev_stage);
+                if (kt > kb) release(prev_stage);
                 prev_stage = stage;
                 ring.advance();
             }
-            if (tile + stride < num_tiles) named_barrier_arrive<2 * kWarpgroup>(kTurn + 1 - consumer);
+            if (tile + stride < num_units) named_barrier_arrive<2 * kWarpgroup>(kTurn + 1 - consumer);
             wgmma_wait<0>();
             fence_registers(top);
             fence_registers(bottom);
             release(prev_stage);
-            ring.advance(kt);  // the other consumer's next tile (kt = its k-tile count)
+            if constexpr (G::kSplitK) {
+                if (tile + stride < num_units) ring.advance(k_count(tile + stride));  // the other's next unit
+            } else {
+                ring.advance(kt);  // the other consumer's next tile (kt = its k-tile count)
+            }
             const int row0 = tm * G::kBM, col0 = tn * G::kBN;
             Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
             Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
