@@ -22,8 +22,12 @@
 //      over one wave of full-K tiles (2 128^2 K flops at kFlopsPerSm); only
 //      where that model promises at least kMinWaveGain. GPT-2's dW products
 //      (768 x 3072 x 16384, 144 tiles) split 4 ways.
+//   4. bf16 operands, a bf16 D and one of a training step's epilogues: the
+//      ping-pong kernel compiled for that epilogue, whose tiles leave through
+//      TMA stores on calls that tma_stores() allows.
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
-// kernel_named and for comparison.
+// kernel_named and for comparison, and so does the ping-pong split-K whose
+// units add into an fp32 D (pingpong_splitk_units), not yet measured.
 // These are the rules measured on the H200 machine; `rigel gemm bench --suite
 // small` and the dispatcher's bench rows show where they stand.
 #include <algorithm>
