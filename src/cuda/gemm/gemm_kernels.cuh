@@ -112,35 +112,35 @@ void launch_kernel(const Launch& l) {
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-template <class G, class Epi = FusedEpilogue>
-void launch_pingpong(const Launch& l) {
+// The ping-pong kernel's epilogue parameters from the plan's launch: the
+// fused policies' EpilogueParams (and the fixed ones' TMA maps); the split-K's
+// D, alpha and units per tile (AtomicAddF32: the plan has cleared D or checked
+// that it holds C).
+template <class Epi>
+typename Epi::Params pingpong_params(const Launch& l) {
     typename Epi::Params params{};
-    static_cast<EpilogueParams&>(params) = l.epi;
-    if constexpr (std::is_same_v<typename Epi::Params, FixedEpilogueParams>) {
-        params.map_d = l.map_d;
-        params.map_aux = l.map_aux;
-        params.tma = l.tma_store;
+    if constexpr (std::is_same_v<Epi, AtomicAddF32>) {
+        params.d = static_cast<float*>(l.epi.d);
+        params.ldd = l.epi.ldd;
+        params.alpha = l.epi.alpha;
+        params.splits = l.splits;
+        params.pairs = l.epi.ldd % 2 == 0 && reinterpret_cast<std::uintptr_t>(l.epi.d) % 8 == 0;
+    } else {
+        static_cast<EpilogueParams&>(params) = l.epi;
+        if constexpr (std::is_same_v<typename Epi::Params, FixedEpilogueParams>) {
+            params.map_d = l.map_d;
+            params.map_aux = l.map_aux;
+            params.tma = l.tma_store;
+        }
     }
-    allow_dynamic_smem<sm90::pingpong_kernel<G, Epi>>(sm90::pingpong_smem_bytes<G, Epi>);
-    sm90::pingpong_kernel<G, Epi><<<l.grid, G::kThreads, sm90::pingpong_smem_bytes<G, Epi>, l.stream>>>(
-        l.map_a, l.map_b, params, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
-    RIGEL_CUDA_CHECK_LAUNCH();
+    return params;
 }
 
-// The ping-pong split-K: D += alpha (A B) by reductions, l.splits units per
-// tile (AtomicAddF32; the plan has cleared D or checked that it holds C).
-template <class G>
-void launch_pingpong_splitk(const Launch& l) {
-    using Epi = AtomicAddF32;
-    auto* const d = static_cast<float*>(l.epi.d);
-    const Epi::Params params{.d = d,
-                             .ldd = l.epi.ldd,
-                             .alpha = l.epi.alpha,
-                             .splits = l.splits,
-                             .pairs = l.epi.ldd % 2 == 0 && reinterpret_cast<std::uintptr_t>(d) % 8 == 0};
+template <class G, class Epi = FusedEpilogue>
+void launch_pingpong(const Launch& l) {
     allow_dynamic_smem<sm90::pingpong_kernel<G, Epi>>(sm90::pingpong_smem_bytes<G, Epi>);
     sm90::pingpong_kernel<G, Epi><<<l.grid, G::kThreads, sm90::pingpong_smem_bytes<G, Epi>, l.stream>>>(
-        l.map_a, l.map_b, params, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
+        l.map_a, l.map_b, pingpong_params<Epi>(l), l.m, l.n, l.k, l.tiles_m, l.tiles_n);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
@@ -177,7 +177,7 @@ constexpr std::array<KernelEntry, 6> half_rows() {
             KernelEntry{{Tg, OA, OB, 128, false, true}, launch_pingpong<Pong>, Pong::kBK},
             KernelEntry{{Tg, OA, OB, 128, false, true, 2}, launch_pingpong_cluster<PongPair>, PongPair::kBK},
             KernelEntry{{Tg, OA, OB, 128, true, false}, launch_kernel<Split, sm90::StoreF32>, Split::kBK},
-            KernelEntry{{Tg, OA, OB, 128, true, true}, launch_pingpong_splitk<PongSplit>, PongSplit::kBK}};
+            KernelEntry{{Tg, OA, OB, 128, true, true}, launch_pingpong<PongSplit, AtomicAddF32>, PongSplit::kBK}};
 }
 
 // The fixed-epilogue rows of one layout: bf16 operands and D, one ping-pong
