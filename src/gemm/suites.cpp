@@ -82,6 +82,21 @@ std::vector<GemmCase> gpt2_cases() {
     return out;
 }
 
+// GPT-2's weight gradients as rigel's trainer computes them (src/cuda/train):
+// fp32 dW, added in place to what the step's earlier micro-batches left
+// (beta 1, C the same matrix as D), bf16 operands.
+std::vector<GemmCase> gpt2_dw_cases() {
+    std::vector<GemmCase> out;
+    for (GemmCase c : gpt2_cases()) {
+        if (!c.name.ends_with("_dw")) continue;
+        c.desc.d_type = Type::f32;
+        c.beta = 1.0f;
+        c.in_place = true;
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
 // The 7B-class set: the MLP's gate and up projections (one shape, twice per
 // layer), its down projection and the fused QKV projection, forward and
 // backward; no biases.
@@ -290,6 +305,11 @@ const std::vector<GemmSuite>& table() {
                              "their real layouts and epilogues, bf16 in and out",
                   .cases = gpt2_cases(),
                   .baselines = {Contender::cublaslt, Contender::rigel_decomposed}},
+        GemmSuite{.name = "gpt2_dw",
+                  .purpose = "GPT-2's five weight gradients as rigel's trainer runs them: fp32 dW accumulated in "
+                             "place (beta 1), bf16 operands",
+                  .cases = gpt2_dw_cases(),
+                  .baselines = {Contender::cublaslt}},
         GemmSuite{.name = "llama7b",
                   .purpose = "a 7B-class model's MLP and QKV products at 4096 tokens, forward and backward, bf16",
                   .cases = llama7b_cases(),

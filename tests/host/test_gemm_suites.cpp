@@ -50,7 +50,23 @@ TEST(GemmSuites, EverySuiteHolds) {
     EXPECT_EQ(find_gemm_suite("nonsense"), nullptr);
     std::vector<std::string> bench;
     for (const GemmSuite* s : bench_suites()) bench.emplace_back(s->name);
-    EXPECT_EQ(bench, (std::vector<std::string>{"gpt2", "llama7b", "fused", "layouts", "small"}));
+    EXPECT_EQ(bench, (std::vector<std::string>{"gpt2", "gpt2_dw", "llama7b", "fused", "layouts", "small"}));
+}
+
+TEST(GemmSuites, Gpt2DwIsTheTrainersWeightGradients) {
+    // The gpt2 suite's five TN weight gradients, as src/cuda/train runs them: f32 D accumulated in place.
+    const GemmSuite& dw = suite("gpt2_dw");
+    std::vector<std::string> names;
+    for (const GemmCase& c : dw.cases) {
+        names.push_back(c.name);
+        EXPECT_EQ(c.desc.d_type, Type::f32) << c.name;
+        EXPECT_TRUE(c.in_place && c.beta == 1.0f) << c.name;
+        EXPECT_EQ(layout_name(c.desc.a_op, c.desc.b_op), "TN") << c.name;
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"bwd_lm_head_dw", "bwd_mlp_down_dw", "bwd_mlp_up_dw", "bwd_attn_proj_dw",
+                                               "bwd_qkv_dw"}));
+    // The split ping-pong takes each of them.
+    for (const GemmCase& c : dw.cases) EXPECT_TRUE(kernel_named(c.desc, "pingpong_splitk", kH200Sms)) << c.name;
 }
 
 TEST(GemmSuites, TheCheckFindsWhatIsWrong) {
