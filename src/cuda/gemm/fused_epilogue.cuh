@@ -500,9 +500,9 @@ struct FusedEpilogue {
 // consumers. Before a half reuses the staging box, the thread that issued
 // the last copy waits until the copy engine has read it (wait_group.read).
 // bias_gelu_aux stages aux in a second box (kStagingBytes 32 KB, so its
-// kernel keeps 5 ring stages instead of 6). C (beta != 0) would be read
-// straight from global memory, a pair per accumulator pair; the plan sends
-// such calls to the staged path instead, which was faster.
+// kernel keeps 5 ring stages instead of 6). No C: read a pair at a time from
+// global memory in this path (1c7bd85), it was slower than the staged path,
+// which takes every call with beta != 0.
 struct FixedEpilogueParams : EpilogueParams {
     CUtensorMap map_d{}, map_aux{};  // boxes of 64 rows x 64 bf16, 128B swizzle (p.tma)
     bool tma = false;
@@ -572,39 +572,27 @@ private:
         if (issuer) sm90::bulk_wait_read<0>();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
         unsigned char* const box = reinterpret_cast<unsigned char*>(staging);
-        // The loop once with C and once without (beta tested once, not per pair).
-        const auto pairs = [&]<bool WithC>() {
+        // No C here: gemm::tma_stores sends calls with beta != 0 to the staged path.
 #pragma unroll
-            for (int j = 0; j < kGroups; ++j) {
-                const int col = col0 + 8 * j + 2 * q;
-                float2 bv = make_float2(0.0f, 0.0f);
-                if constexpr (takes_bias(K)) bv = load_pair(p, p.bias, col, col, n);
+        for (int j = 0; j < kGroups; ++j) {
+            const int col = col0 + 8 * j + 2 * q;
+            float2 bv = make_float2(0.0f, 0.0f);
+            if constexpr (takes_bias(K)) bv = load_pair(p, p.bias, col, col, n);
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int rr = r + 8 * h;
-                    const std::int64_t row = row0 + rr;
-                    float x0 = p.alpha * acc[4 * j + 2 * h], x1 = p.alpha * acc[4 * j + 2 * h + 1];
-                    if constexpr (WithC) {
-                        if (row < m) {
-                            const float2 c = load_pair(p, p.c, row * p.ldc + col, col, n);
-                            x0 += p.beta * c.x;
-                            x1 += p.beta * c.y;
-                        }
-                    }
-                    float pre0 = 0.0f, pre1 = 0.0f;
-                    const float v0 = finish(K, x0, bv.x, 0.0f, pre0);
-                    const float v1 = finish(K, x1, bv.y, 0.0f, pre1);
-                    // Chunk j % 8 of row rr at chunk (j % 8) ^ (rr % 8): the row's own offset XOR a constant.
-                    const int row_at = rr * sm90::kRowBytes + (rr % 8) * 16 + 4 * q;
-                    const int at = (j / 8) * kBoxBytes + (row_at ^ ((j % 8) * 16));
-                    *reinterpret_cast<std::uint32_t*>(box + at) = pack(v0, v1);
-                    if constexpr (K == Epilogue::bias_gelu_aux)
-                        *reinterpret_cast<std::uint32_t*>(box + kHalfBytes + at) = pack(pre0, pre1);
-                }
+            for (int h = 0; h < 2; ++h) {
+                const int rr = r + 8 * h;
+                const float x0 = p.alpha * acc[4 * j + 2 * h], x1 = p.alpha * acc[4 * j + 2 * h + 1];
+                float pre0 = 0.0f, pre1 = 0.0f;
+                const float v0 = finish(K, x0, bv.x, 0.0f, pre0);
+                const float v1 = finish(K, x1, bv.y, 0.0f, pre1);
+                // Chunk j % 8 of row rr at chunk (j % 8) ^ (rr % 8): the row's own offset XOR a constant.
+                const int row_at = rr * sm90::kRowBytes + (rr % 8) * 16 + 4 * q;
+                const int at = (j / 8) * kBoxBytes + (row_at ^ ((j % 8) * 16));
+                *reinterpret_cast<std::uint32_t*>(box + at) = pack(v0, v1);
+                if constexpr (K == Epilogue::bias_gelu_aux)
+                    *reinterpret_cast<std::uint32_t*>(box + kHalfBytes + at) = pack(pre0, pre1);
             }
-        };
-        if (p.beta != 0.0f) pairs.template operator()<true>();
-        else pairs.template operator()<false>();
+        }
         sm90::fence_proxy_async_smem();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
         if (issuer) {
