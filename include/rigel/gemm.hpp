@@ -81,6 +81,11 @@ struct Desc {
     Type d_type = Type::bf16;  // also C's and aux's type
     Epilogue epilogue = Epilogue::none;
     std::int64_t lda = 0, ldb = 0, ldd = 0, ldc = 0, ldaux = 0;
+    // true lets the dispatcher pick a kernel that adds partial tiles into D by atomic reductions
+    // (the ping-pong split-K, for an f32 D without epilogue), whose order of fp32 additions varies
+    // from run to run: results equal to rounding, not bit for bit. false (the default): every run
+    // of a plan on the same inputs gives the same bits, as cuBLAS does unless atomics are allowed.
+    bool allow_atomics = false;
 };
 
 // The pointers and scalars of one call (device memory).
@@ -182,6 +187,10 @@ std::string check_args(const Desc& d, const Args& args);
 // beta 0, N a multiple of 8, and D (and aux) 16-byte aligned with leading dimensions of a multiple
 // of 8 elements. `d` with its leading dimensions filled in (with_packed_leading_dimensions).
 bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const Args& args);
+// Whether the ping-pong split-K can take a call with `args`: its units add into D, so D must be
+// cleared first (beta 0) or already hold C (beta 1, C the same matrix as D). A plan whose
+// dispatcher chose it under allow_atomics runs other calls on the choice without atomics.
+bool adds_into_d(const Desc& d, const Args& args);
 
 // A plan: the checked desc, the dispatcher's choice and the kernel's launch configuration, built
 // once per shape; tensor maps are encoded on the first run and kept while the operand pointers

@@ -84,12 +84,13 @@ std::vector<GemmCase> gpt2_cases() {
 
 // GPT-2's weight gradients as rigel's trainer computes them (src/cuda/train):
 // fp32 dW, added in place to what the step's earlier micro-batches left
-// (beta 1, C the same matrix as D), bf16 operands.
+// (beta 1, C the same matrix as D), bf16 operands, atomics allowed.
 std::vector<GemmCase> gpt2_dw_cases() {
     std::vector<GemmCase> out;
     for (GemmCase c : gpt2_cases()) {
         if (!c.name.ends_with("_dw")) continue;
         c.desc.d_type = Type::f32;
+        c.desc.allow_atomics = true;  // the trainer's default mode; its deterministic mode allows none
         c.beta = 1.0f;
         c.in_place = true;
         out.push_back(std::move(c));
@@ -262,6 +263,24 @@ std::vector<GemmCase> verify_cases() {
             acc.in_place = true;
             out.push_back(acc);
         }
+    // The dispatcher under allow_atomics (rule 5): 15 tiles (rule 2's split) cleared first in every
+    // layout; in TN (a weight gradient's), 143 tiles in two waves (rule 3's split) added in place, and
+    // both shapes with beta 0.5 into another matrix, which cannot be added into D: there the plan runs
+    // the split without atomics.
+    for (const auto& [a, b] : kLayouts)
+        out.push_back(verify_case(Desc{.m = 300, .n = 520, .k = 2000, .a_op = a, .b_op = b, .d_type = Type::f32,
+                                       .allow_atomics = true},
+                                  1.0f, 0.0f, true, "_atomics"));
+    for (const auto& [m, n, k] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{300, 520, 2000},
+                                  {1544, 1400, 6152}}) {
+        const Desc tn{.m = m, .n = n, .k = k, .a_op = Op::t, .b_op = Op::n, .d_type = Type::f32, .allow_atomics = true};
+        if (m > 1000) {
+            GemmCase acc = verify_case(tn, 0.5f, 1.0f, false, "_in_place_atomics");
+            acc.in_place = true;
+            out.push_back(acc);
+        }
+        out.push_back(verify_case(tn, 0.5f, 0.5f, m < 1000, "_atomics"));  // M = 300: padded rows for TMA
+    }
     // fp8 (layout NT only), each type x output type x epilogue; one shape with
     // packed leading dimensions (D's row of 257 elements unaligned).
     const VerifyShape fp8[] = {{300, 520, 272, 1.0f, 0.0f, true}, {129, 257, 528, 2.0f, -1.0f, false}};

@@ -8,8 +8,10 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "gemm/suites.hpp"
@@ -390,8 +392,59 @@ TEST(GemmChoose, PingPongSplitKFillsRoundsOfConsumers) {
     EXPECT_FALSE(named_after(dw, [](Desc& x) { x.d_type = Type::bf16; }, "pingpong_splitk"));
     EXPECT_FALSE(named_after(dw, [](Desc& x) { x.epilogue = Epilogue::bias; }, "pingpong_splitk"));
     EXPECT_FALSE(kernel_named(square(4096, Type::e4m3), "pingpong_splitk", kH200Sms));
-    // The dispatcher does not pick it (not yet measured).
+    // The dispatcher picks it only where atomics are allowed (rule 5).
     EXPECT_FALSE(choose(dw, kH200Sms).pingpong && choose(dw, kH200Sms).splits > 1);
+}
+
+TEST(GemmChoose, AllowedAtomicsTurnSplitsIntoThePingPongSplitK) {
+    // GPT-2's fp32 dW: rule 3's 4 slabs become 9 ping-pong splits; attention's projection (36 tiles):
+    // rule 2's 3 slabs become 7.
+    Desc dw{.m = 3072, .n = 768, .k = 16384, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true};
+    Choice c = choose(dw, kH200Sms);
+    EXPECT_TRUE(c.pingpong);
+    EXPECT_EQ(c.splits, 9);
+    EXPECT_EQ(c.ctas, kH200Sms);
+    EXPECT_TRUE(contains(c.why, "atomic reductions")) << c.why;
+    c = choose(Desc{.m = 768, .n = 768, .k = 16384, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true},
+               kH200Sms);
+    EXPECT_TRUE(c.pingpong);
+    EXPECT_EQ(c.splits, 7);
+    EXPECT_EQ(c.ctas, kH200Sms);  // 252 units, one round of the persistent CTAs
+    // The verify suite's shapes for rule 5 reach it through both split rules.
+    for (const auto& [m, n, k] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{300, 520, 2000},
+                                  {1544, 1400, 6152}}) {
+        const Desc v{.m = m, .n = n, .k = k, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true};
+        EXPECT_TRUE(choose(v, kH200Sms).pingpong && choose(v, kH200Sms).splits > 1) << m << " x " << n;
+        Desc plain = v;
+        plain.allow_atomics = false;
+        EXPECT_GT(choose(plain, kH200Sms).splits, 1) << m << " x " << n;
+        EXPECT_FALSE(choose(plain, kH200Sms).pingpong) << m << " x " << n;
+    }
+    // Nothing else changes: a bf16 D, an epilogue, fp8, or no split to begin with (108 tiles).
+    for (const auto& change : std::initializer_list<void (*)(Desc&)>{
+             [](Desc& x) { x.d_type = Type::bf16; }, [](Desc& x) { x.epilogue = Epilogue::bias; },
+             [](Desc& x) { x.m = 2304; }}) {
+        Desc x = dw;
+        change(x);
+        Desc plain = x;
+        plain.allow_atomics = false;
+        const Choice with = choose(x, kH200Sms), without = choose(plain, kH200Sms);
+        EXPECT_EQ(with.splits, without.splits);
+        EXPECT_EQ(with.pingpong, without.pingpong);
+        EXPECT_EQ(with.why, without.why);
+    }
+}
+
+TEST(GemmCheckArgs, AddsIntoDOnlyFromZeroOrFromItself) {
+    const Desc d{.m = 300, .n = 520, .k = 2000, .d_type = Type::f32};
+    float buf[2];
+    EXPECT_TRUE(adds_into_d(d, Args{.d = buf}));
+    EXPECT_TRUE(adds_into_d(d, Args{.d = buf, .c = buf, .alpha = 0.5f, .beta = 1.0f}));
+    EXPECT_FALSE(adds_into_d(d, Args{.d = buf, .c = buf + 1, .beta = 1.0f}));
+    EXPECT_FALSE(adds_into_d(d, Args{.d = buf, .c = buf, .beta = 0.5f}));
+    Desc strided = d;
+    strided.ldc = 600;
+    EXPECT_FALSE(adds_into_d(strided, Args{.d = buf, .c = buf, .beta = 1.0f}));
 }
 
 // The TMA stores' rule, one condition at a time from a call that takes them.

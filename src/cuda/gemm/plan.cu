@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -55,6 +56,9 @@ struct Plan::State {
     float* workspace = nullptr;
     std::size_t workspace_bytes = 0;
     int sms = 0;
+    // The dispatcher's ping-pong split-K (allow_atomics): the plan without atomics, for the calls
+    // whose beta and C it cannot add into D (adds_into_d); its workspace is taken on its first run.
+    std::unique_ptr<Plan> without_atomics;
 
     ~State() {
         if (workspace) cudaFree(workspace);  // an error here (context already gone) changes nothing
@@ -62,7 +66,13 @@ struct Plan::State {
 };
 
 
-Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {}
+Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {
+    if (choice_.splits > 1 && choice_.pingpong) {
+        Desc plain = d;
+        plain.allow_atomics = false;
+        state_->without_atomics = std::make_unique<Plan>(plain);
+    }
+}
 
 Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dimensions(d)), choice_(forced) {
     if (const std::string why = check(d); !why.empty()) throw std::invalid_argument(why);
@@ -105,7 +115,10 @@ Plan::~Plan() = default;
 Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 
-std::size_t Plan::workspace_bytes() const { return state_ ? state_->workspace_bytes : 0; }
+std::size_t Plan::workspace_bytes() const {
+    if (!state_) return 0;
+    return state_->workspace_bytes + (state_->without_atomics ? state_->without_atomics->workspace_bytes() : 0);
+}
 
 namespace {
 
@@ -130,14 +143,13 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
     l.stream = stream;
     if (c.splits > 1 && c.pingpong) {
         // Units add into D: D must hold C already (beta 1, C the same matrix) or be cleared here (beta 0).
-        if (args.beta == 0.0f) {
+        if (!adds_into_d(d, args))
+            throw std::invalid_argument(
+                "the ping-pong split-K adds into D: beta must be 0, or 1 with C the same matrix as D");
+        if (args.beta == 0.0f)
             RIGEL_CUDA_CHECK(cudaMemset2DAsync(args.d, static_cast<std::size_t>(d.ldd) * sizeof(float), 0,
                                                static_cast<std::size_t>(d.n) * sizeof(float),
                                                static_cast<std::size_t>(d.m), stream));
-        } else if (!(args.beta == 1.0f && args.c == args.d && d.ldc == d.ldd)) {
-            throw std::invalid_argument(
-                "the ping-pong split-K adds into D: beta must be 0, or 1 with C the same matrix as D");
-        }
         l.epi = p;
         l.splits = c.splits;
         l.grid = dim3(static_cast<unsigned>(c.ctas));
@@ -191,6 +203,7 @@ void refuse_bad_args(const Desc& d, const Args& args) {
 }  // namespace
 
 void Plan::run(const Args& args, Stream stream) {
+    if (state_->without_atomics && !adds_into_d(desc_, args)) return state_->without_atomics->run(args, stream);
     refuse_bad_args(desc_, args);
     const auto s = static_cast<cudaStream_t>(stream);
     if (desc_.epilogue == Epilogue::dgelu_bgrad)
@@ -199,6 +212,8 @@ void Plan::run(const Args& args, Stream stream) {
 }
 
 void Plan::run_decomposed(const Args& args, Stream stream) {
+    if (state_->without_atomics && !adds_into_d(desc_, args))
+        return state_->without_atomics->run_decomposed(args, stream);
     refuse_bad_args(desc_, args);
     const auto s = static_cast<cudaStream_t>(stream);
     EpilogueParams gemm_only = epilogue_params(desc_, args);

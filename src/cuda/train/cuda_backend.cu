@@ -443,8 +443,10 @@ private:
         const auto key = std::make_tuple(m, n, k, a, b, out, e);
         auto it = plans_.find(key);
         if (it == plans_.end())
+            // Atomic additions (the split weight gradients) everywhere but in the deterministic mode.
             it = plans_.emplace(key, std::make_unique<gemm::Plan>(gemm::Desc{.m = m, .n = n, .k = k, .a_op = a,
-                                                                              .b_op = b, .d_type = out, .epilogue = e}))
+                                                                              .b_op = b, .d_type = out, .epilogue = e,
+                                                                              .allow_atomics = !deterministic_}))
                      .first;
         return *it->second;
     }
