@@ -18,12 +18,14 @@
 //   D before its rounding is off by at most slope e + f32:
 //     none, bias, bias_relu   slope 1, f32 0 (the fp32 ops are in e)
 //     both GELUs              slope |gelu'(pre)| + e (|gelu''| <= 0.8 < 1);
-//                             f32 4u (|pre| + |D|): tanhf and erff are within 2
-//                             ulps, the rest a few roundings
+//                             f32 4u (|pre| + |D|): erff within 2 ulps, the
+//                             tanh form's sigmoid evaluation below 1.5u |pre| +
+//                             2.5u |D| (src/cuda/gelu.cuh), the rest a few roundings
 //     dgelu_bgrad             D = pre gelu'(aux), aux exact; slope |gelu'(aux)| +
 //                             f32_g, f32 f32_g |pre| + u |D|, f32_g = 8u (1 + |dg/dt|
 //                             + |h|) the fp32 error of gelu' = 0.5 (1 + t) + h, t the
-//                             tanh (within 2 ulps, and its argument's roundings)
+//                             tanh (its sigmoid form s = 0.5 (1 + t) within a few
+//                             ulps, and its argument's roundings)
 //   D:    before (1 + u_D) + u_D |D| + eta_D
 //   aux:  e (1 + u_D) + u_D |pre| + eta_D
 //   bgrad, every row checked: sum over the rows of D's allowances before
