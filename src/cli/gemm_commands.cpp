@@ -63,6 +63,7 @@ std::string subset_tag(const std::string& cases) { return cases.empty() ? "" : "
 struct RunArgs {
     std::string m, n, k, layout = "NT", type = "bf16", out_type = "bf16", epilogue = "none", alpha = "1", beta = "0";
     std::string kernel = "auto";
+    bool allow_atomics = false;
     CommonArgs common;
 };
 struct ListArgs {
@@ -402,13 +403,15 @@ int run_one(const RunArgs& a, const CLI::App& cmd) {
         throw std::invalid_argument("--epilogue '" + a.epilogue +
                                     "' is not none, bias, bias_relu, bias_gelu, bias_gelu_erf, bias_gelu_aux or "
                                     "dgelu_bgrad");
+    d.allow_atomics = a.allow_atomics;
     if (const std::string why = gemm::check(d); !why.empty()) throw std::invalid_argument(why);
     check_kernel_option(a.kernel);
     if (!gemm::kernel_named(d, a.kernel, 1))
         throw std::invalid_argument("--kernel " + a.kernel + ": no such kernel for " + gemm::name(d.a_type) +
                                     " operands, a " + gemm::name(d.d_type) + " D and epilogue " + a.epilogue);
     GemmCase c{.name = std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + "_" +
-                             a.layout + "_" + a.type + "_" + a.out_type + "_" + a.epilogue,
+                             a.layout + "_" + a.type + "_" + a.out_type + "_" + a.epilogue +
+                             (a.allow_atomics ? "_atomics" : ""),
                      .desc = d,
                      .alpha = parse_scalar("--alpha", a.alpha),
                      .beta = parse_scalar("--beta", a.beta)};
@@ -612,6 +615,9 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
     run->add_option("--beta", ra.beta, "beta (not 0: C is read)")->capture_default_str();
     run->add_option("--kernel", ra.kernel, "the kernel instead of the dispatcher's choice (" + gemm::kernel_names() + ")")
         ->capture_default_str();
+    run->add_flag("--allow-atomics", ra.allow_atomics,
+                  "let the dispatcher add split-K partial tiles into an f32 D by atomics (gemm::Desc::allow_atomics: "
+                  "the order of the additions varies from run to run)");
     add_common_options(run, ra.common, true);
 
     auto* list = gemm_cmd->add_subcommand("list", "The suites, or the cases of one");
