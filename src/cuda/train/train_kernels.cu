@@ -203,8 +203,11 @@ __global__ void __launch_bounds__(kLnWarps * kWarp) layernorm_forward_kernel(
 // Lane l owns columns 8 l + 256 j (j < Chunks, C <= 256 Chunks): it keeps its
 // row's dout and x packed in registers between the two passes, and its
 // columns' dw and db partial sums in registers across all its rows. At the
-// end the CTA's warps add their partials in shared memory, and the CTA adds
-// them to the fp32 outputs: 2 C global atomics per CTA, none per element.
+// end each warp writes its partials to a shared-memory row of its own, the
+// CTA adds the rows in warp order, and adds the sums to the fp32 outputs: 2 C
+// global atomics per CTA, none per element. (Adding the warps' partials into
+// one shared row with atomicAdd instead compiled to 72 compare-and-swap loops
+// per thread, all eight warps on the same addresses at the same moment.)
 // Chunks is a template argument so that the registers match C: sized for
 // C = 1024 at C = 768, the kernel took 218 registers, one CTA per SM, and its
 // grid of two CTAs per SM ran in two waves (GPT-2's 25 calls: 2.1 ms of a
@@ -214,32 +217,30 @@ constexpr int kLnMaxChunks = 4;
 
 //
 // Det (the deterministic mode): no atomics, so that the sums' order is fixed.
-// Each warp writes its partials to a shared-memory row of its own, the CTA
-// adds the rows in warp order and writes its 2 C (Sum: 3 C) sums to row
-// blockIdx.x of `ws`; column_sums_kernel then adds the rows in CTA order into
-// dw, db (and dsum).
+// The CTA writes its 2 C (Sum: 3 C) sums to row blockIdx.x of `ws` instead;
+// column_sums_kernel then adds the rows in CTA order into dw, db (and dsum).
 //
 // Sum: dsum[c] += the column sums of dx as written (its bf16 values). In
 // GPT-2's backward pass dx is the residual stream's gradient, and the next
 // linear layer's bias gradient is exactly those sums: taken here, they cost
 // no pass of their own over the N x C matrix (24 of the step's 36 bias passes).
-// Their partial sums run in a shared-memory row per warp (each lane its own
-// columns), not in registers: a third register set spilled at C = 768.
+// Their partial sums run in the third part of the warp's shared-memory row
+// (each lane its own columns), not in registers: a third register set
+// spilled at C = 768.
 template <int Chunks, bool Det, bool Sum>
 __global__ void __launch_bounds__(kLnWarps * kWarp, Chunks <= 3 ? 2 : 1) layernorm_backward_kernel(
     __nv_bfloat16* dx, float* dw, float* db, float* dsum, const __nv_bfloat16* dout, const __nv_bfloat16* x,
     const __nv_bfloat16* w, const float* mean, const float* rstd, int N, int C, float* ws) {
     constexpr int kSums = Sum ? 3 : 2;
-    // dw, db (and dsum), C each (Det: one such row per warp); then, with Sum,
-    // each warp's dsum partials (C each).
+    // A row per warp: dw, db (and dsum), C each.
     extern __shared__ float partial[];
     const int lane = static_cast<int>(threadIdx.x) % kWarp, warp = static_cast<int>(threadIdx.x) / kWarp;
-    float* const ds_row = partial + (Det ? kLnWarps : 1) * kSums * C + warp * C;
-    if constexpr (!Det)
-        for (int c = static_cast<int>(threadIdx.x); c < kSums * C; c += static_cast<int>(blockDim.x)) partial[c] = 0.0f;
-    if constexpr (Sum)
+    float* const own = partial + static_cast<std::size_t>(warp) * kSums * C;
+    float* const ds_row = own + 2 * C;
+    if constexpr (Sum) {
         for (int c = lane; c < C; c += kWarp) ds_row[c] = 0.0f;
-    if constexpr (!Det || Sum) __syncthreads();
+        __syncwarp();
+    }
     float dw_acc[Chunks][8] = {}, db_acc[Chunks][8] = {};
     for (int n = static_cast<int>(blockIdx.x) * kLnWarps + static_cast<int>(threadIdx.x) / kWarp; n < N;
          n += static_cast<int>(gridDim.x) * kLnWarps) {
@@ -303,35 +304,27 @@ __global__ void __launch_bounds__(kLnWarps * kWarp, Chunks <= 3 ? 2 : 1) layerno
             }
         }
     }
-    // Det: the warp's own row, written; else the CTA's one row, added to atomically.
-    float* const row = partial + (Det ? static_cast<std::size_t>(warp) * kSums * C : 0);
-    const auto put = [&](float* at, float v) {
-        if constexpr (Det) *at = v;
-        else atomicAdd(at, v);
-    };
+    // The warp's dw and db partials beside its dsum partials; then the CTA's sums, the warps added in order.
 #pragma unroll
     for (int j = 0; j < Chunks; ++j) {
         const int c = 8 * lane + 8 * kWarp * j;
         if (c >= C) continue;
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            put(&row[c + k], dw_acc[j][k]);
-            put(&row[C + c + k], db_acc[j][k]);
-            if constexpr (Sum) put(&row[2 * C + c + k], ds_row[c + k]);
-        }
+        float4* const to_dw = reinterpret_cast<float4*>(own + c);
+        float4* const to_db = reinterpret_cast<float4*>(own + C + c);
+        to_dw[0] = make_float4(dw_acc[j][0], dw_acc[j][1], dw_acc[j][2], dw_acc[j][3]);
+        to_dw[1] = make_float4(dw_acc[j][4], dw_acc[j][5], dw_acc[j][6], dw_acc[j][7]);
+        to_db[0] = make_float4(db_acc[j][0], db_acc[j][1], db_acc[j][2], db_acc[j][3]);
+        to_db[1] = make_float4(db_acc[j][4], db_acc[j][5], db_acc[j][6], db_acc[j][7]);
     }
     __syncthreads();
-    if constexpr (Det) {
-        for (int c = static_cast<int>(threadIdx.x); c < kSums * C; c += static_cast<int>(blockDim.x)) {
-            float total = 0.0f;
-            for (int wp = 0; wp < kLnWarps; ++wp) total += partial[static_cast<std::size_t>(wp) * kSums * C + c];
+    for (int c = static_cast<int>(threadIdx.x); c < kSums * C; c += static_cast<int>(blockDim.x)) {
+        float total = 0.0f;
+        for (int wp = 0; wp < kLnWarps; ++wp) total += partial[static_cast<std::size_t>(wp) * kSums * C + c];
+        if constexpr (Det) {
             ws[static_cast<std::size_t>(blockIdx.x) * kSums * C + c] = total;
-        }
-    } else {
-        for (int c = static_cast<int>(threadIdx.x); c < C; c += static_cast<int>(blockDim.x)) {
-            atomicAdd(dw + c, partial[c]);
-            atomicAdd(db + c, partial[C + c]);
-            if constexpr (Sum) atomicAdd(dsum + c, partial[2 * C + c]);
+        } else {
+            float* const out = c < C ? dw : c < 2 * C ? db : dsum;
+            atomicAdd(out + c % C, total);
         }
     }
 }
@@ -757,14 +750,11 @@ void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bflo
         const auto launch = [&]<bool Det, bool Sum>() {
             const auto kernel = layernorm_backward_kernel<Chunks, Det, Sum>;
             constexpr std::size_t kSums = Sum ? 3 : 2;
-            // Det: a row of partials per warp; Sum: a dsum row per warp besides.
-            const auto smem_for = [](std::size_t cols) {
-                return ((Det ? kLnWarps : 1) * kSums + (Sum ? kLnWarps : 0)) * cols * sizeof(float);
-            };
+            // A row of partials per warp.
+            const auto smem_for = [](std::size_t cols) { return kLnWarps * kSums * cols * sizeof(float); };
             const std::size_t smem = smem_for(static_cast<std::size_t>(C));
             const std::size_t widest = smem_for(8 * kWarp * Chunks);
-            if constexpr (Det || Sum)
-                allow_dynamic_smem<layernorm_backward_kernel<Chunks, Det, Sum>>(static_cast<int>(widest));
+            allow_dynamic_smem<layernorm_backward_kernel<Chunks, Det, Sum>>(static_cast<int>(widest));
             // CTAs that fit on an SM at once, asked once per instance for its widest rows (the most shared memory).
             static const int per_sm = [&] {
                 int fit = 0;
