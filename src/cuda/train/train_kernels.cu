@@ -525,20 +525,31 @@ __global__ void __launch_bounds__(256) bias_backward8_kernel(float* db, __nv_bfl
     const int lane = static_cast<int>(threadIdx.x) % kWarp, warp = static_cast<int>(threadIdx.x) / kWarp;
     const int c = static_cast<int>(blockIdx.x) * kBiasCols + 8 * lane;
     float sum[8] = {};
+    // Two rows a warp at a time, both read before either is written back: twice the loads in flight
+    // (the compiler may not hoist the second row's loads above the first's stores: dout and pre could alias).
+    const int stride = static_cast<int>(gridDim.y) * 8;
     if (c < C)
-        for (int n = static_cast<int>(blockIdx.y) * 8 + warp; n < N; n += static_cast<int>(gridDim.y) * 8) {
-            const std::int64_t at = static_cast<std::int64_t>(n) * C + c;
-            float v[8];
-            load8(v, dout + at);
-            if constexpr (Gelu) {
-                float x[8];
-                load8(x, pre + at);
+        for (int n = static_cast<int>(blockIdx.y) * 8 + warp; n < N; n += 2 * stride) {
+            const bool second = n + stride < N;
+            const std::int64_t at[2] = {static_cast<std::int64_t>(n) * C + c,
+                                        static_cast<std::int64_t>(second ? n + stride : n) * C + c};
+            float v[2][8], x[2][8];
 #pragma unroll
-                for (int k = 0; k < 8; ++k) v[k] *= gelu_tanh_grad(x[k]);
-                store8(dout + at, v);
+            for (int i = 0; i < 2; ++i) {
+                load8(v[i], dout + at[i]);
+                if constexpr (Gelu) load8(x[i], pre + at[i]);
             }
 #pragma unroll
-            for (int k = 0; k < 8; ++k) sum[k] += v[k];
+            for (int i = 0; i < 2; ++i) {
+                if (i == 1 && !second) break;
+                if constexpr (Gelu) {
+#pragma unroll
+                    for (int k = 0; k < 8; ++k) v[i][k] *= gelu_tanh_grad(x[i][k]);
+                    store8(dout + at[i], v[i]);
+                }
+#pragma unroll
+                for (int k = 0; k < 8; ++k) sum[k] += v[i][k];
+            }
         }
 #pragma unroll
     for (int k = 0; k < 8; ++k) part[warp][8 * lane + k] = sum[k];
