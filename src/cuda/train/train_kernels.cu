@@ -237,10 +237,15 @@ __global__ void __launch_bounds__(kLnWarps * kWarp, Chunks <= 3 ? 2 : 1) layerno
     const int lane = static_cast<int>(threadIdx.x) % kWarp, warp = static_cast<int>(threadIdx.x) / kWarp;
     float* const own = partial + static_cast<std::size_t>(warp) * kSums * C;
     float* const ds_row = own + 2 * C;
-    if constexpr (Sum) {
+    // w staged once per CTA after the rows: read from global memory in the row loop, ptxas (at its
+    // 128-register cap) split each lane's 16-byte load of w into four 4-byte loads, and those, a
+    // quarter of each sector used, made L1 the kernel's busiest unit (80 % at 67 us a call).
+    __nv_bfloat16* const w_s = reinterpret_cast<__nv_bfloat16*>(partial + static_cast<std::size_t>(kLnWarps) * kSums * C);
+    for (int c = 8 * static_cast<int>(threadIdx.x); c < C; c += 8 * static_cast<int>(blockDim.x))
+        *reinterpret_cast<uint4*>(w_s + c) = *reinterpret_cast<const uint4*>(w + c);
+    if constexpr (Sum)
         for (int c = lane; c < C; c += kWarp) ds_row[c] = 0.0f;
-        __syncwarp();
-    }
+    __syncthreads();
     float dw_acc[Chunks][8] = {}, db_acc[Chunks][8] = {};
     for (int n = static_cast<int>(blockIdx.x) * kLnWarps + static_cast<int>(threadIdx.x) / kWarp; n < N;
          n += static_cast<int>(gridDim.x) * kLnWarps) {
@@ -266,7 +271,7 @@ __global__ void __launch_bounds__(kLnWarps * kWarp, Chunks <= 3 ? 2 : 1) layerno
             float d[8], v[8], wv[8];
             unpack8(d, d_raw[j]);
             unpack8(v, x_raw[j]);
-            load8(wv, w + c);
+            load8(wv, w_s + c);
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
                 const float dnorm = d[k] * wv[k];
@@ -284,7 +289,7 @@ __global__ void __launch_bounds__(kLnWarps * kWarp, Chunks <= 3 ? 2 : 1) layerno
             unpack8(d, d_raw[j]);
             unpack8(v, x_raw[j]);
             unpack8(g, g_raw[j]);
-            load8(wv, w + c);
+            load8(wv, w_s + c);
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
                 const float norm = (v[k] - m) * s;
@@ -762,7 +767,9 @@ void layernorm_backward(__nv_bfloat16* dx, float* dw, float* db, const __nv_bflo
             const auto kernel = layernorm_backward_kernel<Chunks, Det, Sum>;
             constexpr std::size_t kSums = Sum ? 3 : 2;
             // A row of partials per warp.
-            const auto smem_for = [](std::size_t cols) { return kLnWarps * kSums * cols * sizeof(float); };
+            const auto smem_for = [](std::size_t cols) {
+                return kLnWarps * kSums * cols * sizeof(float) + cols * sizeof(__nv_bfloat16);
+            };
             const std::size_t smem = smem_for(static_cast<std::size_t>(C));
             const std::size_t widest = smem_for(8 * kWarp * Chunks);
             allow_dynamic_smem<layernorm_backward_kernel<Chunks, Det, Sum>>(static_cast<int>(widest));
