@@ -24,7 +24,9 @@ fi
 FINAL=${OUT:-$PWD/out/h200}
 OUT=$(mktemp -d /tmp/rigel_visit.XXXXXX)
 mkdir -p "$FINAL"
-pack() { tar czf "$FINAL/visit.tar.gz" -C "$OUT" . ; }
+# Checkpoints (1.5 GB each for GPT-2) never travel: an archive with them is
+# over the size that comes back, and the whole visit's results are lost.
+pack() { tar czf "$FINAL/visit.tar.gz" --exclude='*.ckpt' -C "$OUT" . ; }
 trap pack EXIT
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests ladder probes sass)
@@ -41,10 +43,14 @@ summary=()
 # so that the archive is always written.
 visit_start=$(date +%s)
 budget=${VISIT_BUDGET_S:-100000}
+seconds_left() { echo $(( budget - ($(date +%s) - visit_start) )); }
 fits() {  # fits SECONDS NAME: room for a step of about SECONDS?
-  local left=$(( budget - ($(date +%s) - visit_start) ))
+  local left; left=$(seconds_left)
   if [ "$left" -lt "$1" ]; then summary+=("$2: skipped, ${left} s left of the visit's budget"); return 1; fi
 }
+# capped SECONDS: SECONDS, or what is left of the budget if less (at least 1),
+# for a step's own timeout, so that a step that fits() cannot outlast the call.
+capped() { local left; left=$(seconds_left); [ "$left" -lt "$1" ] && echo $(( left > 1 ? left : 1 )) || echo "$1"; }
 
 log "device"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
@@ -119,7 +125,7 @@ if has tests; then
   # TESTS_TIMEOUT_S (default 400) bounds the whole run, so that a kernel that
   # hangs costs that much of the visit and not the call (the GPU tests' own
   # limits reach 900 s); whatever it leaves running is stopped after it.
-  timeout -k 10 "${TESTS_TIMEOUT_S:-400}" ctest --test-dir "$BUILD" --output-on-failure -j 4 \
+  timeout -k 10 "$(capped "${TESTS_TIMEOUT_S:-400}")" ctest --test-dir "$BUILD" --output-on-failure -j 4 \
     ${TESTS_REGEX:+-R "$TESTS_REGEX"} > "$OUT/tests.log" 2>&1
   rc=$?
   [ $rc -eq 124 ] && { pkill -f "$BUILD/" ; echo "tests: stopped after ${TESTS_TIMEOUT_S:-400} s" >> "$OUT/tests.log"; }
@@ -154,7 +160,7 @@ sanitize_one() {  # tool target
   [ "$tool" = memcheck ] && extra=(--leak-check full)
   [ "$tool" = memcheck ] && [ "$target" = probes ] && extra+=(--report-api-errors no)
   [ "$tool" = racecheck ] && extra=(--racecheck-report hazard)
-  timeout 300 compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 200 "$RIGEL" "${args[@]}" > "$log" 2>&1
+  timeout "$(capped 300)" compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 200 "$RIGEL" "${args[@]}" > "$log" 2>&1
   echo $? > "$log.rc"
   echo "compute-sanitizer --tool $tool ${extra[*]} rigel ${args[*]}" > "$log.cmd"
 }
@@ -244,12 +250,12 @@ fi
 if has gemm || has gemm_quick; then
   log "gemm verify"
   verify_cases=(); [ -n "${VERIFY_CASES:-}" ] && verify_cases=(--cases "$VERIFY_CASES")
-  timeout -s INT 300 $RIGEL gemm verify "${verify_cases[@]}" --out "$OUT" > "$OUT/gemm_verify.txt" 2> "$OUT/gemm_verify.err"
+  timeout -s INT "$(capped 300)" $RIGEL gemm verify "${verify_cases[@]}" --out "$OUT" > "$OUT/gemm_verify.txt" 2> "$OUT/gemm_verify.err"
   summary+=("gemm verify: rc $?")
   if has gemm; then gemm_suites=(all); else read -r -a gemm_suites <<< "${GEMM_SUITES:-fused small}"; fi
   for s in "${gemm_suites[@]}"; do
     log "gemm bench $s"
-    timeout -s INT 360 $RIGEL gemm bench --suite "$s" --out "$OUT" >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
+    timeout -s INT "$(capped 360)" $RIGEL gemm bench --suite "$s" --out "$OUT" >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
     summary+=("gemm bench (suite $s): rc $?")
   done
 fi
@@ -264,12 +270,12 @@ if has blockscaled; then
   # BLOCKSCALED_TYPES and BLOCKSCALED_SHAPES narrow it for a short visit.
   for t in ${BLOCKSCALED_TYPES:-e4m3 e5m2}; do
     log "gemm blockscaled $t"
-    timeout -s INT 240 $RIGEL gemm blockscaled --type "$t" --shapes "${BLOCKSCALED_SHAPES:-1000x1030x1104,129x300x272,4096,8192}" \
+    timeout -s INT "$(capped 240)" $RIGEL gemm blockscaled --type "$t" --shapes "${BLOCKSCALED_SHAPES:-1000x1030x1104,129x300x272,4096,8192}" \
       --time --min-time 0.5 --out "$OUT" >> "$OUT/blockscaled.txt" 2>&1
     summary+=("gemm blockscaled $t: rc $?")
   done
   log "ladder k34 k38 fp8"
-  timeout -s INT 300 $RIGEL ladder --backend cuda --rungs k34_wgmma_fp8_promoted k38_wgmma_fp8_block_scaled vendor \
+  timeout -s INT "$(capped 300)" $RIGEL ladder --backend cuda --rungs k34_wgmma_fp8_promoted k38_wgmma_fp8_block_scaled vendor \
     --dtype e4m3 --sizes 4096 8192 --paired --out "$OUT" > "$OUT/ladder_blockscaled.txt" 2>&1
   summary+=("ladder k34/k38 e4m3: rc $?")
 fi
@@ -284,7 +290,7 @@ if has gemm_bench; then
       fits 75 "gemm bench $s --kernel $kern" || continue
       log "gemm bench $s --kernel $kern"
       bench_cases=(); [ -n "${GEMM_CASES:-}" ] && bench_cases=(--cases "$GEMM_CASES")
-      timeout -s INT 240 $RIGEL gemm bench --suite "$s" --kernel "$kern" "${bench_cases[@]}" --min-time "${GEMM_MIN_TIME:-1}" --out "$OUT" \
+      timeout -s INT "$(capped 240)" $RIGEL gemm bench --suite "$s" --kernel "$kern" "${bench_cases[@]}" --min-time "${GEMM_MIN_TIME:-1}" --out "$OUT" \
         >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
       summary+=("gemm bench (suite $s, kernel $kern): rc $?")
     done
@@ -294,7 +300,7 @@ fi
 if has gemm_compare; then
   for s in gpt2 fused small; do
     log "gemm bench $s --kernel 128x256"
-    timeout -s INT 240 $RIGEL gemm bench --suite "$s" --kernel 128x256 --min-time 0.5 --out "$OUT" \
+    timeout -s INT "$(capped 240)" $RIGEL gemm bench --suite "$s" --kernel 128x256 --min-time 0.5 --out "$OUT" \
       >> "$OUT/gemm_compare.txt" 2>> "$OUT/gemm_compare.err"
     summary+=("gemm bench (suite $s, kernel 128x256): rc $?")
   done
@@ -307,13 +313,13 @@ fi
 if has attention || has attention_quick; then
   pack  # what the earlier steps wrote comes back even if a hung kernel outlasts the call
   log "attention verify"
-  timeout -k 15 -s INT 300 $RIGEL attention verify --baselines --out "$OUT" > "$OUT/attention_verify.txt" \
+  timeout -k 15 -s INT "$(capped 300)" $RIGEL attention verify --baselines --out "$OUT" > "$OUT/attention_verify.txt" \
     2> "$OUT/attention_verify.err"
   summary+=("attention verify: rc $?")
   if has attention; then att_suites=(all); else read -r -a att_suites <<< "${ATT_SUITES:-targets gpt2}"; fi
   for s in "${att_suites[@]}"; do
     log "attention bench $s"
-    timeout -k 15 -s INT 400 $RIGEL attention bench --suite "$s" --out "$OUT" >> "$OUT/attention_bench.txt" \
+    timeout -k 15 -s INT "$(capped 400)" $RIGEL attention bench --suite "$s" --out "$OUT" >> "$OUT/attention_bench.txt" \
       2>> "$OUT/attention_bench.err"
     summary+=("attention bench (suite $s): rc $?")
   done
@@ -335,7 +341,7 @@ if has ncu_gemm; then
       # NCU_DETAILS=0 leaves out the full set's report (the source page alone).
       if [ "${NCU_DETAILS:-1}" = 1 ] && fits 90 "ncu gemm $m x $n x $k $epi ($kern)"; then
       log "ncu gemm $m x $n x $k $epi ($kern)"
-      timeout -s INT 240 ncu --clock-control none --set full -k regex:pingpong --launch-skip 2 --launch-count 1 \
+      timeout -s INT "$(capped 240)" ncu --clock-control none --set full -k regex:pingpong --launch-skip 2 --launch-count 1 \
         --print-details all --page details \
         $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout NT --epilogue "$epi" --kernel "$kern" --warmup 0 \
         --min-time 0.01 > "$OUT/ncu_gemm_${m}x${n}x${k}_${epi}_${kern}.txt" 2>&1
@@ -344,7 +350,7 @@ if has ncu_gemm; then
       # NCU_SOURCE=1: the same launch's SASS lines with the most warp-state samples
       # (scripts/ncu_sass_hotspots.py), the page itself being too long to bring back.
       if [ "${NCU_SOURCE:-0}" = 1 ] && fits 90 "ncu gemm source page"; then
-        timeout -s INT 240 ncu --clock-control none --section SourceCounters -k regex:pingpong --launch-skip 2 \
+        timeout -s INT "$(capped 240)" ncu --clock-control none --section SourceCounters -k regex:pingpong --launch-skip 2 \
           --launch-count 1 --csv --page source --print-source sass \
           $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout NT --epilogue "$epi" --kernel "$kern" --warmup 0 \
           --min-time 0.01 > "$OUT/ncu_page.csv" 2>&1
@@ -366,7 +372,7 @@ fi
 if has ncu_attention; then
   if fits 120 "ncu attention backward"; then
     log "ncu attention backward (gpt2)"
-    timeout -s INT 240 ncu --clock-control none --set full -k regex:fa3_backward_kernel --launch-skip 1 \
+    timeout -s INT "$(capped 240)" ncu --clock-control none --set full -k regex:fa3_backward_kernel --launch-skip 1 \
       --launch-count 1 --print-details all --page details \
       $RIGEL attention bench --suite gpt2 --warmup 0 --min-time 0.01 > "$OUT/ncu_attention_bwd_gpt2.txt" 2>&1
     summary+=("ncu attention backward: rc $?")
@@ -385,7 +391,7 @@ if has ncu_train; then
     fits 60 "ncu train $kern" || continue
     log "ncu train $kern"
     mkdir -p "$OUT/ncu_train"
-    timeout -s INT 120 ncu --clock-control none --set full -k "regex:$kern" --launch-skip 1 --launch-count 1 \
+    timeout -s INT "$(capped 120)" ncu --clock-control none --set full -k "regex:$kern" --launch-skip 1 --launch-count 1 \
       --print-details all --page details \
       $RIGEL train run --model gpt2 --backend cuda --data "$data/train.bin" --batch 16 --seq 1024 --steps 2 \
       --warmup 10 --lr 6e-4 --out "$OUT/ncu_train" > "$OUT/ncu_train_$kern.txt" 2>&1
@@ -402,7 +408,7 @@ emulate_one() {
   local n; n=$(tr ',' '\n' <<< "$3" | wc -l)
   fits "$4" "emulate $1 against $2" || return 0
   log "emulate $1 against $2"
-  timeout -s INT 300 $RIGEL emulate --path "$1" --shapes "$3" --against "$2" --out "$OUT" >> "$OUT/emulate.txt" 2>&1
+  timeout -s INT "$(capped 300)" $RIGEL emulate --path "$1" --shapes "$3" --against "$2" --out "$OUT" >> "$OUT/emulate.txt" 2>&1
   summary+=("emulate $1 against $2 ($n problems): rc $?")
 }
 # K a multiple of 8: TMA's rows of 16 bytes (the library and the wgmma rungs
@@ -442,7 +448,7 @@ fi
 # rigel's own training kernels against float64.
 if has train; then
   log "train check"
-  timeout -s INT 120 $RIGEL train check --out "$OUT" > "$OUT/train_check.txt" 2> "$OUT/train_check.err"
+  timeout -s INT "$(capped 120)" $RIGEL train check --out "$OUT" > "$OUT/train_check.txt" 2> "$OUT/train_check.err"
   summary+=("train check: rc $?")
 fi
 
@@ -458,7 +464,7 @@ if has train_full; then
     log "train full: $full_steps steps"
     rm -f "$OUT/full.ckpt"
     mkdir -p "$OUT/full"
-    timeout -s INT 400 $RIGEL train run --model gpt2 --backend cuda --data "$data/train.bin" --val "$data/val.bin" \
+    timeout -s INT "$(capped 400)" $RIGEL train run --model gpt2 --backend cuda --data "$data/train.bin" --val "$data/val.bin" \
       --batch 16 --seq 1024 --steps "$full_steps" --warmup 40 --lr 6e-4 --val-every 25 --val-batches 8 \
       --checkpoint "$OUT/full.ckpt" --checkpoint-every 200 --out "$OUT/full" > "$OUT/train_full.txt" 2>&1
     summary+=("train full ($full_steps steps): rc $?")
@@ -469,7 +475,7 @@ if has train_full; then
     mv "$OUT"/full/* "$OUT"/ 2>/dev/null; rm -rf "$OUT/full"
     for seed in 1 2 3; do
       echo "== sample, seed $seed, temperature 0.8, top-k 40" >> "$OUT/train_full_samples.txt"
-      timeout -s INT 60 $RIGEL train sample --checkpoint "$OUT/full.ckpt" --backend cuda --tokens 200 \
+      timeout -s INT "$(capped 60)" $RIGEL train sample --checkpoint "$OUT/full.ckpt" --backend cuda --tokens 200 \
         --temperature 0.8 --top-k 40 --seed "$seed" --tokenizer "$data/gpt2.tiktoken" \
         >> "$OUT/train_full_samples.txt" 2>&1
       summary+=("train sample seed $seed: rc $?")
@@ -491,27 +497,27 @@ if has dist_one; then
   $RIGEL train run "${dp[@]}" --init-only --checkpoint "$OUT/dp_init.ckpt" > "$OUT/dist_one.txt" 2>&1
   cp "$OUT/dp_init.ckpt" "$OUT/dp_plain.ckpt"; cp "$OUT/dp_init.ckpt" "$OUT/dp_launch.ckpt"
   mkdir -p "$OUT/dp_plain" "$OUT/dp_launch"
-  timeout -s INT 200 $RIGEL train run "${dp[@]}" --resume --checkpoint "$OUT/dp_plain.ckpt" --out "$OUT/dp_plain" \
+  timeout -s INT "$(capped 200)" $RIGEL train run "${dp[@]}" --resume --checkpoint "$OUT/dp_plain.ckpt" --out "$OUT/dp_plain" \
     >> "$OUT/dist_one.txt" 2>&1
   summary+=("dist: plain run rc $?")
-  timeout -s INT 200 $RIGEL launch --nproc 1 -- $RIGEL train run "${dp[@]}" --resume --checkpoint "$OUT/dp_launch.ckpt" \
+  timeout -s INT "$(capped 200)" $RIGEL launch --nproc 1 -- $RIGEL train run "${dp[@]}" --resume --checkpoint "$OUT/dp_launch.ckpt" \
     --out "$OUT/dp_launch" >> "$OUT/dist_one.txt" 2>&1
   summary+=("dist: launched run rc $?")
   cp "$OUT/dp_init.ckpt" "$OUT/dp_shard.ckpt"; mkdir -p "$OUT/dp_shard"
-  timeout -s INT 200 $RIGEL launch --nproc 1 -- $RIGEL train run "${dp[@]}" --resume --checkpoint "$OUT/dp_shard.ckpt" \
+  timeout -s INT "$(capped 200)" $RIGEL launch --nproc 1 -- $RIGEL train run "${dp[@]}" --resume --checkpoint "$OUT/dp_shard.ckpt" \
     --shard-optimizer --out "$OUT/dp_shard" >> "$OUT/dist_one.txt" 2>&1
   summary+=("dist: launched run with --shard-optimizer rc $?")
   summary+=("dist: losses plain, launched, sharded: $(paste -d, <(cut -d, -f5 "$OUT"/dp_plain/*_train_gpt2_cuda.csv) \
     <(cut -d, -f5 "$OUT"/dp_launch/*_train_gpt2_cuda.csv) <(cut -d, -f5 "$OUT"/dp_shard/*_train_gpt2_cuda.csv) |
     tail -n +2 | tr '\n' ' ')")
-  timeout -s INT 120 $RIGEL launch --nproc 1 -- $RIGEL dist allreduce --out "$OUT" >> "$OUT/dist_one.txt" 2>&1
+  timeout -s INT "$(capped 120)" $RIGEL launch --nproc 1 -- $RIGEL dist allreduce --out "$OUT" >> "$OUT/dist_one.txt" 2>&1
   summary+=("dist: allreduce rc $?")
   # The deterministic mode's data-parallel path (the micro-batches' gradients gathered and added in
   # order) on one rank against a plain deterministic run: the checkpoints must be equal byte for byte.
   cp "$OUT/dp_init.ckpt" "$OUT/dp_det_plain.ckpt"; cp "$OUT/dp_init.ckpt" "$OUT/dp_det_launch.ckpt"
-  timeout -s INT 200 $RIGEL train run "${dp[@]}" --deterministic --resume --checkpoint "$OUT/dp_det_plain.ckpt" \
+  timeout -s INT "$(capped 200)" $RIGEL train run "${dp[@]}" --deterministic --resume --checkpoint "$OUT/dp_det_plain.ckpt" \
     >> "$OUT/dist_one.txt" 2>&1
-  timeout -s INT 200 $RIGEL launch --nproc 1 -- $RIGEL train run "${dp[@]}" --deterministic --resume \
+  timeout -s INT "$(capped 200)" $RIGEL launch --nproc 1 -- $RIGEL train run "${dp[@]}" --deterministic --resume \
     --checkpoint "$OUT/dp_det_launch.ckpt" >> "$OUT/dist_one.txt" 2>&1
   cmp -s "$OUT/dp_det_plain.ckpt" "$OUT/dp_det_launch.ckpt" && v=identical || v=DIFFERENT
   summary+=("dist: deterministic, launched against plain: checkpoints $v")
@@ -532,16 +538,16 @@ if has train_det; then
     $RIGEL train run "${det[@]}" --init-only --checkpoint "$OUT/det_init.ckpt" > "$OUT/train_det.txt" 2>&1
     for r in a b r default; do cp "$OUT/det_init.ckpt" "$OUT/det_$r.ckpt"; done
     for r in a b; do
-      timeout -s INT 150 $RIGEL train run "${det[@]}" --deterministic --resume --checkpoint "$OUT/det_$r.ckpt" \
+      timeout -s INT "$(capped 150)" $RIGEL train run "${det[@]}" --deterministic --resume --checkpoint "$OUT/det_$r.ckpt" \
         --out "$OUT/det_$r" >> "$OUT/train_det.txt" 2>&1
       summary+=("train deterministic run $r: rc $?")
     done
-    timeout -s INT 150 $RIGEL train run "${det[@]}" --deterministic --resume --checkpoint "$OUT/det_r.ckpt" \
+    timeout -s INT "$(capped 150)" $RIGEL train run "${det[@]}" --deterministic --resume --checkpoint "$OUT/det_r.ckpt" \
       --stop-after 4 --out "$OUT/det_r" >> "$OUT/train_det.txt" 2>&1
-    timeout -s INT 150 $RIGEL train run "${det[@]}" --deterministic --resume --checkpoint "$OUT/det_r.ckpt" \
+    timeout -s INT "$(capped 150)" $RIGEL train run "${det[@]}" --deterministic --resume --checkpoint "$OUT/det_r.ckpt" \
       --out "$OUT/det_r2" >> "$OUT/train_det.txt" 2>&1
     summary+=("train deterministic stopped at 4 and resumed: rc $?")
-    timeout -s INT 150 $RIGEL train run "${det[@]}" --resume --checkpoint "$OUT/det_default.ckpt" \
+    timeout -s INT "$(capped 150)" $RIGEL train run "${det[@]}" --resume --checkpoint "$OUT/det_default.ckpt" \
       --out "$OUT/det_default" >> "$OUT/train_det.txt" 2>&1
     summary+=("train default (beside the deterministic runs): rc $?")
     cmp -s "$OUT/det_a.ckpt" "$OUT/det_b.ckpt" && v=identical || v=DIFFERENT
@@ -579,7 +585,7 @@ if has train_compare; then
     "${common[@]}" > "$OUT/train_init.txt" 2>&1
   cp "$OUT/init.ckpt" "$OUT/rigel.ckpt"
   log "train compare: rigel"
-  timeout -s INT 300 $RIGEL train run --model gpt2 --backend cuda --data "$data/train.bin" --val "$data/val.bin" \
+  timeout -s INT "$(capped 300)" $RIGEL train run --model gpt2 --backend cuda --data "$data/train.bin" --val "$data/val.bin" \
     --checkpoint "$OUT/rigel.ckpt" --resume "${common[@]}" --out "$OUT" > "$OUT/train_rigel.txt" 2>&1
   summary+=("train rigel: rc $?")
   # Where rigel's step spends its device time: a short run of its own with
@@ -589,7 +595,7 @@ if has train_compare; then
   if [ "${TRAIN_PROFILE:-1}" = 1 ]; then
   log "train compare: rigel profile"
   mkdir -p "$OUT/profile"
-  timeout -s INT 200 $RIGEL train run --model gpt2 --backend cuda --data "$data/train.bin" --batch 16 --seq 1024 \
+  timeout -s INT "$(capped 200)" $RIGEL train run --model gpt2 --backend cuda --data "$data/train.bin" --batch 16 --seq 1024 \
     --steps 8 --warmup 10 --lr 6e-4 --profile --out "$OUT/profile" > "$OUT/train_rigel_profile.txt" 2>&1
   summary+=("train rigel profile: rc $?")
   mv "$OUT"/profile/*_profile_gpt2_cuda.* "$OUT"/ 2>/dev/null; rm -rf "$OUT/profile"
@@ -602,11 +608,11 @@ if has train_compare; then
   if [ "${TRAIN_VENDOR:-1}" = 1 ]; then
   log "train compare: rigel's loop on cuBLASLt and cuDNN"
   cp "$OUT/init.ckpt" "$OUT/vendor.ckpt"
-  timeout -s INT 200 $RIGEL train run --model gpt2 --backend cuda-vendor --data "$data/train.bin" --val "$data/val.bin" \
+  timeout -s INT "$(capped 200)" $RIGEL train run --model gpt2 --backend cuda-vendor --data "$data/train.bin" --val "$data/val.bin" \
     --checkpoint "$OUT/vendor.ckpt" --resume "${common[@]}" --out "$OUT" > "$OUT/train_vendor.txt" 2>&1
   summary+=("train cuda-vendor: rc $?")
   mkdir -p "$OUT/profile"
-  timeout -s INT 200 $RIGEL train run --model gpt2 --backend cuda-vendor --data "$data/train.bin" --batch 16 \
+  timeout -s INT "$(capped 200)" $RIGEL train run --model gpt2 --backend cuda-vendor --data "$data/train.bin" --batch 16 \
     --seq 1024 --steps 8 --warmup 10 --lr 6e-4 --profile --out "$OUT/profile" > "$OUT/train_vendor_profile.txt" 2>&1
   summary+=("train cuda-vendor profile: rc $?")
   mv "$OUT"/profile/*_profile_gpt2_cuda-vendor.* "$OUT"/ 2>/dev/null; rm -rf "$OUT/profile" "$OUT/vendor.ckpt"
@@ -618,7 +624,7 @@ if has train_compare; then
     pack  # rigel's runs come back even if this one outlasts the call
     log "train compare: torch $mode"
     flag=(); [ "$mode" = compile ] && flag=(--compile)
-    timeout -k 10 -s INT "${TORCH_TIMEOUT_S:-300}" python3 scripts/gpt2_torch.py --init "$OUT/init.ckpt" --data "$data/train.bin" \
+    timeout -k 10 -s INT "$(capped "${TORCH_TIMEOUT_S:-300}")" python3 scripts/gpt2_torch.py --init "$OUT/init.ckpt" --data "$data/train.bin" \
       --val "$data/val.bin" "${common[@]}" "${flag[@]}" --commit "$commit" --out "$OUT/${stem}_torch-$mode.csv" \
       --profile "$OUT/torch_${mode}_profile.txt" > "$OUT/train_torch_$mode.txt" 2>&1
     summary+=("train torch $mode: rc $?")
