@@ -493,21 +493,55 @@ bool staged_fits(int Vp, const __nv_bfloat16* logits) {
 
 // ---- AdamW -----------------------------------------------------------------------------
 
+// One parameter's AdamW step: m and v updated in place, the new weight returned.
+__device__ __forceinline__ float adamw_one(float p, float g, float& m, float& v, bool decay, float lr, float beta1,
+                                           float beta2, float eps, float weight_decay, float bias1, float bias2) {
+    m = beta1 * m + (1.0f - beta1) * g;
+    v = beta2 * v + (1.0f - beta2) * g * g;
+    const float update = (m / bias1) / (sqrtf(v / bias2) + eps) + (decay ? weight_decay * p : 0.0f);
+    return p - lr * update;
+}
+
+// Four parameters a thread: 16-byte accesses to the fp32 arrays, 8 to the bf16 copy and 4 to the mask
+// where all of them allow it (`vec`, the same for every thread), else one element at a time. A
+// scalar kernel with one parameter a thread moved 31 bytes a parameter at about 70 % of the copy
+// bandwidth on the H200 machine (1.15 ms a GPT-2 step at 5adbbf6).
 __global__ void adamw_kernel(float* params, __nv_bfloat16* params_bf16, const float* grads, float* m, float* v,
                              const std::uint8_t* mask, std::int64_t n, float lr, float beta1, float beta2, float eps,
-                             float weight_decay, float bias1, float bias2, float grad_scale) {
-    const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+                             float weight_decay, float bias1, float bias2, float grad_scale, bool vec) {
+    const std::int64_t i = 4 * (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x);
     if (i >= n) return;
-    const float g = grads[i] * grad_scale;
-    const float mi = beta1 * m[i] + (1.0f - beta1) * g;
-    const float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    const float p = params[i];
-    const float update = (mi / bias1) / (sqrtf(vi / bias2) + eps) + (mask[i] ? weight_decay * p : 0.0f);
-    const float next = p - lr * update;
-    params[i] = next;
-    params_bf16[i] = __float2bfloat16_rn(next);
+    if (vec && i + 4 <= n) {
+        const float4 g4 = *reinterpret_cast<const float4*>(grads + i);
+        float4 m4 = *reinterpret_cast<const float4*>(m + i), v4 = *reinterpret_cast<const float4*>(v + i);
+        float4 p4 = *reinterpret_cast<const float4*>(params + i);
+        const uchar4 k4 = *reinterpret_cast<const uchar4*>(mask + i);
+        const auto step = [&](float& p, float g, float& mm, float& vv, unsigned char k) {
+            p = adamw_one(p, g * grad_scale, mm, vv, k != 0, lr, beta1, beta2, eps, weight_decay, bias1, bias2);
+        };
+        step(p4.x, g4.x, m4.x, v4.x, k4.x);
+        step(p4.y, g4.y, m4.y, v4.y, k4.y);
+        step(p4.z, g4.z, m4.z, v4.z, k4.z);
+        step(p4.w, g4.w, m4.w, v4.w, k4.w);
+        *reinterpret_cast<float4*>(m + i) = m4;
+        *reinterpret_cast<float4*>(v + i) = v4;
+        *reinterpret_cast<float4*>(params + i) = p4;
+        __nv_bfloat162 lo = __floats2bfloat162_rn(p4.x, p4.y), hi = __floats2bfloat162_rn(p4.z, p4.w);
+        uint2 packed;
+        packed.x = *reinterpret_cast<const std::uint32_t*>(&lo);
+        packed.y = *reinterpret_cast<const std::uint32_t*>(&hi);
+        *reinterpret_cast<uint2*>(params_bf16 + i) = packed;
+        return;
+    }
+    for (std::int64_t j = i; j < i + 4 && j < n; ++j) {
+        float mm = m[j], vv = v[j];
+        const float next = adamw_one(params[j], grads[j] * grad_scale, mm, vv, mask[j] != 0, lr, beta1, beta2, eps,
+                                     weight_decay, bias1, bias2);
+        m[j] = mm;
+        v[j] = vv;
+        params[j] = next;
+        params_bf16[j] = __float2bfloat16_rn(next);
+    }
 }
 
 // ---- small reductions ----------------------------------------------------------------
@@ -837,8 +871,10 @@ void crossentropy_fused(float* losses, __nv_bfloat16* logits, const std::uint16_
 void adamw(float* params, __nv_bfloat16* params_bf16, const float* grads, float* m, float* v, const std::uint8_t* mask,
            std::int64_t n, float lr, float beta1, float beta2, float eps, float weight_decay, float bias1, float bias2,
            float grad_scale, cudaStream_t s) {
-    adamw_kernel<<<blocks_for(n, 256), 256, 0, s>>>(params, params_bf16, grads, m, v, mask, n, lr, beta1, beta2, eps,
-                                                    weight_decay, bias1, bias2, grad_scale);
+    const auto at = [](const void* p, std::uintptr_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };
+    const bool vec = at(params, 16) && at(grads, 16) && at(m, 16) && at(v, 16) && at(params_bf16, 8) && at(mask, 4);
+    adamw_kernel<<<blocks_for((n + 3) / 4, 256), 256, 0, s>>>(params, params_bf16, grads, m, v, mask, n, lr, beta1,
+                                                              beta2, eps, weight_decay, bias1, bias2, grad_scale, vec);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
