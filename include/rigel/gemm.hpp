@@ -132,6 +132,10 @@ struct Choice {
     // 8 and D (and aux) 16-byte aligned with rows of a multiple of 8 elements; other calls, or false:
     // the staged 16-byte stores of the other kernels.
     bool tma_store = true;
+    // With tma_store: calls with beta != 0 take the TMA stores too, C's boxes loaded by TMA into the
+    // staging box that D's leave from (C 16-byte aligned, ldc a multiple of 8); false: those calls
+    // take the staged stores. kernel_named "fixed_tma_c" only, not yet the dispatcher's.
+    bool tma_load_c = false;
     int ctas = 0;                    // CTAs launched by the GEMM kernel (a cluster kernel: at most this many)
     std::string why;                 // one sentence: why this kernel for this shape
 };
@@ -163,8 +167,9 @@ Choice choose(const Desc& d, int sms);
 // A kernel asked for by name instead of the dispatcher's: "128x256" and "128x128" (cooperative),
 // "pingpong" (128 x 128, ping-pong, any epilogue and output type), "pingpong_cluster" (the same in
 // 2 x 1 clusters sharing B by TMA multicast), "fixed" (the ping-pong kernel compiled for d's epilogue
-// and a bf16 D, as the dispatcher picks it) and "fixed_staged" (the same with its staged stores
-// instead of TMA stores), none of them split; and "pingpong_splitk" (an fp32 D without epilogue:
+// and a bf16 D, as the dispatcher picks it), "fixed_staged" (the same with its staged stores
+// instead of TMA stores) and "fixed_tma_c" (the same with C loaded by TMA, so that calls with
+// beta != 0 take the TMA stores too), none of them split; and "pingpong_splitk" (an fp32 D without epilogue:
 // the ping-pong kernel over units of (split, tile) in pingpong_splitk_units splits, each unit added
 // into D by reductions in L2, whose order is not fixed; beta 0, or 1 with C the same matrix as D).
 // "auto" is choose(). nullopt when the name is unknown or d has no such kernel (fp8: 128x128 only;
@@ -184,8 +189,9 @@ std::string check_args(const Desc& d, const Args& args);
 // Whether a call of a plan with choice `c` on `args` leaves its tiles through TMA stores, its kernel
 // compiled for `kernel_epilogue` (the plan's epilogue; none for the GEMM of run_decomposed): a
 // fixed-epilogue kernel (c.fixed_epilogue and c.tma_store) with none, bias or bias_gelu_aux, a bf16 D,
-// beta 0, N a multiple of 8, and D (and aux) 16-byte aligned with leading dimensions of a multiple
-// of 8 elements. `d` with its leading dimensions filled in (with_packed_leading_dimensions).
+// beta 0 (or any beta with c.tma_load_c, C then 16-byte aligned with ldc a multiple of 8), N a
+// multiple of 8, and D (and aux) 16-byte aligned with leading dimensions of a multiple of 8 elements.
+// `d` with its leading dimensions filled in (with_packed_leading_dimensions).
 bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const Args& args);
 // Whether the ping-pong split-K can take a call with `args`: its units add into D, so D must be
 // cleared first (beta 0) or already hold C (beta 1, C the same matrix as D). A plan whose

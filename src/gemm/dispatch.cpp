@@ -305,6 +305,7 @@ struct NamedKernel {
     bool fixed = false;       // the ping-pong kernel compiled for the product's epilogue (none where there is none)
     bool tma_store = true;    // with fixed: false keeps its staged stores
     bool split_reduce = false;  // the ping-pong split-K: units added into an fp32 D (pingpong_splitk_units)
+    bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
 };
 constexpr std::array kNamedKernels{
     NamedKernel{"128x256", kWideTileN, false, false},
@@ -314,6 +315,7 @@ constexpr std::array kNamedKernels{
     NamedKernel{"fixed", kNarrowTileN, true, false, 1, true},
     NamedKernel{"fixed_staged", kNarrowTileN, true, false, 1, true, false},
     NamedKernel{"pingpong_splitk", kNarrowTileN, true, false, 1, false, true, true},
+    NamedKernel{"fixed_tma_c", kNarrowTileN, true, false, 1, true, true, false, true},
 };
 
 }  // namespace
@@ -346,6 +348,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         c.cluster_m = k.cluster_m;
         c.fixed_epilogue = k.fixed;
         c.tma_store = k.tma_store;
+        c.tma_load_c = k.tma_load_c;
         const std::int64_t tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, k.tile_n);
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
         if (k.split_reduce) {
@@ -359,7 +362,8 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
                 " x " + std::to_string(k.tile_n) + " tiles" +
                 (k.cluster_m > 1 ? ", pairs of CTAs sharing B by TMA multicast" : "") +
                 (k.fixed ? std::string(", the kernel compiled for this epilogue and a bf16 D") +
-                               (k.tma_store ? "" : ", staged stores")
+                               (k.tma_store ? "" : ", staged stores") +
+                               (k.tma_load_c ? ", C loaded by TMA where beta is not 0" : "")
                          : "") +
                 ", K not split";
         return c;
@@ -384,12 +388,14 @@ std::string kernel_names() {
 // columns 289-295 of every row, the rest of the row's last 16 bytes, into the
 // padding up to ldd (the verify suite at 1c7bd85); and with C read a pair at a
 // time from global memory the residual products ran at 0.43x (fwd_attn_proj)
-// and 0.71x (fwd_mlp_down) cuBLASLt against 0.75x and 0.94x staged.
+// and 0.71x (fwd_mlp_down) cuBLASLt against 0.75x and 0.94x staged. With
+// c.tma_load_c (kernel_named "fixed_tma_c") C comes in by TMA instead, into
+// the staging box D leaves from; not yet the dispatcher's choice.
 bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const Args& args) {
     const Epilogue e = kernel_epilogue;
     const auto aligned16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-    if (!c.fixed_epilogue || !c.tma_store || c.splits != 1 || d.d_type != Type::bf16 || args.beta != 0.0f)
-        return false;
+    if (!c.fixed_epilogue || !c.tma_store || c.splits != 1 || d.d_type != Type::bf16) return false;
+    if (args.beta != 0.0f && !(c.tma_load_c && aligned16(args.c) && d.ldc % 8 == 0)) return false;
     if (e != Epilogue::none && e != Epilogue::bias && e != Epilogue::bias_gelu_aux) return false;
     if (!aligned16(args.d) || d.ldd % 8 != 0 || d.n % 8 != 0) return false;
     return e != Epilogue::bias_gelu_aux || (aligned16(args.aux) && d.ldaux % 8 == 0);

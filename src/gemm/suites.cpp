@@ -218,11 +218,21 @@ std::vector<GemmCase> verify_cases() {
     // "fixed_staged" by name.
     for (const auto& [a, b] : kLayouts)
         for (Epilogue e : gemm::kFixedEpilogues)
-            for (const std::string kernel : {"", "fixed_staged"})
+            for (const std::string kernel : {"", "fixed_staged", "fixed_tma_c"})
                 out.push_back(verify_case(Desc{.m = 300, .n = 289, .k = 136, .a_type = Type::bf16,
                                                .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
                                                .epilogue = e},
                                           1.0f, 1.0f, true, kernel.empty() ? "" : "_" + kernel, kernel));
+    // C loaded by TMA ("fixed_tma_c"): 296 columns (a multiple of 8 whose last tile's second box lies past
+    // N and its first is cut at 40), C added with beta 1 and scaled (alpha 1.5, beta -0.5); the
+    // epilogues without TMA stores (dgelu_bgrad) take the staged path by the same name.
+    for (const auto& [a, b] : kLayouts)
+        for (Epilogue e : gemm::kFixedEpilogues)
+            for (const auto& [alpha, beta] : {std::pair{1.0f, 1.0f}, std::pair{1.5f, -0.5f}})
+                out.push_back(verify_case(Desc{.m = 300, .n = 296, .k = 136, .a_type = Type::bf16,
+                                               .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
+                                               .epilogue = e},
+                                          alpha, beta, true, "_fixed_tma_c", "fixed_tma_c"));
     // The TMA stores over many tiles: 2104 x 2104 (rows of a multiple of 8 in
     // every layout, the last tile 56 x 56) and K = 1000, so that each
     // consumer reuses its staging box tile after tile, with the bias and with
@@ -234,6 +244,18 @@ std::vector<GemmCase> verify_cases() {
             out.push_back(verify_case(Desc{.m = 2104, .n = 2104, .k = 1000, .a_type = Type::bf16, .b_type = Type::bf16,
                                            .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
                                       1.0f, beta, false, "_multitile"));
+    // C by TMA over many tiles (each consumer's barrier for C through many phases): the residual bias
+    // product in every layout, and in place (C is D) in NT, as a projection adds into its stream.
+    for (const auto& [a, b] : kLayouts) {
+        const Desc d{.m = 2104, .n = 2104, .k = 1000, .a_type = Type::bf16, .b_type = Type::bf16, .a_op = a,
+                     .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::bias};
+        out.push_back(verify_case(d, 1.0f, 1.0f, false, "_multitile_fixed_tma_c", "fixed_tma_c"));
+        if (layout_name(a, b) == "NT") {
+            GemmCase in_place = verify_case(d, 1.0f, 1.0f, false, "_multitile_in_place_fixed_tma_c", "fixed_tma_c");
+            in_place.in_place = true;
+            out.push_back(in_place);
+        }
+    }
     // Several tiles per CTA: 2100 x 2100 is 289 tiles of 128 x 128 (153 of
     // 128 x 256) for 132 persistent CTAs, and K = 1000 is 16 k-tiles, so the
     // ring wraps within each tile; the ping-pong consumers hand their turn

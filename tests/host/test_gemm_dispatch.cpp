@@ -357,7 +357,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "pingpong_cluster", kH200Sms));
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
-    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk");
+    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));
@@ -491,6 +491,34 @@ TEST(GemmChoose, TmaStoresOnlyWhereTheyWereVerified) {
     Desc f32 = d;
     f32.d_type = Type::f32;
     EXPECT_FALSE(tma_stores(f32, c, d.epilogue, args));
+}
+
+// "fixed_tma_c": C loaded by TMA, so that the residual (beta != 0) takes the TMA stores too, where C's
+// rows allow the copies; the dispatcher does not pick it yet.
+TEST(GemmChoose, TmaLoadsOfCOnlyByName) {
+    Desc d{.m = 16384, .n = 768, .k = 768, .a_type = Type::bf16, .b_type = Type::bf16, .a_op = Op::n,
+           .b_op = Op::t, .d_type = Type::bf16, .epilogue = Epilogue::bias};
+    d = with_packed_leading_dimensions(d);
+    const auto c = kernel_named(d, "fixed_tma_c", kH200Sms);
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(c->fixed_epilogue && c->tma_store && c->tma_load_c);
+    EXPECT_TRUE(contains(c->why, "C loaded by TMA")) << c->why;
+    EXPECT_FALSE(choose(d, kH200Sms).tma_load_c);
+    void* const at = reinterpret_cast<void*>(std::uintptr_t{4096});
+    const Args residual{.a = at, .b = at, .d = at, .c = at, .bias = at, .beta = 1.0f};
+    EXPECT_TRUE(tma_stores(d, *c, d.epilogue, residual));
+    EXPECT_FALSE(tma_stores(d, choose(d, kH200Sms), d.epilogue, residual));
+    // C off a 16-byte boundary, or its rows not a multiple of 8: the staged stores.
+    Args c_off = residual;
+    c_off.c = reinterpret_cast<void*>(std::uintptr_t{4098});
+    EXPECT_FALSE(tma_stores(d, *c, d.epilogue, c_off));
+    Desc odd_ldc = d;
+    odd_ldc.ldc = 772;
+    EXPECT_FALSE(tma_stores(odd_ldc, *c, d.epilogue, residual));
+    // Only where the fixed kernel exists (a bf16 D).
+    Desc f32 = d;
+    f32.d_type = Type::f32;
+    EXPECT_FALSE(kernel_named(f32, "fixed_tma_c", kH200Sms));
 }
 
 // "fixed" and "fixed_staged": the ping-pong kernel compiled for the product's

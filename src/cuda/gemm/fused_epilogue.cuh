@@ -505,7 +505,9 @@ struct FusedEpilogue {
 // which takes every call with beta != 0.
 struct FixedEpilogueParams : EpilogueParams {
     CUtensorMap map_d{}, map_aux{};  // boxes of 64 rows x 64 bf16, 128B swizzle (p.tma)
+    CUtensorMap map_c{};             // the same boxes of C (p.tma_c)
     bool tma = false;
+    bool tma_c = false;  // with tma and beta != 0: C loaded by TMA into the staging box, D written over it
 };
 
 template <class T, Epilogue K>
@@ -533,6 +535,24 @@ struct FixedEpilogue : FusedEpilogue {
             [&](int rows_left, int cols_left, int chunk_col0) {
                 return finish_chunk_as<T, K>(p, staging, rows_left, cols_left, row0, chunk_col0, t);
             });
+    }
+
+    // The consumers' barriers for C's boxes (p.tma_c), one each, set up by thread 0 before the kernel's
+    // first __syncthreads (pingpong_kernel calls init() where the policy has one). All 128 threads of
+    // the consumer arrive on it each half (the copying thread with the boxes' bytes), and each waits on
+    // the phase its own arrival returned: no phase to count across calls.
+    static __device__ __forceinline__ std::uint64_t* c_ready(int consumer) {
+        __shared__ std::uint64_t bars[2];
+        return &bars[consumer];
+    }
+    static __device__ __forceinline__ void init() {
+        if constexpr (kTmaCapable) {
+            if (threadIdx.x == 0) {
+                sm90::mbar_init(c_ready(0), sm90::kWarpgroup);
+                sm90::mbar_init(c_ready(1), sm90::kWarpgroup);
+                sm90::fence_mbarrier_init();
+            }
+        }
     }
 
     // After the consumer's last tile: its copies finished before the CTA's
@@ -584,7 +604,24 @@ private:
         if (issuer) sm90::bulk_wait_read<0>();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
         unsigned char* const box = reinterpret_cast<unsigned char*>(staging);
-        // No C here: gemm::tma_stores sends calls with beta != 0 to the staged path.
+        // C (beta != 0, which gemm::tma_stores allows only with p.tma_c): the half's boxes of C copied
+        // into the staging box D goes out of, each thread reading its pairs where it then writes D's.
+        const bool with_c = p.tma_c;
+        if (with_c) {
+            std::uint64_t* const bar = c_ready(static_cast<int>(threadIdx.x) / sm90::kWarpgroup - 1);
+            std::uint64_t phase = 0;
+            if (issuer) {
+                int boxes = 0;
+                for (int b = 0; b < BN / 64; ++b) boxes += col0 + 64 * b < n ? 1 : 0;
+                phase = sm90::mbar_arrive_expect_tx_state(bar, static_cast<std::uint32_t>(boxes * kBoxBytes));
+                for (int b = 0; b < BN / 64; ++b)
+                    if (col0 + 64 * b < n)
+                        sm90::tma_load_2d(box + b * kBoxBytes, &p.map_c, bar, col0 + 64 * b, row0);
+            } else {
+                phase = sm90::mbar_arrive_state(bar);
+            }
+            sm90::mbar_wait_state(bar, phase);
+        }
 #pragma unroll
         for (int j = 0; j < kGroups; ++j) {
             float2 bv = make_float2(0.0f, 0.0f);
@@ -592,13 +629,18 @@ private:
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int rr = r + 8 * h;
-                const float x0 = p.alpha * acc[4 * j + 2 * h], x1 = p.alpha * acc[4 * j + 2 * h + 1];
-                float pre0 = 0.0f, pre1 = 0.0f;
-                const float v0 = finish(K, x0, bv.x, 0.0f, pre0);
-                const float v1 = finish(K, x1, bv.y, 0.0f, pre1);
                 // Chunk j % 8 of row rr at chunk (j % 8) ^ (rr % 8): the row's own offset XOR a constant.
                 const int row_at = rr * sm90::kRowBytes + (rr % 8) * 16 + 4 * q;
                 const int at = (j / 8) * kBoxBytes + (row_at ^ ((j % 8) * 16));
+                float x0 = p.alpha * acc[4 * j + 2 * h], x1 = p.alpha * acc[4 * j + 2 * h + 1];
+                if (with_c) {
+                    const float2 c = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(box + at));
+                    x0 += p.beta * c.x;
+                    x1 += p.beta * c.y;
+                }
+                float pre0 = 0.0f, pre1 = 0.0f;
+                const float v0 = finish(K, x0, bv.x, 0.0f, pre0);
+                const float v1 = finish(K, x1, bv.y, 0.0f, pre1);
                 *reinterpret_cast<std::uint32_t*>(box + at) = pack(v0, v1);
                 if constexpr (K == Epilogue::bias_gelu_aux)
                     *reinterpret_cast<std::uint32_t*>(box + kHalfBytes + at) = pack(pre0, pre1);

@@ -43,6 +43,8 @@ struct Launch {
     // Fixed-epilogue rows: D's and aux's maps (64 x 64 boxes) when the epilogue leaves by TMA stores.
     CUtensorMap map_d{}, map_aux{};
     bool tma_store = false;
+    CUtensorMap map_c{};  // with tma_store and beta != 0: C's boxes, loaded by TMA (Choice::tma_load_c)
+    bool tma_load_c = false;
     int splits = 1;  // the ping-pong split-K's units per tile
     float* workspace = nullptr;  // split rows: splits stacked M x N fp32 slabs
     int m = 0, n = 0, k = 0, tiles_m = 0, tiles_n = 0;
@@ -131,6 +133,8 @@ typename Epi::Params pingpong_params(const Launch& l) {
             params.map_d = l.map_d;
             params.map_aux = l.map_aux;
             params.tma = l.tma_store;
+            params.map_c = l.map_c;
+            params.tma_c = l.tma_load_c;
         }
     }
     return params;

@@ -53,6 +53,7 @@ struct Plan::State {
     const KernelEntry* gemm_only_kernel = nullptr;
     cuda::sm90::TensorMapCache maps_a, maps_b;
     cuda::sm90::TensorMapCache maps_d, maps_aux;  // the fixed-epilogue kernels' TMA stores
+    cuda::sm90::TensorMapCache maps_c;            // and their TMA loads of C (Choice::tma_load_c)
     float* workspace = nullptr;
     std::size_t workspace_bytes = 0;
     int sms = 0;
@@ -164,6 +165,10 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
             l.map_d = s.maps_d.get(args.d, DType::bf16, d.m, d.n, d.ldd, kBoxRows);
             if (kernel.key.epilogue == Epilogue::bias_gelu_aux)
                 l.map_aux = s.maps_aux.get(args.aux, DType::bf16, d.m, d.n, d.ldaux, kBoxRows);
+            if (args.beta != 0.0f) {  // tma_stores allows it only with c.tma_load_c
+                l.tma_load_c = true;
+                l.map_c = s.maps_c.get(args.c, DType::bf16, d.m, d.n, d.ldc, kBoxRows);
+            }
         }
         l.grid = dim3(static_cast<unsigned>(c.ctas));
         kernel.launch(l);

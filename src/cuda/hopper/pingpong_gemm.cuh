@@ -146,6 +146,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     };
 
     init_ring(full, empty, G::kEmptyArrivals);  // the 4 warps of the consumer that used the stage (of both CTAs)
+    if constexpr (requires { Epi::init(); }) Epi::init();  // the epilogue's own barriers, where it has any
     if constexpr (kPair) {
         cluster_sync();  // both CTAs' barriers exist before either multicasts or arrives remotely
     } else {
