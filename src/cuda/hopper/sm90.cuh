@@ -143,15 +143,9 @@ __device__ __forceinline__ std::uint64_t mbar_arrive_state(std::uint64_t* bar) {
 }
 __device__ __forceinline__ void mbar_wait_state(std::uint64_t* bar, std::uint64_t state) {
     std::uint32_t done = 0;
-    do {
-        asm volatile(
-            "{\n.reg .pred p;\n"
-            "mbarrier.try_wait.shared::cta.b64 p, [%1], %2;\n"
-            "selp.u32 %0, 1, 0, p;\n}\n"
-            : "=r"(done)
-            : "r"(smem_u32(bar)), "l"(state)
-            : "memory");
-    } while (!done);
+    while (!done)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(smem_u32(bar)), "l"(state) : "memory");
 }
 
 // -- TMA (PTX ISA "cp.async.bulk.tensor") ------------------------------------
