@@ -691,7 +691,8 @@ constexpr unsigned kSumSquaresBlocks = 1024;
 // Bounds that hold for any N and C: LayerNorm's grid is at most what fits at
 // once, which for every Chunks keeps (CTAs per SM) x 3 C (dw, db and dsum)
 // within 2 x 3 x 1024 (a register cap of 128 or more per thread: 2 CTAs;
-// Chunks 1 and 2 at most 8 of 256 columns and 3 of 512); the biases' CTAs along the rows times the columns stay within
+// Chunks 1 and 2 at most 8 of 256 columns, the threads' limit, and 4 of 512,
+// their 50 KB of shared memory each); the biases' CTAs along the rows times the columns stay within
 // 8 x SMs x 256 (column_sums_grid); the gradient norm's within its 1024 CTAs.
 std::size_t deterministic_workspace_floats(int N, int widest) {
     const std::size_t sms = sm_count();
