@@ -133,8 +133,9 @@ struct Choice {
     // the staged 16-byte stores of the other kernels.
     bool tma_store = true;
     // With tma_store: calls with beta != 0 take the TMA stores too, C's boxes loaded by TMA into the
-    // staging box that D's leave from (C 16-byte aligned, ldc a multiple of 8); false: those calls
-    // take the staged stores. kernel_named "fixed_tma_c" only, not yet the dispatcher's.
+    // staging box that D's leave from (C 16-byte aligned, ldc a multiple of 8), and so do dgelu_bgrad's
+    // with beta 0, its aux loaded the same way; false: those calls take the staged stores.
+    // kernel_named "fixed_tma_c" only, not yet the dispatcher's.
     bool tma_load_c = false;
     int ctas = 0;                    // CTAs launched by the GEMM kernel (a cluster kernel: at most this many)
     std::string why;                 // one sentence: why this kernel for this shape

@@ -390,15 +390,18 @@ std::string kernel_names() {
 // time from global memory the residual products ran at 0.43x (fwd_attn_proj)
 // and 0.71x (fwd_mlp_down) cuBLASLt against 0.75x and 0.94x staged. With
 // c.tma_load_c (kernel_named "fixed_tma_c") C comes in by TMA instead, into
-// the staging box D leaves from; not yet the dispatcher's choice.
+// the staging box D leaves from, and so does dgelu_bgrad's aux (beta 0); not
+// yet the dispatcher's choice.
 bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const Args& args) {
     const Epilogue e = kernel_epilogue;
     const auto aligned16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     if (!c.fixed_epilogue || !c.tma_store || c.splits != 1 || d.d_type != Type::bf16) return false;
     if (args.beta != 0.0f && !(c.tma_load_c && aligned16(args.c) && d.ldc % 8 == 0)) return false;
-    if (e != Epilogue::none && e != Epilogue::bias && e != Epilogue::bias_gelu_aux) return false;
+    // dgelu_bgrad: aux comes in by TMA where C would (tma_load_c), so not beside C.
+    const bool dgelu = e == Epilogue::dgelu_bgrad && c.tma_load_c && args.beta == 0.0f;
+    if (e != Epilogue::none && e != Epilogue::bias && e != Epilogue::bias_gelu_aux && !dgelu) return false;
     if (!aligned16(args.d) || d.ldd % 8 != 0 || d.n % 8 != 0) return false;
-    return e != Epilogue::bias_gelu_aux || (aligned16(args.aux) && d.ldaux % 8 == 0);
+    return (e != Epilogue::bias_gelu_aux && !dgelu) || (aligned16(args.aux) && d.ldaux % 8 == 0);
 }
 
 bool adds_into_d(const Desc& desc, const Args& args) {

@@ -224,11 +224,11 @@ std::vector<GemmCase> verify_cases() {
                                                .epilogue = e},
                                           1.0f, 1.0f, true, kernel.empty() ? "" : "_" + kernel, kernel));
     // C loaded by TMA ("fixed_tma_c"): 296 columns (a multiple of 8 whose last tile's second box lies past
-    // N and its first is cut at 40), C added with beta 1 and scaled (alpha 1.5, beta -0.5); the
-    // epilogues without TMA stores (dgelu_bgrad) take the staged path by the same name.
+    // N and its first is cut at 40), C added with beta 1 and scaled (alpha 1.5, beta -0.5), and beta 0
+    // (alpha 0.5), where dgelu_bgrad loads its aux by TMA instead (with C it takes the staged path).
     for (const auto& [a, b] : kLayouts)
         for (Epilogue e : gemm::kFixedEpilogues)
-            for (const auto& [alpha, beta] : {std::pair{1.0f, 1.0f}, std::pair{1.5f, -0.5f}})
+            for (const auto& [alpha, beta] : {std::pair{1.0f, 1.0f}, std::pair{1.5f, -0.5f}, std::pair{0.5f, 0.0f}})
                 out.push_back(verify_case(Desc{.m = 300, .n = 296, .k = 136, .a_type = Type::bf16,
                                                .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
                                                .epilogue = e},
@@ -255,6 +255,10 @@ std::vector<GemmCase> verify_cases() {
             in_place.in_place = true;
             out.push_back(in_place);
         }
+        // dgelu_bgrad's aux by TMA over many tiles, bgrad added across all of them.
+        Desc dgelu = d;
+        dgelu.epilogue = Epilogue::dgelu_bgrad;
+        out.push_back(verify_case(dgelu, 1.0f, 0.0f, false, "_multitile_fixed_tma_c", "fixed_tma_c"));
     }
     // Several tiles per CTA: 2100 x 2100 is 289 tiles of 128 x 128 (153 of
     // 128 x 256) for 132 persistent CTAs, and K = 1000 is 16 k-tiles, so the

@@ -515,6 +515,19 @@ TEST(GemmChoose, TmaLoadsOfCOnlyByName) {
     Desc odd_ldc = d;
     odd_ldc.ldc = 772;
     EXPECT_FALSE(tma_stores(odd_ldc, *c, d.epilogue, residual));
+    // dGELU: aux by TMA, with beta 0 only (aux takes the box C would).
+    Desc dgelu = d;
+    dgelu.epilogue = Epilogue::dgelu_bgrad;
+    const Args dgelu_args{.a = at, .b = at, .d = at, .aux = at, .bgrad = static_cast<float*>(at)};
+    EXPECT_TRUE(tma_stores(dgelu, *c, dgelu.epilogue, dgelu_args));
+    EXPECT_FALSE(tma_stores(dgelu, choose(dgelu, kH200Sms), dgelu.epilogue, dgelu_args));
+    Args dgelu_c = dgelu_args;
+    dgelu_c.c = at;
+    dgelu_c.beta = 1.0f;
+    EXPECT_FALSE(tma_stores(dgelu, *c, dgelu.epilogue, dgelu_c));
+    Args dgelu_off = dgelu_args;
+    dgelu_off.aux = reinterpret_cast<void*>(std::uintptr_t{4098});
+    EXPECT_FALSE(tma_stores(dgelu, *c, dgelu.epilogue, dgelu_off));
     // Only where the fixed kernel exists (a bf16 D).
     Desc f32 = d;
     f32.d_type = Type::f32;

@@ -513,8 +513,11 @@ struct FixedEpilogueParams : EpilogueParams {
 template <class T, Epilogue K>
 struct FixedEpilogue : FusedEpilogue {
     using Params = FixedEpilogueParams;
+    // dgelu_bgrad takes the TMA path with aux loaded by TMA into the staging box (p.tma_c, beta 0).
     static constexpr bool kTmaCapable =
-        std::is_same_v<T, __nv_bfloat16> && (K == Epilogue::none || K == Epilogue::bias || K == Epilogue::bias_gelu_aux);
+        std::is_same_v<T, __nv_bfloat16> && (K == Epilogue::none || K == Epilogue::bias ||
+                                             K == Epilogue::bias_gelu_aux || K == Epilogue::dgelu_bgrad);
+    static constexpr bool kLoadsAux = K == Epilogue::dgelu_bgrad;
     static constexpr int kBoxBytes = sm90::kWgmmaM * sm90::kRowBytes;  // 64 rows x 64 bf16
     static constexpr int kHalfBytes = 2 * kBoxBytes;                   // a 64 x 128 half of the tile
     static constexpr int kStagingBytes = K == Epilogue::bias_gelu_aux ? 2 * kHalfBytes : kHalfBytes;
@@ -604,10 +607,11 @@ private:
         if (issuer) sm90::bulk_wait_read<0>();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
         unsigned char* const box = reinterpret_cast<unsigned char*>(staging);
-        // C (beta != 0, which gemm::tma_stores allows only with p.tma_c): the half's boxes of C copied
-        // into the staging box D goes out of, each thread reading its pairs where it then writes D's.
-        const bool with_c = p.tma_c;
-        if (with_c) {
+        // C (beta != 0, which gemm::tma_stores allows only with p.tma_c), or dgelu_bgrad's aux (its
+        // beta is 0 here): the half's boxes copied into the staging box D goes out of, each thread
+        // reading its pairs where it then writes D's.
+        const bool with_c = !kLoadsAux && p.tma_c;
+        if (with_c || kLoadsAux) {
             std::uint64_t* const bar = c_ready(static_cast<int>(threadIdx.x) / sm90::kWarpgroup - 1);
             std::uint64_t phase = 0;
             if (issuer) {
@@ -616,7 +620,8 @@ private:
                 phase = sm90::mbar_arrive_expect_tx_state(bar, static_cast<std::uint32_t>(boxes * kBoxBytes));
                 for (int b = 0; b < BN / 64; ++b)
                     if (col0 + 64 * b < n)
-                        sm90::tma_load_2d(box + b * kBoxBytes, &p.map_c, bar, col0 + 64 * b, row0);
+                        sm90::tma_load_2d(box + b * kBoxBytes, kLoadsAux ? &p.map_aux : &p.map_c, bar,
+                                          col0 + 64 * b, row0);
             } else {
                 phase = sm90::mbar_arrive_state(bar);
             }
@@ -624,6 +629,7 @@ private:
         }
 #pragma unroll
         for (int j = 0; j < kGroups; ++j) {
+            [[maybe_unused]] float sums[2] = {};  // dgelu_bgrad: the group's two columns' sums of D
             float2 bv = make_float2(0.0f, 0.0f);
             if constexpr (takes_bias(K)) bv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bias_pairs[j]));
 #pragma unroll
@@ -638,12 +644,33 @@ private:
                     x0 += p.beta * c.x;
                     x1 += p.beta * c.y;
                 }
+                float2 aux = make_float2(0.0f, 0.0f);
+                if constexpr (kLoadsAux) aux = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(box + at));
                 float pre0 = 0.0f, pre1 = 0.0f;
-                const float v0 = finish(K, x0, bv.x, 0.0f, pre0);
-                const float v1 = finish(K, x1, bv.y, 0.0f, pre1);
+                const float v0 = finish(K, x0, bv.x, aux.x, pre0);
+                const float v1 = finish(K, x1, bv.y, aux.y, pre1);
+                if constexpr (kLoadsAux) {
+                    sums[0] += v0;
+                    sums[1] += v1;
+                }
                 *reinterpret_cast<std::uint32_t*>(box + at) = pack(v0, v1);
                 if constexpr (K == Epilogue::bias_gelu_aux)
                     *reinterpret_cast<std::uint32_t*>(box + kHalfBytes + at) = pack(pre0, pre1);
+            }
+            // bgrad, group by group (a whole half's sums held at once spilled): the 8 lanes of a warp
+            // that hold the same columns (lane % 4) add theirs, then 4 atomic adds per column and warp.
+            // Rows past M and columns past N hold zeros (their A rows and B columns were loaded as
+            // zeros); columns past N are not added.
+            if constexpr (kLoadsAux) {
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float v = sums[e];
+                    v += __shfl_xor_sync(0xffffffffu, v, 4);
+                    v += __shfl_xor_sync(0xffffffffu, v, 8);
+                    v += __shfl_xor_sync(0xffffffffu, v, 16);
+                    const int col = col0 + 8 * j + 2 * q + e;
+                    if (lane < 4 && col < n) atomicAdd(p.bgrad + col, v);
+                }
             }
         }
         sm90::fence_proxy_async_smem();

@@ -163,7 +163,8 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
             constexpr int kBoxRows = 64;  // FixedEpilogue's staging boxes: 64 rows x 64 bf16
             l.tma_store = true;
             l.map_d = s.maps_d.get(args.d, DType::bf16, d.m, d.n, d.ldd, kBoxRows);
-            if (kernel.key.epilogue == Epilogue::bias_gelu_aux)
+            // aux: bias_gelu_aux stores it, dgelu_bgrad loads it (tma_stores allows that with tma_load_c).
+            if (kernel.key.epilogue == Epilogue::bias_gelu_aux || kernel.key.epilogue == Epilogue::dgelu_bgrad)
                 l.map_aux = s.maps_aux.get(args.aux, DType::bf16, d.m, d.n, d.ldaux, kBoxRows);
             if (args.beta != 0.0f) {  // tma_stores allows it only with c.tma_load_c
                 l.tma_load_c = true;
