@@ -308,14 +308,17 @@ struct NamedKernel {
     bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
 };
 constexpr std::array kNamedKernels{
-    NamedKernel{"128x256", kWideTileN, false, false},
-    NamedKernel{"128x128", kNarrowTileN, false, true},
-    NamedKernel{"pingpong", kNarrowTileN, true, false},
-    NamedKernel{"pingpong_cluster", kNarrowTileN, true, false, 2},
-    NamedKernel{"fixed", kNarrowTileN, true, false, 1, true},
-    NamedKernel{"fixed_staged", kNarrowTileN, true, false, 1, true, false},
-    NamedKernel{"pingpong_splitk", kNarrowTileN, true, false, 1, false, true, true},
-    NamedKernel{"fixed_tma_c", kNarrowTileN, true, false, 1, true, true, false, true},
+    NamedKernel{.name = "128x256", .tile_n = kWideTileN, .pingpong = false, .fp8 = false},
+    NamedKernel{.name = "128x128", .tile_n = kNarrowTileN, .pingpong = false, .fp8 = true},
+    NamedKernel{.name = "pingpong", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false},
+    NamedKernel{.name = "pingpong_cluster", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .cluster_m = 2},
+    NamedKernel{.name = "fixed", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true},
+    NamedKernel{.name = "fixed_staged", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
+                .tma_store = false},
+    NamedKernel{.name = "pingpong_splitk", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false,
+                .split_reduce = true},
+    NamedKernel{.name = "fixed_tma_c", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
+                .tma_load_c = true},
 };
 
 }  // namespace

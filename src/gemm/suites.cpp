@@ -352,7 +352,8 @@ const std::vector<GemmSuite>& table() {
                   .baselines = {Contender::cublaslt, Contender::rigel_decomposed}},
         GemmSuite{.name = "gpt2_dw",
                   .purpose = "GPT-2's five weight gradients as rigel's trainer runs them: fp32 dW accumulated in "
-                             "place (beta 1), bf16 operands",
+                             "place (beta 1), bf16 operands, atomics allowed (cuBLASLt in its default, "
+                             "deterministic mode)",
                   .cases = gpt2_dw_cases(),
                   .baselines = {Contender::cublaslt}},
         GemmSuite{.name = "llama7b",
