@@ -3,8 +3,8 @@
 // recomputed tile by tile, no S x S matrix stored.
 //
 // Three launches:
-//   1. Dl_i = dO_i . O_i per row (fp32, [B, H, S]), one warp per row; and the
-//      fp32 dQ accumulator zeroed.
+//   1. Dl_i = dO_i . O_i per row (fp32, [B, H, S]), D / 8 lanes per row; and
+//      the fp32 dQ accumulator zeroed by the same threads.
 //   2. The main kernel: a CTA owns 64 keys of one head (4 warps of 16 keys),
 //      holds their K and V in shared memory and their dK and dV accumulators
 //      in registers, and walks the query tiles (64 rows at D = 64, 32 at
@@ -40,6 +40,7 @@
 
 #include "cuda/attention/attention_kernels.cuh"
 #include "cuda/attention/mma_sync_tiles.cuh"
+#include "cuda/bf16x8.cuh"
 #include "cuda/check.cuh"
 
 namespace rigel::cuda::attention {
@@ -92,40 +93,55 @@ struct HeadView {
 
 // ---- 1. Dl = rowsum(dO * O) ----------------------------------------------------
 
+// D / 8 lanes per row, 16 bytes of O and of dO each. With `zero` set, each
+// thread also zeroes the 8 floats of the dQ accumulator at the same place,
+// [B S][H D] being the rows' order too, in place of a memset of its own.
 template <int D>
 __global__ void __launch_bounds__(256) dot_rows_kernel(const __nv_bfloat16* __restrict__ o,
                                                        const __nv_bfloat16* __restrict__ dout, std::int64_t ldo,
-                                                       int seq, int heads, std::int64_t rows, float* __restrict__ dl) {
-    const std::int64_t row = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-    const int lane = static_cast<int>(threadIdx.x) % 32;
-    if (row >= rows) return;
-    // row = (b S + s) H + h: tokens outer, so a warp's neighbours read the same token's row.
-    const std::int64_t token = row / heads;
-    const int h = static_cast<int>(row % heads);
-    const std::int64_t at = token * ldo + static_cast<std::int64_t>(h) * D;
+                                                       int seq, int heads, std::int64_t rows, float* __restrict__ dl,
+                                                       float* __restrict__ zero) {
+    constexpr int kLanes = D / 8;
+    const std::int64_t thread = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const std::int64_t row = thread / kLanes;
+    const int part = static_cast<int>(thread % kLanes);
+    // Lanes past the last row stay for the shuffles (a warp may hold rows on both sides of the end).
+    const bool in = row < rows;
+    // row = (b S + s) H + h: tokens outer, so neighbouring rows are the same token's heads.
+    const std::int64_t token = in ? row / heads : 0;
+    const int h = in ? static_cast<int>(row % heads) : 0;
     float sum = 0.0f;
+    if (in) {
+        const std::int64_t at = token * ldo + static_cast<std::int64_t>(h) * D + 8 * part;
+        float a[8], b[8];
+        load8(a, o + at);
+        load8(b, dout + at);
 #pragma unroll
-    for (int i = 0; i < D / 64; ++i) {
-        const int d = 2 * (lane + 32 * i);
-        const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(o + at + d));
-        const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(dout + at + d));
-        sum = fmaf(a.x, b.x, fmaf(a.y, b.y, sum));
+        for (int i = 0; i < 8; ++i) sum = fmaf(a[i], b[i], sum);
     }
 #pragma unroll
-    for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    const std::int64_t b = token / seq, s = token % seq;
-    if (lane == 0) dl[(b * heads + h) * seq + s] = sum;
+    for (int off = kLanes / 2; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (!in) return;
+    const std::int64_t bt = token / seq, s = token % seq;
+    if (part == 0) dl[(bt * heads + h) * seq + s] = sum;
+    if (zero != nullptr) {
+        auto* z = reinterpret_cast<float4*>(zero + 8 * thread);
+        z[0] = z[1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
 }
 
 // ---- 3. dQ = scale x accumulator -------------------------------------------------
 
+// Eight elements a thread: 32 bytes of the accumulator in, 16 bytes of dQ out.
 __global__ void dq_store_kernel(const float* __restrict__ acc, __nv_bfloat16* __restrict__ dq, std::int64_t ldq,
-                                int width, std::int64_t pairs, float scale) {
+                                int width, std::int64_t octets, float scale) {
     const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i >= pairs) return;
-    const std::int64_t e = 2 * i, token = e / width, col = e % width;
-    const float2 a = *reinterpret_cast<const float2*>(acc + e);
-    *reinterpret_cast<__nv_bfloat162*>(dq + token * ldq + col) = __floats2bfloat162_rn(a.x * scale, a.y * scale);
+    if (i >= octets) return;
+    const std::int64_t e = 8 * i, token = e / width, col = e % width;
+    const float4 lo = *reinterpret_cast<const float4*>(acc + e), hi = *reinterpret_cast<const float4*>(acc + e + 4);
+    const float f[8] = {lo.x * scale, lo.y * scale, lo.z * scale, lo.w * scale,
+                        hi.x * scale, hi.y * scale, hi.z * scale, hi.w * scale};
+    store8(dq + token * ldq + col, f);
 }
 
 // ---- 2. the main kernel ----------------------------------------------------------
@@ -413,26 +429,24 @@ void launch(const rigel::attention::Desc& d, const rigel::attention::BackwardArg
 void backward_prepare(const rigel::attention::Desc& d, const rigel::attention::BackwardArgs& a, float* dq_acc,
                       float* dl, bool zero_dq, cudaStream_t stream) {
     const std::int64_t rows = d.batch * d.seq * d.heads;
-    const unsigned blocks = static_cast<unsigned>((rows * 32 + 255) / 256);
+    const unsigned blocks = static_cast<unsigned>((rows * (d.head_dim / 8) + 255) / 256);
     const auto* o = static_cast<const __nv_bfloat16*>(a.o);
     const auto* dout = static_cast<const __nv_bfloat16*>(a.dout);
     const int seq = static_cast<int>(d.seq), heads = static_cast<int>(d.heads);
+    float* zero = zero_dq ? dq_acc : nullptr;
     if (d.head_dim == 64)
-        dot_rows_kernel<64><<<blocks, 256, 0, stream>>>(o, dout, d.ldo, seq, heads, rows, dl);
+        dot_rows_kernel<64><<<blocks, 256, 0, stream>>>(o, dout, d.ldo, seq, heads, rows, dl, zero);
     else
-        dot_rows_kernel<128><<<blocks, 256, 0, stream>>>(o, dout, d.ldo, seq, heads, rows, dl);
+        dot_rows_kernel<128><<<blocks, 256, 0, stream>>>(o, dout, d.ldo, seq, heads, rows, dl, zero);
     RIGEL_CUDA_CHECK_LAUNCH();
-    if (zero_dq)
-        RIGEL_CUDA_CHECK(
-            cudaMemsetAsync(dq_acc, 0, static_cast<std::size_t>(rows * d.head_dim) * sizeof(float), stream));
 }
 
 void backward_store_dq(const rigel::attention::Desc& d, const rigel::attention::BackwardArgs& a,
                        const float* dq_acc, cudaStream_t stream) {
     const int width = static_cast<int>(d.heads * d.head_dim);
-    const std::int64_t pairs = d.batch * d.seq * d.heads * d.head_dim / 2;
-    dq_store_kernel<<<static_cast<unsigned>((pairs + 255) / 256), 256, 0, stream>>>(
-        dq_acc, static_cast<__nv_bfloat16*>(a.dq), d.ldq, width, pairs, d.scale);
+    const std::int64_t octets = d.batch * d.seq * d.heads * d.head_dim / 8;
+    dq_store_kernel<<<static_cast<unsigned>((octets + 255) / 256), 256, 0, stream>>>(
+        dq_acc, static_cast<__nv_bfloat16*>(a.dq), d.ldq, width, octets, d.scale);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
