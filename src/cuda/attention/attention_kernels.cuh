@@ -44,8 +44,8 @@ void fa3_forward(const rigel::attention::Desc& d, const rigel::attention::Forwar
 // The backward pass's tensor maps (Q and dO in boxes of the kernel's query
 // tile, K and V in boxes of 128 keys), kept by the plan like Fa3Maps.
 struct Fa3BackwardMaps {
-    CUtensorMap q{}, k{}, v{}, dout{};
-    const void *qp = nullptr, *kp = nullptr, *vp = nullptr, *dp = nullptr;
+    CUtensorMap q{}, k{}, v{}, dout{}, dq_acc{};
+    const void *qp = nullptr, *kp = nullptr, *vp = nullptr, *dp = nullptr, *accp = nullptr;
 };
 
 // The backward pass on wgmma and TMA (fa3_backward.cu), the atomic mode only

@@ -27,14 +27,21 @@
 //                             keys: A = dS M-major (dS^T read transposed), B =
 //                             K N-major; consumer c takes rows 64c.. (D = 64) or
 //                             columns 64c.. (D = 128)
-//     dQ_b added into the fp32 accumulator with 8-byte atomic adds.
+//     dQ_b to shared memory (fp32, 128B-swizzled), and one thread of the
+//     consumer has the copy engine add it into the fp32 accumulator
+//     (cp.reduce.async.bulk.tensor), two boxes of 32 columns.
 //   The two consumers meet once per tile (a named barrier) after writing dS^T,
 //   which is double-buffered, as are the rows' lse and Dl in shared memory.
 //   Inside a consumer, P^T is computed while dP^T's wgmma still runs, and dV
 //   and dK are issued before the meeting, so that they run while it waits.
 //
 // dQ is accumulated as fa2_backward's atomic mode does (every key tile adds
-// into every query row); dK, dV are deterministic. A deterministic desc runs
+// into every query row), but by the copy engine from shared memory: the
+// consumer stores its block there and goes on to the next tile while the
+// adds run, where 8-byte atomic adds from every thread (the first form) held
+// it in the load-store queue; each consumer's staging box is free again once
+// the reduction has read it (bulk_wait_read, checked before the next tile's
+// block is stored). dK, dV are deterministic. A deterministic desc runs
 // fa2_backward (its dQ pass) instead.
 //
 // Measured, first form (every product after the whole softmax; the two
@@ -50,7 +57,8 @@
 //
 // Shared memory: K, V (D/64 boxes of 128 keys x 128 B each); Q and dO, two
 // stages of D/64 boxes of R rows; dS^T, two buffers of R/64 boxes of 128 keys
-// x 64 rows; lse and Dl of two tiles. D = 64: 163 KB; D = 128: 161 KB.
+// x 64 rows; dQ's staging, two boxes of 64 rows x 32 fp32 per consumer; lse
+// and Dl of two tiles. D = 64: 195 KB; D = 128: 193 KB.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -89,7 +97,9 @@ struct BwdLayout {
     static constexpr int kQ = kV + kBoxes * kKvBox;         // [stage][box]
     static constexpr int kDo = kQ + 2 * kBoxes * kRowBox;   // [stage][box]
     static constexpr int kDs = kDo + 2 * kBoxes * kRowBox;  // [buffer][box]
-    static constexpr int kStats = kDs + 2 * kDsBoxes * kDsBox;  // [buffer][lse log2 e | Dl][row] floats
+    static constexpr int kDqBox = kWgmmaM * kRowBytes;           // 64 rows x 32 fp32 columns of dQ
+    static constexpr int kDq = kDs + 2 * kDsBoxes * kDsBox;      // [consumer][box]
+    static constexpr int kStats = kDq + 2 * 2 * kDqBox;          // [buffer][lse log2 e | Dl][row] floats
     static constexpr int kBarriers = kStats + 2 * 2 * kRows * 4;
     static constexpr int kBytes = kBarriers + 64 + kSwizzleAtom;  // barriers, and room to align the base
     // The 64 x 64 block of the tile's dQ that consumer c computes: rows of
@@ -103,7 +113,6 @@ struct BwdLayout {
 struct BwdParams {
     const float* lse;  // [B, H, S], natural log
     const float* dl;   // [B, H, S]
-    float* dq_acc;     // [B S][H D] fp32, zeroed before
     __nv_bfloat16 *dk, *dv;
     std::int64_t ldk, ldv;
     int seq, heads;
@@ -135,7 +144,7 @@ template <int D>
 __global__ void __launch_bounds__(kThreads, 1)
     fa3_backward_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
                         const __grid_constant__ CUtensorMap map_v, const __grid_constant__ CUtensorMap map_do,
-                        const __grid_constant__ BwdParams p) {
+                        const __grid_constant__ CUtensorMap map_dq, const __grid_constant__ BwdParams p) {
 #if RIGEL_SM90A_DEVICE
     using L = BwdLayout<D>;
     constexpr int R = L::kRows;
@@ -295,7 +304,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
         }
         fence_proxy_async_smem();
-        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // this consumer's half of dS^T written
+        if (t == 0) bulk_wait_read<0>();  // the last tile's dQ block has been read from the staging boxes
+        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // this consumer's half of dS^T written, staging free
 
         // dV += P^T dO and dK += dS^T Q, issued before the consumers meet so
         // that they run while this one waits for the other's half of dS^T;
@@ -330,18 +340,33 @@ __global__ void __launch_bounds__(kThreads, 1)
         fence_registers(dq);
         if (t == 0) mbar_arrive(&q_empty[s]);
 
-        // The block into the fp32 accumulator: rows row0 + 64 dq_ds_box + 16 warp + g (+ 8),
-        // columns 64 dq_k_box + 8 n8 + 2 q4 (+ 1), one 8-byte atomic add per pair.
+        // The block to the staging boxes, swizzled as TMA reads them: row r = 16 warp + g + 8 h, column
+        // 8 n8 + 2 q4 in box n8 / 4, 16-byte chunk (2 (n8 % 4) + q4 / 2) ^ (r % 8), r % 8 = g; its offset
+        // is (32 (n8 % 4)) ^ (16 (q4 / 2 ^ g)), so that each store's address is an XOR and an immediate.
+        const std::uint32_t stage = base + L::kDq + c * 2 * L::kDqBox;
+        const int chunk16 = 16 * ((q4 / 2) ^ g);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int row = row0 + kWgmmaM * L::dq_ds_box(c) + 16 * warp + g + 8 * h;
-            if (row >= p.seq) continue;
-            float* acc = p.dq_acc + ((token0 + row) * p.heads + head) * D + kBoxCols * L::dq_k_box(c) + 2 * q4;
+            const std::uint32_t row_at = stage + (16 * warp + g + 8 * h) * kRowBytes + 8 * (q4 % 2);
 #pragma unroll
-            for (int n8 = 0; n8 < kWgmmaM / 8; ++n8)
-                atomicAdd(reinterpret_cast<float2*>(acc + 8 * n8), make_float2(dq[4 * n8 + 2 * h], dq[4 * n8 + 2 * h + 1]));
+            for (int n8 = 0; n8 < kWgmmaM / 8; ++n8) {
+                const std::uint32_t at = row_at + (n8 / 4) * L::kDqBox + ((32 * (n8 % 4)) ^ chunk16);
+                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(dq[4 * n8 + 2 * h]),
+                             "f"(dq[4 * n8 + 2 * h + 1])
+                             : "memory");
+            }
+        }
+        fence_proxy_async_smem();
+        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // the block staged
+        if (t == 0) {
+            // Rows past S are left out by the copy engine (the map's token extent).
+            const int col = head * D + kBoxCols * L::dq_k_box(c), row = row0 + kWgmmaM * L::dq_ds_box(c);
+            tma_reduce_add_3d(&map_dq, stage, col, row, batch);
+            tma_reduce_add_3d(&map_dq, stage + L::kDqBox, col + kAccBoxCols, row, batch);
+            bulk_commit();
         }
     }
+    if (t == 0) bulk_wait<0>();  // the last reductions done before the CTA's shared memory goes
 
     // dK = scale dS^T Q and dV in bf16, for this thread's keys inside the sequence.
 #pragma unroll
@@ -359,7 +384,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
     }
 #else
-    (void)map_q, (void)map_k, (void)map_v, (void)map_do, (void)p;
+    (void)map_q, (void)map_k, (void)map_v, (void)map_do, (void)map_dq, (void)p;
     trap_without_sm90a("fa3 attention backward");
 #endif
 }
@@ -375,9 +400,9 @@ void launch(const rigel::attention::Desc& d, const rigel::attention::BackwardArg
     if (maps.kp != a.k) maps.k = token_map(a.k, d, d.ldk, kKeys), maps.kp = a.k;
     if (maps.vp != a.v) maps.v = token_map(a.v, d, d.ldv, kKeys), maps.vp = a.v;
     if (maps.dp != a.dout) maps.dout = token_map(a.dout, d, d.ldo, L::kRows), maps.dp = a.dout;
+    if (maps.accp != dq_acc) maps.dq_acc = accumulator_map(dq_acc, d, kWgmmaM), maps.accp = dq_acc;
     const BwdParams p{.lse = a.lse,
                       .dl = dl,
-                      .dq_acc = dq_acc,
                       .dk = static_cast<__nv_bfloat16*>(a.dk),
                       .dv = static_cast<__nv_bfloat16*>(a.dv),
                       .ldk = d.ldk,
@@ -388,7 +413,7 @@ void launch(const rigel::attention::Desc& d, const rigel::attention::BackwardArg
                       .scale_log2 = d.scale * kLog2e,
                       .causal = d.causal};
     const dim3 grid(static_cast<unsigned>(d.batch * d.heads), static_cast<unsigned>((d.seq + kKeys - 1) / kKeys));
-    fa3_backward_kernel<D><<<grid, kThreads, L::kBytes, stream>>>(maps.q, maps.k, maps.v, maps.dout, p);
+    fa3_backward_kernel<D><<<grid, kThreads, L::kBytes, stream>>>(maps.q, maps.k, maps.v, maps.dout, maps.dq_acc, p);
     RIGEL_CUDA_CHECK_LAUNCH();
     backward_store_dq(d, a, dq_acc, stream);
 }

@@ -14,7 +14,8 @@
 
 namespace rigel::cuda::attention {
 
-constexpr int kBoxCols = 64;  // bf16 columns per 128-byte swizzled row: one TMA box's width
+constexpr int kBoxCols = 64;     // bf16 columns per 128-byte swizzled row: one TMA box's width
+constexpr int kAccBoxCols = 32;  // fp32 columns per 128-byte swizzled row
 
 __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, std::uint64_t* bar, int col, int row,
                                             int batch) {
@@ -23,6 +24,18 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, s
         " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(sm90::smem_u32(dst)),
         "l"(reinterpret_cast<std::uint64_t>(map)), "r"(col), "r"(row), "r"(batch), "r"(sm90::smem_u32(bar))
         : "memory");
+}
+
+// The copy engine adds a box of fp32 from shared memory into the tensor
+// (PTX ISA "cp.reduce.async.bulk.tensor", .add, tile mode), elements past the
+// tensor's ends left out; completion tracked in bulk groups as the TMA store's
+// is (sm90_cluster.cuh: bulk_commit, bulk_wait_read, bulk_wait).
+__device__ __forceinline__ void tma_reduce_add_3d(const CUtensorMap* map, std::uint32_t src, int col, int row,
+                                                  int batch) {
+    asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
+                     reinterpret_cast<std::uint64_t>(map)),
+                 "r"(src), "r"(col), "r"(row), "r"(batch)
+                 : "memory");
 }
 
 // An accumulator of N columns in bf16 as the A fragments of the k16 steps of
@@ -54,6 +67,26 @@ inline CUtensorMap token_map(const void* base, const rigel::attention::Desc& d, 
     if (r != CUDA_SUCCESS)
         throw std::runtime_error("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
                                  ") for an attention operand of " + rigel::attention::shape_text(d));
+    return map;
+}
+
+// The backward pass's fp32 dQ accumulator ([B S][H D], packed) as the same
+// (column, token, batch) tensor, boxes of 32 columns (128 bytes, the 128B
+// swizzle's span) x `rows` tokens, for the copy engine's reductions into it.
+inline CUtensorMap accumulator_map(float* base, const rigel::attention::Desc& d, int rows) {
+    CUtensorMap map{};
+    const std::int64_t width = d.heads * d.head_dim;
+    const cuuint64_t dims[3] = {static_cast<cuuint64_t>(width), static_cast<cuuint64_t>(d.seq),
+                                static_cast<cuuint64_t>(d.batch)};
+    const cuuint64_t strides[2] = {static_cast<cuuint64_t>(width) * 4, static_cast<cuuint64_t>(d.seq * width) * 4};
+    const cuuint32_t box[3] = {kAccBoxCols, static_cast<cuuint32_t>(rows), 1};
+    const cuuint32_t elem_strides[3] = {1, 1, 1};
+    const CUresult r = sm90::tensor_map_encoder()(
+        &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, base, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        throw std::runtime_error("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
+                                 ") for the dQ accumulator of " + rigel::attention::shape_text(d));
     return map;
 }
 
