@@ -110,6 +110,15 @@ constexpr bool has_fixed_epilogue_kernel(const Desc& d) {
         if (e == d.epilogue) return true;
     return false;
 }
+// Those of them also compiled with C (and dgelu_bgrad's aux) loaded by TMA (Choice::tma_load_c):
+// a residual's product with or without its bias, and the MLP's dGELU product.
+inline constexpr std::array<Epilogue, 3> kTmaCEpilogues{Epilogue::none, Epilogue::bias, Epilogue::dgelu_bgrad};
+constexpr bool has_tma_c_kernel(const Desc& d) {
+    if (!has_fixed_epilogue_kernel(d)) return false;
+    for (Epilogue e : kTmaCEpilogues)
+        if (e == d.epilogue) return true;
+    return false;
+}
 
 // How a plan computes: the kernel the dispatcher chose for the shape.
 struct Choice {
@@ -135,7 +144,7 @@ struct Choice {
     // With tma_store: calls with beta != 0 take the TMA stores too, C's boxes loaded by TMA into the
     // staging box that D's leave from (C 16-byte aligned, ldc a multiple of 8), and so do dgelu_bgrad's
     // with beta 0, its aux loaded the same way; false: those calls take the staged stores.
-    // kernel_named "fixed_tma_c" only, not yet the dispatcher's.
+    // A kernel of its own (has_tma_c_kernel); kernel_named "fixed_tma_c" only, not yet the dispatcher's.
     bool tma_load_c = false;
     int ctas = 0;                    // CTAs launched by the GEMM kernel (a cluster kernel: at most this many)
     std::string why;                 // one sentence: why this kernel for this shape

@@ -343,6 +343,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         if (kernel != k.name) continue;
         if (is_fp8(d.a_type) && !k.fp8) return std::nullopt;
         if (k.fixed && !has_fixed_epilogue_kernel(d)) return std::nullopt;
+        if (k.tma_load_c && !has_tma_c_kernel(d)) return std::nullopt;
         if (k.split_reduce && (d.d_type != Type::f32 || d.epilogue != Epilogue::none)) return std::nullopt;
         Choice c;
         c.tile_m = kTileM;

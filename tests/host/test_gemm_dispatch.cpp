@@ -528,10 +528,19 @@ TEST(GemmChoose, TmaLoadsOfCOnlyByName) {
     Args dgelu_off = dgelu_args;
     dgelu_off.aux = reinterpret_cast<void*>(std::uintptr_t{4098});
     EXPECT_FALSE(tma_stores(dgelu, *c, dgelu.epilogue, dgelu_off));
-    // Only where the fixed kernel exists (a bf16 D).
+    // Only where the fixed kernel exists (a bf16 D), and only for the epilogues compiled with C's loads.
     Desc f32 = d;
     f32.d_type = Type::f32;
     EXPECT_FALSE(kernel_named(f32, "fixed_tma_c", kH200Sms));
+    Desc gelu_aux = d;
+    gelu_aux.epilogue = Epilogue::bias_gelu_aux;
+    EXPECT_TRUE(kernel_named(gelu_aux, "fixed", kH200Sms));
+    EXPECT_FALSE(kernel_named(gelu_aux, "fixed_tma_c", kH200Sms));
+    for (Epilogue e : kTmaCEpilogues) {
+        Desc with = d;
+        with.epilogue = e;
+        EXPECT_TRUE(has_tma_c_kernel(with) && kernel_named(with, "fixed_tma_c", kH200Sms)) << name(e);
+    }
 }
 
 // "fixed" and "fixed_staged": the ping-pong kernel compiled for the product's

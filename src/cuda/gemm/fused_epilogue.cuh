@@ -510,14 +510,20 @@ struct FixedEpilogueParams : EpilogueParams {
     bool tma_c = false;  // with tma and beta != 0: C loaded by TMA into the staging box, D written over it
 };
 
-template <class T, Epilogue K>
+// LoadsC: the kernel that also loads C by TMA (p.tma_c, the library's
+// "fixed_tma_c"), and dgelu_bgrad's aux the same way (beta 0), compiled apart
+// from the others: C's path compiled into every fixed kernel behind a
+// run-time flag grew them by 864 to 6,712 SASS instructions and gave the
+// dGELU kernel 65 local-memory accesses, and fwd_qkv fell from 0.88x to
+// 0.78x cuBLASLt (2026-12-02_4d201d3_gpt2_gemm.csv against fa5f109's).
+template <class T, Epilogue K, bool LoadsC = false>
 struct FixedEpilogue : FusedEpilogue {
     using Params = FixedEpilogueParams;
-    // dgelu_bgrad takes the TMA path with aux loaded by TMA into the staging box (p.tma_c, beta 0).
+    // dgelu_bgrad takes the TMA path only with aux loaded by TMA into the staging box (LoadsC, beta 0).
     static constexpr bool kTmaCapable =
         std::is_same_v<T, __nv_bfloat16> && (K == Epilogue::none || K == Epilogue::bias ||
-                                             K == Epilogue::bias_gelu_aux || K == Epilogue::dgelu_bgrad);
-    static constexpr bool kLoadsAux = K == Epilogue::dgelu_bgrad;
+                                             K == Epilogue::bias_gelu_aux || (LoadsC && K == Epilogue::dgelu_bgrad));
+    static constexpr bool kLoadsAux = LoadsC && K == Epilogue::dgelu_bgrad;
     static constexpr int kBoxBytes = sm90::kWgmmaM * sm90::kRowBytes;  // 64 rows x 64 bf16
     static constexpr int kHalfBytes = 2 * kBoxBytes;                   // a 64 x 128 half of the tile
     static constexpr int kStagingBytes = K == Epilogue::bias_gelu_aux ? 2 * kHalfBytes : kHalfBytes;
@@ -549,7 +555,7 @@ struct FixedEpilogue : FusedEpilogue {
         return &bars[consumer];
     }
     static __device__ __forceinline__ void init() {
-        if constexpr (kTmaCapable) {
+        if constexpr (LoadsC && kTmaCapable) {
             if (threadIdx.x == 0) {
                 sm90::mbar_init(c_ready(0), sm90::kWarpgroup);
                 sm90::mbar_init(c_ready(1), sm90::kWarpgroup);
@@ -592,26 +598,14 @@ private:
         // beside both halves' 128 accumulators) spilled.
         const bool issuer = t == 0;
         const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;
-        // The bias of this thread's columns, loaded before the wait so that its latency hides under it
-        // (loaded group by group inside the loop, each load's wait showed as the epilogue's largest stall
-        // on fwd_mlp_up's Nsight Compute source page); kept as bf16 pairs, one register a group.
-        [[maybe_unused]] std::uint32_t bias_pairs[kGroups];
-        if constexpr (takes_bias(K)) {
-#pragma unroll
-            for (int j = 0; j < kGroups; ++j) {
-                const int col = col0 + 8 * j + 2 * q;
-                const float2 b = load_pair(p, p.bias, col, col, n);
-                bias_pairs[j] = pack(b.x, b.y);
-            }
-        }
         if (issuer) sm90::bulk_wait_read<0>();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
         unsigned char* const box = reinterpret_cast<unsigned char*>(staging);
         // C (beta != 0, which gemm::tma_stores allows only with p.tma_c), or dgelu_bgrad's aux (its
         // beta is 0 here): the half's boxes copied into the staging box D goes out of, each thread
         // reading its pairs where it then writes D's.
-        const bool with_c = !kLoadsAux && p.tma_c;
-        if (with_c || kLoadsAux) {
+        const bool with_c = LoadsC && !kLoadsAux && p.tma_c;
+        if (LoadsC && (with_c || kLoadsAux)) {
             std::uint64_t* const bar = c_ready(static_cast<int>(threadIdx.x) / sm90::kWarpgroup - 1);
             std::uint64_t phase = 0;
             if (issuer) {
@@ -631,7 +625,7 @@ private:
         for (int j = 0; j < kGroups; ++j) {
             [[maybe_unused]] float sums[2] = {};  // dgelu_bgrad: the group's two columns' sums of D
             float2 bv = make_float2(0.0f, 0.0f);
-            if constexpr (takes_bias(K)) bv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bias_pairs[j]));
+            if constexpr (takes_bias(K)) bv = load_pair(p, p.bias, col0 + 8 * j + 2 * q, col0 + 8 * j + 2 * q, n);
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int rr = r + 8 * h;

@@ -62,6 +62,7 @@ struct KernelKey {
     // A ping-pong kernel with `epilogue` and a bf16 D compiled in (FixedEpilogue); false: any of them.
     bool fixed_epilogue = false;
     Epilogue epilogue = Epilogue::none;
+    bool loads_c = false;  // with fixed_epilogue: the kernel that also loads C (and dgelu_bgrad's aux) by TMA
     bool operator==(const KernelKey&) const = default;
 };
 
@@ -185,21 +186,23 @@ constexpr std::array<KernelEntry, 6> half_rows() {
 }
 
 // The fixed-epilogue rows of one layout: bf16 operands and D, one ping-pong
-// kernel per epilogue of gemm::kFixedEpilogues (none for f16).
-template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
+// kernel per epilogue of `Epilogues` (gemm::kFixedEpilogues, or with LoadsC
+// gemm::kTmaCEpilogues), none for f16.
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB, const auto& Epilogues, bool LoadsC>
 constexpr auto fixed_epilogue_rows() {
     if constexpr (Tg != Type::bf16) {
         return std::array<KernelEntry, 0>{};
     } else {
         const auto row = [&]<std::size_t I>() {
-            constexpr Epilogue e = gemm::kFixedEpilogues[I];
-            using Epi = FixedEpilogue<__nv_bfloat16, e>;
+            constexpr Epilogue e = Epilogues[I];
+            using Epi = FixedEpilogue<__nv_bfloat16, e, LoadsC>;
             using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB)>;
-            return KernelEntry{{Tg, OA, OB, 128, false, true, 1, true, e}, launch_pingpong<Pong, Epi>, Pong::kBK};
+            return KernelEntry{{Tg, OA, OB, 128, false, true, 1, true, e, LoadsC}, launch_pingpong<Pong, Epi>,
+                               Pong::kBK};
         };
         return [&]<std::size_t... I>(std::index_sequence<I...>) {
             return std::array<KernelEntry, sizeof...(I)>{row.template operator()<I>()...};
-        }(std::make_index_sequence<gemm::kFixedEpilogues.size()>{});
+        }(std::make_index_sequence<Epilogues.size()>{});
     }
 }
 
@@ -207,10 +210,12 @@ constexpr auto fixed_epilogue_rows() {
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto table_rows() {
     constexpr auto a = half_rows<T, Tg, OA, OB>();
-    constexpr auto b = fixed_epilogue_rows<T, Tg, OA, OB>();
-    std::array<KernelEntry, a.size() + b.size()> out{};
+    constexpr auto b = fixed_epilogue_rows<T, Tg, OA, OB, gemm::kFixedEpilogues, false>();
+    constexpr auto c = fixed_epilogue_rows<T, Tg, OA, OB, gemm::kTmaCEpilogues, true>();
+    std::array<KernelEntry, a.size() + b.size() + c.size()> out{};
     for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i];
     for (std::size_t i = 0; i < b.size(); ++i) out[a.size() + i] = b[i];
+    for (std::size_t i = 0; i < c.size(); ++i) out[a.size() + b.size() + i] = c[i];
     return out;
 }
 

@@ -87,9 +87,13 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
         throw std::invalid_argument(std::string("no ping-pong kernel compiled for epilogue ") + name(desc_.epilogue) +
                                     " with " + name(desc_.a_type) + " operands and a " + name(desc_.d_type) +
                                     " D (those of gemm::kFixedEpilogues, bf16 operands and D, single CTAs, K not split)");
+    if (forced.tma_load_c && !(forced.fixed_epilogue && has_tma_c_kernel(desc_)))
+        throw std::invalid_argument(std::string("no kernel loads C by TMA for epilogue ") + name(desc_.epilogue) +
+                                    " (those of gemm::kTmaCEpilogues, on the fixed kernels)");
     const KernelKey key{desc_.a_type,     desc_.a_op,           desc_.b_op,
                         forced.tile_n,    split,                forced.pingpong,
-                        forced.cluster_m, forced.fixed_epilogue, forced.fixed_epilogue ? desc_.epilogue : Epilogue::none};
+                        forced.cluster_m, forced.fixed_epilogue, forced.fixed_epilogue ? desc_.epilogue : Epilogue::none,
+                        forced.fixed_epilogue && forced.tma_load_c};
     state_ = std::make_unique<State>();
     state_->kernel = find_kernel(key);
     KernelKey gemm_only_key = key;
