@@ -470,6 +470,7 @@ def main():
     training_md = (docs / "training.md").read_text() if (docs / "training.md").exists() else ""
     for name, body in (("train-runs", train_report.runs_block(train_runs)),
                        ("train-compare", train_report.compare_block(train_runs)),
+                       ("train-targets", train_report.targets_block(train_runs)),
                        ("train-profile", train_profile),
                        ("train-full", train_report.full_block(RESULTS / "h200")),
                        ("train-det", train_report.det_block(RESULTS / "h200"))):

@@ -192,6 +192,61 @@ def compare_block(runs):
     return "\n".join(out)
 
 
+# The training issue's targets on one call (same weights, batches and GPU): rigel's tokens/s against each
+# PyTorch mode, the last validation loss within 2 % of PyTorch's, and peak memory no more than PyTorch's.
+SPEED_TARGETS = (("torch-compile", 1.10), ("torch-eager", 1.40))
+VAL_LOSS_TOLERANCE = 0.02
+
+
+def last_val_loss(run):
+    vals = [run.steps[s]["val_loss"] for s in sorted(run.steps) if not math.isnan(run.steps[s]["val_loss"])]
+    return vals[-1] if vals else math.nan
+
+
+def peak_gb(run):
+    """The run's largest device-wide peak memory, NaN where the log holds none
+    or only the caching allocator's peak (not comparable with rigel's)."""
+    peaks = [v["peak_memory_gb"] for v in run.steps.values() if not math.isnan(v["peak_memory_gb"])]
+    device_wide = run.backend == RIGEL_BACKEND or all(rf.side("peak_memory") for rf in run.files)
+    return max(peaks) if peaks and device_wide else math.nan
+
+
+def targets_block(runs):
+    """The training targets, judged on the newest comparison that holds rigel
+    and both PyTorch modes: one row per target with what was measured."""
+    found = [c for c in comparisons(runs) if all(b in c.runs for b, _ in SPEED_TARGETS)]
+    if not found:
+        return ("No call yet with rigel, PyTorch eager and torch.compile side by side "
+                "(`scripts/h200_visit.sh train_compare` with `TORCH_MODES=\"compile eager\"`).")
+    c = found[-1]
+    rigel = c.runs[RIGEL_BACKEND]
+    rigel_rate = median_rate(rigel)
+    verdict = lambda ok: "met" if ok else "**not met**"
+    lines = [f"The training targets on one call ({findings.md_cell(c.model)}, commit {findings.md_cell(c.commit[:7])}, "
+             f"logs {', '.join(findings.md_cell(f.name) for r in c.runs.values() for f in r.files)}):", "",
+             "| target | measured | verdict |", "|---|---|---|"]
+    for backend, need in SPEED_TARGETS:
+        rate = median_rate(c.runs[backend])
+        ratio = rigel_rate / rate if rate > 0 and not math.isnan(rigel_rate) else math.nan
+        lines.append(f"| tokens/s >= {need:.2f}x {backend} | "
+                     + ("-" if math.isnan(ratio) else f"{findings.ratio_text(ratio)} ({rigel_rate:,.0f} / {rate:,.0f})")
+                     + f" | {verdict(not math.isnan(ratio) and ratio >= need)} |")
+    mine = last_val_loss(rigel)
+    theirs = {b: last_val_loss(c.runs[b]) for b, _ in SPEED_TARGETS}
+    gaps = [abs(mine - v) / v for v in theirs.values() if not math.isnan(v) and v > 0]
+    val_ok = not math.isnan(mine) and len(gaps) == len(theirs) and max(gaps) <= VAL_LOSS_TOLERANCE
+    lines.append(f"| last validation loss within {VAL_LOSS_TOLERANCE:.0%} of PyTorch's | rigel {mine:.4f}; "
+                 + "; ".join(f"{b} {v:.4f}" for b, v in theirs.items())
+                 + (f" (largest difference {max(gaps):.3%})" if gaps else "") + f" | {verdict(val_ok)} |")
+    my_peak = peak_gb(rigel)
+    peaks = {b: peak_gb(c.runs[b]) for b, _ in SPEED_TARGETS}
+    comparable = not math.isnan(my_peak) and all(not math.isnan(v) for v in peaks.values())
+    lines.append(f"| peak device memory no more than PyTorch's | rigel {my_peak:.2f} GB; "
+                 + "; ".join(f"{b} {v:.2f} GB" for b, v in peaks.items())
+                 + f" | {verdict(comparable and my_peak <= min(peaks.values())) if comparable else 'not comparable (an allocator-only peak)'} |")
+    return "\n".join(lines)
+
+
 def draw(plt, runs, path, write_if_changed, style):
     """The training loss of each run against its step, with its validation
     losses as points; nothing drawn (False) without a committed log."""

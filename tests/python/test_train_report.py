@@ -148,6 +148,30 @@ class TrainCompare(TempDirTest):
         self.write("2026-12-02_1111111_train_gpt2_torch-eager.json", json.dumps(side))
         self.assertEqual(train_report.peak_text(train_report.load(self.dir)[("gpt2", "torch-eager")]), "8.00")
 
+    def test_the_targets_from_the_newest_call_with_both_modes(self):
+        self.assertIn("No call yet", train_report.targets_block(train_report.load(self.dir)))
+        header = HEADER + ["peak_memory_gb"]
+
+        def write(name, run_id, rates, val, peak, device_wide=True):
+            rows = [r + [str(peak)] for r in log_rows(run_id, rates, [9.0] * len(rates))]
+            rows[-1][5] = str(val)
+            self.write(name, to_csv(header, rows))
+            side = json.loads(sidecar(run_id, C1, questions={}))
+            if device_wide:
+                side["peak_memory"] = "device memory in use at the end of a step, at its largest"
+            self.write(name[:-4] + ".json", json.dumps(side))
+
+        write("2026-12-02_1111111_train_gpt2_cuda.csv", "20261202T100000Z-a", [1, 330, 330], 6.50, 9.0)
+        write("2026-12-02_1111111_train_gpt2_torch-compile.csv", "20261202T100100Z-b", [1, 300, 300], 6.40, 10.0)
+        # Eager only 1.32x slower, its validation loss 2.4 % lower, and its peak an allocator's peak.
+        write("2026-12-02_1111111_train_gpt2_torch-eager.csv", "20261202T100200Z-c", [1, 250, 250], 6.35, 8.0,
+              device_wide=False)
+        block = train_report.targets_block(train_report.load(self.dir))
+        self.assertIn("| tokens/s >= 1.10x torch-compile | 1.10x (330 / 300) | met |", block)
+        self.assertIn("| tokens/s >= 1.40x torch-eager | 1.32x (330 / 250) | **not met** |", block)
+        self.assertIn("(largest difference 2.362%) | **not met** |", block)
+        self.assertIn("not comparable (an allocator-only peak)", block)
+
     def test_a_run_of_step_one_alone_has_no_median(self):
         self.log("2026-12-02_1111111_train_gpt2_cuda.csv", "20261202T100000Z-a", C1, [100], [11.0])
         self.log("2026-12-02_1111111_train_gpt2_torch-eager.csv", "20261202T100100Z-b", C1, [50, 60], [11.0, 10.0])
