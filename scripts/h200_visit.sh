@@ -7,7 +7,7 @@
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
 # [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention] [emulate_fp8]
-# [train_det] [ncu_train]
+# [train_det] [ncu_train] [ncu_time]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -363,6 +363,25 @@ if has ncu_gemm; then
         rm -f "$OUT/ncu_page.csv"
       fi
     done
+  done
+fi
+
+# ncu_time: each kernel's own duration (Nsight Compute's gpu__time_duration,
+# clocks left alone) for the first launches of `rigel gemm run` on each case of
+# NCU_TIME_CASES ("M N K KERNEL", comma-separated; default the small suite's
+# 512^3 and 1024^3 on the dispatcher's choice and on the fixed kernel), rigel's
+# kernels and the baselines' alike: what a small product's time is made of,
+# beside the paired bench's per-call time.
+if has ncu_time; then
+  IFS=, read -r -a time_cases <<< "${NCU_TIME_CASES:-512 512 512 auto,512 512 512 fixed,1024 1024 1024 auto,1024 1024 1024 fixed}"
+  for tc in "${time_cases[@]}"; do
+    read -r m n k kern <<< "$tc"
+    fits 40 "ncu time $m x $n x $k ($kern)" || continue
+    log "ncu time $m x $n x $k ($kern)"
+    timeout -s INT "$(capped 120)" ncu --clock-control none --metrics gpu__time_duration.sum --csv --launch-count 60 \
+      $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout NT --kernel "$kern" --warmup 0 --min-time 0.01 \
+      > "$OUT/ncu_time_${m}x${n}x${k}_${kern}.csv" 2>&1
+    summary+=("ncu time $m x $n x $k ($kern): rc $?")
   done
 fi
 
