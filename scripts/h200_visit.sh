@@ -254,6 +254,7 @@ if has gemm || has gemm_quick; then
   summary+=("gemm verify: rc $?")
   if has gemm; then gemm_suites=(all); else read -r -a gemm_suites <<< "${GEMM_SUITES:-fused small}"; fi
   for s in "${gemm_suites[@]}"; do
+    [ "$s" = none ] && continue  # GEMM_SUITES=none: the verify run alone
     log "gemm bench $s"
     timeout -s INT "$(capped 360)" $RIGEL gemm bench --suite "$s" --out "$OUT" >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
     summary+=("gemm bench (suite $s): rc $?")
@@ -318,6 +319,7 @@ if has attention || has attention_quick; then
   summary+=("attention verify: rc $?")
   if has attention; then att_suites=(all); else read -r -a att_suites <<< "${ATT_SUITES:-targets gpt2}"; fi
   for s in "${att_suites[@]}"; do
+    [ "$s" = none ] && continue  # ATT_SUITES=none: the verify run alone
     log "attention bench $s"
     timeout -k 15 -s INT "$(capped 400)" $RIGEL attention bench --suite "$s" --out "$OUT" >> "$OUT/attention_bench.txt" \
       2>> "$OUT/attention_bench.err"
