@@ -140,15 +140,28 @@ def largest_loss_gap(run, rigel):
     return best
 
 
-def peak_text(run):
-    """The run's largest peak_memory_gb: the device's memory in use at the end
-    of a step (rigel's log, and gpt2_torch.py's whose sidecar says so); older
-    PyTorch logs held the caching allocator's peak instead, marked as such."""
+def largest_peak(run):
+    """(the run's largest peak_memory_gb or NaN, whether it is device-wide):
+    the device's memory in use at the end of a step (rigel's log, and
+    gpt2_torch.py's whose sidecar says so); older PyTorch logs held the
+    caching allocator's peak instead."""
     peaks = [v["peak_memory_gb"] for v in run.steps.values() if not math.isnan(v["peak_memory_gb"])]
-    if not peaks:
-        return "-"
     device_wide = run.backend == RIGEL_BACKEND or all(rf.side("peak_memory") for rf in run.files)
-    return f"{max(peaks):.2f}" + ("" if device_wide else " (allocator's peak)")
+    return (max(peaks) if peaks else math.nan), device_wide
+
+
+def peak_text(run):
+    """The run's largest peak, the allocator's marked as such."""
+    peak, device_wide = largest_peak(run)
+    if math.isnan(peak):
+        return "-"
+    return f"{peak:.2f}" + ("" if device_wide else " (allocator's peak)")
+
+
+def last_val_loss(run):
+    """The run's last validation loss, NaN without one."""
+    vals = [run.steps[s]["val_loss"] for s in sorted(run.steps) if not math.isnan(run.steps[s]["val_loss"])]
+    return vals[-1] if vals else math.nan
 
 
 def compare_block(runs):
@@ -182,12 +195,12 @@ def compare_block(runs):
                 d, at = largest_loss_gap(run, rigel)
                 gap = "-" if at is None else f"{d:.4f} (step {at})"
             final = run.steps[steps[-1]]["loss"]
-            vals = [run.steps[s]["val_loss"] for s in steps if not math.isnan(run.steps[s]["val_loss"])]
+            val = last_val_loss(run)
             out.append(f"| {findings.md_cell(backend)} | {steps[-1]} | "
                        f"{'-' if math.isnan(rate) else f'{rate:,.0f}'} | "
                        f"{'-' if math.isnan(ratio) else findings.ratio_text(ratio)} | "
                        f"{'-' if math.isnan(final) else f'{final:.4f}'} | {gap} | "
-                       f"{f'{vals[-1]:.4f}' if vals else '-'} | {peak_text(run)} | "
+                       f"{'-' if math.isnan(val) else f'{val:.4f}'} | {peak_text(run)} | "
                        f"{', '.join(findings.md_cell(f.name) for f in run.files)} |")
     return "\n".join(out)
 
@@ -198,17 +211,11 @@ SPEED_TARGETS = (("torch-compile", 1.10), ("torch-eager", 1.40))
 VAL_LOSS_TOLERANCE = 0.02
 
 
-def last_val_loss(run):
-    vals = [run.steps[s]["val_loss"] for s in sorted(run.steps) if not math.isnan(run.steps[s]["val_loss"])]
-    return vals[-1] if vals else math.nan
-
-
 def peak_gb(run):
     """The run's largest device-wide peak memory, NaN where the log holds none
     or only the caching allocator's peak (not comparable with rigel's)."""
-    peaks = [v["peak_memory_gb"] for v in run.steps.values() if not math.isnan(v["peak_memory_gb"])]
-    device_wide = run.backend == RIGEL_BACKEND or all(rf.side("peak_memory") for rf in run.files)
-    return max(peaks) if peaks and device_wide else math.nan
+    peak, device_wide = largest_peak(run)
+    return peak if device_wide else math.nan
 
 
 def targets_block(runs):
