@@ -110,6 +110,16 @@ constexpr bool has_fixed_epilogue_kernel(const Desc& d) {
         if (e == d.epilogue) return true;
     return false;
 }
+// The epilogues also compiled into the cooperative 128 x 256 kernel with TMA stores ("fixed_wide"), for
+// bf16 operands and a bf16 D: a consumer's 64 x 256 share leaves through a 32 KB staging box, so the
+// ring keeps 3 stages (aux, a second box, would leave 2).
+inline constexpr std::array<Epilogue, 3> kWideEpilogues{Epilogue::none, Epilogue::bias, Epilogue::bias_gelu};
+constexpr bool has_wide_kernel(const Desc& d) {
+    if (d.a_type != Type::bf16 || d.b_type != Type::bf16 || d.d_type != Type::bf16) return false;
+    for (Epilogue e : kWideEpilogues)
+        if (e == d.epilogue) return true;
+    return false;
+}
 // Those of them also compiled with C (and dgelu_bgrad's aux) loaded by TMA (Choice::tma_load_c):
 // a residual's product with or without its bias, and the MLP's dGELU product.
 inline constexpr std::array<Epilogue, 3> kTmaCEpilogues{Epilogue::none, Epilogue::bias, Epilogue::dgelu_bgrad};
@@ -134,7 +144,8 @@ struct Choice {
     // The ping-pong kernel compiled for this product's epilogue and a bf16 D (bf16 operands; none,
     // bias, bias_gelu_aux, dgelu_bgrad): no switch over epilogues and output types in its code,
     // 2,200 to 5,000 SASS instructions against the 43,500 of the kernel that takes every epilogue
-    // and output type (false).
+    // and output type (false). With tile_n 256 and pingpong false: the cooperative 128 x 256 kernel
+    // compiled so (kWideEpilogues, "fixed_wide").
     bool fixed_epilogue = false;
     // With fixed_epilogue and the epilogue none, bias or bias_gelu_aux: the tile leaves through shared
     // memory in bf16 and TMA stores (a copy per 64 x 64 box) on every call with beta 0, N a multiple of
@@ -178,12 +189,13 @@ Choice choose(const Desc& d, int sms);
 // "pingpong" (128 x 128, ping-pong, any epilogue and output type), "pingpong_cluster" (the same in
 // 2 x 1 clusters sharing B by TMA multicast), "fixed" (the ping-pong kernel compiled for d's epilogue
 // and a bf16 D, as the dispatcher picks it), "fixed_staged" (the same with its staged stores
-// instead of TMA stores) and "fixed_tma_c" (the same with C loaded by TMA, so that calls with
-// beta != 0 take the TMA stores too), none of them split; and "pingpong_splitk" (an fp32 D without epilogue:
+// instead of TMA stores), "fixed_tma_c" (the same with C loaded by TMA, so that calls with
+// beta != 0 take the TMA stores too) and "fixed_wide" (the cooperative 128 x 256 kernel compiled
+// for d's epilogue and a bf16 D, TMA stores: kWideEpilogues), none of them split; and "pingpong_splitk" (an fp32 D without epilogue:
 // the ping-pong kernel over units of (split, tile) in pingpong_splitk_units splits, each unit added
 // into D by reductions in L2, whose order is not fixed; beta 0, or 1 with C the same matrix as D).
 // "auto" is choose(). nullopt when the name is unknown or d has no such kernel (fp8: 128x128 only;
-// fixed: has_fixed_epilogue_kernel(d); pingpong_splitk: 16-bit operands, an f32 D, no epilogue).
+// fixed: has_fixed_epilogue_kernel(d); fixed_wide: has_wide_kernel(d); pingpong_splitk: 16-bit operands, an f32 D, no epilogue).
 std::optional<Choice> kernel_named(const Desc& d, std::string_view kernel, int sms);
 // The splits of pingpong_splitk for `tiles` output tiles of 128 x 128 and `k_tiles` k-tiles of 64:
 // the fewest that minimize (rounds of 2 x sms consumers) x (k-tiles of a unit + 1), at most 16 and
@@ -198,7 +210,8 @@ bool is_kernel_name(std::string_view kernel);
 std::string check_args(const Desc& d, const Args& args);
 // Whether a call of a plan with choice `c` on `args` leaves its tiles through TMA stores, its kernel
 // compiled for `kernel_epilogue` (the plan's epilogue; none for the GEMM of run_decomposed): a
-// fixed-epilogue kernel (c.fixed_epilogue and c.tma_store) with none, bias or bias_gelu_aux, a bf16 D,
+// fixed-epilogue kernel (c.fixed_epilogue and c.tma_store) with none, bias, bias_gelu (compiled into
+// the wide kernel only) or bias_gelu_aux, a bf16 D,
 // beta 0 (or any beta with c.tma_load_c, C then 16-byte aligned with ldc a multiple of 8), N a
 // multiple of 8, and D (and aux) 16-byte aligned with leading dimensions of a multiple of 8 elements.
 // `d` with its leading dimensions filled in (with_packed_leading_dimensions).

@@ -307,6 +307,7 @@ struct NamedKernel {
     bool split_reduce = false;  // the ping-pong split-K: units added into an fp32 D (pingpong_splitk_units)
     bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
 };
+// fixed with tile_n 256 (not ping-pong): the cooperative kernel compiled for kWideEpilogues.
 constexpr std::array kNamedKernels{
     NamedKernel{.name = "128x256", .tile_n = kWideTileN, .pingpong = false, .fp8 = false},
     NamedKernel{.name = "128x128", .tile_n = kNarrowTileN, .pingpong = false, .fp8 = true},
@@ -319,6 +320,7 @@ constexpr std::array kNamedKernels{
                 .split_reduce = true},
     NamedKernel{.name = "fixed_tma_c", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .tma_load_c = true},
+    NamedKernel{.name = "fixed_wide", .tile_n = kWideTileN, .pingpong = false, .fp8 = false, .fixed = true},
 };
 
 }  // namespace
@@ -342,7 +344,8 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
     for (const NamedKernel& k : kNamedKernels) {
         if (kernel != k.name) continue;
         if (is_fp8(d.a_type) && !k.fp8) return std::nullopt;
-        if (k.fixed && !has_fixed_epilogue_kernel(d)) return std::nullopt;
+        const bool wide = k.fixed && k.tile_n == kWideTileN;
+        if (k.fixed && !(wide ? has_wide_kernel(d) : has_fixed_epilogue_kernel(d))) return std::nullopt;
         if (k.tma_load_c && !has_tma_c_kernel(d)) return std::nullopt;
         if (k.split_reduce && (d.d_type != Type::f32 || d.epilogue != Epilogue::none)) return std::nullopt;
         Choice c;
@@ -366,6 +369,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
                 " x " + std::to_string(k.tile_n) + " tiles" +
                 (k.cluster_m > 1 ? ", pairs of CTAs sharing B by TMA multicast" : "") +
                 (k.fixed ? std::string(", the kernel compiled for this epilogue and a bf16 D") +
+                               (wide ? ", 3 ring stages" : "") +
                                (k.tma_store ? "" : ", staged stores") +
                                (k.tma_load_c ? ", C loaded by TMA where beta is not 0" : "")
                          : "") +
@@ -403,7 +407,9 @@ bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const 
     if (args.beta != 0.0f && !(c.tma_load_c && aligned16(args.c) && d.ldc % 8 == 0)) return false;
     // dgelu_bgrad: aux comes in by TMA where C would (tma_load_c), so not beside C.
     const bool dgelu = e == Epilogue::dgelu_bgrad && c.tma_load_c && args.beta == 0.0f;
-    if (e != Epilogue::none && e != Epilogue::bias && e != Epilogue::bias_gelu_aux && !dgelu) return false;
+    if (e != Epilogue::none && e != Epilogue::bias && e != Epilogue::bias_gelu && e != Epilogue::bias_gelu_aux &&
+        !dgelu)
+        return false;
     if (!aligned16(args.d) || d.ldd % 8 != 0 || d.n % 8 != 0) return false;
     return (e != Epilogue::bias_gelu_aux && !dgelu) || (aligned16(args.aux) && d.ldaux % 8 == 0);
 }

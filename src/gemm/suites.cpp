@@ -234,6 +234,21 @@ std::vector<GemmCase> verify_cases() {
                                                .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
                                                .epilogue = e},
                                           alpha, beta, true, "_fixed_tma_c", "fixed_tma_c"));
+    // The cooperative 128 x 256 kernel compiled per epilogue ("fixed_wide"): 296 columns (the last tile's
+    // boxes 3 and 4 past N, its second cut at 40) with beta 0 (TMA stores) and 289 with C added (beta 1,
+    // staged stores); 2104 x 2104 x 1000 (9 tile columns of 256, the last 56 wide; each consumer's staging
+    // box reused tile after tile) with beta 0.
+    for (const auto& [a, b] : kLayouts)
+        for (Epilogue e : gemm::kWideEpilogues) {
+            for (const auto& [n, beta] : {std::pair{std::int64_t{296}, 0.0f}, std::pair{std::int64_t{289}, 1.0f}})
+                out.push_back(verify_case(Desc{.m = 300, .n = n, .k = 136, .a_type = Type::bf16, .b_type = Type::bf16,
+                                               .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
+                                          1.0f, beta, true, "_fixed_wide", "fixed_wide"));
+            out.push_back(verify_case(Desc{.m = 2104, .n = 2104, .k = 1000, .a_type = Type::bf16,
+                                           .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
+                                           .epilogue = e},
+                                      1.0f, 0.0f, false, "_multitile_fixed_wide", "fixed_wide"));
+        }
     // The TMA stores over many tiles: 2104 x 2104 (rows of a multiple of 8 in
     // every layout, the last tile 56 x 56) and K = 1000, so that each
     // consumer reuses its staging box tile after tile, with the bias and with

@@ -357,7 +357,8 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "pingpong_cluster", kH200Sms));
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
-    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c");
+    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
+              "fixed_wide");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));
@@ -541,6 +542,43 @@ TEST(GemmChoose, TmaLoadsOfCOnlyByName) {
         with.epilogue = e;
         EXPECT_TRUE(has_tma_c_kernel(with) && kernel_named(with, "fixed_tma_c", kH200Sms)) << name(e);
     }
+}
+
+// "fixed_wide": the cooperative 128 x 256 kernel compiled for the product's epilogue (kWideEpilogues,
+// bias_gelu among them), its tiles leaving by TMA stores where the call allows them.
+TEST(GemmChoose, WideFixedKernelByName) {
+    Desc d = square(4096);
+    d.d_type = Type::bf16;
+    d.epilogue = Epilogue::bias_gelu;
+    d = with_packed_leading_dimensions(d);
+    const auto wide = kernel_named(d, "fixed_wide", kH200Sms);
+    ASSERT_TRUE(wide);
+    EXPECT_FALSE(wide->pingpong);
+    EXPECT_TRUE(wide->fixed_epilogue && wide->tma_store);
+    EXPECT_EQ(wide->tile_n, 256);
+    EXPECT_EQ(wide->ctas, kH200Sms);
+    EXPECT_EQ(kernel_text(*wide), "128x256 fixed-epilogue splits 1");
+    EXPECT_TRUE(contains(wide->why, "3 ring stages")) << wide->why;
+    void* const at = reinterpret_cast<void*>(std::uintptr_t{4096});
+    const Args args{.a = at, .b = at, .d = at, .bias = at};
+    EXPECT_TRUE(tma_stores(d, *wide, d.epilogue, args));
+    Args residual = args;
+    residual.c = at;
+    residual.beta = 1.0f;
+    EXPECT_FALSE(tma_stores(d, *wide, d.epilogue, residual));  // no C by TMA in this kernel: staged stores
+    for (Epilogue e : kWideEpilogues) {
+        Desc with = d;
+        with.epilogue = e;
+        EXPECT_TRUE(has_wide_kernel(with) && kernel_named(with, "fixed_wide", kH200Sms)) << name(e);
+    }
+    for (Epilogue e : {Epilogue::bias_gelu_aux, Epilogue::dgelu_bgrad, Epilogue::bias_relu}) {
+        Desc with = d;
+        with.epilogue = e;
+        EXPECT_FALSE(kernel_named(with, "fixed_wide", kH200Sms)) << name(e);
+    }
+    Desc f16 = d;
+    f16.a_type = f16.b_type = Type::f16;
+    EXPECT_FALSE(kernel_named(f16, "fixed_wide", kH200Sms));
 }
 
 // "fixed" and "fixed_staged": the ping-pong kernel compiled for the product's

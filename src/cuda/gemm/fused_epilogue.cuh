@@ -516,20 +516,26 @@ struct FixedEpilogueParams : EpilogueParams {
 // run-time flag grew them by 864 to 6,712 SASS instructions and gave the
 // dGELU kernel 65 local-memory accesses, and fwd_qkv fell from 0.88x to
 // 0.78x cuBLASLt (2026-12-02_4d201d3_gpt2_gemm.csv against fa5f109's).
-template <class T, Epilogue K, bool LoadsC = false>
+// TileN: the columns of the 64-row halves the kernel hands over, 128 (the
+// ping-pong kernel) or 256 (the cooperative 128 x 256 kernel, "fixed_wide":
+// a consumer's 64 x 256 share of the tile, four boxes); the staging box holds
+// one half.
+template <class T, Epilogue K, bool LoadsC = false, int TileN = 128>
 struct FixedEpilogue : FusedEpilogue {
     using Params = FixedEpilogueParams;
     // dgelu_bgrad takes the TMA path only with aux loaded by TMA into the staging box (LoadsC, beta 0).
     static constexpr bool kTmaCapable =
-        std::is_same_v<T, __nv_bfloat16> && (K == Epilogue::none || K == Epilogue::bias ||
-                                             K == Epilogue::bias_gelu_aux || (LoadsC && K == Epilogue::dgelu_bgrad));
+        std::is_same_v<T, __nv_bfloat16> &&
+        (K == Epilogue::none || K == Epilogue::bias || K == Epilogue::bias_gelu || K == Epilogue::bias_gelu_aux ||
+         (LoadsC && K == Epilogue::dgelu_bgrad));
     static constexpr bool kLoadsAux = LoadsC && K == Epilogue::dgelu_bgrad;
     static constexpr int kBoxBytes = sm90::kWgmmaM * sm90::kRowBytes;  // 64 rows x 64 bf16
-    static constexpr int kHalfBytes = 2 * kBoxBytes;                   // a 64 x 128 half of the tile
+    static constexpr int kHalfBytes = TileN / 64 * kBoxBytes;          // a 64 x TileN half of the tile
     static constexpr int kStagingBytes = K == Epilogue::bias_gelu_aux ? 2 * kHalfBytes : kHalfBytes;
     static constexpr int kStages = K == Epilogue::bias_gelu_aux ? 5 : 6;  // ring stages of its kernel
     static_assert(kStagingBytes >= FusedEpilogue::kStagingBytes, "the staged path shares the region");
     static_assert(kStagingBytes % sm90::kSwizzleAtom == 0, "staging boxes start on swizzle atoms");
+    static_assert(TileN == 128 || TileN == 256, "the ping-pong kernel's halves, or the wide kernel's");
 
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
@@ -587,7 +593,7 @@ private:
     template <int BN>
     static __device__ __forceinline__ void store_tma(const Params& p, const float (&acc)[BN / 2], int m, int n,
                                                      int row0, int col0, float* staging) {
-        static_assert(BN % 64 == 0, "whole 64-column boxes");
+        static_assert(BN % 64 == 0 && BN <= TileN, "whole 64-column boxes, inside the staging box");
         constexpr int kGroups = BN / 8;  // 8-column groups j: this thread's pairs at rows r and r + 8
         if (row0 >= m) return;           // the same for the whole warpgroup
         const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;

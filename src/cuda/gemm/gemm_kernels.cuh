@@ -9,7 +9,8 @@
 //     its own tile, one's epilogue under the other's main loop), alone or as
 //     a 2 x 1 cluster sharing B through TMA multicast (pingpong_cluster);
 //   fixed-epilogue rows (bf16 only): the ping-pong kernel once more for each
-//     of gemm::kFixedEpilogues with a bf16 D, FixedEpilogue compiled in;
+//     of gemm::kFixedEpilogues with a bf16 D, FixedEpilogue compiled in, and
+//     the cooperative 128 x 256 kernel for each of gemm::kWideEpilogues;
 //   split rows: 128 x 128 tiles, Schedule::split_k, fp32 partial tiles stored
 //     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
 //     applies the epilogue;
@@ -102,27 +103,16 @@ using sm90::WarpSpecialized;
 constexpr Major major_a(gemm::Op op) { return op == gemm::Op::n ? Major::k : Major::mn; }
 constexpr Major major_b(gemm::Op op) { return op == gemm::Op::t ? Major::k : Major::mn; }
 
-template <class G, class Epi>
-void launch_kernel(const Launch& l) {
-    allow_dynamic_smem<sm90::warp_specialized_kernel<G, Epi>>(sm90::kernel_smem_bytes<G, Epi>);
-    if constexpr (std::is_same_v<Epi, FusedEpilogue>) {
-        sm90::warp_specialized_kernel<G, Epi><<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, Epi>, l.stream>>>(
-            l.map_a, l.map_b, l.epi, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
-    } else {
-        sm90::warp_specialized_kernel<G, Epi><<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, Epi>, l.stream>>>(
-            l.map_a, l.map_b, sm90::StoreF32::Params{l.workspace}, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
-    }
-    RIGEL_CUDA_CHECK_LAUNCH();
-}
-
-// The ping-pong kernel's epilogue parameters from the plan's launch: the
-// fused policies' EpilogueParams (and the fixed ones' TMA maps); the split-K's
-// D, alpha and units per tile (AtomicAddF32: the plan has cleared D or checked
-// that it holds C).
+// The kernels' epilogue parameters from the plan's launch: the fused
+// policies' EpilogueParams (and the fixed ones' TMA maps); the cooperative
+// split's workspace (StoreF32); the ping-pong split-K's D, alpha and units per
+// tile (AtomicAddF32: the plan has cleared D or checked that it holds C).
 template <class Epi>
-typename Epi::Params pingpong_params(const Launch& l) {
+typename Epi::Params epilogue_params(const Launch& l) {
     typename Epi::Params params{};
-    if constexpr (std::is_same_v<Epi, AtomicAddF32>) {
+    if constexpr (std::is_same_v<Epi, sm90::StoreF32>) {
+        params.c = l.workspace;
+    } else if constexpr (std::is_same_v<Epi, AtomicAddF32>) {
         params.d = static_cast<float*>(l.epi.d);
         params.ldd = l.epi.ldd;
         params.alpha = l.epi.alpha;
@@ -141,11 +131,19 @@ typename Epi::Params pingpong_params(const Launch& l) {
     return params;
 }
 
+template <class G, class Epi>
+void launch_kernel(const Launch& l) {
+    allow_dynamic_smem<sm90::warp_specialized_kernel<G, Epi>>(sm90::kernel_smem_bytes<G, Epi>);
+    sm90::warp_specialized_kernel<G, Epi><<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, Epi>, l.stream>>>(
+        l.map_a, l.map_b, epilogue_params<Epi>(l), l.m, l.n, l.k, l.tiles_m, l.tiles_n);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
 template <class G, class Epi = FusedEpilogue>
 void launch_pingpong(const Launch& l) {
     allow_dynamic_smem<sm90::pingpong_kernel<G, Epi>>(sm90::pingpong_smem_bytes<G, Epi>);
     sm90::pingpong_kernel<G, Epi><<<l.grid, G::kThreads, sm90::pingpong_smem_bytes<G, Epi>, l.stream>>>(
-        l.map_a, l.map_b, pingpong_params<Epi>(l), l.m, l.n, l.k, l.tiles_m, l.tiles_n);
+        l.map_a, l.map_b, epilogue_params<Epi>(l), l.m, l.n, l.k, l.tiles_m, l.tiles_n);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
@@ -206,16 +204,42 @@ constexpr auto fixed_epilogue_rows() {
     }
 }
 
-// The table of one 16-bit type and layout: half_rows, then fixed_epilogue_rows.
+// The wide fixed-epilogue rows of one layout ("fixed_wide"): bf16 operands and
+// D, the cooperative 128 x 256 kernel once for each of gemm::kWideEpilogues,
+// FixedEpilogue compiled in with a 64 x 256 staging box per consumer (32 KB
+// each), so the ring has 3 stages of 48 KB; none for f16.
+inline constexpr int kWideFixedStages = 3;
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
+constexpr auto wide_fixed_rows() {
+    if constexpr (Tg != Type::bf16) {
+        return std::array<KernelEntry, 0>{};
+    } else {
+        const auto row = [&]<std::size_t I>() {
+            constexpr Epilogue e = gemm::kWideEpilogues[I];
+            using Epi = FixedEpilogue<__nv_bfloat16, e, false, 256>;
+            using Wide = WarpSpecialized<T, 256, kWideFixedStages, Schedule::persistent_grouped,
+                                         Accumulation::tensor_core, major_a(OA), major_b(OB)>;
+            return KernelEntry{{Tg, OA, OB, 256, false, false, 1, true, e, false}, launch_kernel<Wide, Epi>,
+                               Wide::kBK};
+        };
+        return [&]<std::size_t... I>(std::index_sequence<I...>) {
+            return std::array<KernelEntry, sizeof...(I)>{row.template operator()<I>()...};
+        }(std::make_index_sequence<gemm::kWideEpilogues.size()>{});
+    }
+}
+
+// The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, wide_fixed_rows.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto table_rows() {
     constexpr auto a = half_rows<T, Tg, OA, OB>();
     constexpr auto b = fixed_epilogue_rows<T, Tg, OA, OB, gemm::kFixedEpilogues, false>();
     constexpr auto c = fixed_epilogue_rows<T, Tg, OA, OB, gemm::kTmaCEpilogues, true>();
-    std::array<KernelEntry, a.size() + b.size() + c.size()> out{};
-    for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i];
-    for (std::size_t i = 0; i < b.size(); ++i) out[a.size() + i] = b[i];
-    for (std::size_t i = 0; i < c.size(); ++i) out[a.size() + b.size() + i] = c[i];
+    constexpr auto w = wide_fixed_rows<T, Tg, OA, OB>();
+    std::array<KernelEntry, a.size() + b.size() + c.size() + w.size()> out{};
+    std::size_t at = 0;
+    for (const auto& part : {std::span<const KernelEntry>(a), std::span<const KernelEntry>(b),
+                             std::span<const KernelEntry>(c), std::span<const KernelEntry>(w)})
+        for (const KernelEntry& e : part) out[at++] = e;
     return out;
 }
 

@@ -83,7 +83,14 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
         throw std::invalid_argument(std::string("the ping-pong split-K adds fp32 partial tiles into D: it takes an f32 D "
                                                 "and no epilogue, not a ") +
                                     name(desc_.d_type) + " D with epilogue " + name(desc_.epilogue));
-    if (forced.fixed_epilogue && !(forced.pingpong && forced.cluster_m == 1 && !split && has_fixed_epilogue_kernel(desc_)))
+    const bool wide_fixed = forced.fixed_epilogue && !forced.pingpong;
+    if (wide_fixed && !(forced.tile_n == 256 && forced.cluster_m == 1 && !split && has_wide_kernel(desc_)))
+        throw std::invalid_argument(std::string("no cooperative 128 x 256 kernel compiled for epilogue ") +
+                                    name(desc_.epilogue) + " with " + name(desc_.a_type) + " operands and a " +
+                                    name(desc_.d_type) +
+                                    " D (those of gemm::kWideEpilogues, bf16 operands and D, single CTAs, K not split)");
+    if (forced.fixed_epilogue && !wide_fixed &&
+        !(forced.cluster_m == 1 && !split && has_fixed_epilogue_kernel(desc_)))
         throw std::invalid_argument(std::string("no ping-pong kernel compiled for epilogue ") + name(desc_.epilogue) +
                                     " with " + name(desc_.a_type) + " operands and a " + name(desc_.d_type) +
                                     " D (those of gemm::kFixedEpilogues, bf16 operands and D, single CTAs, K not split)");

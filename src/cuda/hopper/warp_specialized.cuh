@@ -43,7 +43,10 @@
 // ladder's): guarded fp32 stores of the accumulators; the library's fused
 // epilogues: src/cuda/gemm/fused_epilogue.cuh. The kernel takes Epi::Params
 // by value, and gives each consumer Epi::kStagingBytes of shared memory after
-// the ring (kernel_smem_bytes<G, Epi>).
+// the ring (kernel_smem_bytes<G, Epi>); where the policy has them, Epi::init()
+// sets up its barriers before the kernel's __syncthreads and each consumer
+// calls Epi::drain(epi) after its last tile (FixedEpilogue's TMA stores, the
+// library's "fixed_wide").
 //
 // Accumulation: tensor_core keeps one accumulator set and one wgmma group in
 // flight. promoted (fp8 only) accumulates each k-tile (128 of K = 4 wgmma
@@ -246,6 +249,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
 
     init_ring(full, empty, G::kConsumerWarps);  // every consumer warp releases each stage
+    if constexpr (requires { Epi::init(); }) Epi::init();  // the epilogue's own barriers, where it has any
     __syncthreads();  // the last CTA-wide barrier: from here on only mbarriers
     if constexpr (G::kSchedule == Schedule::split_k) {
         // k37's reduction kernel, launched as a programmatic dependent, may be
@@ -415,6 +419,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 for (int i = 0; i < G::kAcc; ++i) acc[i] = 0.0f;
             }
         }
+        // An epilogue whose copies may still be reading shared memory waits for them before the CTA ends.
+        if constexpr (requires { Epi::drain(epi); }) Epi::drain(epi);
     }
 #else
     (void)map_a, (void)map_b, (void)epi, (void)m, (void)n, (void)k, (void)tiles_m, (void)tiles_n;
