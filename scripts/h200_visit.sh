@@ -252,7 +252,8 @@ if has gemm || has gemm_quick; then
   verify_cases=(); [ -n "${VERIFY_CASES:-}" ] && verify_cases=(--cases "$VERIFY_CASES")
   timeout -s INT "$(capped 300)" $RIGEL gemm verify "${verify_cases[@]}" --out "$OUT" > "$OUT/gemm_verify.txt" 2> "$OUT/gemm_verify.err"
   summary+=("gemm verify: rc $?")
-  if has gemm; then gemm_suites=(all); else read -r -a gemm_suites <<< "${GEMM_SUITES:-fused small}"; fi
+  # QUICK_SUITES: gemm_quick's suites where they differ from gemm_bench's GEMM_SUITES (none: verify alone).
+  if has gemm; then gemm_suites=(all); else read -r -a gemm_suites <<< "${QUICK_SUITES:-${GEMM_SUITES:-fused small}}"; fi
   for s in "${gemm_suites[@]}"; do
     [ "$s" = none ] && continue  # GEMM_SUITES=none: the verify run alone
     log "gemm bench $s"
