@@ -101,9 +101,10 @@ struct Args {
 };
 
 // The epilogues the library also compiles into a ping-pong kernel of their own, for bf16 operands and
-// a bf16 D: those of a transformer's training step (Choice::fixed_epilogue).
-inline constexpr std::array<Epilogue, 4> kFixedEpilogues{Epilogue::none, Epilogue::bias, Epilogue::bias_gelu_aux,
-                                                         Epilogue::dgelu_bgrad};
+// a bf16 D: those of a transformer's training step, and bias + GELU without aux, as an inference
+// forward runs it (Choice::fixed_epilogue).
+inline constexpr std::array<Epilogue, 5> kFixedEpilogues{Epilogue::none, Epilogue::bias, Epilogue::bias_gelu,
+                                                         Epilogue::bias_gelu_aux, Epilogue::dgelu_bgrad};
 constexpr bool has_fixed_epilogue_kernel(const Desc& d) {
     if (d.a_type != Type::bf16 || d.b_type != Type::bf16 || d.d_type != Type::bf16) return false;
     for (Epilogue e : kFixedEpilogues)
@@ -142,12 +143,12 @@ struct Choice {
     // a pair through TMA multicast, halving B's traffic from L2.
     int cluster_m = 1;
     // The ping-pong kernel compiled for this product's epilogue and a bf16 D (bf16 operands; none,
-    // bias, bias_gelu_aux, dgelu_bgrad): no switch over epilogues and output types in its code,
+    // bias, bias_gelu, bias_gelu_aux, dgelu_bgrad): no switch over epilogues and output types in its code,
     // 2,200 to 5,000 SASS instructions against the 43,500 of the kernel that takes every epilogue
     // and output type (false). With tile_n 256 and pingpong false: the cooperative 128 x 256 kernel
     // compiled so (kWideEpilogues, "fixed_wide").
     bool fixed_epilogue = false;
-    // With fixed_epilogue and the epilogue none, bias or bias_gelu_aux: the tile leaves through shared
+    // With fixed_epilogue and the epilogue none, bias, bias_gelu or bias_gelu_aux: the tile leaves through shared
     // memory in bf16 and TMA stores (a copy per 64 x 64 box) on every call with beta 0, N a multiple of
     // 8 and D (and aux) 16-byte aligned with rows of a multiple of 8 elements; other calls, or false:
     // the staged 16-byte stores of the other kernels.
@@ -210,8 +211,8 @@ bool is_kernel_name(std::string_view kernel);
 std::string check_args(const Desc& d, const Args& args);
 // Whether a call of a plan with choice `c` on `args` leaves its tiles through TMA stores, its kernel
 // compiled for `kernel_epilogue` (the plan's epilogue; none for the GEMM of run_decomposed): a
-// fixed-epilogue kernel (c.fixed_epilogue and c.tma_store) with none, bias, bias_gelu (compiled into
-// the wide kernel only) or bias_gelu_aux, a bf16 D,
+// fixed-epilogue kernel (c.fixed_epilogue and c.tma_store) with none, bias, bias_gelu or bias_gelu_aux,
+// a bf16 D,
 // beta 0 (or any beta with c.tma_load_c, C then 16-byte aligned with ldc a multiple of 8), N a
 // multiple of 8, and D (and aux) 16-byte aligned with leading dimensions of a multiple of 8 elements.
 // `d` with its leading dimensions filled in (with_packed_leading_dimensions).

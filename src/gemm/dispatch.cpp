@@ -25,6 +25,13 @@
 //   4. bf16 operands, a bf16 D and one of a training step's epilogues: the
 //      ping-pong kernel compiled for that epilogue, whose tiles leave through
 //      TMA stores on calls that tma_stores() allows.
+//   6. (below 5) Where rule 2 or 3 splits K for bf16 operands, a bf16 D and
+//      one of gemm::kFixedEpilogues: the ping-pong kernel compiled for the
+//      epilogue over the units of rule 5, each unit's partial added into an
+//      fp32 workspace slab (reductions in L2) and the last unit of a tile
+//      reading the sum back, applying the epilogue and storing D (SplitFixup,
+//      fused_epilogue.cuh): one kernel instead of rule 2/3's slabs and second
+//      pass.
 //   5. Where rule 2 or 3 splits K for an fp32 D without epilogue and the desc
 //      allows atomics: the ping-pong kernel over units of (split, tile) in
 //      pingpong_splitk_units splits, each unit added into D by reductions in
@@ -284,11 +291,28 @@ Choice choose(const Desc& desc, int sms) {
             return c;
         }
     }
+    // Rule 6: where rules 2 or 3 split K for bf16 operands, a bf16 D and a fixed epilogue: the ping-pong
+    // kernel over units of (split, tile) as in rule 5, each unit's partial added into the plan's fp32
+    // workspace and the last unit of each tile applying the epilogue and storing D: one kernel.
+    if (c.splits > 1 && has_fixed_epilogue_kernel(d)) {
+        const int units = pingpong_splitk_units(tiles, k_tiles, sms);
+        if (units > 1) {
+            c.splits = units;
+            c.pingpong = true;
+            c.fixed_epilogue = true;
+            c.why = std::to_string(tiles) + " tiles of 128 x 128, split K " + std::to_string(units) +
+                    " ways by the ping-pong kernel compiled for this epilogue and a bf16 D: each unit's partial "
+                    "added into an fp32 workspace, the last unit of a tile storing D";
+            c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * units, sms));
+            return c;
+        }
+    }
     c.ctas = static_cast<int>(c.splits > 1 ? tiles * c.splits : std::min<std::int64_t>(tiles, sms));
     if (c.pingpong && has_fixed_epilogue_kernel(d)) {
         c.fixed_epilogue = true;
         c.why += "; the kernel compiled for this epilogue and a bf16 D";
-        if (d.epilogue == Epilogue::none || d.epilogue == Epilogue::bias || d.epilogue == Epilogue::bias_gelu_aux)
+        if (d.epilogue == Epilogue::none || d.epilogue == Epilogue::bias || d.epilogue == Epilogue::bias_gelu ||
+            d.epilogue == Epilogue::bias_gelu_aux)
             c.why += ", its tiles leaving by TMA stores on calls with beta 0 (N and the rows multiples of 8)";
     }
     return c;
@@ -403,7 +427,7 @@ std::string kernel_names() {
 bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const Args& args) {
     const Epilogue e = kernel_epilogue;
     const auto aligned16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-    if (!c.fixed_epilogue || !c.tma_store || c.splits != 1 || d.d_type != Type::bf16) return false;
+    if (!c.fixed_epilogue || !c.tma_store || (c.splits != 1 && !c.pingpong) || d.d_type != Type::bf16) return false;
     if (args.beta != 0.0f && !(c.tma_load_c && aligned16(args.c) && d.ldc % 8 == 0)) return false;
     // dgelu_bgrad: aux comes in by TMA where C would (tma_load_c), so not beside C.
     const bool dgelu = e == Epilogue::dgelu_bgrad && c.tma_load_c && args.beta == 0.0f;

@@ -205,10 +205,15 @@ TEST(GemmCheck, RefusesShapesAndLeadingDimensionsTmaCannotTake) {
     EXPECT_EQ(check(d), "leading dimensions must be below 2^31");
 }
 
+Desc f32_out(Desc d) {
+    d.d_type = Type::f32;
+    return d;
+}
+
 TEST(GemmChoose, SmallSquareOnTheH200SplitsKOnTheCooperativeKernel) {
-    // 512^3: 4 x 4 = 16 tiles of 128 x 128, under half of 132 SMs, and K = 512
-    // holds 8 k-tiles of 64: split 4 ways (2 k-tiles per split), 64 CTAs.
-    const Choice c = choose(square(512), kH200Sms);
+    // 512^3 with an f32 D: 4 x 4 = 16 tiles of 128 x 128, under half of 132 SMs, and
+    // K = 512 holds 8 k-tiles of 64: split 4 ways (2 k-tiles per split), 64 CTAs.
+    const Choice c = choose(f32_out(square(512)), kH200Sms);
     EXPECT_EQ(c.tile_m, 128);
     EXPECT_EQ(c.tile_n, 128);
     EXPECT_EQ(c.splits, 4);
@@ -216,10 +221,42 @@ TEST(GemmChoose, SmallSquareOnTheH200SplitsKOnTheCooperativeKernel) {
     EXPECT_EQ(c.ctas, 64);
     EXPECT_TRUE(contains(c.why, "split K 4 ways")) << c.why;
     // 1024^3: 8 x 8 = 64 tiles, under 66; 16 k-tiles: split 2 ways (132 / 64).
-    const Choice c1 = choose(square(1024), kH200Sms);
+    const Choice c1 = choose(f32_out(square(1024)), kH200Sms);
     EXPECT_EQ(c1.tile_n, 128);
     EXPECT_EQ(c1.splits, 2);
     EXPECT_EQ(c1.ctas, 128);
+}
+
+TEST(GemmChoose, BfloatSplitsRunOnTheSplitFixedKernel) {
+    // Rule 6: a bf16 D with a fixed epilogue, where rules 2 and 3 split: the ping-pong units
+    // (pingpong_splitk_units), the last unit of each tile applying the epilogue. 512^3: 16 tiles of
+    // 8 k-tiles, at least 4 a unit: 2 splits, 32 units.
+    for (Epilogue e : kFixedEpilogues) {
+        Desc d = square(512);
+        d.epilogue = e;
+        const Choice c = choose(d, kH200Sms);
+        EXPECT_TRUE(c.pingpong && c.fixed_epilogue) << name(e);
+        EXPECT_EQ(c.splits, 2) << name(e);
+        EXPECT_EQ(c.ctas, 32) << name(e);
+        EXPECT_TRUE(contains(c.why, "the last unit of a tile storing D")) << c.why;
+        EXPECT_EQ(kernel_text(c), "128x128 pingpong fixed-epilogue splits 2");
+    }
+    // 1024^3: 64 tiles of 16 k-tiles: 4 splits, 256 units on 132 CTAs.
+    const Choice c1 = choose(square(1024), kH200Sms);
+    EXPECT_EQ(c1.splits, 4);
+    EXPECT_EQ(c1.ctas, kH200Sms);
+    // GPT-2's bf16 dW (768 x 3072 x 16384, 144 tiles): rule 3's split, in pingpong_splitk_units' count.
+    const Desc dw{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n};
+    const Choice w = choose(dw, kH200Sms);
+    EXPECT_TRUE(w.pingpong && w.fixed_epilogue);
+    EXPECT_EQ(w.splits, pingpong_splitk_units(144, 256, kH200Sms));
+    // Not for an epilogue without a fixed kernel, an f16 D or f16 operands: rules 2 and 3 as before.
+    Desc relu = square(512);
+    relu.epilogue = Epilogue::bias_relu;
+    EXPECT_FALSE(choose(relu, kH200Sms).pingpong);
+    Desc f16 = square(512, Type::f16);
+    f16.d_type = Type::f16;
+    EXPECT_FALSE(choose(f16, kH200Sms).pingpong);
 }
 
 TEST(GemmChoose, HalfPrecisionWithoutSplitTakesPingPong) {
@@ -252,18 +289,18 @@ TEST(GemmChoose, BfloatTrainingEpiloguesTakeTheirCompiledKernel) {
     }
     // Any other epilogue, output type or operand type: the kernel that takes them all.
     const auto generic = [](Desc d) { return !choose(d, kH200Sms).fixed_epilogue; };
-    Desc gelu = square(4096);
-    gelu.epilogue = Epilogue::bias_gelu;
-    EXPECT_TRUE(generic(gelu));
+    Desc relu = square(4096);
+    relu.epilogue = Epilogue::bias_relu;
+    EXPECT_TRUE(generic(relu));
     Desc f32_out = square(4096);
     f32_out.d_type = Type::f32;
     EXPECT_TRUE(generic(f32_out));
     EXPECT_TRUE(generic(square(4096, Type::f16)));
     EXPECT_TRUE(generic(square(4096, Type::e4m3)));
-    // Split K (cooperative kernel): not the ping-pong, so not compiled in either.
+    // Split K: the split fixed kernel (rule 6), compiled for the epilogue too.
     const Choice small = choose(square(512), kH200Sms);
     EXPECT_GT(small.splits, 1);
-    EXPECT_FALSE(small.fixed_epilogue);
+    EXPECT_TRUE(small.fixed_epilogue);
     // The ping-pong by name is the one for every epilogue, for comparison.
     Desc bias = square(4096);
     bias.epilogue = Epilogue::bias;
@@ -273,26 +310,26 @@ TEST(GemmChoose, BfloatTrainingEpiloguesTakeTheirCompiledKernel) {
 
 TEST(GemmChoose, SplitRulesAtTheirBoundaries) {
     // 66 tiles = half of 132 SMs: not rule 2's; with a short K, no split.
-    const Choice c = choose(Desc{.m = 128 * 66, .n = 128, .k = 1024}, kH200Sms);
+    const Choice c = choose(Desc{.m = 128 * 66, .n = 128, .k = 1024, .d_type = Type::f32}, kH200Sms);
     EXPECT_EQ(c.splits, 1);
     EXPECT_TRUE(c.pingpong);
     EXPECT_EQ(c.ctas, 66);
     // With a long K, the last-wave rule: one wave half used, split 2 ways fills it.
-    const Choice lw = choose(Desc{.m = 128 * 66, .n = 128, .k = 1 << 16}, kH200Sms);
+    const Choice lw = choose(Desc{.m = 128 * 66, .n = 128, .k = 1 << 16, .d_type = Type::f32}, kH200Sms);
     EXPECT_EQ(lw.splits, 2);
     EXPECT_TRUE(contains(lw.why, "last of 1 waves")) << lw.why;
     // 65 tiles: split 2 ways.
-    EXPECT_EQ(choose(Desc{.m = 128 * 65, .n = 128, .k = 1 << 16}, kH200Sms).splits, 2);
+    EXPECT_EQ(choose(Desc{.m = 128 * 65, .n = 128, .k = 1 << 16, .d_type = Type::f32}, kH200Sms).splits, 2);
     // Too short a K to split: 3 k-tiles of 64 cannot give two splits of 2.
-    const Choice s = choose(Desc{.m = 128, .n = 128, .k = 192}, kH200Sms);
+    const Choice s = choose(Desc{.m = 128, .n = 128, .k = 192, .d_type = Type::f32}, kH200Sms);
     EXPECT_EQ(s.splits, 1);
     EXPECT_EQ(s.ctas, 1);
     // 4 k-tiles: two splits.
-    EXPECT_EQ(choose(Desc{.m = 128, .n = 128, .k = 256}, kH200Sms).splits, 2);
+    EXPECT_EQ(choose(Desc{.m = 128, .n = 128, .k = 256, .d_type = Type::f32}, kH200Sms).splits, 2);
     // Splits are capped at 16 however many SMs there are.
-    EXPECT_EQ(choose(Desc{.m = 128, .n = 128, .k = 1 << 16}, kH200Sms).splits, 16);
+    EXPECT_EQ(choose(Desc{.m = 128, .n = 128, .k = 1 << 16, .d_type = Type::f32}, kH200Sms).splits, 16);
     // And by the 1 GiB fp32 workspace: 8192^2 floats are 256 MiB a split.
-    const Choice w = choose(Desc{.m = 8192, .n = 8192, .k = 1 << 16}, 100000);
+    const Choice w = choose(Desc{.m = 8192, .n = 8192, .k = 1 << 16, .d_type = Type::f32}, 100000);
     EXPECT_EQ(w.splits, 4);
     EXPECT_EQ(w.ctas, 64 * 64 * 4);
 }
@@ -310,13 +347,13 @@ TEST(GemmChoose, APartEmptyLastWaveSplitsLongK) {
     }
     // 2304 x 768 (108 tiles, one wave 82 % used) is left alone, as are the
     // products whose waves are nearly full (GPT-2's forward: 768 tiles).
-    EXPECT_EQ(choose(Desc{.m = 2304, .n = 768, .k = 16384, .a_op = Op::t}, kH200Sms).splits, 1);
-    EXPECT_EQ(choose(Desc{.m = 16384, .n = 768, .k = 3072, .b_op = Op::t}, kH200Sms).splits, 1);
+    EXPECT_EQ(choose(Desc{.m = 2304, .n = 768, .k = 16384, .a_op = Op::t, .d_type = Type::f32}, kH200Sms).splits, 1);
+    EXPECT_EQ(choose(Desc{.m = 16384, .n = 768, .k = 3072, .b_op = Op::t, .d_type = Type::f32}, kH200Sms).splits, 1);
     // Too short a K for splits of 16 k-tiles: 144 tiles at K = 1984 (31 k-tiles).
-    EXPECT_EQ(choose(Desc{.m = 3072, .n = 768, .k = 1984}, kH200Sms).splits, 1);
+    EXPECT_EQ(choose(Desc{.m = 3072, .n = 768, .k = 1984, .d_type = Type::f32}, kH200Sms).splits, 1);
     // Where the slabs' round trip costs more than the wave saves, no split:
     // 144 tiles at K = 2048 (r = 0.5 per split).
-    EXPECT_EQ(choose(Desc{.m = 3072, .n = 768, .k = 2048}, kH200Sms).splits, 1);
+    EXPECT_EQ(choose(Desc{.m = 3072, .n = 768, .k = 2048, .d_type = Type::f32}, kH200Sms).splits, 1);
 }
 
 TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
@@ -346,7 +383,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     // The dispatcher does not pick the pair (it has not been measured yet).
     EXPECT_EQ(choose(square(4096), kH200Sms).cluster_m, 1);
     // auto is the dispatcher, even where it splits.
-    EXPECT_EQ(kernel_named(square(512), "auto", kH200Sms)->splits, 4);
+    EXPECT_EQ(kernel_named(square(512), "auto", kH200Sms)->splits, 2);
     // A named kernel never splits, and takes one CTA per tile below the SM count.
     const auto small = kernel_named(square(512), "pingpong", kH200Sms);
     EXPECT_EQ(small->splits, 1);
@@ -483,11 +520,14 @@ TEST(GemmChoose, TmaStoresOnlyWhereTheyWereVerified) {
     // dGELU keeps the staged stores; the decomposed path's GEMM (epilogue none) takes TMA stores.
     EXPECT_FALSE(tma_stores(d, c, Epilogue::dgelu_bgrad, args));
     EXPECT_TRUE(tma_stores(d, c, Epilogue::none, args));
-    // Only the fixed-epilogue kernels, unsplit, and not when staged stores are asked for.
+    // Only the fixed-epilogue kernels, unsplit or split on the ping-pong kernel (rule 6: its last unit
+    // of a tile stores D as the unsplit kernel does), and not when staged stores are asked for.
     EXPECT_FALSE(tma_stores(d, *kernel_named(d, "pingpong", kH200Sms), d.epilogue, args));
     EXPECT_FALSE(tma_stores(d, *kernel_named(d, "fixed_staged", kH200Sms), d.epilogue, args));
     Choice split = c;
     split.splits = 2;
+    EXPECT_TRUE(tma_stores(d, split, d.epilogue, args));
+    split.pingpong = false;  // the cooperative split: slabs, then the elementwise pass
     EXPECT_FALSE(tma_stores(d, split, d.epilogue, args));
     Desc f32 = d;
     f32.d_type = Type::f32;

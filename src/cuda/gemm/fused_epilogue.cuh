@@ -741,4 +741,83 @@ struct AtomicAddF32 {
     static __device__ __forceinline__ void drain(const Params&) {}
 };
 
+// The ping-pong split-K for a bf16 D with a fixed epilogue (the dispatcher's
+// split for bf16 products, pingpong_gemm.cuh's SplitK): units of (split,
+// tile) as AtomicAddF32's, but D cannot take additions, so each unit adds its
+// partial 64 x BN half, as fp32, into a slab of the plan's workspace
+// (red.global.add.v4: L2 does the adds), then counts itself on the half's
+// arrival counter. The unit that arrives last (its count splits - 1) holds the
+// only complete sum: it reads the slab back, clears it and the counter for
+// the next call, and hands the sum to Inner, the fixed epilogue, which stores
+// D as the unsplit kernel does (alpha, C, bias, GELU, bgrad applied once, TMA
+// stores where the call allows them). One kernel, no fp32 slabs of M x N per
+// split and no second pass: against the cooperative split (StoreF32 slabs,
+// then epilogue_kernel) a unit moves 32 KB of adds instead of a 32 KB store
+// that the reduction reads back, and nothing waits on anything (no unit spins
+// on another's flag, so no schedule can deadlock).
+// Ordering: each thread fences (fence.acq_rel.gpu via __threadfence) after its
+// adds; the consumer's named barrier then orders all of them before the one
+// thread's counter increment; the last unit's threads fence again before
+// reading the slab through L2 (ld.global.cg). The slab keeps each thread's
+// accumulators in register order (16 bytes per thread and step, 2 KB a step
+// across the warpgroup), so every access is coalesced; its layout is private
+// to this policy. Runs of one plan must be stream-ordered (its workspace and
+// counters are reused), as with any split-K workspace. The order of the
+// additions is not fixed from run to run.
+struct SplitFixupParams : FixedEpilogueParams {
+    float* partials = nullptr;       // per 64-row half of a tile: 64 x 128 floats
+    unsigned* arrivals = nullptr;    // per half: units that have added, back to 0 by the last
+    int splits = 1;                  // units per tile (the kernel reads it)
+    int tiles_n = 0;                 // tiles of 128 columns in a row of tiles
+};
+
+template <class Inner>
+struct SplitFixup {
+    using Params = SplitFixupParams;
+    static constexpr int kStagingBytes = Inner::kStagingBytes;
+    static constexpr int kStages = Inner::kStages;
+
+    static __device__ __forceinline__ void init() {
+        if constexpr (requires { Inner::init(); }) Inner::init();
+    }
+    static __device__ __forceinline__ void drain(const Params& p) { Inner::drain(p); }
+
+    template <int BN>
+    static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
+                                                 int col0, float* staging) {
+        static_assert(BN == 128, "a slab holds a 64 x 128 half");
+        if (row0 >= m) return;  // the same for every unit of this half: none counts
+        const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
+        const int consumer = static_cast<int>(threadIdx.x) / sm90::kWarpgroup - 1;
+        const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;  // FixedEpilogue's, in turn
+        const std::int64_t half = static_cast<std::int64_t>(row0 / sm90::kWgmmaM) * p.tiles_n + col0 / BN;
+        float* const slab = p.partials + half * (sm90::kWgmmaM * BN) + 4 * t;
+        constexpr int kSteps = BN / 8;  // 16-byte groups of a thread's BN / 2 accumulators
+#pragma unroll
+        for (int j = 0; j < kSteps; ++j)
+            asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(slab + j * 4 * sm90::kWarpgroup),
+                         "f"(acc[4 * j]), "f"(acc[4 * j + 1]), "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3])
+                         : "memory");
+        __threadfence();
+        sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
+        __shared__ unsigned last_flag[2];
+        if (t == 0) last_flag[consumer] = atomicAdd(p.arrivals + half, 1u) == static_cast<unsigned>(p.splits - 1);
+        sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
+        if (!last_flag[consumer]) return;
+        __threadfence();
+        float sum[BN / 2];
+#pragma unroll
+        for (int j = 0; j < kSteps; ++j) {
+            float* const at = slab + j * 4 * sm90::kWarpgroup;
+            asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+                         : "=f"(sum[4 * j]), "=f"(sum[4 * j + 1]), "=f"(sum[4 * j + 2]), "=f"(sum[4 * j + 3])
+                         : "l"(at)
+                         : "memory");
+            asm volatile("st.global.cg.v4.f32 [%0], {%1, %1, %1, %1};" ::"l"(at), "f"(0.0f) : "memory");
+        }
+        if (t == 0) p.arrivals[half] = 0u;
+        Inner::template store<BN>(p, sum, m, n, row0, col0, staging);
+    }
+};
+
 }  // namespace rigel::cuda::gemm_kernels

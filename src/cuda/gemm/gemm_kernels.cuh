@@ -15,7 +15,10 @@
 //     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
 //     applies the epilogue;
 //   ping-pong split rows (fp32 D, no epilogue): the ping-pong kernel over
-//     units of (split, tile), each added into D by reductions (AtomicAddF32).
+//     units of (split, tile), each added into D by reductions (AtomicAddF32);
+//   split fixed rows (bf16 only): the same units for a bf16 D, each added
+//     into a workspace slab, the last unit of a tile reading the sum back and
+//     applying the fixed epilogue (SplitFixup).
 // fp8 rows accumulate as k34 does (promoted into fp32 every 128 of K) and are
 // K-major only.
 #pragma once
@@ -47,7 +50,8 @@ struct Launch {
     CUtensorMap map_c{};  // with tma_store and beta != 0: C's boxes, loaded by TMA (Choice::tma_load_c)
     bool tma_load_c = false;
     int splits = 1;  // the ping-pong split-K's units per tile
-    float* workspace = nullptr;  // split rows: splits stacked M x N fp32 slabs
+    float* workspace = nullptr;  // split rows: splits stacked M x N fp32 slabs; split fixed rows: the halves' slabs
+    unsigned* arrivals = nullptr;  // split fixed rows: each half's arrival counter
     int m = 0, n = 0, k = 0, tiles_m = 0, tiles_n = 0;
     dim3 grid;
     cudaStream_t stream = nullptr;
@@ -120,12 +124,18 @@ typename Epi::Params epilogue_params(const Launch& l) {
         params.pairs = l.epi.ldd % 2 == 0 && reinterpret_cast<std::uintptr_t>(l.epi.d) % 8 == 0;
     } else {
         static_cast<EpilogueParams&>(params) = l.epi;
-        if constexpr (std::is_same_v<typename Epi::Params, FixedEpilogueParams>) {
+        if constexpr (std::is_base_of_v<FixedEpilogueParams, typename Epi::Params>) {
             params.map_d = l.map_d;
             params.map_aux = l.map_aux;
             params.tma = l.tma_store;
             params.map_c = l.map_c;
             params.tma_c = l.tma_load_c;
+        }
+        if constexpr (std::is_same_v<typename Epi::Params, SplitFixupParams>) {
+            params.partials = l.workspace;
+            params.arrivals = l.arrivals;
+            params.splits = l.splits;
+            params.tiles_n = l.tiles_n;
         }
     }
     return params;
@@ -228,17 +238,41 @@ constexpr auto wide_fixed_rows() {
     }
 }
 
-// The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, wide_fixed_rows.
+// The split fixed rows of one layout: bf16 operands and D, the ping-pong
+// split-K once for each of gemm::kFixedEpilogues, each unit's partial added
+// into the plan's workspace and the last unit of a tile applying the
+// epilogue (SplitFixup over FixedEpilogue); none for f16.
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
+constexpr auto split_fixed_rows() {
+    if constexpr (Tg != Type::bf16) {
+        return std::array<KernelEntry, 0>{};
+    } else {
+        const auto row = [&]<std::size_t I>() {
+            constexpr Epilogue e = gemm::kFixedEpilogues[I];
+            using Epi = SplitFixup<FixedEpilogue<__nv_bfloat16, e>>;
+            using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 1, true>;
+            return KernelEntry{{Tg, OA, OB, 128, true, true, 1, true, e, false}, launch_pingpong<Pong, Epi>,
+                               Pong::kBK};
+        };
+        return [&]<std::size_t... I>(std::index_sequence<I...>) {
+            return std::array<KernelEntry, sizeof...(I)>{row.template operator()<I>()...};
+        }(std::make_index_sequence<gemm::kFixedEpilogues.size()>{});
+    }
+}
+
+// The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, wide_fixed_rows, split_fixed_rows.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto table_rows() {
     constexpr auto a = half_rows<T, Tg, OA, OB>();
     constexpr auto b = fixed_epilogue_rows<T, Tg, OA, OB, gemm::kFixedEpilogues, false>();
     constexpr auto c = fixed_epilogue_rows<T, Tg, OA, OB, gemm::kTmaCEpilogues, true>();
     constexpr auto w = wide_fixed_rows<T, Tg, OA, OB>();
-    std::array<KernelEntry, a.size() + b.size() + c.size() + w.size()> out{};
+    constexpr auto f = split_fixed_rows<T, Tg, OA, OB>();
+    std::array<KernelEntry, a.size() + b.size() + c.size() + w.size() + f.size()> out{};
     std::size_t at = 0;
     for (const auto& part : {std::span<const KernelEntry>(a), std::span<const KernelEntry>(b),
-                             std::span<const KernelEntry>(c), std::span<const KernelEntry>(w)})
+                             std::span<const KernelEntry>(c), std::span<const KernelEntry>(w),
+                             std::span<const KernelEntry>(f)})
         for (const KernelEntry& e : part) out[at++] = e;
     return out;
 }

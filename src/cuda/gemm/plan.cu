@@ -42,6 +42,10 @@ const KernelEntry* find_kernel(const KernelKey& key) {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+// The split fixed kernels' workspace: a slab of 64 x 128 floats per 64-row half of a tile, then each
+// half's arrival counter (SplitFixup in fused_epilogue.cuh); zeroed once, and left zeroed by every run.
+constexpr std::size_t kHalfSlabFloats = 64 * 128;
+
 bool aligned(const void* p, std::uintptr_t to) { return reinterpret_cast<std::uintptr_t>(p) % to == 0; }
 
 }  // namespace
@@ -68,7 +72,7 @@ struct Plan::State {
 
 
 Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {
-    if (choice_.splits > 1 && choice_.pingpong) {
+    if (choice_.splits > 1 && choice_.pingpong && !choice_.fixed_epilogue) {
         Desc plain = d;
         plain.allow_atomics = false;
         state_->without_atomics = std::make_unique<Plan>(plain);
@@ -78,8 +82,10 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {
 Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dimensions(d)), choice_(forced) {
     if (const std::string why = check(d); !why.empty()) throw std::invalid_argument(why);
     const bool split = forced.splits > 1;
-    // The ping-pong split-K adds partial tiles into D: an f32 D and no epilogue.
-    if (split && forced.pingpong && (desc_.d_type != Type::f32 || desc_.epilogue != Epilogue::none))
+    // The ping-pong split-K adds partial tiles into D: an f32 D and no epilogue; or, compiled for a
+    // fixed epilogue, into the plan's workspace, the last unit of a tile storing D.
+    if (split && forced.pingpong && !forced.fixed_epilogue &&
+        (desc_.d_type != Type::f32 || desc_.epilogue != Epilogue::none))
         throw std::invalid_argument(std::string("the ping-pong split-K adds fp32 partial tiles into D: it takes an f32 D "
                                                 "and no epilogue, not a ") +
                                     name(desc_.d_type) + " D with epilogue " + name(desc_.epilogue));
@@ -89,11 +95,12 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                     name(desc_.epilogue) + " with " + name(desc_.a_type) + " operands and a " +
                                     name(desc_.d_type) +
                                     " D (those of gemm::kWideEpilogues, bf16 operands and D, single CTAs, K not split)");
-    if (forced.fixed_epilogue && !wide_fixed &&
-        !(forced.cluster_m == 1 && !split && has_fixed_epilogue_kernel(desc_)))
+    if (forced.fixed_epilogue && !wide_fixed && !(forced.cluster_m == 1 && has_fixed_epilogue_kernel(desc_)))
         throw std::invalid_argument(std::string("no ping-pong kernel compiled for epilogue ") + name(desc_.epilogue) +
                                     " with " + name(desc_.a_type) + " operands and a " + name(desc_.d_type) +
-                                    " D (those of gemm::kFixedEpilogues, bf16 operands and D, single CTAs, K not split)");
+                                    " D (those of gemm::kFixedEpilogues, bf16 operands and D, single CTAs)");
+    if (split && forced.fixed_epilogue && forced.tma_load_c)
+        throw std::invalid_argument("the split fixed kernels do not load C by TMA");
     if (forced.tma_load_c && !(forced.fixed_epilogue && has_tma_c_kernel(desc_)))
         throw std::invalid_argument(std::string("no kernel loads C by TMA for epilogue ") + name(desc_.epilogue) +
                                     " (those of gemm::kTmaCEpilogues, on the fixed kernels)");
@@ -121,6 +128,8 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
     const std::int64_t units = tiles * forced.splits;
     choice_.ctas = static_cast<int>(split && !forced.pingpong ? units : std::min<std::int64_t>(units, state_->sms));
     if (split && !forced.pingpong) state_->workspace_bytes = static_cast<std::size_t>(forced.splits) * desc_.m * desc_.n * sizeof(float);
+    if (split && forced.pingpong && forced.fixed_epilogue)
+        state_->workspace_bytes = static_cast<std::size_t>(2 * tiles) * (kHalfSlabFloats * sizeof(float) + sizeof(unsigned));
 }
 
 Plan::~Plan() = default;
@@ -153,6 +162,38 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
     l.tiles_m = static_cast<int>(ceil_div(d.m, c.tile_m));
     l.tiles_n = static_cast<int>(ceil_div(d.n, c.tile_n));
     l.stream = stream;
+    // The fixed-epilogue kernels' TMA stores (and loads of C, aux) where the call allows them.
+    const auto tma_maps = [&] {
+        if (!kernel.key.fixed_epilogue || !tma_stores(d, c, kernel.key.epilogue, args)) return;
+        constexpr int kBoxRows = 64;  // FixedEpilogue's staging boxes: 64 rows x 64 bf16
+        l.tma_store = true;
+        l.map_d = s.maps_d.get(args.d, DType::bf16, d.m, d.n, d.ldd, kBoxRows);
+        // aux: bias_gelu_aux stores it, dgelu_bgrad loads it (tma_stores allows that with tma_load_c).
+        if (kernel.key.epilogue == Epilogue::bias_gelu_aux || kernel.key.epilogue == Epilogue::dgelu_bgrad)
+            l.map_aux = s.maps_aux.get(args.aux, DType::bf16, d.m, d.n, d.ldaux, kBoxRows);
+        if (args.beta != 0.0f) {  // tma_stores allows it only with c.tma_load_c
+            l.tma_load_c = true;
+            l.map_c = s.maps_c.get(args.c, DType::bf16, d.m, d.n, d.ldc, kBoxRows);
+        }
+    };
+    if (c.splits > 1 && c.pingpong && kernel.key.fixed_epilogue) {
+        // Units add into the workspace's slabs; the last of each tile stores D through the epilogue.
+        const std::size_t halves = static_cast<std::size_t>(2) * l.tiles_m * l.tiles_n;
+        if (!s.workspace) {
+            s.workspace = static_cast<float*>(cuda::alloc_or_refuse(
+                s.workspace_bytes,
+                "the split-K workspace (" + std::to_string(halves) + " fp32 slabs of 64 x 128 and their counters)"));
+            RIGEL_CUDA_CHECK(cudaMemsetAsync(s.workspace, 0, s.workspace_bytes, stream));
+        }
+        l.workspace = s.workspace;
+        l.arrivals = reinterpret_cast<unsigned*>(s.workspace + halves * kHalfSlabFloats);
+        l.epi = p;
+        l.splits = c.splits;
+        tma_maps();
+        l.grid = dim3(static_cast<unsigned>(c.ctas));
+        kernel.launch(l);
+        return;
+    }
     if (c.splits > 1 && c.pingpong) {
         // Units add into D: D must hold C already (beta 1, C the same matrix) or be cleared here (beta 0).
         if (!adds_into_d(d, args))
@@ -170,18 +211,7 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
     }
     if (c.splits == 1) {
         l.epi = p;
-        if (kernel.key.fixed_epilogue && tma_stores(d, c, kernel.key.epilogue, args)) {
-            constexpr int kBoxRows = 64;  // FixedEpilogue's staging boxes: 64 rows x 64 bf16
-            l.tma_store = true;
-            l.map_d = s.maps_d.get(args.d, DType::bf16, d.m, d.n, d.ldd, kBoxRows);
-            // aux: bias_gelu_aux stores it, dgelu_bgrad loads it (tma_stores allows that with tma_load_c).
-            if (kernel.key.epilogue == Epilogue::bias_gelu_aux || kernel.key.epilogue == Epilogue::dgelu_bgrad)
-                l.map_aux = s.maps_aux.get(args.aux, DType::bf16, d.m, d.n, d.ldaux, kBoxRows);
-            if (args.beta != 0.0f) {  // tma_stores allows it only with c.tma_load_c
-                l.tma_load_c = true;
-                l.map_c = s.maps_c.get(args.c, DType::bf16, d.m, d.n, d.ldc, kBoxRows);
-            }
-        }
+        tma_maps();
         l.grid = dim3(static_cast<unsigned>(c.ctas));
         kernel.launch(l);
         return;
