@@ -25,13 +25,6 @@
 //   4. bf16 operands, a bf16 D and one of a training step's epilogues: the
 //      ping-pong kernel compiled for that epilogue, whose tiles leave through
 //      TMA stores on calls that tma_stores() allows.
-//   6. (below 5) Where rule 2 or 3 splits K for bf16 operands, a bf16 D and
-//      one of gemm::kFixedEpilogues: the ping-pong kernel compiled for the
-//      epilogue over the units of rule 5, each unit's partial added into an
-//      fp32 workspace slab (reductions in L2) and the last unit of a tile
-//      reading the sum back, applying the epilogue and storing D (SplitFixup,
-//      fused_epilogue.cuh): one kernel instead of rule 2/3's slabs and second
-//      pass.
 //   5. Where rule 2 or 3 splits K for an fp32 D without epilogue and the desc
 //      allows atomics: the ping-pong kernel over units of (split, tile) in
 //      pingpong_splitk_units splits, each unit added into D by reductions in
@@ -40,8 +33,20 @@
 //      the trainer runs them (suite gpt2_dw at d882e33): 0.93x and 0.88x
 //      cuBLASLt for the MLP's, 1.02x for the attention projection's, against
 //      0.68x, 0.67x and 0.81x for the cooperative split's slabs.
+//   6. Where rule 2 or 3 splits K for bf16 operands, a bf16 D and one of
+//      gemm::kFixedEpilogues: the ping-pong kernel compiled for the epilogue
+//      over the units of rule 5, each unit's partial added into an fp32
+//      workspace slab (reductions in L2) and the last unit of a tile reading
+//      the sum back, applying the epilogue and storing D (SplitFixup,
+//      fused_epilogue.cuh): one kernel instead of the slabs and second pass.
+//      GPT-2's bf16 dW at 12c21e1: 0.83x and 0.82x cuBLASLt for the MLP's,
+//      0.83x for the attention projection's, against 0.75x, 0.73x and 0.85x
+//      on the slabs (c952acb).
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
-// kernel_named and for comparison.
+// kernel_named and for comparison, and so does its fixed-epilogue form with
+// TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
+// 4096^3 layouts and the 7B products (0.93x-1.00x against 0.95x-1.00x
+// cuBLASLt) and lost on bias + GELU at 4096^3 (0.86x against 0.88x).
 // These are the rules measured on the H200 machine; `rigel gemm bench --suite
 // small` and the dispatcher's bench rows show where they stand.
 #include <algorithm>
