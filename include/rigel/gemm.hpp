@@ -236,7 +236,10 @@ public:
     const Desc& desc() const { return desc_; }
     const Choice& choice() const { return choice_; }
     // Enqueues the GEMM on `stream` (asynchronous). Throws std::invalid_argument for bad args
-    // (check_args), std::runtime_error if built without CUDA or a CUDA call fails.
+    // (check_args), std::runtime_error if built without CUDA or a CUDA call fails. A split plan reuses
+    // its workspace (and, split on the ping-pong kernel with a bf16 D, its per-tile counters, which
+    // every run leaves at zero) from run to run: runs of one plan must be ordered on one stream, or
+    // each stream must have a plan of its own.
     void run(const Args& args, Stream stream = nullptr);
     // The decomposed path, for comparison: the same GEMM with no epilogue writing D (in D's type),
     // then a separate elementwise kernel that reads D back and applies the epilogue (and writes aux,
