@@ -192,11 +192,13 @@ Choice choose(const Desc& d, int sms);
 // and a bf16 D, as the dispatcher picks it), "fixed_staged" (the same with its staged stores
 // instead of TMA stores), "fixed_tma_c" (the same with C loaded by TMA, so that calls with
 // beta != 0 take the TMA stores too) and "fixed_wide" (the cooperative 128 x 256 kernel compiled
-// for d's epilogue and a bf16 D, TMA stores: kWideEpilogues), none of them split; and "pingpong_splitk" (an fp32 D without epilogue:
+// for d's epilogue and a bf16 D, TMA stores: kWideEpilogues), none of them split; "fixed_split" (the
+// fixed kernel split as pingpong_splitk, its units added into the plan's workspace and the last unit
+// of a tile storing D: the dispatcher's rule 6); and "pingpong_splitk" (an fp32 D without epilogue:
 // the ping-pong kernel over units of (split, tile) in pingpong_splitk_units splits, each unit added
 // into D by reductions in L2, whose order is not fixed; beta 0, or 1 with C the same matrix as D).
 // "auto" is choose(). nullopt when the name is unknown or d has no such kernel (fp8: 128x128 only;
-// fixed: has_fixed_epilogue_kernel(d); fixed_wide: has_wide_kernel(d); pingpong_splitk: 16-bit operands, an f32 D, no epilogue).
+// fixed, fixed_split: has_fixed_epilogue_kernel(d); fixed_wide: has_wide_kernel(d); pingpong_splitk: 16-bit operands, an f32 D, no epilogue).
 std::optional<Choice> kernel_named(const Desc& d, std::string_view kernel, int sms);
 // The splits of pingpong_splitk for `tiles` output tiles of 128 x 128 and `k_tiles` k-tiles of 64:
 // the fewest that minimize (rounds of 2 x sms consumers) x (k-tiles of a unit + 1), at most 16 and

@@ -33,7 +33,7 @@
 //      the trainer runs them (suite gpt2_dw at d882e33): 0.93x and 0.88x
 //      cuBLASLt for the MLP's, 1.02x for the attention projection's, against
 //      0.68x, 0.67x and 0.81x for the cooperative split's slabs.
-//   6. Where rule 2 or 3 splits K for bf16 operands, a bf16 D and one of
+//   6. Where rule 3 splits K for bf16 operands, a bf16 D and one of
 //      gemm::kFixedEpilogues: the ping-pong kernel compiled for the epilogue
 //      over the units of rule 5, each unit's partial added into an fp32
 //      workspace slab (reductions in L2) and the last unit of a tile reading
@@ -41,7 +41,10 @@
 //      fused_epilogue.cuh): one kernel instead of the slabs and second pass.
 //      GPT-2's bf16 dW at 12c21e1: 0.83x and 0.82x cuBLASLt for the MLP's,
 //      0.83x for the attention projection's, against 0.75x, 0.73x and 0.85x
-//      on the slabs (c952acb).
+//      on the slabs (c952acb). On rule 2's few tiles it lost to the slabs in
+//      the same build (512^3 0.43x cuBLAS against 0.52x, 1024^3 0.41x against
+//      0.47x; bias + GELU 0.31x and 0.36x against 0.49x and 0.54x), so rule 2
+//      keeps the cooperative split; "fixed_split" names the kernel.
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
@@ -255,6 +258,7 @@ Choice choose(const Desc& desc, int sms) {
                     " SMs: split K " + std::to_string(splits) + " ways (cooperative kernel, fp32 partials)";
         }
     }
+    const bool few_tiles = c.splits > 1;  // rule 2's split
     const auto waves = [&](std::int64_t units) { return static_cast<double>(ceil_div(units, sms)); };
     if (c.splits == 1 && static_cast<double>(tiles) / (waves(tiles) * sms) < kMinWaveUse &&
         k_tiles >= 2 * kMinSplitKTiles) {
@@ -296,10 +300,11 @@ Choice choose(const Desc& desc, int sms) {
             return c;
         }
     }
-    // Rule 6: where rules 2 or 3 split K for bf16 operands, a bf16 D and a fixed epilogue: the ping-pong
+    // Rule 6: where rule 3 splits K for bf16 operands, a bf16 D and a fixed epilogue: the ping-pong
     // kernel over units of (split, tile) as in rule 5, each unit's partial added into the plan's fp32
-    // workspace and the last unit of each tile applying the epilogue and storing D: one kernel.
-    if (c.splits > 1 && has_fixed_epilogue_kernel(d)) {
+    // workspace and the last unit of each tile applying the epilogue and storing D: one kernel. Not
+    // rule 2's few tiles: there its fences and L2 round trips cost more than the second pass it saves.
+    if (c.splits > 1 && !few_tiles && has_fixed_epilogue_kernel(d)) {
         const int units = pingpong_splitk_units(tiles, k_tiles, sms);
         if (units > 1) {
             c.splits = units;
@@ -333,7 +338,9 @@ struct NamedKernel {
     int cluster_m = 1;
     bool fixed = false;       // the ping-pong kernel compiled for the product's epilogue (none where there is none)
     bool tma_store = true;    // with fixed: false keeps its staged stores
-    bool split_reduce = false;  // the ping-pong split-K: units added into an fp32 D (pingpong_splitk_units)
+    // The ping-pong split-K in pingpong_splitk_units splits: units added into an fp32 D, or with fixed,
+    // into the workspace, the last unit of a tile storing a bf16 D through the epilogue (rule 6's kernel).
+    bool split_reduce = false;
     bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
 };
 // fixed with tile_n 256 (not ping-pong): the cooperative kernel compiled for kWideEpilogues.
@@ -350,6 +357,8 @@ constexpr std::array kNamedKernels{
     NamedKernel{.name = "fixed_tma_c", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .tma_load_c = true},
     NamedKernel{.name = "fixed_wide", .tile_n = kWideTileN, .pingpong = false, .fp8 = false, .fixed = true},
+    NamedKernel{.name = "fixed_split", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
+                .split_reduce = true},
 };
 
 }  // namespace
@@ -376,7 +385,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         const bool wide = k.fixed && k.tile_n == kWideTileN;
         if (k.fixed && !(wide ? has_wide_kernel(d) : has_fixed_epilogue_kernel(d))) return std::nullopt;
         if (k.tma_load_c && !has_tma_c_kernel(d)) return std::nullopt;
-        if (k.split_reduce && (d.d_type != Type::f32 || d.epilogue != Epilogue::none)) return std::nullopt;
+        if (k.split_reduce && !k.fixed && (d.d_type != Type::f32 || d.epilogue != Epilogue::none)) return std::nullopt;
         Choice c;
         c.tile_m = kTileM;
         c.tile_n = k.tile_n;
@@ -391,7 +400,10 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
             c.splits = pingpong_splitk_units(tiles, ceil_div(d.k, 64), sms);
             c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, std::max(sms, 1)));
             c.why = "asked for: ping-pong split-K, " + std::to_string(tiles) + " tiles of 128 x 128 in " +
-                    std::to_string(c.splits) + " splits, each unit added into the fp32 D by reductions";
+                    std::to_string(c.splits) + " splits, " +
+                    (k.fixed ? "each unit added into the workspace, the last of a tile storing D through the "
+                               "kernel compiled for this epilogue"
+                             : "each unit added into the fp32 D by reductions");
             return c;
         }
         c.why = std::string("asked for: ") + (k.pingpong ? "ping-pong " : "cooperative ") + std::to_string(kTileM) +

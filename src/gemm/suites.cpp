@@ -306,19 +306,20 @@ std::vector<GemmCase> verify_cases() {
             out.push_back(acc);
         }
     // The split fixed kernels (rule 6: a bf16 D, units added into the plan's workspace, the last unit of a
-    // tile applying the epilogue): 15 tiles of 32 k-tiles (rule 2) in every layout and fixed epilogue,
-    // beta 0 (TMA stores); C added on 289 columns (staged stores); 1544 x 1400 x 6152 in TN, a weight
-    // gradient's layout (rule 3, 143 tiles in two waves), with and without dGELU. The verify run launches
-    // each case twice before its check, so a workspace left dirty by the first launch shows.
+    // tile applying the epilogue): by name ("fixed_split") on 15 tiles of 32 k-tiles in every layout and
+    // fixed epilogue, beta 0 (TMA stores), and with C added on 289 columns (staged stores); as the
+    // dispatcher's choice on 1544 x 1400 x 6152 in TN, a weight gradient's layout (rule 3, 143 tiles in
+    // two waves), with and without dGELU. The verify run launches each case twice before its check, so a
+    // workspace left dirty by the first launch shows.
     for (const auto& [a, b] : kLayouts)
         for (Epilogue e : gemm::kFixedEpilogues)
             out.push_back(verify_case(Desc{.m = 300, .n = 520, .k = 2000, .a_type = Type::bf16, .b_type = Type::bf16,
                                            .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
-                                      1.0f, 0.0f, true, "_split_fixed"));
+                                      1.0f, 0.0f, true, "_split_fixed", "fixed_split"));
     for (Epilogue e : {Epilogue::none, Epilogue::bias})
         out.push_back(verify_case(Desc{.m = 300, .n = 289, .k = 2000, .a_type = Type::bf16, .b_type = Type::bf16,
                                        .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
-                                  1.5f, -0.5f, true, "_split_fixed"));
+                                  1.5f, -0.5f, true, "_split_fixed", "fixed_split"));
     for (Epilogue e : {Epilogue::none, Epilogue::dgelu_bgrad})
         out.push_back(verify_case(Desc{.m = 1544, .n = 1400, .k = 6152, .a_type = Type::bf16, .b_type = Type::bf16,
                                        .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e},

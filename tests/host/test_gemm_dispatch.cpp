@@ -227,36 +227,41 @@ TEST(GemmChoose, SmallSquareOnTheH200SplitsKOnTheCooperativeKernel) {
     EXPECT_EQ(c1.ctas, 128);
 }
 
-TEST(GemmChoose, BfloatSplitsRunOnTheSplitFixedKernel) {
-    // Rule 6: a bf16 D with a fixed epilogue, where rules 2 and 3 split: the ping-pong units
-    // (pingpong_splitk_units), the last unit of each tile applying the epilogue. 512^3: 16 tiles of
-    // 8 k-tiles, at least 4 a unit: 2 splits, 32 units.
+TEST(GemmChoose, BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel) {
+    // Rule 6: a bf16 D with a fixed epilogue, where rule 3 splits (a part-empty last wave, long K): the
+    // ping-pong units (pingpong_splitk_units), the last unit of each tile applying the epilogue. GPT-2's
+    // bf16 dW, 768 x 3072 x 16384: 144 tiles.
     for (Epilogue e : kFixedEpilogues) {
-        Desc d = square(512);
-        d.epilogue = e;
-        const Choice c = choose(d, kH200Sms);
-        EXPECT_TRUE(c.pingpong && c.fixed_epilogue) << name(e);
-        EXPECT_EQ(c.splits, 2) << name(e);
-        EXPECT_EQ(c.ctas, 32) << name(e);
-        EXPECT_TRUE(contains(c.why, "the last unit of a tile storing D")) << c.why;
-        EXPECT_EQ(kernel_text(c), "128x128 pingpong fixed-epilogue splits 2");
+        Desc dw{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n};
+        dw.epilogue = e;
+        const Choice w = choose(dw, kH200Sms);
+        EXPECT_TRUE(w.pingpong && w.fixed_epilogue) << name(e);
+        EXPECT_EQ(w.splits, pingpong_splitk_units(144, 256, kH200Sms)) << name(e);
+        EXPECT_EQ(w.ctas, kH200Sms);
+        EXPECT_TRUE(contains(w.why, "the last unit of a tile storing D")) << w.why;
     }
-    // 1024^3: 64 tiles of 16 k-tiles: 4 splits, 256 units on 132 CTAs.
-    const Choice c1 = choose(square(1024), kH200Sms);
-    EXPECT_EQ(c1.splits, 4);
-    EXPECT_EQ(c1.ctas, kH200Sms);
-    // GPT-2's bf16 dW (768 x 3072 x 16384, 144 tiles): rule 3's split, in pingpong_splitk_units' count.
-    const Desc dw{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n};
-    const Choice w = choose(dw, kH200Sms);
-    EXPECT_TRUE(w.pingpong && w.fixed_epilogue);
-    EXPECT_EQ(w.splits, pingpong_splitk_units(144, 256, kH200Sms));
-    // Not for an epilogue without a fixed kernel, an f16 D or f16 operands: rules 2 and 3 as before.
+    // Rule 2's few tiles keep the cooperative split (the split fixed kernel lost there on the H200):
+    // 512^3, 16 tiles.
+    const Choice small = choose(square(512), kH200Sms);
+    EXPECT_EQ(small.splits, 4);
+    EXPECT_FALSE(small.pingpong);
+    // By name, "fixed_split" runs it anywhere the fixed kernel exists: 512^3 is 16 tiles of 8 k-tiles,
+    // at least 4 a unit: 2 splits, 32 units.
+    const auto named = kernel_named(square(512), "fixed_split", kH200Sms);
+    ASSERT_TRUE(named);
+    EXPECT_TRUE(named->pingpong && named->fixed_epilogue);
+    EXPECT_EQ(named->splits, 2);
+    EXPECT_EQ(named->ctas, 32);
+    EXPECT_EQ(kernel_text(*named), "128x128 pingpong fixed-epilogue splits 2");
     Desc relu = square(512);
     relu.epilogue = Epilogue::bias_relu;
-    EXPECT_FALSE(choose(relu, kH200Sms).pingpong);
-    Desc f16 = square(512, Type::f16);
-    f16.d_type = Type::f16;
-    EXPECT_FALSE(choose(f16, kH200Sms).pingpong);
+    EXPECT_FALSE(kernel_named(relu, "fixed_split", kH200Sms));
+    // Not for an epilogue without a fixed kernel, an f16 D or f16 operands: rule 3 as before.
+    Desc dw_relu{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n, .epilogue = Epilogue::bias_relu};
+    EXPECT_FALSE(choose(dw_relu, kH200Sms).pingpong);
+    Desc dw_f16{.m = 768, .n = 3072, .k = 16384, .a_type = Type::f16, .b_type = Type::f16, .a_op = Op::t,
+                .b_op = Op::n, .d_type = Type::f16};
+    EXPECT_FALSE(choose(dw_f16, kH200Sms).pingpong);
 }
 
 TEST(GemmChoose, HalfPrecisionWithoutSplitTakesPingPong) {
@@ -297,10 +302,10 @@ TEST(GemmChoose, BfloatTrainingEpiloguesTakeTheirCompiledKernel) {
     EXPECT_TRUE(generic(f32_out));
     EXPECT_TRUE(generic(square(4096, Type::f16)));
     EXPECT_TRUE(generic(square(4096, Type::e4m3)));
-    // Split K: the split fixed kernel (rule 6), compiled for the epilogue too.
+    // Split K over few tiles (rule 2, cooperative kernel): not the ping-pong, so not compiled in either.
     const Choice small = choose(square(512), kH200Sms);
     EXPECT_GT(small.splits, 1);
-    EXPECT_TRUE(small.fixed_epilogue);
+    EXPECT_FALSE(small.fixed_epilogue);
     // The ping-pong by name is the one for every epilogue, for comparison.
     Desc bias = square(4096);
     bias.epilogue = Epilogue::bias;
@@ -383,7 +388,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     // The dispatcher does not pick the pair (it has not been measured yet).
     EXPECT_EQ(choose(square(4096), kH200Sms).cluster_m, 1);
     // auto is the dispatcher, even where it splits.
-    EXPECT_EQ(kernel_named(square(512), "auto", kH200Sms)->splits, 2);
+    EXPECT_EQ(kernel_named(square(512), "auto", kH200Sms)->splits, 4);
     // A named kernel never splits, and takes one CTA per tile below the SM count.
     const auto small = kernel_named(square(512), "pingpong", kH200Sms);
     EXPECT_EQ(small->splits, 1);
@@ -395,7 +400,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide");
+              "fixed_wide, fixed_split");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));
