@@ -9,7 +9,9 @@
 //      epilogue of one runs under the other's main loop
 //      (src/cuda/hopper/pingpong_gemm.cuh).
 //   2. If fewer 128 x 128 tiles than half the SMs exist, and K holds at least
-//      kMinKTilesPerSplit k-tiles per split, split K: as many splits as fill
+//      kMinKTilesPerSplit k-tiles per split (and, for a bf16 D with a fixed
+//      epilogue, at least kMinKTilesFixedFewSplit k-tiles in all: below that
+//      rule 4's unsplit kernel is faster), split K: as many splits as fill
 //      the SMs (at most kMaxSplits), run by the cooperative kernel, the
 //      partial tiles going to an fp32 workspace that a second kernel sums and
 //      passes through the epilogue.
@@ -70,6 +72,11 @@ constexpr int kWideTileN = 256;
 constexpr int kNarrowTileN = 128;
 constexpr int kMaxSplits = 16;
 constexpr int kMinKTilesPerSplit = 2;
+// Rule 2 for a bf16 D with a fixed epilogue: only from this many k-tiles (K = 2048). On the H200 the
+// unsplit fixed kernel beat the split at 8 and 16 k-tiles (512^3 0.76x cuBLASLt against 0.50x, 1024^3
+// 0.76x against 0.47x; 2026-12-02_37fc29e_small_fixed_gemm.csv beside _small_gemm.csv), while k37's
+// split doubled the unsplit rate at 64 (16 x 4096 x 4096); 32 lies between, unmeasured.
+constexpr int kMinKTilesFixedFewSplit = 32;
 constexpr double kMinWaveUse = 0.75;
 constexpr int kMinSplitKTiles = 16;
 constexpr int kMaxWaveSplits = 8;
@@ -247,7 +254,9 @@ Choice choose(const Desc& desc, int sms) {
         c.pingpong = true;
         c.why = "ping-pong 128 x 128 tiles: one consumer's epilogue runs under the other's main loop";
     }
-    if (tiles * 2 < sms && k_tiles >= 2 * kMinKTilesPerSplit) {
+    // A bf16 D with a fixed epilogue and a short K stays unsplit (its kernel's TMA stores, one launch).
+    const bool short_fixed = has_fixed_epilogue_kernel(d) && !is_fp8(d.a_type) && k_tiles < kMinKTilesFixedFewSplit;
+    if (tiles * 2 < sms && k_tiles >= 2 * kMinKTilesPerSplit && !short_fixed) {
         std::int64_t splits = std::min<std::int64_t>({sms / tiles, k_tiles / kMinKTilesPerSplit, kMaxSplits});
         const std::int64_t per_split_bytes = d.m * d.n * 4;
         splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, kMaxWorkspaceBytes / per_split_bytes));

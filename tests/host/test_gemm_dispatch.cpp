@@ -240,11 +240,18 @@ TEST(GemmChoose, BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel) {
         EXPECT_EQ(w.ctas, kH200Sms);
         EXPECT_TRUE(contains(w.why, "the last unit of a tile storing D")) << w.why;
     }
-    // Rule 2's few tiles keep the cooperative split (the split fixed kernel lost there on the H200):
-    // 512^3, 16 tiles.
-    const Choice small = choose(square(512), kH200Sms);
-    EXPECT_EQ(small.splits, 4);
-    EXPECT_FALSE(small.pingpong);
+    // Rule 2's few tiles keep the cooperative split (the split fixed kernel lost there on the H200)
+    // from 32 k-tiles: 1024 x 1024 x 2048, 64 tiles.
+    const Choice few = choose(Desc{.m = 1024, .n = 1024, .k = 2048, .b_op = Op::t}, kH200Sms);
+    EXPECT_EQ(few.splits, 2);
+    EXPECT_FALSE(few.pingpong);
+    // Below 32 k-tiles the unsplit fixed kernel: 512^3 and 1024^3 (8 and 16 k-tiles).
+    for (std::int64_t n : {512, 1024}) {
+        const Choice sq = choose(square(n), kH200Sms);
+        EXPECT_EQ(sq.splits, 1) << n;
+        EXPECT_TRUE(sq.pingpong && sq.fixed_epilogue) << n;
+    }
+    // An f32 D has no fixed kernel: rule 2 splits it as before (SmallSquareOnTheH200SplitsKOnTheCooperativeKernel).
     // By name, "fixed_split" runs it anywhere the fixed kernel exists: 512^3 is 16 tiles of 8 k-tiles,
     // at least 4 a unit: 2 splits, 32 units.
     const auto named = kernel_named(square(512), "fixed_split", kH200Sms);
@@ -303,7 +310,7 @@ TEST(GemmChoose, BfloatTrainingEpiloguesTakeTheirCompiledKernel) {
     EXPECT_TRUE(generic(square(4096, Type::f16)));
     EXPECT_TRUE(generic(square(4096, Type::e4m3)));
     // Split K over few tiles (rule 2, cooperative kernel): not the ping-pong, so not compiled in either.
-    const Choice small = choose(square(512), kH200Sms);
+    const Choice small = choose(Desc{.m = 512, .n = 512, .k = 4096, .b_op = Op::t}, kH200Sms);
     EXPECT_GT(small.splits, 1);
     EXPECT_FALSE(small.fixed_epilogue);
     // The ping-pong by name is the one for every epilogue, for comparison.
@@ -388,7 +395,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     // The dispatcher does not pick the pair (it has not been measured yet).
     EXPECT_EQ(choose(square(4096), kH200Sms).cluster_m, 1);
     // auto is the dispatcher, even where it splits.
-    EXPECT_EQ(kernel_named(square(512), "auto", kH200Sms)->splits, 4);
+    EXPECT_EQ(kernel_named(f32_out(square(512)), "auto", kH200Sms)->splits, 4);
     // A named kernel never splits, and takes one CTA per tile below the SM count.
     const auto small = kernel_named(square(512), "pingpong", kH200Sms);
     EXPECT_EQ(small->splits, 1);
