@@ -322,8 +322,10 @@ if has attention || has attention_quick; then
   for s in "${att_suites[@]}"; do
     [ "$s" = none ] && continue  # ATT_SUITES=none: the verify run alone
     log "attention bench $s"
-    timeout -k 15 -s INT "$(capped 400)" $RIGEL attention bench --suite "$s" --out "$OUT" >> "$OUT/attention_bench.txt" \
-      2>> "$OUT/attention_bench.err"
+    # ATT_CASES: only the cases whose names contain one of its comma-separated texts (e.g. s4096_d128).
+    att_cases=(); [ -n "${ATT_CASES:-}" ] && att_cases=(--cases "$ATT_CASES")
+    timeout -k 15 -s INT "$(capped 400)" $RIGEL attention bench --suite "$s" "${att_cases[@]}" --out "$OUT" \
+      >> "$OUT/attention_bench.txt" 2>> "$OUT/attention_bench.err"
     summary+=("attention bench (suite $s): rc $?")
   done
 fi
@@ -388,16 +390,21 @@ if has ncu_time; then
   done
 fi
 
-# Nsight Compute (clocks left alone) on the wgmma attention backward in
-# GPT-2's case (S 1024, D 64, causal), its first launch after verification:
-# where its warps wait (the consumers' meeting, the atomics, the tensor pipe).
+# Nsight Compute (clocks left alone) on the wgmma attention backward, its
+# first launch after verification: where its warps wait (the consumers'
+# meeting, the dQ reductions, the tensor pipe). NCU_ATT_SUITE and
+# NCU_ATT_CASES pick the case (default GPT-2's: S 1024, D 64, causal; e.g.
+# NCU_ATT_SUITE=targets NCU_ATT_CASES=s4096_d128 for the D = 128 target).
 if has ncu_attention; then
   if fits 120 "ncu attention backward"; then
-    log "ncu attention backward (gpt2)"
+    ncu_suite=${NCU_ATT_SUITE:-gpt2}
+    ncu_cases=(); [ -n "${NCU_ATT_CASES:-}" ] && ncu_cases=(--cases "$NCU_ATT_CASES")
+    log "ncu attention backward ($ncu_suite ${NCU_ATT_CASES:-})"
     timeout -s INT "$(capped 240)" ncu --clock-control none --set full -k regex:fa3_backward_kernel --launch-skip 1 \
       --launch-count 1 --print-details all --page details \
-      $RIGEL attention bench --suite gpt2 --warmup 0 --min-time 0.01 > "$OUT/ncu_attention_bwd_gpt2.txt" 2>&1
-    summary+=("ncu attention backward: rc $?")
+      $RIGEL attention bench --suite "$ncu_suite" "${ncu_cases[@]}" --warmup 0 --min-time 0.01 \
+      > "$OUT/ncu_attention_bwd_${ncu_suite}${NCU_ATT_CASES:+_$NCU_ATT_CASES}.txt" 2>&1
+    summary+=("ncu attention backward ($ncu_suite ${NCU_ATT_CASES:-}): rc $?")
   fi
 fi
 

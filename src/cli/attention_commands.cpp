@@ -1,6 +1,6 @@
 // `rigel attention`: rigel's fused attention verified and timed on the device.
 //   rigel attention verify [--suite verify|NAME] [--baselines]   every case against float64 (exit 1 if one fails)
-//   rigel attention bench --suite sdpa|gpt2|all                  rigel against cuDNN (and fa3 against fa2)
+//   rigel attention bench --suite sdpa|gpt2|all [--cases TEXT,...]   rigel against cuDNN (and fa3 against fa2)
 //   rigel attention list [--suite NAME]                          the suites, or one suite's cases
 // Options are checked before the device is looked for; without a device the
 // commands say "skipped" (exit 77).
@@ -14,6 +14,7 @@
 
 #include "attention/driver.hpp"
 #include "attention/suites.hpp"
+#include "core/case_filter.hpp"
 #include "cli/commands.hpp"
 #include "cli/device_runs.hpp"
 #include "harness/interrupt.hpp"
@@ -34,7 +35,7 @@ struct VerifyArgs {
     CommonArgs common;
 };
 struct BenchArgs {
-    std::string suite, kernel = "fa3";
+    std::string suite, kernel = "fa3", cases;
     CommonArgs common;
 };
 struct ListArgs {
@@ -187,6 +188,16 @@ int run_bench(const BenchArgs& b, const CLI::App& cmd) {
         throw std::invalid_argument("suite " + b.suite + " is not timed: rigel attention verify --suite " + b.suite +
                                     " checks it");
     }
+    // --cases: each text must name a case of the suites asked for; the others are left out.
+    const std::vector<std::string> texts = b.cases.empty() ? std::vector<std::string>{} : case_filter_texts(b.cases);
+    for (const std::string& t : texts) {
+        bool found = false;
+        for (const AttentionSuite* s : suites)
+            for (const AttentionCase& c : s->cases) found = found || name_matches(c.name, {t});
+        if (!found)
+            throw std::invalid_argument("--cases: no case of suite " + b.suite + " has '" + t +
+                                        "' in its name (rigel attention list --suite " + b.suite + ")");
+    }
     const attention::Kernel kernel = kernels_named(b.kernel, false).front();
     const PairedConfig timing = timing_of(cmd, a);
     check_paired_config(timing);
@@ -194,7 +205,9 @@ int run_bench(const BenchArgs& b, const CLI::App& cmd) {
     const int threads = parse_threads("--threads", a.threads);
     auto ex = sm90_device("rigel's attention");
     install_stop_handlers();
-    RunFiles files(a.out, bench_header(), "attention_bench", b.suite + "_attention", b.suite, seed, *ex);
+    // A run of some cases names its files ..._subset_attention.csv; the report reads each case's newest row.
+    RunFiles files(a.out, bench_header(), "attention_bench", b.suite + (texts.empty() ? "" : "_subset") + "_attention",
+                   b.suite, seed, *ex);
 
     std::vector<std::vector<std::string>> cells;
     std::vector<std::pair<std::string, attention::BenchRow>> timed;
@@ -202,6 +215,7 @@ int run_bench(const BenchArgs& b, const CLI::App& cmd) {
     const auto write = [&](bool complete) {
         JsonObject d;
         d.str("suite", b.suite)
+            .str("cases_filter", b.cases)
             .str("kernel", b.kernel)
             .num("warmup_s", timing.warmup_s)
             .num("min_time_s", timing.min_time_s)
@@ -213,6 +227,7 @@ int run_bench(const BenchArgs& b, const CLI::App& cmd) {
     for (const AttentionSuite* s : suites)
         for (const AttentionCase& c : s->cases) {
             if (stop_requested()) break;
+            if (!texts.empty() && !name_matches(c.name, texts)) continue;
             say(std::string(s->name) + " " + c.name + " (" + attention::shape_text(c.desc) + "): verifying, then timing");
             const attention::BenchOutcome o = attention::bench_case(*ex, c, kernel, timing, seed, threads);
             for (const attention::VerifyRow& v : o.verified) {
@@ -291,6 +306,8 @@ std::vector<SubcommandHook> add_attention_commands(CLI::App& app) {
     bench->add_option("--kernel", ba.kernel, "rigel's kernel: decomposed, fa2 or fa3 (fa3 is also timed against fa2 "
                                              "and the decomposed rung)")
         ->capture_default_str();
+    bench->add_option("--cases", ba.cases, "only the cases whose names contain one of these comma-separated texts "
+                                           "(e.g. s4096_d128)");
     add_common_options(bench, ba.common, true);
 
     auto* list = cmd->add_subcommand("list", "The suites, or the cases of one");

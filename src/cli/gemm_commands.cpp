@@ -377,9 +377,9 @@ int run_bench(const BenchArgs& b, const CLI::App& cmd) {
         std::vector<GemmCase> all;
         for (const auto& [name, list] : work) all.insert(all.end(), list.begin(), list.end());
         (void)gemm::cases_matching(all, b.cases, b.suite);
-        const std::vector<std::string> texts = gemm::case_filter_texts(b.cases);
+        const std::vector<std::string> texts = case_filter_texts(b.cases);
         for (auto& [name, list] : work)
-            std::erase_if(list, [&](const GemmCase& c) { return !gemm::name_matches(c.name, texts); });
+            std::erase_if(list, [&](const GemmCase& c) { return !name_matches(c.name, texts); });
     }
     return run_bench_cases(work, baselines, b.suite, timing, seed, threads, a.out, b.kernel, b.cases);
 }

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/case_filter.hpp"
 #include "rigel/gemm.hpp"
 
 namespace rigel::gemm {
@@ -58,10 +59,7 @@ std::vector<const GemmSuite*> bench_suites();
 // text that no case's name contains.
 std::vector<GemmCase> cases_matching(std::span<const GemmCase> cases, const std::string& filter,
                                      std::string_view suite);
-// Its parts: the filter's texts (the same refusal of an empty one), and
-// whether a name contains one of them.
-std::vector<std::string> case_filter_texts(const std::string& filter);
-bool name_matches(std::string_view name, const std::vector<std::string>& texts);
+// Its parts, rigel::case_filter_texts and rigel::name_matches, are in core/case_filter.hpp.
 
 // Whether `baseline` computes the same thing as rigel for `c`, so that a pair can be timed.
 bool applies(Contender baseline, const GemmCase& c);

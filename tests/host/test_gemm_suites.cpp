@@ -264,8 +264,8 @@ TEST(GemmSuites, CasesMatchingKeepsTheNamedCasesInOrder) {
     refused("fwd_qkv,nope", "no case of suite gpt2 has 'nope'");
     refused("fwd_qkv,", "empty text");
     refused(",fwd_qkv", "empty text");
-    EXPECT_TRUE(name_matches("bwd_qkv_dw", case_filter_texts("x,qkv_d")));
-    EXPECT_FALSE(name_matches("bwd_qkv_dw", case_filter_texts("x,y")));
+    EXPECT_TRUE(rigel::name_matches("bwd_qkv_dw", rigel::case_filter_texts("x,qkv_d")));
+    EXPECT_FALSE(rigel::name_matches("bwd_qkv_dw", rigel::case_filter_texts("x,y")));
 }
 
 TEST(GemmSuites, VerifyGivesPersistentCtasSeveralTilesOnEveryKernel) {
