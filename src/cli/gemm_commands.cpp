@@ -2,7 +2,7 @@
 //   rigel gemm verify [--suite verify|refusals|NAME] [--cases TEXT,...]   every case (or those named) against float64
 //   rigel gemm bench --suite NAME|all [--cases TEXT,...]   rigel against its baselines in paired samples
 //   rigel gemm run --m M --n N --k K [...]             one case: verified, then timed
-//   rigel gemm list [--suite NAME]                     the suites, or one suite's cases
+//   rigel gemm list [--suite NAME] [--sms N] [--why]   the suites, or one suite's cases and their kernels
 //   rigel gemm blockscaled [--shapes MxNxK,...]        fp8 with block scales (k38's kernel) against float64
 // Every option is checked before the device is looked for, so a typo is an
 // error on any machine; without a device the commands say "skipped" (exit 77).
@@ -68,6 +68,8 @@ struct RunArgs {
 };
 struct ListArgs {
     std::string suite;
+    int sms = 132;  // the H200's SM count: whose dispatcher choices the list shows
+    bool why = false;
 };
 struct BlockScaledArgs {
     std::string shapes = "1000x1030x1104,129x300x272,2048x2048x4096", type = "e4m3";
@@ -556,13 +558,19 @@ int run_list(const ListArgs& a) {
         for (const auto& r : gemm::refusal_cases()) std::printf("%-22s %s\n", r.name.c_str(), r.expect.c_str());
         return 0;
     }
+    if (a.sms < 1) throw std::invalid_argument("--sms must be at least 1, not " + std::to_string(a.sms));
     const GemmSuite& s = suite_named(a.suite, std::string(", ") + kRefusalSuite);
+    // Each case with the kernel it runs on: the one it names, or the dispatcher's for a GPU of --sms SMs
+    // (host code: no device needed).
     for (const GemmCase& c : s.cases) {
         const gemm::Desc d = gemm::with_packed_leading_dimensions(c.desc);
-        std::printf("%-58s %-44s lda %-5lld ldb %-5lld ldd %-5lld alpha %g beta %g%s x%d\n", c.name.c_str(),
+        const std::optional<gemm::Choice> k =
+            gemm::kernel_named(c.desc, c.kernel.empty() ? "auto" : c.kernel, a.sms);
+        std::printf("%-58s %-44s lda %-5lld ldb %-5lld ldd %-5lld alpha %g beta %g%s x%d  %s\n", c.name.c_str(),
                     shape_text(d).c_str(), static_cast<long long>(d.lda), static_cast<long long>(d.ldb),
                     static_cast<long long>(d.ldd), static_cast<double>(c.alpha), static_cast<double>(c.beta),
-                    c.in_place ? " in place" : "", c.count);
+                    c.in_place ? " in place" : "", c.count, k ? gemm::kernel_text(*k).c_str() : "(no such kernel)");
+        if (a.why && k) std::printf("    %s\n", k->why.c_str());
     }
     return 0;
 }
@@ -622,6 +630,9 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
 
     auto* list = gemm_cmd->add_subcommand("list", "The suites, or the cases of one");
     list->add_option("--suite", la.suite, "a suite, or refusals");
+    list->add_option("--sms", la.sms, "SMs of the GPU whose dispatcher choices to show (132: the H200)")
+        ->capture_default_str();
+    list->add_flag("--why", la.why, "under each case, the dispatcher's sentence on its choice");
 
     auto* scaled = gemm_cmd->add_subcommand("blockscaled", "fp8 with DeepSeek-V3's block scales (A per 1 x 128, B per "
                                                            "128 x 128; k38's kernel) against float64 of the "

@@ -122,6 +122,7 @@ expect_error(gemm bench --suite small --kernel 64x64 --out ${WORK}/out)
 expect_error(gemm run --m 8 --n 8 --k 8 --kernel 64x64 --out ${WORK}/out)
 expect_error(gemm run --m 8 --n 8 --k 16 --type e4m3 --kernel pingpong --out ${WORK}/out)
 expect_error(gemm list --suite nonsense)
+expect_error(gemm list --suite small --sms 0)
 expect_error_empty_out(gemm verify)
 # rigel attention: the same, before the device is looked for.
 expect_error(attention)
