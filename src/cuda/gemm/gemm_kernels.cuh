@@ -193,71 +193,57 @@ constexpr std::array<KernelEntry, 6> half_rows() {
             KernelEntry{{Tg, OA, OB, 128, true, true}, launch_pingpong<PongSplit, AtomicAddF32>, PongSplit::kBK}};
 }
 
-// The fixed-epilogue rows of one layout: bf16 operands and D, one ping-pong
-// kernel per epilogue of `Epilogues` (gemm::kFixedEpilogues, or with LoadsC
-// gemm::kTmaCEpilogues), none for f16.
-template <DType T, Type Tg, gemm::Op OA, gemm::Op OB, const auto& Epilogues, bool LoadsC>
-constexpr auto fixed_epilogue_rows() {
+// One row per epilogue of `Epilogues`, each made by make.template
+// operator()<e>(): the kernels compiled per epilogue, for bf16 operands and a
+// bf16 D only (none for f16).
+template <Type Tg, const auto& Epilogues, class Make>
+constexpr auto per_epilogue(Make make) {
     if constexpr (Tg != Type::bf16) {
         return std::array<KernelEntry, 0>{};
     } else {
-        const auto row = [&]<std::size_t I>() {
-            constexpr Epilogue e = Epilogues[I];
-            using Epi = FixedEpilogue<__nv_bfloat16, e, LoadsC>;
-            using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB)>;
-            return KernelEntry{{Tg, OA, OB, 128, false, true, 1, true, e, LoadsC}, launch_pingpong<Pong, Epi>,
-                               Pong::kBK};
-        };
         return [&]<std::size_t... I>(std::index_sequence<I...>) {
-            return std::array<KernelEntry, sizeof...(I)>{row.template operator()<I>()...};
+            return std::array<KernelEntry, sizeof...(I)>{make.template operator()<Epilogues[I]>()...};
         }(std::make_index_sequence<Epilogues.size()>{});
     }
 }
 
-// The wide fixed-epilogue rows of one layout ("fixed_wide"): bf16 operands and
-// D, the cooperative 128 x 256 kernel once for each of gemm::kWideEpilogues,
-// FixedEpilogue compiled in with a 64 x 256 staging box per consumer (32 KB
-// each), so the ring has 3 stages of 48 KB; none for f16.
+// The fixed-epilogue rows of one layout: one ping-pong kernel per epilogue of
+// `Epilogues` (gemm::kFixedEpilogues, or with LoadsC gemm::kTmaCEpilogues).
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB, const auto& Epilogues, bool LoadsC>
+constexpr auto fixed_epilogue_rows() {
+    return per_epilogue<Tg, Epilogues>([]<Epilogue e>() {
+        using Epi = FixedEpilogue<__nv_bfloat16, e, LoadsC>;
+        using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB)>;
+        return KernelEntry{{Tg, OA, OB, 128, false, true, 1, true, e, LoadsC}, launch_pingpong<Pong, Epi>, Pong::kBK};
+    });
+}
+
+// The wide fixed-epilogue rows of one layout ("fixed_wide"): the cooperative
+// 128 x 256 kernel once for each of gemm::kWideEpilogues, FixedEpilogue
+// compiled in with a 64 x 256 staging box per consumer (32 KB each), so the
+// ring has 3 stages of 48 KB.
 inline constexpr int kWideFixedStages = 3;
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto wide_fixed_rows() {
-    if constexpr (Tg != Type::bf16) {
-        return std::array<KernelEntry, 0>{};
-    } else {
-        const auto row = [&]<std::size_t I>() {
-            constexpr Epilogue e = gemm::kWideEpilogues[I];
-            using Epi = FixedEpilogue<__nv_bfloat16, e, false, 256>;
-            using Wide = WarpSpecialized<T, 256, kWideFixedStages, Schedule::persistent_grouped,
-                                         Accumulation::tensor_core, major_a(OA), major_b(OB)>;
-            return KernelEntry{{Tg, OA, OB, 256, false, false, 1, true, e, false}, launch_kernel<Wide, Epi>,
-                               Wide::kBK};
-        };
-        return [&]<std::size_t... I>(std::index_sequence<I...>) {
-            return std::array<KernelEntry, sizeof...(I)>{row.template operator()<I>()...};
-        }(std::make_index_sequence<gemm::kWideEpilogues.size()>{});
-    }
+    return per_epilogue<Tg, gemm::kWideEpilogues>([]<Epilogue e>() {
+        using Epi = FixedEpilogue<__nv_bfloat16, e, false, 256>;
+        using Wide = WarpSpecialized<T, 256, kWideFixedStages, Schedule::persistent_grouped, Accumulation::tensor_core,
+                                     major_a(OA), major_b(OB)>;
+        return KernelEntry{{Tg, OA, OB, 256, false, false, 1, true, e, false}, launch_kernel<Wide, Epi>, Wide::kBK};
+    });
 }
 
-// The split fixed rows of one layout: bf16 operands and D, the ping-pong
-// split-K once for each of gemm::kFixedEpilogues, each unit's partial added
-// into the plan's workspace and the last unit of a tile applying the
-// epilogue (SplitFixup over FixedEpilogue); none for f16.
+// The split fixed rows of one layout: the ping-pong split-K once for each of
+// gemm::kFixedEpilogues, each unit's partial added into the plan's workspace
+// and the last unit of a tile applying the epilogue (SplitFixup over
+// FixedEpilogue).
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto split_fixed_rows() {
-    if constexpr (Tg != Type::bf16) {
-        return std::array<KernelEntry, 0>{};
-    } else {
-        const auto row = [&]<std::size_t I>() {
-            constexpr Epilogue e = gemm::kFixedEpilogues[I];
-            using Epi = SplitFixup<FixedEpilogue<__nv_bfloat16, e>>;
-            using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 1, true>;
-            return KernelEntry{{Tg, OA, OB, 128, true, true, 1, true, e, false}, launch_pingpong<Pong, Epi>,
-                               Pong::kBK};
-        };
-        return [&]<std::size_t... I>(std::index_sequence<I...>) {
-            return std::array<KernelEntry, sizeof...(I)>{row.template operator()<I>()...};
-        }(std::make_index_sequence<gemm::kFixedEpilogues.size()>{});
-    }
+    return per_epilogue<Tg, gemm::kFixedEpilogues>([]<Epilogue e>() {
+        using Epi = SplitFixup<FixedEpilogue<__nv_bfloat16, e>>;
+        using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 1, true>;
+        return KernelEntry{{Tg, OA, OB, 128, true, true, 1, true, e, false}, launch_pingpong<Pong, Epi>, Pong::kBK};
+    });
 }
 
 // The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, wide_fixed_rows, split_fixed_rows.
