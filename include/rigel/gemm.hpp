@@ -81,9 +81,10 @@ struct Desc {
     Type d_type = Type::bf16;  // also C's and aux's type
     Epilogue epilogue = Epilogue::none;
     std::int64_t lda = 0, ldb = 0, ldd = 0, ldc = 0, ldaux = 0;
-    // true lets the dispatcher pick a kernel that adds partial tiles into D by atomic reductions
-    // (the ping-pong split-K, for an f32 D without epilogue), whose order of fp32 additions varies
-    // from run to run: results equal to rounding, not bit for bit. false (the default): every run
+    // true lets the dispatcher pick a kernel that adds partial tiles by atomic reductions, into D
+    // (the ping-pong split-K, for an f32 D without epilogue) or into a workspace whose sum the last
+    // unit of a tile stores through the epilogue (a bf16 D with a fixed epilogue), whose order of
+    // fp32 additions varies from run to run: results equal to rounding, not bit for bit. false (the default): every run
     // of a plan on the same inputs gives the same bits, as cuBLAS does unless atomics are allowed.
     bool allow_atomics = false;
 };

@@ -36,12 +36,14 @@
 //      cuBLASLt for the MLP's, 1.02x for the attention projection's, against
 //      0.68x, 0.67x and 0.81x for the cooperative split's slabs.
 //   6. Where rule 3 splits K for bf16 operands, a bf16 D and one of
-//      gemm::kFixedEpilogues: the ping-pong kernel compiled for the epilogue
+//      gemm::kFixedEpilogues, and the desc allows atomics (its additions'
+//      order, as rule 5's, varies): the ping-pong kernel compiled for the epilogue
 //      over the units of rule 5, each unit's partial added into an fp32
 //      workspace slab (reductions in L2) and the last unit of a tile reading
 //      the sum back, applying the epilogue and storing D (SplitFixup,
 //      fused_epilogue.cuh): one kernel instead of the slabs and second pass.
-//      GPT-2's bf16 dW at 12c21e1: 0.83x and 0.82x cuBLASLt for the MLP's,
+//      GPT-2's bf16 dW at 12c21e1 (then the default; allow_atomics since, the
+//      library's default being bit-reproducible runs): 0.83x and 0.82x cuBLASLt for the MLP's,
 //      0.83x for the attention projection's, against 0.75x, 0.73x and 0.85x
 //      on the slabs (c952acb). On rule 2's few tiles it lost to the slabs in
 //      the same build (512^3 0.43x cuBLAS against 0.52x, 1024^3 0.41x against
@@ -309,11 +311,12 @@ Choice choose(const Desc& desc, int sms) {
             return c;
         }
     }
-    // Rule 6: where rule 3 splits K for bf16 operands, a bf16 D and a fixed epilogue: the ping-pong
-    // kernel over units of (split, tile) as in rule 5, each unit's partial added into the plan's fp32
-    // workspace and the last unit of each tile applying the epilogue and storing D: one kernel. Not
-    // rule 2's few tiles: there its fences and L2 round trips cost more than the second pass it saves.
-    if (c.splits > 1 && !few_tiles && has_fixed_epilogue_kernel(d)) {
+    // Rule 6: where rule 3 splits K for bf16 operands, a bf16 D and a fixed epilogue, and the desc allows
+    // atomics (the order of its fp32 additions varies from run to run, as rule 5's): the ping-pong kernel
+    // over units of (split, tile), each unit's partial added into the plan's fp32 workspace and the last
+    // unit of each tile applying the epilogue and storing D: one kernel. Not rule 2's few tiles: there its
+    // fences and L2 round trips cost more than the second pass it saves.
+    if (c.splits > 1 && !few_tiles && d.allow_atomics && has_fixed_epilogue_kernel(d)) {
         const int units = pingpong_splitk_units(tiles, k_tiles, sms);
         if (units > 1) {
             c.splits = units;

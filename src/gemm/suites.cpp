@@ -308,9 +308,9 @@ std::vector<GemmCase> verify_cases() {
     // The split fixed kernels (rule 6: a bf16 D, units added into the plan's workspace, the last unit of a
     // tile applying the epilogue): by name ("fixed_split") on 15 tiles of 32 k-tiles in every layout and
     // fixed epilogue, beta 0 (TMA stores), and with C added on 289 columns (staged stores); as the
-    // dispatcher's choice on 1544 x 1400 x 6152 in TN, a weight gradient's layout (rule 3, 143 tiles in
-    // two waves), with and without dGELU. The verify run launches each case twice before its check, so a
-    // workspace left dirty by the first launch shows.
+    // dispatcher's choice on 1544 x 1400 x 6152 in TN with atomics allowed, a weight gradient's layout
+    // (rule 3, 143 tiles in two waves), with and without dGELU. The verify run launches each case twice
+    // before its check, so a workspace left dirty by the first launch shows.
     for (const auto& [a, b] : kLayouts)
         for (Epilogue e : gemm::kFixedEpilogues)
             out.push_back(verify_case(Desc{.m = 300, .n = 520, .k = 2000, .a_type = Type::bf16, .b_type = Type::bf16,
@@ -322,8 +322,9 @@ std::vector<GemmCase> verify_cases() {
                                   1.5f, -0.5f, true, "_split_fixed", "fixed_split"));
     for (Epilogue e : {Epilogue::none, Epilogue::dgelu_bgrad})
         out.push_back(verify_case(Desc{.m = 1544, .n = 1400, .k = 6152, .a_type = Type::bf16, .b_type = Type::bf16,
-                                       .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e},
-                                  1.0f, 0.0f, false, "_split_fixed"));
+                                       .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e,
+                                       .allow_atomics = true},
+                                  1.0f, 0.0f, false, "_atomics_split_fixed"));
     // The dispatcher under allow_atomics (rule 5): 15 tiles (rule 2's split) cleared first in every
     // layout; in TN (a weight gradient's), 143 tiles in two waves (rule 3's split) added in place, and
     // both shapes with beta 0.5 into another matrix, which cannot be added into D: there the plan runs

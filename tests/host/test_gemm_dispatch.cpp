@@ -228,11 +228,11 @@ TEST(GemmChoose, SmallSquareOnTheH200SplitsKOnTheCooperativeKernel) {
 }
 
 TEST(GemmChoose, BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel) {
-    // Rule 6: a bf16 D with a fixed epilogue, where rule 3 splits (a part-empty last wave, long K): the
-    // ping-pong units (pingpong_splitk_units), the last unit of each tile applying the epilogue. GPT-2's
-    // bf16 dW, 768 x 3072 x 16384: 144 tiles.
+    // Rule 6: a bf16 D with a fixed epilogue, where rule 3 splits (a part-empty last wave, long K) and
+    // atomics are allowed: the ping-pong units (pingpong_splitk_units), the last unit of each tile
+    // applying the epilogue. GPT-2's bf16 dW, 768 x 3072 x 16384: 144 tiles.
     for (Epilogue e : kFixedEpilogues) {
-        Desc dw{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n};
+        Desc dw{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n, .allow_atomics = true};
         dw.epilogue = e;
         const Choice w = choose(dw, kH200Sms);
         EXPECT_TRUE(w.pingpong && w.fixed_epilogue) << name(e);
@@ -240,6 +240,10 @@ TEST(GemmChoose, BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel) {
         EXPECT_EQ(w.ctas, kH200Sms);
         EXPECT_TRUE(contains(w.why, "the last unit of a tile storing D")) << w.why;
     }
+    // Without allow_atomics (the default: bit-reproducible runs), rule 3's split on the slabs.
+    const Choice plain = choose(Desc{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n}, kH200Sms);
+    EXPECT_EQ(plain.splits, 4);
+    EXPECT_FALSE(plain.pingpong);
     // Rule 2's few tiles keep the cooperative split (the split fixed kernel lost there on the H200)
     // from 32 k-tiles: 1024 x 1024 x 2048, 64 tiles.
     const Choice few = choose(Desc{.m = 1024, .n = 1024, .k = 2048, .b_op = Op::t}, kH200Sms);
@@ -264,10 +268,11 @@ TEST(GemmChoose, BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel) {
     relu.epilogue = Epilogue::bias_relu;
     EXPECT_FALSE(kernel_named(relu, "fixed_split", kH200Sms));
     // Not for an epilogue without a fixed kernel, an f16 D or f16 operands: rule 3 as before.
-    Desc dw_relu{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n, .epilogue = Epilogue::bias_relu};
+    Desc dw_relu{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n, .epilogue = Epilogue::bias_relu,
+                 .allow_atomics = true};
     EXPECT_FALSE(choose(dw_relu, kH200Sms).pingpong);
     Desc dw_f16{.m = 768, .n = 3072, .k = 16384, .a_type = Type::f16, .b_type = Type::f16, .a_op = Op::t,
-                .b_op = Op::n, .d_type = Type::f16};
+                .b_op = Op::n, .d_type = Type::f16, .allow_atomics = true};
     EXPECT_FALSE(choose(dw_f16, kH200Sms).pingpong);
 }
 
@@ -470,10 +475,10 @@ TEST(GemmChoose, AllowedAtomicsTurnSplitsIntoThePingPongSplitK) {
         EXPECT_GT(choose(plain, kH200Sms).splits, 1) << m << " x " << n;
         EXPECT_FALSE(choose(plain, kH200Sms).pingpong) << m << " x " << n;
     }
-    // Nothing else changes: a bf16 D, an epilogue, fp8, or no split to begin with (108 tiles).
+    // Nothing else changes: an f32 D with an epilogue, or no split to begin with (108 tiles). (A bf16 D
+    // with a fixed epilogue takes rule 6 under allow_atomics: BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel.)
     for (const auto& change : std::initializer_list<void (*)(Desc&)>{
-             [](Desc& x) { x.d_type = Type::bf16; }, [](Desc& x) { x.epilogue = Epilogue::bias; },
-             [](Desc& x) { x.m = 2304; }}) {
+             [](Desc& x) { x.epilogue = Epilogue::bias; }, [](Desc& x) { x.m = 2304; }}) {
         Desc x = dw;
         change(x);
         Desc plain = x;
