@@ -159,6 +159,10 @@ struct Choice {
     // with beta 0, its aux loaded the same way; false: those calls take the staged stores.
     // A kernel of its own (has_tma_c_kernel); kernel_named "fixed_tma_c" only, not yet the dispatcher's.
     bool tma_load_c = false;
+    // With splits > 1, pingpong and fixed_epilogue: each unit stores its partial into a workspace slab
+    // of its own and the last unit of a tile sums them in split order, so runs repeat bit for bit
+    // (kernel_named "fixed_split_ordered"); false: the units add into one slab by atomic reductions.
+    bool ordered_split = false;
     int ctas = 0;                    // CTAs launched by the GEMM kernel (a cluster kernel: at most this many)
     std::string why;                 // one sentence: why this kernel for this shape
 };
@@ -195,7 +199,8 @@ Choice choose(const Desc& d, int sms);
 // beta != 0 take the TMA stores too) and "fixed_wide" (the cooperative 128 x 256 kernel compiled
 // for d's epilogue and a bf16 D, TMA stores: kWideEpilogues), none of them split; "fixed_split" (the
 // fixed kernel split as pingpong_splitk, its units added into the plan's workspace and the last unit
-// of a tile storing D: the dispatcher's rule 6); and "pingpong_splitk" (an fp32 D without epilogue:
+// of a tile storing D: the dispatcher's rule 6); "fixed_split_ordered" (the same, each unit's partial
+// in a slab of its own, summed in split order: bit-reproducible); and "pingpong_splitk" (an fp32 D without epilogue:
 // the ping-pong kernel over units of (split, tile) in pingpong_splitk_units splits, each unit added
 // into D by reductions in L2, whose order is not fixed; beta 0, or 1 with C the same matrix as D).
 // "auto" is choose(). nullopt when the name is unknown or d has no such kernel (fp8: 128x128 only;

@@ -353,6 +353,7 @@ struct NamedKernel {
     // The ping-pong split-K in pingpong_splitk_units splits: units added into an fp32 D, or with fixed,
     // into the workspace, the last unit of a tile storing a bf16 D through the epilogue (rule 6's kernel).
     bool split_reduce = false;
+    bool ordered = false;       // with fixed and split_reduce: Choice::ordered_split
     bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
 };
 // fixed with tile_n 256 (not ping-pong): the cooperative kernel compiled for kWideEpilogues.
@@ -371,6 +372,8 @@ constexpr std::array kNamedKernels{
     NamedKernel{.name = "fixed_wide", .tile_n = kWideTileN, .pingpong = false, .fp8 = false, .fixed = true},
     NamedKernel{.name = "fixed_split", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true},
+    NamedKernel{.name = "fixed_split_ordered", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
+                .split_reduce = true, .ordered = true},
 };
 
 }  // namespace
@@ -409,13 +412,17 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         const std::int64_t tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, k.tile_n);
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
         if (k.split_reduce) {
+            c.ordered_split = k.ordered;
             c.splits = pingpong_splitk_units(tiles, ceil_div(d.k, 64), sms);
             c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, std::max(sms, 1)));
             c.why = "asked for: ping-pong split-K, " + std::to_string(tiles) + " tiles of 128 x 128 in " +
                     std::to_string(c.splits) + " splits, " +
-                    (k.fixed ? "each unit added into the workspace, the last of a tile storing D through the "
-                               "kernel compiled for this epilogue"
-                             : "each unit added into the fp32 D by reductions");
+                    (k.ordered ? "each unit's partial stored in a workspace slab of its own, the last of a tile "
+                                 "summing them in split order and storing D through the kernel compiled for this "
+                                 "epilogue"
+                     : k.fixed ? "each unit added into the workspace, the last of a tile storing D through the "
+                                 "kernel compiled for this epilogue"
+                               : "each unit added into the fp32 D by reductions");
             return c;
         }
         c.why = std::string("asked for: ") + (k.pingpong ? "ping-pong " : "cooperative ") + std::to_string(kTileM) +

@@ -311,15 +311,25 @@ std::vector<GemmCase> verify_cases() {
     // dispatcher's choice on 1544 x 1400 x 6152 in TN with atomics allowed, a weight gradient's layout
     // (rule 3, 143 tiles in two waves), with and without dGELU. The verify run launches each case twice
     // before its check, so a workspace left dirty by the first launch shows.
-    for (const auto& [a, b] : kLayouts)
-        for (Epilogue e : gemm::kFixedEpilogues)
-            out.push_back(verify_case(Desc{.m = 300, .n = 520, .k = 2000, .a_type = Type::bf16, .b_type = Type::bf16,
-                                           .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
-                                      1.0f, 0.0f, true, "_split_fixed", "fixed_split"));
-    for (Epilogue e : {Epilogue::none, Epilogue::bias})
-        out.push_back(verify_case(Desc{.m = 300, .n = 289, .k = 2000, .a_type = Type::bf16, .b_type = Type::bf16,
-                                       .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
-                                  1.5f, -0.5f, true, "_split_fixed", "fixed_split"));
+    // "fixed_split_ordered" (each unit's partial in a slab of its own, summed in split order) on the
+    // same cases, and on the weight gradient's shape by name.
+    for (const char* kernel : {"fixed_split", "fixed_split_ordered"}) {
+        const std::string suffix = std::string("_") + (std::string(kernel) == "fixed_split" ? "split_fixed" : kernel);
+        for (const auto& [a, b] : kLayouts)
+            for (Epilogue e : gemm::kFixedEpilogues)
+                out.push_back(verify_case(Desc{.m = 300, .n = 520, .k = 2000, .a_type = Type::bf16,
+                                               .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
+                                               .epilogue = e},
+                                          1.0f, 0.0f, true, suffix, kernel));
+        for (Epilogue e : {Epilogue::none, Epilogue::bias})
+            out.push_back(verify_case(Desc{.m = 300, .n = 289, .k = 2000, .a_type = Type::bf16, .b_type = Type::bf16,
+                                           .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
+                                      1.5f, -0.5f, true, suffix, kernel));
+    }
+    for (Epilogue e : {Epilogue::none, Epilogue::dgelu_bgrad})
+        out.push_back(verify_case(Desc{.m = 1544, .n = 1400, .k = 6152, .a_type = Type::bf16, .b_type = Type::bf16,
+                                       .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e},
+                                  1.0f, 0.0f, false, "_fixed_split_ordered", "fixed_split_ordered"));
     for (Epilogue e : {Epilogue::none, Epilogue::dgelu_bgrad})
         out.push_back(verify_case(Desc{.m = 1544, .n = 1400, .k = 6152, .a_type = Type::bf16, .b_type = Type::bf16,
                                        .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e,
@@ -506,6 +516,7 @@ std::vector<GemmCase> cases_matching(std::span<const GemmCase> cases, const std:
 std::string kernel_text(const Choice& c) {
     return std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + (c.pingpong ? " pingpong" : "") +
            (c.fixed_epilogue ? (c.tma_store ? " fixed-epilogue" : " fixed-epilogue staged") : "") +
+           (c.ordered_split ? " ordered" : "") +
            (c.cluster_m > 1 ? " cluster " + std::to_string(c.cluster_m) + "x1" : "") + " splits " +
            std::to_string(c.splits);
 }

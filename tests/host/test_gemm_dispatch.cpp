@@ -264,9 +264,21 @@ TEST(GemmChoose, BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel) {
     EXPECT_EQ(named->splits, 2);
     EXPECT_EQ(named->ctas, 32);
     EXPECT_EQ(kernel_text(*named), "128x128 pingpong fixed-epilogue splits 2");
+    EXPECT_FALSE(named->ordered_split);
+    // "fixed_split_ordered": the same units, each partial in a slab of its own, summed in split order.
+    const auto ordered = kernel_named(square(512), "fixed_split_ordered", kH200Sms);
+    ASSERT_TRUE(ordered);
+    EXPECT_TRUE(ordered->pingpong && ordered->fixed_epilogue && ordered->ordered_split);
+    EXPECT_EQ(ordered->splits, 2);
+    EXPECT_EQ(kernel_text(*ordered), "128x128 pingpong fixed-epilogue ordered splits 2");
+    EXPECT_TRUE(contains(ordered->why, "split order")) << ordered->why;
     Desc relu = square(512);
     relu.epilogue = Epilogue::bias_relu;
     EXPECT_FALSE(kernel_named(relu, "fixed_split", kH200Sms));
+    EXPECT_FALSE(kernel_named(relu, "fixed_split_ordered", kH200Sms));
+    // The dispatcher never picks the ordered form (not measured yet).
+    Desc dw{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n, .allow_atomics = true};
+    EXPECT_FALSE(choose(dw, kH200Sms).ordered_split);
     // Not for an epilogue without a fixed kernel, an f16 D or f16 operands: rule 3 as before.
     Desc dw_relu{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n, .epilogue = Epilogue::bias_relu,
                  .allow_atomics = true};
@@ -412,7 +424,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_split");
+              "fixed_wide, fixed_split, fixed_split_ordered");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));

@@ -742,7 +742,9 @@ struct AtomicAddF32 {
 };
 
 // The ping-pong split-K for a bf16 D with a fixed epilogue (the dispatcher's
-// split for bf16 products, pingpong_gemm.cuh's SplitK): units of (split,
+// rule 6 under allow_atomics, and "fixed_split"; pingpong_gemm.cuh's SplitK,
+// which hands both halves of a unit to publish() and then each half the unit
+// came last to to finish(), so no accumulator is live beside a sum): units of (split,
 // tile) as AtomicAddF32's, but D cannot take additions, so each unit adds its
 // partial 64 x BN half, as fp32, into a slab of the plan's workspace
 // (red.global.add.v4: L2 does the adds), then counts itself on the half's
@@ -764,60 +766,117 @@ struct AtomicAddF32 {
 // to this policy. Runs of one plan must be stream-ordered (its workspace and
 // counters are reused), as with any split-K workspace. The order of the
 // additions is not fixed from run to run.
+// Ordered (the library's "fixed_split_ordered"): the same units, but each
+// stores its partial into a slab of its own (half h, split s: slab h x splits
+// + s; plain stores, nothing to clear), and the last unit reads every split's
+// slab back and sums them in split order: the same bits whichever unit
+// arrives last, so runs repeat bit for bit. It moves more bytes (the last
+// unit reads splits slabs) and holds splits slabs a half.
 struct SplitFixupParams : FixedEpilogueParams {
-    float* partials = nullptr;       // per 64-row half of a tile: 64 x 128 floats
+    float* partials = nullptr;       // per 64-row half of a tile (Ordered: and split): 64 x 128 floats
     unsigned* arrivals = nullptr;    // per half: units that have added, back to 0 by the last
     int splits = 1;                  // units per tile (the kernel reads it)
     int tiles_n = 0;                 // tiles of 128 columns in a row of tiles
 };
 
-template <class Inner>
+template <class Inner, bool Ordered = false>
 struct SplitFixup {
     using Params = SplitFixupParams;
     static constexpr int kStagingBytes = Inner::kStagingBytes;
     static constexpr int kStages = Inner::kStages;
+    // pingpong_kernel hands a unit's halves over in two steps: publish() for both (each partial leaves
+    // the registers: stored or added into the workspace, and counted), then finish() for each half this
+    // unit arrived last at, with no accumulators live beside the sum it reads back.
+    static constexpr bool kUnitStore = true;
 
     static __device__ __forceinline__ void init() {
         if constexpr (requires { Inner::init(); }) Inner::init();
     }
     static __device__ __forceinline__ void drain(const Params& p) { Inner::drain(p); }
 
+    // The slab a half's partials go to: the half's one, or (Ordered) that of the half and split.
+    static __device__ __forceinline__ std::int64_t half_of(const Params& p, int row0, int col0) {
+        return static_cast<std::int64_t>(row0 / sm90::kWgmmaM) * p.tiles_n + col0 / kBN;
+    }
+    static __device__ __forceinline__ float* slab(const Params& p, std::int64_t half, int split) {
+        const std::int64_t index = Ordered ? half * p.splits + split : half;
+        return p.partials + index * kSlabFloats + 4 * (static_cast<int>(threadIdx.x) % sm90::kWarpgroup);
+    }
+
+    // This unit's partial of the half at (row0, col0) into the workspace, then counted; true (the same
+    // for the whole warpgroup) where this unit is the half's last.
     template <int BN>
-    static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
-                                                 int col0, float* staging) {
-        static_assert(BN == 128, "a slab holds a 64 x 128 half");
-        if (row0 >= m) return;  // the same for every unit of this half: none counts
+    static __device__ __forceinline__ bool publish(const Params& p, const float (&acc)[BN / 2], int m, int row0,
+                                                   int col0, int split) {
+        static_assert(BN == kBN, "a slab holds a 64 x 128 half");
+        if (row0 >= m) return false;  // the same for every unit of this half: none counts
         const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
         const int consumer = static_cast<int>(threadIdx.x) / sm90::kWarpgroup - 1;
         const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;  // FixedEpilogue's, in turn
-        const std::int64_t half = static_cast<std::int64_t>(row0 / sm90::kWgmmaM) * p.tiles_n + col0 / BN;
-        float* const slab = p.partials + half * (sm90::kWgmmaM * BN) + 4 * t;
-        constexpr int kSteps = BN / 8;  // 16-byte groups of a thread's BN / 2 accumulators
+        const std::int64_t half = half_of(p, row0, col0);
+        float* const mine = slab(p, half, split);
 #pragma unroll
-        for (int j = 0; j < kSteps; ++j)
-            asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(slab + j * 4 * sm90::kWarpgroup),
-                         "f"(acc[4 * j]), "f"(acc[4 * j + 1]), "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3])
-                         : "memory");
+        for (int j = 0; j < kSteps; ++j) {
+            if constexpr (Ordered)
+                asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mine + j * kStep), "f"(acc[4 * j]),
+                             "f"(acc[4 * j + 1]), "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3])
+                             : "memory");
+            else
+                asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mine + j * kStep), "f"(acc[4 * j]),
+                             "f"(acc[4 * j + 1]), "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3])
+                             : "memory");
+        }
         __threadfence();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
         __shared__ unsigned last_flag[2];
         if (t == 0) last_flag[consumer] = atomicAdd(p.arrivals + half, 1u) == static_cast<unsigned>(p.splits - 1);
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
-        if (!last_flag[consumer]) return;
+        return last_flag[consumer] != 0u;
+    }
+
+    // The last unit of a half: the sum read back (Ordered: every split's slab, added in split order from
+    // zero, so the bits do not depend on which unit came last; else the one slab, then cleared), the
+    // counter reset for the next call, and the sum stored through the fixed epilogue.
+    template <int BN>
+    static __device__ __forceinline__ void finish(const Params& p, int m, int n, int row0, int col0, float* staging) {
         __threadfence();
+        const std::int64_t half = half_of(p, row0, col0);
         float sum[BN / 2];
+        if constexpr (Ordered) {
 #pragma unroll
-        for (int j = 0; j < kSteps; ++j) {
-            float* const at = slab + j * 4 * sm90::kWarpgroup;
-            asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
-                         : "=f"(sum[4 * j]), "=f"(sum[4 * j + 1]), "=f"(sum[4 * j + 2]), "=f"(sum[4 * j + 3])
-                         : "l"(at)
-                         : "memory");
-            asm volatile("st.global.cg.v4.f32 [%0], {%1, %1, %1, %1};" ::"l"(at), "f"(0.0f) : "memory");
+            for (int i = 0; i < BN / 2; ++i) sum[i] = 0.0f;
+            for (int s = 0; s < p.splits; ++s) {
+                const float4* const from = reinterpret_cast<const float4*>(slab(p, half, s));
+#pragma unroll
+                for (int j = 0; j < kSteps; ++j) {
+                    const float4 v = __ldcg(from + j * sm90::kWarpgroup);
+                    sum[4 * j] += v.x;
+                    sum[4 * j + 1] += v.y;
+                    sum[4 * j + 2] += v.z;
+                    sum[4 * j + 3] += v.w;
+                }
+            }
+        } else {
+            float* const from = slab(p, half, 0);
+#pragma unroll
+            for (int j = 0; j < kSteps; ++j) {
+                asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+                             : "=f"(sum[4 * j]), "=f"(sum[4 * j + 1]), "=f"(sum[4 * j + 2]), "=f"(sum[4 * j + 3])
+                             : "l"(from + j * kStep)
+                             : "memory");
+                asm volatile("st.global.cg.v4.f32 [%0], {%1, %1, %1, %1};" ::"l"(from + j * kStep), "f"(0.0f)
+                             : "memory");
+            }
         }
-        if (t == 0) p.arrivals[half] = 0u;
+        if (threadIdx.x % sm90::kWarpgroup == 0) p.arrivals[half] = 0u;
         Inner::template store<BN>(p, sum, m, n, row0, col0, staging);
     }
+
+private:
+    static constexpr int kBN = 128;
+    static constexpr int kSlabFloats = sm90::kWgmmaM * kBN;
+    static constexpr int kSteps = kBN / 8;               // 16-byte groups of a thread's kBN / 2 accumulators
+    static constexpr int kStep = 4 * sm90::kWarpgroup;   // floats between a thread's groups in a slab
 };
 
 }  // namespace rigel::cuda::gemm_kernels

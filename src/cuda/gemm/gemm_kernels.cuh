@@ -68,6 +68,7 @@ struct KernelKey {
     bool fixed_epilogue = false;
     Epilogue epilogue = Epilogue::none;
     bool loads_c = false;  // with fixed_epilogue: the kernel that also loads C (and dgelu_bgrad's aux) by TMA
+    bool ordered = false;  // with split and fixed_epilogue: SplitFixup's ordered form (Choice::ordered_split)
     bool operator==(const KernelKey&) const = default;
 };
 
@@ -235,14 +236,15 @@ constexpr auto wide_fixed_rows() {
 
 // The split fixed rows of one layout: the ping-pong split-K once for each of
 // gemm::kFixedEpilogues, each unit's partial added into the plan's workspace
-// and the last unit of a tile applying the epilogue (SplitFixup over
-// FixedEpilogue).
-template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
+// (Ordered: stored into a slab of its own) and the last unit of a tile
+// applying the epilogue (SplitFixup over FixedEpilogue).
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB, bool Ordered>
 constexpr auto split_fixed_rows() {
     return per_epilogue<Tg, gemm::kFixedEpilogues>([]<Epilogue e>() {
-        using Epi = SplitFixup<FixedEpilogue<__nv_bfloat16, e>>;
+        using Epi = SplitFixup<FixedEpilogue<__nv_bfloat16, e>, Ordered>;
         using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 1, true>;
-        return KernelEntry{{Tg, OA, OB, 128, true, true, 1, true, e, false}, launch_pingpong<Pong, Epi>, Pong::kBK};
+        return KernelEntry{{Tg, OA, OB, 128, true, true, 1, true, e, false, Ordered}, launch_pingpong<Pong, Epi>,
+                           Pong::kBK};
     });
 }
 
@@ -253,12 +255,13 @@ constexpr auto table_rows() {
     constexpr auto b = fixed_epilogue_rows<T, Tg, OA, OB, gemm::kFixedEpilogues, false>();
     constexpr auto c = fixed_epilogue_rows<T, Tg, OA, OB, gemm::kTmaCEpilogues, true>();
     constexpr auto w = wide_fixed_rows<T, Tg, OA, OB>();
-    constexpr auto f = split_fixed_rows<T, Tg, OA, OB>();
-    std::array<KernelEntry, a.size() + b.size() + c.size() + w.size() + f.size()> out{};
+    constexpr auto f = split_fixed_rows<T, Tg, OA, OB, false>();
+    constexpr auto o = split_fixed_rows<T, Tg, OA, OB, true>();
+    std::array<KernelEntry, a.size() + b.size() + c.size() + w.size() + f.size() + o.size()> out{};
     std::size_t at = 0;
     for (const auto& part : {std::span<const KernelEntry>(a), std::span<const KernelEntry>(b),
                              std::span<const KernelEntry>(c), std::span<const KernelEntry>(w),
-                             std::span<const KernelEntry>(f)})
+                             std::span<const KernelEntry>(f), std::span<const KernelEntry>(o)})
         for (const KernelEntry& e : part) out[at++] = e;
     return out;
 }

@@ -45,6 +45,8 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // The split fixed kernels' workspace: a slab of 64 x 128 floats per 64-row half of a tile, then each
 // half's arrival counter (SplitFixup in fused_epilogue.cuh); zeroed once, and left zeroed by every run.
 constexpr std::size_t kHalfSlabFloats = 64 * 128;
+// One slab a half (the units add into it), or one per split (ordered: each unit stores its own).
+std::size_t slabs_per_half(const Choice& c) { return c.ordered_split ? static_cast<std::size_t>(c.splits) : 1; }
 
 bool aligned(const void* p, std::uintptr_t to) { return reinterpret_cast<std::uintptr_t>(p) % to == 0; }
 
@@ -104,10 +106,12 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
     if (forced.tma_load_c && !(forced.fixed_epilogue && has_tma_c_kernel(desc_)))
         throw std::invalid_argument(std::string("no kernel loads C by TMA for epilogue ") + name(desc_.epilogue) +
                                     " (those of gemm::kTmaCEpilogues, on the fixed kernels)");
+    if (forced.ordered_split && !(split && forced.pingpong && forced.fixed_epilogue))
+        throw std::invalid_argument("an ordered split is the split fixed kernel's (splits > 1, ping-pong, fixed epilogue)");
     const KernelKey key{desc_.a_type,     desc_.a_op,           desc_.b_op,
                         forced.tile_n,    split,                forced.pingpong,
                         forced.cluster_m, forced.fixed_epilogue, forced.fixed_epilogue ? desc_.epilogue : Epilogue::none,
-                        forced.fixed_epilogue && forced.tma_load_c};
+                        forced.fixed_epilogue && forced.tma_load_c, forced.ordered_split};
     state_ = std::make_unique<State>();
     state_->kernel = find_kernel(key);
     KernelKey gemm_only_key = key;
@@ -129,7 +133,8 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
     choice_.ctas = static_cast<int>(split && !forced.pingpong ? units : std::min<std::int64_t>(units, state_->sms));
     if (split && !forced.pingpong) state_->workspace_bytes = static_cast<std::size_t>(forced.splits) * desc_.m * desc_.n * sizeof(float);
     if (split && forced.pingpong && forced.fixed_epilogue)
-        state_->workspace_bytes = static_cast<std::size_t>(2 * tiles) * (kHalfSlabFloats * sizeof(float) + sizeof(unsigned));
+        state_->workspace_bytes = static_cast<std::size_t>(2 * tiles) *
+                                  (slabs_per_half(forced) * kHalfSlabFloats * sizeof(float) + sizeof(unsigned));
 }
 
 Plan::~Plan() = default;
@@ -182,11 +187,12 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
         if (!s.workspace) {
             s.workspace = static_cast<float*>(cuda::alloc_or_refuse(
                 s.workspace_bytes,
-                "the split-K workspace (" + std::to_string(halves) + " fp32 slabs of 64 x 128 and their counters)"));
+                "the split-K workspace (" + std::to_string(halves * slabs_per_half(c)) +
+                    " fp32 slabs of 64 x 128 and their counters)"));
             RIGEL_CUDA_CHECK(cudaMemsetAsync(s.workspace, 0, s.workspace_bytes, stream));
         }
         l.workspace = s.workspace;
-        l.arrivals = reinterpret_cast<unsigned*>(s.workspace + halves * kHalfSlabFloats);
+        l.arrivals = reinterpret_cast<unsigned*>(s.workspace + halves * slabs_per_half(c) * kHalfSlabFloats);
         l.epi = p;
         l.splits = c.splits;
         tma_maps();

@@ -281,8 +281,18 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 ring.advance(kt);  // the other consumer's next tile (kt = its k-tile count)
             }
             const int row0 = tm * G::kBM, col0 = tn * G::kBN;
-            Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
-            Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
+            if constexpr (requires { Epi::kUnitStore; }) {
+                // A split-K policy whose last unit of a half stores it (SplitFixup): both partials leave
+                // the registers first, then each half this unit finished is summed and stored.
+                const int split = tile / num_tiles;
+                const bool last_top = Epi::template publish<G::kBN>(epi, top, m, row0, col0, split);
+                const bool last_bottom = Epi::template publish<G::kBN>(epi, bottom, m, row0 + kWgmmaM, col0, split);
+                if (last_top) Epi::template finish<G::kBN>(epi, m, n, row0, col0, staging);
+                if (last_bottom) Epi::template finish<G::kBN>(epi, m, n, row0 + kWgmmaM, col0, staging);
+            } else {
+                Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
+                Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
+            }
         }
         Epi::drain(epi);
     }
