@@ -295,36 +295,26 @@ Choice choose(const Desc& desc, int sms) {
                     " ways (cooperative kernel, fp32 partials)";
         }
     }
-    // Rule 5: where rules 2 or 3 split an fp32 D without epilogue and atomics are allowed, the
-    // ping-pong kernel runs the units instead and adds them into D: no slabs written and read back,
-    // no second kernel, and one consumer's reductions run under the other's main loop.
-    if (c.splits > 1 && d.allow_atomics && !is_fp8(d.a_type) && d.d_type == Type::f32 &&
-        d.epilogue == Epilogue::none) {
+    // Rules 5 and 6, where rules 2 or 3 split K and atomics are allowed: the ping-pong kernel runs the
+    // units of (split, tile) instead, no slabs written and read back, no second kernel, one consumer's
+    // reductions under the other's main loop. Rule 5, an fp32 D without epilogue: each unit added into D.
+    // Rule 6, rule 3's split of a bf16 D with a fixed epilogue: each unit's partial added into the plan's
+    // fp32 workspace, the last unit of each tile applying the epilogue and storing D (not rule 2's few
+    // tiles: there its fences and L2 round trips cost more than the second pass it saves). Both add in an
+    // order that varies from run to run.
+    const bool into_d = !is_fp8(d.a_type) && d.d_type == Type::f32 && d.epilogue == Epilogue::none;
+    const bool into_workspace = !few_tiles && has_fixed_epilogue_kernel(d);
+    if (c.splits > 1 && d.allow_atomics && (into_d || into_workspace)) {
         const int units = pingpong_splitk_units(tiles, k_tiles, sms);
         if (units > 1) {
             c.splits = units;
             c.pingpong = true;
+            c.fixed_epilogue = into_workspace;
             c.why = std::to_string(tiles) + " tiles of 128 x 128, split K " + std::to_string(units) +
-                    " ways by the ping-pong kernel, each unit added into the fp32 D by atomic reductions "
-                    "(allow_atomics)";
-            c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * units, sms));
-            return c;
-        }
-    }
-    // Rule 6: where rule 3 splits K for bf16 operands, a bf16 D and a fixed epilogue, and the desc allows
-    // atomics (the order of its fp32 additions varies from run to run, as rule 5's): the ping-pong kernel
-    // over units of (split, tile), each unit's partial added into the plan's fp32 workspace and the last
-    // unit of each tile applying the epilogue and storing D: one kernel. Not rule 2's few tiles: there its
-    // fences and L2 round trips cost more than the second pass it saves.
-    if (c.splits > 1 && !few_tiles && d.allow_atomics && has_fixed_epilogue_kernel(d)) {
-        const int units = pingpong_splitk_units(tiles, k_tiles, sms);
-        if (units > 1) {
-            c.splits = units;
-            c.pingpong = true;
-            c.fixed_epilogue = true;
-            c.why = std::to_string(tiles) + " tiles of 128 x 128, split K " + std::to_string(units) +
-                    " ways by the ping-pong kernel compiled for this epilogue and a bf16 D: each unit's partial "
-                    "added into an fp32 workspace, the last unit of a tile storing D";
+                    (into_d ? " ways by the ping-pong kernel, each unit added into the fp32 D by atomic reductions "
+                              "(allow_atomics)"
+                            : " ways by the ping-pong kernel compiled for this epilogue and a bf16 D: each unit's "
+                              "partial added into an fp32 workspace, the last unit of a tile storing D");
             c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * units, sms));
             return c;
         }
