@@ -101,36 +101,30 @@ struct Args {
     float alpha = 1.0f, beta = 0.0f;
 };
 
+// Whether `d` has bf16 operands, a bf16 D and one of `epilogues`: the products a kernel compiled per
+// epilogue (the lists below) takes.
+template <std::size_t N>
+constexpr bool bf16_with_epilogue_in(const Desc& d, const std::array<Epilogue, N>& epilogues) {
+    if (d.a_type != Type::bf16 || d.b_type != Type::bf16 || d.d_type != Type::bf16) return false;
+    for (Epilogue e : epilogues)
+        if (e == d.epilogue) return true;
+    return false;
+}
 // The epilogues the library also compiles into a ping-pong kernel of their own, for bf16 operands and
 // a bf16 D: those of a transformer's training step, and bias + GELU without aux, as an inference
 // forward runs it (Choice::fixed_epilogue).
 inline constexpr std::array<Epilogue, 5> kFixedEpilogues{Epilogue::none, Epilogue::bias, Epilogue::bias_gelu,
                                                          Epilogue::bias_gelu_aux, Epilogue::dgelu_bgrad};
-constexpr bool has_fixed_epilogue_kernel(const Desc& d) {
-    if (d.a_type != Type::bf16 || d.b_type != Type::bf16 || d.d_type != Type::bf16) return false;
-    for (Epilogue e : kFixedEpilogues)
-        if (e == d.epilogue) return true;
-    return false;
-}
+constexpr bool has_fixed_epilogue_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kFixedEpilogues); }
 // The epilogues also compiled into the cooperative 128 x 256 kernel with TMA stores ("fixed_wide"), for
 // bf16 operands and a bf16 D: a consumer's 64 x 256 share leaves through a 32 KB staging box, so the
 // ring keeps 3 stages (aux, a second box, would leave 2).
 inline constexpr std::array<Epilogue, 3> kWideEpilogues{Epilogue::none, Epilogue::bias, Epilogue::bias_gelu};
-constexpr bool has_wide_kernel(const Desc& d) {
-    if (d.a_type != Type::bf16 || d.b_type != Type::bf16 || d.d_type != Type::bf16) return false;
-    for (Epilogue e : kWideEpilogues)
-        if (e == d.epilogue) return true;
-    return false;
-}
-// Those of them also compiled with C (and dgelu_bgrad's aux) loaded by TMA (Choice::tma_load_c):
-// a residual's product with or without its bias, and the MLP's dGELU product.
+constexpr bool has_wide_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kWideEpilogues); }
+// Those of the fixed epilogues also compiled with C (and dgelu_bgrad's aux) loaded by TMA
+// (Choice::tma_load_c): a residual's product with or without its bias, and the MLP's dGELU product.
 inline constexpr std::array<Epilogue, 3> kTmaCEpilogues{Epilogue::none, Epilogue::bias, Epilogue::dgelu_bgrad};
-constexpr bool has_tma_c_kernel(const Desc& d) {
-    if (!has_fixed_epilogue_kernel(d)) return false;
-    for (Epilogue e : kTmaCEpilogues)
-        if (e == d.epilogue) return true;
-    return false;
-}
+constexpr bool has_tma_c_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kTmaCEpilogues); }
 
 // How a plan computes: the kernel the dispatcher chose for the shape.
 struct Choice {
