@@ -95,7 +95,8 @@ def results_block(bench_files):
         return "Not measured yet: no committed `results/h200/*_attention.csv` (`rigel attention bench`)."
     rows = newest_rows(bench_files)
     lines = ["| suite | case | direction | rigel | rigel Tflop/s | cuDNN Tflop/s | rigel / cuDNN [p10, p90] | "
-             "rigel / fa2 | rigel / decomposed | source |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "rigel / fa2 | rigel / decomposed | atomic dQ / deterministic | source |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     keys = sorted({(s, c, d) for (s, c, d, _) in rows},
                   key=lambda k: (SUITE_ORDER.index(k[0]) if k[0] in SUITE_ORDER else len(SUITE_ORDER), k[0],
                                  int(rows_any(rows, k)["head_dim"]), int(rows_any(rows, k)["seq"]),
@@ -104,20 +105,22 @@ def results_block(bench_files):
         vs_cudnn = rows.get((suite, case, direction, "cudnn"))
         vs_fa2 = rows.get((suite, case, direction, "rigel_fa2"))
         vs_dec = rows.get((suite, case, direction, "rigel_decomposed"))
+        vs_det = rows.get((suite, case, direction, "rigel_deterministic"))
         alone = rows.get((suite, case, direction, "none"))
-        main = vs_cudnn or vs_fa2 or vs_dec or alone
+        main = vs_cudnn or vs_fa2 or vs_dec or vs_det or alone
         row, f = main
         cudnn_tf = number(vs_cudnn[0]["baseline_tflops"]) if vs_cudnn else math.nan
         lines.append(f"| {findings.md_cell(suite)} | {findings.md_cell(case)} ({shape(row)}) | {direction} | "
                      f"{findings.md_cell(row['kernel'])} | {number(row['candidate_tflops']):.1f} | "
                      f"{'-' if math.isnan(cudnn_tf) else f'{cudnn_tf:.1f}'} | "
                      f"{ratio_text(vs_cudnn[0]) if vs_cudnn else '-'} | {ratio_text(vs_fa2[0]) if vs_fa2 else '-'} | "
-                     f"{ratio_text(vs_dec[0]) if vs_dec else '-'} | {source(f)} |")
+                     f"{ratio_text(vs_dec[0]) if vs_dec else '-'} | {ratio_text(vs_det[0]) if vs_det else '-'} | "
+                     f"{source(f)} |")
     return "\n".join(lines)
 
 
 def rows_any(rows, key):
-    for baseline in ("cudnn", "rigel_fa2", "rigel_decomposed", "none"):
+    for baseline in ("cudnn", "rigel_fa2", "rigel_decomposed", "rigel_deterministic", "none"):
         if (key + (baseline,)) in rows:
             return rows[key + (baseline,)][0]
     raise KeyError(key)

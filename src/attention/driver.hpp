@@ -17,14 +17,16 @@
 namespace rigel::attention {
 
 // Who computed an output: rigel's kernel of the plan; rung 2 (fa2) or rung 1
-// (decomposed) as a rung below it; or cuDNN's fused SDPA. none is a bench row's baseline when
-// rigel had nothing to be paired with.
-enum class Contender : std::uint8_t { rigel, rigel_fa2, rigel_decomposed, cudnn, none };
+// (decomposed) as a rung below it; rigel's deterministic backward (Desc::deterministic,
+// dQ in a pass of its own) beside the plan's atomic one; or cuDNN's fused SDPA. none is a
+// bench row's baseline when rigel had nothing to be paired with.
+enum class Contender : std::uint8_t { rigel, rigel_fa2, rigel_decomposed, rigel_deterministic, cudnn, none };
 inline const char* name(Contender c) {
     switch (c) {
         case Contender::rigel: return "rigel";
         case Contender::rigel_fa2: return "rigel_fa2";
         case Contender::rigel_decomposed: return "rigel_decomposed";
+        case Contender::rigel_deterministic: return "rigel_deterministic";
         case Contender::cudnn: return "cudnn";
         case Contender::none: return "none";
     }

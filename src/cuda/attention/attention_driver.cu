@@ -227,6 +227,9 @@ BenchOutcome bench_case(Executor& ex, const AttentionCase& c, Kernel kernel, con
                         std::uint64_t seed, int threads) {
     BenchOutcome out;
     const Plan plan(c.desc, kernel), rung2(c.desc, Kernel::fa2), rung1(c.desc, Kernel::decomposed);
+    Desc det_desc = c.desc;
+    det_desc.deterministic = true;
+    const Plan det(det_desc, kernel);
     DeviceCase dc(ex, c.desc, seed);
     std::vector<Runner> against;
     const auto consider = [&](Runner r) {
@@ -258,6 +261,9 @@ BenchOutcome bench_case(Executor& ex, const AttentionCase& c, Kernel kernel, con
         consider(runner(Contender::cudnn, plan, dc, ex, true));
     // The wgmma backward against the mma.sync one (rung 3 over rung 2).
     if (kernel == Kernel::fa3) consider(runner(Contender::rigel_fa2, rung2, dc, ex, true));
+    // What the deterministic mode costs: the plan's backward (dQ by atomics) against the same
+    // plan with dQ in a pass of its own.
+    if (!c.desc.deterministic) consider(runner(Contender::rigel_deterministic, det, dc, ex, true));
     time_pairs(c, dc, rigel_bwd, against, timing, ex, out);
     return out;
 }
