@@ -314,16 +314,21 @@ fi
 # targets' S = 4096 cases and GPT-2's).
 if has attention || has attention_quick; then
   pack  # what the earlier steps wrote comes back even if a hung kernel outlasts the call
-  log "attention verify"
-  timeout -k 15 -s INT "$(capped 300)" $RIGEL attention verify --baselines --out "$OUT" > "$OUT/attention_verify.txt" \
-    2> "$OUT/attention_verify.err"
-  summary+=("attention verify: rc $?")
+  # ATT_VERIFY=0 leaves the verify suite out (the bench still checks each contender of each case first).
+  if [ "${ATT_VERIFY:-1}" != 0 ]; then
+    log "attention verify"
+    timeout -k 15 -s INT "$(capped 300)" $RIGEL attention verify --baselines --out "$OUT" > "$OUT/attention_verify.txt" \
+      2> "$OUT/attention_verify.err"
+    summary+=("attention verify: rc $?")
+  fi
   if has attention; then att_suites=(all); else read -r -a att_suites <<< "${ATT_SUITES:-targets gpt2}"; fi
   for s in "${att_suites[@]}"; do
     [ "$s" = none ] && continue  # ATT_SUITES=none: the verify run alone
     log "attention bench $s"
     # ATT_CASES: only the cases whose names contain one of its comma-separated texts (e.g. s4096_d128).
+    # ATT_MIN_TIME: seconds of paired samples per comparison (the bench's default when unset).
     att_cases=(); [ -n "${ATT_CASES:-}" ] && att_cases=(--cases "$ATT_CASES")
+    [ -n "${ATT_MIN_TIME:-}" ] && att_cases+=(--min-time "$ATT_MIN_TIME")
     timeout -k 15 -s INT "$(capped 400)" $RIGEL attention bench --suite "$s" "${att_cases[@]}" --out "$OUT" \
       >> "$OUT/attention_bench.txt" 2>> "$OUT/attention_bench.err"
     summary+=("attention bench (suite $s): rc $?")
