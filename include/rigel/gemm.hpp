@@ -151,7 +151,9 @@ struct Choice {
     // With tma_store: calls with beta != 0 take the TMA stores too, C's boxes loaded by TMA into the
     // staging box that D's leave from (C 16-byte aligned, ldc a multiple of 8), and so do dgelu_bgrad's
     // with beta 0, its aux loaded the same way; false: those calls take the staged stores.
-    // A kernel of its own (has_tma_c_kernel); kernel_named "fixed_tma_c" only, not yet the dispatcher's.
+    // A kernel of its own (has_tma_c_kernel), which the plan runs only for those calls: beta-0 calls of
+    // other epilogues keep the kernel without C's path. The dispatcher's choice for epilogues none and
+    // bias (rule 4's residual products); kernel_named "fixed_tma_c" also takes it for dgelu_bgrad.
     bool tma_load_c = false;
     // With splits > 1, pingpong and fixed_epilogue: each unit stores its partial into a workspace slab
     // of its own and the last unit of a tile sums them in split order, so runs repeat bit for bit

@@ -26,7 +26,14 @@
 //      (768 x 3072 x 16384, 144 tiles) split 4 ways.
 //   4. bf16 operands, a bf16 D and one of a training step's epilogues: the
 //      ping-pong kernel compiled for that epilogue, whose tiles leave through
-//      TMA stores on calls that tma_stores() allows.
+//      TMA stores on calls that tma_stores() allows. For epilogues none and
+//      bias, calls with beta != 0 (a residual added) run the same kernel
+//      compiled to load C by TMA into the staging box (Choice::tma_load_c):
+//      GPT-2's fwd_attn_proj 0.84x cuBLASLt against 0.76x with C read by the
+//      staged path, fwd_mlp_down 0.96x against 0.93x; with beta 0 that
+//      compilation was slower (fwd_qkv 0.78x against 0.87x), so those calls
+//      keep the kernel without C's path (2026-12-02_86412c0_gpt2_fixed_tma_c_gemm.csv
+//      beside _gpt2_gemm.csv).
 //   5. Where rule 2 or 3 splits K for an fp32 D without epilogue and the desc
 //      allows atomics: the ping-pong kernel over units of (split, tile) in
 //      pingpong_splitk_units splits, each unit added into D by reductions in
@@ -325,7 +332,13 @@ Choice choose(const Desc& desc, int sms) {
         c.why += "; the kernel compiled for this epilogue and a bf16 D";
         if (d.epilogue == Epilogue::none || d.epilogue == Epilogue::bias || d.epilogue == Epilogue::bias_gelu ||
             d.epilogue == Epilogue::bias_gelu_aux)
-            c.why += ", its tiles leaving by TMA stores on calls with beta 0 (N and the rows multiples of 8)";
+            c.why += ", its tiles leaving by TMA stores (N and the rows multiples of 8)";
+        // Rule 4's residual products (beta != 0): C by TMA into the staging box, through the kernel that
+        // loads it (its own compilation; beta-0 calls keep the kernel without C's path).
+        if (c.splits == 1 && (d.epilogue == Epilogue::none || d.epilogue == Epilogue::bias)) {
+            c.tma_load_c = true;
+            c.why += "; calls with beta != 0 on the kernel that loads C by TMA";
+        }
     }
     return c;
 }
@@ -402,8 +415,8 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         const std::int64_t tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, k.tile_n);
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
         if (k.split_reduce) {
-            c.ordered_split = k.ordered;
             c.splits = pingpong_splitk_units(tiles, ceil_div(d.k, 64), sms);
+            c.ordered_split = k.ordered && c.splits > 1;  // one unit a tile: the unsplit kernel
             c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, std::max(sms, 1)));
             c.why = "asked for: ping-pong split-K, " + std::to_string(tiles) + " tiles of 128 x 128 in " +
                     std::to_string(c.splits) + " splits, " +

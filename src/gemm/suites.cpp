@@ -224,16 +224,20 @@ std::vector<GemmCase> verify_cases() {
                 if (kernel == "fixed_tma_c" && !gemm::has_tma_c_kernel(d)) continue;
                 out.push_back(verify_case(d, 1.0f, 1.0f, true, kernel.empty() ? "" : "_" + kernel, kernel));
             }
-    // C loaded by TMA ("fixed_tma_c"): 296 columns (a multiple of 8 whose last tile's second box lies past
-    // N and its first is cut at 40), C added with beta 1 and scaled (alpha 1.5, beta -0.5), and beta 0
-    // (alpha 0.5), where dgelu_bgrad loads its aux by TMA instead (with C it takes the staged path).
+    // C loaded by TMA ("fixed_tma_c", and the dispatcher's kernel for epilogues none and bias): 296
+    // columns (a multiple of 8 whose last tile's second box lies past N and its first is cut at 40), C
+    // added with beta 1 and scaled (alpha 1.5, beta -0.5), and beta 0 (alpha 0.5: the kernel without C's
+    // path), where dgelu_bgrad by name loads its aux by TMA instead (with C it takes the staged path).
     for (const auto& [a, b] : kLayouts)
         for (Epilogue e : gemm::kTmaCEpilogues)
-            for (const auto& [alpha, beta] : {std::pair{1.0f, 1.0f}, std::pair{1.5f, -0.5f}, std::pair{0.5f, 0.0f}})
-                out.push_back(verify_case(Desc{.m = 300, .n = 296, .k = 136, .a_type = Type::bf16,
-                                               .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
-                                               .epilogue = e},
-                                          alpha, beta, true, "_fixed_tma_c", "fixed_tma_c"));
+            for (const std::string kernel : {"", "fixed_tma_c"})
+                for (const auto& [alpha, beta] :
+                     {std::pair{1.0f, 1.0f}, std::pair{1.5f, -0.5f}, std::pair{0.5f, 0.0f}})
+                    out.push_back(verify_case(Desc{.m = 300, .n = 296, .k = 136, .a_type = Type::bf16,
+                                                   .b_type = Type::bf16, .a_op = a, .b_op = b,
+                                                   .d_type = Type::bf16, .epilogue = e},
+                                              alpha, beta, true, kernel.empty() ? "_tma_c" : "_fixed_tma_c",
+                                              kernel));
     // The cooperative 128 x 256 kernel compiled per epilogue ("fixed_wide"): 296 columns (the last tile's
     // boxes 3 and 4 past N, its second cut at 40) with beta 0 (TMA stores) and 289 with C added (beta 1,
     // staged stores); 2104 x 2104 x 1000 (9 tile columns of 256, the last 56 wide; each consumer's staging

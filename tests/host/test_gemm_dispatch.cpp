@@ -524,11 +524,14 @@ TEST(GemmChoose, TmaStoresOnlyWhereTheyWereVerified) {
     const Args args{.a = at, .b = at, .d = at, .bias = at, .aux = at};
     EXPECT_TRUE(tma_stores(d, c, d.epilogue, args));
     EXPECT_TRUE(contains(c.why, "TMA stores")) << c.why;
-    // C added (the residual): the staged stores.
+    // C added (the residual): TMA stores on the kernel that loads C (rule 4), staged stores without it.
     Args residual = args;
     residual.c = at;
     residual.beta = 1.0f;
-    EXPECT_FALSE(tma_stores(d, c, d.epilogue, residual));
+    EXPECT_TRUE(tma_stores(d, c, d.epilogue, residual));
+    Choice without_c = c;
+    without_c.tma_load_c = false;
+    EXPECT_FALSE(tma_stores(d, without_c, d.epilogue, residual));
     // N not a multiple of 8 (the copies wrote past N), or rows that are not.
     Desc odd_n = d;
     odd_n.n = 2300;
@@ -547,7 +550,9 @@ TEST(GemmChoose, TmaStoresOnlyWhereTheyWereVerified) {
     aux_off.aux = reinterpret_cast<void*>(std::uintptr_t{4100});
     EXPECT_FALSE(tma_stores(aux, c, aux.epilogue, aux_off));
     // dGELU keeps the staged stores; the decomposed path's GEMM (epilogue none) takes TMA stores.
-    EXPECT_FALSE(tma_stores(d, c, Epilogue::dgelu_bgrad, args));
+    Desc dgelu = d;
+    dgelu.epilogue = Epilogue::dgelu_bgrad;
+    EXPECT_FALSE(tma_stores(dgelu, choose(dgelu, kH200Sms), Epilogue::dgelu_bgrad, args));
     EXPECT_TRUE(tma_stores(d, c, Epilogue::none, args));
     // Only the fixed-epilogue kernels, unsplit or split on the ping-pong kernel (rule 6: its last unit
     // of a tile stores D as the unsplit kernel does), and not when staged stores are asked for.
@@ -565,7 +570,26 @@ TEST(GemmChoose, TmaStoresOnlyWhereTheyWereVerified) {
 
 // "fixed_tma_c": C loaded by TMA, so that the residual (beta != 0) takes the TMA stores too, where C's
 // rows allow the copies; the dispatcher does not pick it yet.
-TEST(GemmChoose, TmaLoadsOfCOnlyByName) {
+// By name on a product whose tiles fill the SMs, the ordered split has one unit a tile: the unsplit
+// fixed kernel, not a plan that refuses.
+TEST(GemmChoose, OrderedSplitByNameOnlyWhereKIsSplit) {
+    Desc d{.m = 16384, .n = 2304, .k = 768, .a_type = Type::bf16, .b_type = Type::bf16, .a_op = Op::n,
+           .b_op = Op::t, .d_type = Type::bf16, .epilogue = Epilogue::bias};
+    d = with_packed_leading_dimensions(d);
+    const auto whole = kernel_named(d, "fixed_split_ordered", kH200Sms);
+    ASSERT_TRUE(whole);
+    EXPECT_EQ(whole->splits, 1);
+    EXPECT_FALSE(whole->ordered_split);
+    Desc dw{.m = 768, .n = 3072, .k = 16384, .a_type = Type::bf16, .b_type = Type::bf16, .a_op = Op::t,
+            .b_op = Op::n, .d_type = Type::bf16};
+    dw = with_packed_leading_dimensions(dw);
+    const auto split = kernel_named(dw, "fixed_split_ordered", kH200Sms);
+    ASSERT_TRUE(split);
+    EXPECT_GT(split->splits, 1);
+    EXPECT_TRUE(split->ordered_split);
+}
+
+TEST(GemmChoose, TmaLoadsOfCForResidualsAndByName) {
     Desc d{.m = 16384, .n = 768, .k = 768, .a_type = Type::bf16, .b_type = Type::bf16, .a_op = Op::n,
            .b_op = Op::t, .d_type = Type::bf16, .epilogue = Epilogue::bias};
     d = with_packed_leading_dimensions(d);
@@ -573,11 +597,28 @@ TEST(GemmChoose, TmaLoadsOfCOnlyByName) {
     ASSERT_TRUE(c);
     EXPECT_TRUE(c->fixed_epilogue && c->tma_store && c->tma_load_c);
     EXPECT_TRUE(contains(c->why, "C loaded by TMA")) << c->why;
-    EXPECT_FALSE(choose(d, kH200Sms).tma_load_c);
+    // The dispatcher's choice for epilogues none and bias unsplit (rule 4's residual products), not for
+    // the others, nor for a split.
+    const Choice chosen = choose(d, kH200Sms);
+    EXPECT_TRUE(chosen.tma_load_c);
+    EXPECT_TRUE(contains(chosen.why, "loads C by TMA")) << chosen.why;
+    Desc plain = d;
+    plain.epilogue = Epilogue::none;
+    EXPECT_TRUE(choose(plain, kH200Sms).tma_load_c);
+    for (Epilogue e : {Epilogue::bias_gelu, Epilogue::bias_gelu_aux, Epilogue::dgelu_bgrad}) {
+        Desc other = d;
+        other.epilogue = e;
+        EXPECT_FALSE(choose(other, kH200Sms).tma_load_c) << name(e);
+    }
+    Desc dw{.m = 768, .n = 3072, .k = 16384, .a_type = Type::bf16, .b_type = Type::bf16, .a_op = Op::t,
+            .b_op = Op::n, .d_type = Type::bf16};
+    dw = with_packed_leading_dimensions(dw);
+    ASSERT_GT(choose(dw, kH200Sms).splits, 1);
+    EXPECT_FALSE(choose(dw, kH200Sms).tma_load_c);
     void* const at = reinterpret_cast<void*>(std::uintptr_t{4096});
     const Args residual{.a = at, .b = at, .d = at, .c = at, .bias = at, .beta = 1.0f};
     EXPECT_TRUE(tma_stores(d, *c, d.epilogue, residual));
-    EXPECT_FALSE(tma_stores(d, choose(d, kH200Sms), d.epilogue, residual));
+    EXPECT_TRUE(tma_stores(d, chosen, d.epilogue, residual));
     // C off a 16-byte boundary, or its rows not a multiple of 8: the staged stores.
     Args c_off = residual;
     c_off.c = reinterpret_cast<void*>(std::uintptr_t{4098});

@@ -604,20 +604,6 @@ private:
         // beside both halves' 128 accumulators) spilled.
         const bool issuer = t == 0;
         const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;
-        // The bias of this thread's columns, loaded before the wait so that their latency hides under it
-        // (loaded group by group in the loop below, each load's wait was the epilogue's largest stall on
-        // fwd_mlp_up's Nsight Compute source page at fa5f109); kept as bf16 pairs, one register a group.
-        // Not in the wide kernel's 256-column halves: 32 more registers there spilled.
-        constexpr bool kBiasFirst = takes_bias(K) && kGroups <= 16;
-        [[maybe_unused]] std::uint32_t bias_pairs[kGroups];
-        if constexpr (kBiasFirst) {
-#pragma unroll
-            for (int j = 0; j < kGroups; ++j) {
-                const int col = col0 + 8 * j + 2 * q;
-                const float2 b = load_pair(p, p.bias, col, col, n);
-                bias_pairs[j] = pack(b.x, b.y);
-            }
-        }
         if (issuer) sm90::bulk_wait_read<0>();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
         unsigned char* const box = reinterpret_cast<unsigned char*>(staging);
@@ -645,10 +631,7 @@ private:
         for (int j = 0; j < kGroups; ++j) {
             [[maybe_unused]] float sums[2] = {};  // dgelu_bgrad: the group's two columns' sums of D
             float2 bv = make_float2(0.0f, 0.0f);
-            if constexpr (kBiasFirst)
-                bv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bias_pairs[j]));
-            else if constexpr (takes_bias(K))
-                bv = load_pair(p, p.bias, col0 + 8 * j + 2 * q, col0 + 8 * j + 2 * q, n);
+            if constexpr (takes_bias(K)) bv = load_pair(p, p.bias, col0 + 8 * j + 2 * q, col0 + 8 * j + 2 * q, n);
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int rr = r + 8 * h;

@@ -54,9 +54,13 @@ bool aligned(const void* p, std::uintptr_t to) { return reinterpret_cast<std::ui
 
 struct Plan::State {
     const KernelEntry* kernel = nullptr;
+    // Choice::tma_load_c: the kernel that loads C by TMA, for the calls with beta != 0 (dgelu_bgrad's
+    // `kernel` is that one already: it loads aux so at beta 0).
+    const KernelEntry* c_kernel = nullptr;
     // What run_decomposed launches: `kernel`, or where that has its epilogue compiled in, the same kernel
     // compiled for no epilogue.
     const KernelEntry* gemm_only_kernel = nullptr;
+    const KernelEntry* gemm_only_c_kernel = nullptr;  // and its c_kernel's
     cuda::sm90::TensorMapCache maps_a, maps_b;
     cuda::sm90::TensorMapCache maps_d, maps_aux;  // the fixed-epilogue kernels' TMA stores
     cuda::sm90::TensorMapCache maps_c;            // and their TMA loads of C (Choice::tma_load_c)
@@ -108,16 +112,26 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                     " (those of gemm::kTmaCEpilogues, on the fixed kernels)");
     if (forced.ordered_split && !(split && forced.pingpong && forced.fixed_epilogue))
         throw std::invalid_argument("an ordered split is the split fixed kernel's (splits > 1, ping-pong, fixed epilogue)");
-    const KernelKey key{desc_.a_type,     desc_.a_op,           desc_.b_op,
-                        forced.tile_n,    split,                forced.pingpong,
-                        forced.cluster_m, forced.fixed_epilogue, forced.fixed_epilogue ? desc_.epilogue : Epilogue::none,
-                        forced.fixed_epilogue && forced.tma_load_c, forced.ordered_split};
+    const bool loads_c = forced.fixed_epilogue && forced.tma_load_c;
+    KernelKey key{desc_.a_type,     desc_.a_op,           desc_.b_op,
+                  forced.tile_n,    split,                forced.pingpong,
+                  forced.cluster_m, forced.fixed_epilogue, forced.fixed_epilogue ? desc_.epilogue : Epilogue::none,
+                  loads_c && desc_.epilogue == Epilogue::dgelu_bgrad, forced.ordered_split};
     state_ = std::make_unique<State>();
     state_->kernel = find_kernel(key);
+    if (loads_c) {
+        KernelKey c_key = key;
+        c_key.loads_c = true;
+        state_->c_kernel = find_kernel(c_key);
+    }
     KernelKey gemm_only_key = key;
     gemm_only_key.epilogue = Epilogue::none;
     state_->gemm_only_kernel = find_kernel(gemm_only_key);
-    if (!state_->kernel || forced.tile_m != 128 || forced.splits < 1)
+    if (loads_c) {
+        gemm_only_key.loads_c = true;
+        state_->gemm_only_c_kernel = find_kernel(gemm_only_key);
+    }
+    if (!state_->kernel || (loads_c && !state_->c_kernel) || forced.tile_m != 128 || forced.splits < 1)
         throw std::invalid_argument("no " + std::string(name(desc_.a_type)) + " " +
                                     layout_name(desc_.a_op, desc_.b_op) + " kernel with " +
                                     std::to_string(forced.tile_m) + " x " + std::to_string(forced.tile_n) +
@@ -169,7 +183,10 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
     l.stream = stream;
     // The fixed-epilogue kernels' TMA stores (and loads of C, aux) where the call allows them.
     const auto tma_maps = [&] {
-        if (!kernel.key.fixed_epilogue || !tma_stores(d, c, kernel.key.epilogue, args)) return;
+        // The kernel at hand decides whether C (or dgelu_bgrad's aux) can come by TMA.
+        Choice with = c;
+        with.tma_load_c = kernel.key.loads_c;
+        if (!kernel.key.fixed_epilogue || !tma_stores(d, with, kernel.key.epilogue, args)) return;
         constexpr int kBoxRows = 64;  // FixedEpilogue's staging boxes: 64 rows x 64 bf16
         l.tma_store = true;
         l.map_d = s.maps_d.get(args.d, DType::bf16, d.m, d.n, d.ldd, kBoxRows);
@@ -261,7 +278,8 @@ void Plan::run(const Args& args, Stream stream) {
     const auto s = static_cast<cudaStream_t>(stream);
     if (desc_.epilogue == Epilogue::dgelu_bgrad)
         RIGEL_CUDA_CHECK(cudaMemsetAsync(args.bgrad, 0, static_cast<std::size_t>(desc_.n) * sizeof(float), s));
-    launch_gemm(desc_, choice_, *state_, *state_->kernel, args, epilogue_params(desc_, args), s);
+    const KernelEntry& kernel = state_->c_kernel && args.beta != 0.0f ? *state_->c_kernel : *state_->kernel;
+    launch_gemm(desc_, choice_, *state_, kernel, args, epilogue_params(desc_, args), s);
 }
 
 void Plan::run_decomposed(const Args& args, Stream stream) {
@@ -271,7 +289,9 @@ void Plan::run_decomposed(const Args& args, Stream stream) {
     const auto s = static_cast<cudaStream_t>(stream);
     EpilogueParams gemm_only = epilogue_params(desc_, args);
     gemm_only.kind = Epilogue::none;
-    launch_gemm(desc_, choice_, *state_, *state_->gemm_only_kernel, args, gemm_only, s);
+    const KernelEntry& kernel = state_->gemm_only_c_kernel && args.beta != 0.0f ? *state_->gemm_only_c_kernel
+                                                                                : *state_->gemm_only_kernel;
+    launch_gemm(desc_, choice_, *state_, kernel, args, gemm_only, s);
     if (desc_.epilogue == Epilogue::none) return;
     if (desc_.epilogue == Epilogue::dgelu_bgrad)
         RIGEL_CUDA_CHECK(cudaMemsetAsync(args.bgrad, 0, static_cast<std::size_t>(desc_.n) * sizeof(float), s));
