@@ -387,7 +387,13 @@ Verdict verify(const Desc& desc, const Inputs& in, const Outputs& out, std::uint
         }
     };
     for (const auto& [b, h] : heads) {
-        const HeadReference ref = reference_head(d, in, b, h, rows, opt.backward, opt.threads);
+        std::shared_ptr<const HeadReference> kept;
+        if (opt.cache) kept = opt.cache->heads[{b, h, opt.backward}];
+        if (!kept) {
+            kept = std::make_shared<const HeadReference>(reference_head(d, in, b, h, rows, opt.backward, opt.threads));
+            if (opt.cache) opt.cache->heads[{b, h, opt.backward}] = kept;
+        }
+        const HeadReference& ref = *kept;
         compare("O", out.o, d.ldo, b, h, ref.o, ref.o_allowed);
         for (std::size_t r = 0; r < rows.size(); ++r) {
             const float got = out.lse[(b * H + h) * S + rows[r]];

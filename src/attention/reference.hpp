@@ -18,7 +18,10 @@
 // when there are many, rows when S is long: see VerifyOptions.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "rigel/attention.hpp"
@@ -53,6 +56,16 @@ struct Outputs {
     const std::uint16_t *dq = nullptr, *dk = nullptr, *dv = nullptr;
 };
 
+struct HeadReference;
+
+// The float64 references verify() computed, kept for the next call on the same desc, inputs, seed and
+// options (the contenders of one case, each checked against the same heads and rows): a head's
+// reference is computed once per direction instead of once per contender. The caller keeps it with the
+// inputs it belongs to.
+struct ReferenceCache {
+    std::map<std::tuple<std::int64_t, std::int64_t, bool>, std::shared_ptr<const HeadReference>> heads;
+};
+
 struct VerifyOptions {
     // Heads (b, h) checked: all when B H S^2 D <= head_limit, else the first,
     // the last and two drawn from the seed.
@@ -63,6 +76,7 @@ struct VerifyOptions {
     std::int64_t row_limit = 256;
     bool backward = true;  // check dQ, dK, dV too (Outputs must hold them)
     int threads = 0;       // 0: the machine's
+    ReferenceCache* cache = nullptr;  // where given, references are taken from and kept in it
 };
 
 struct Verdict {

@@ -255,6 +255,34 @@ TEST(AttentionReference, UnwrittenPerturbedAndPaddingWritesFail) {
     EXPECT_FALSE(verify(d, in, swapped.outputs(), 5, {.threads = 2}).pass);
 }
 
+// A cache shared by a case's contenders gives each the same verdict as a fresh reference, and a wrong
+// contender checked after an honest one still fails.
+TEST(AttentionReference, CachedReferencesJudgeAsFreshOnes) {
+    const Desc d = small(70, 64, true);
+    const Inputs in = random_inputs(d, 5);
+    const Device honest = emulate(d, in);
+    ReferenceCache cache;
+    const Verdict fresh = verify(d, in, honest.outputs(), 5, {.threads = 2});
+    const Verdict first = verify(d, in, honest.outputs(), 5, {.threads = 2, .cache = &cache});
+    const Verdict again = verify(d, in, honest.outputs(), 5, {.threads = 2, .cache = &cache});
+    ASSERT_TRUE(fresh.pass) << fresh.reason;
+    EXPECT_EQ(cache.heads.size(), 4u);  // the 4 heads, backward
+    for (const Verdict& v : {first, again}) {
+        EXPECT_TRUE(v.pass) << v.reason;
+        EXPECT_EQ(v.err_max_scaled, fresh.err_max_scaled);
+        EXPECT_EQ(v.worst, fresh.worst);
+    }
+    const Outputs forward{honest.o.data(), honest.lse.data()};
+    EXPECT_TRUE(verify(d, in, forward, 5, {.backward = false, .threads = 2, .cache = &cache}).pass);
+    EXPECT_EQ(cache.heads.size(), 8u);  // and forward
+    Device perturbed = honest;
+    perturbed.o[5] = rigel::f32_to_bf16(rigel::bf16_to_f32(perturbed.o[5]) * 1.01f + 0.01f);
+    EXPECT_FALSE(verify(d, in, perturbed.outputs(), 5, {.threads = 2, .cache = &cache}).pass);
+    EXPECT_FALSE(verify(d, in, Outputs{perturbed.o.data(), perturbed.lse.data()}, 5,
+                        {.backward = false, .threads = 2, .cache = &cache})
+                     .pass);
+}
+
 TEST(AttentionReference, ForwardOnlyNeedsNoGradients) {
     const Desc d = small(33, 128, true);
     const Inputs in = random_inputs(d, 9);
