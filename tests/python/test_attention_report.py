@@ -120,3 +120,20 @@ class AttentionFinding(TempDirTest):
         self.assertIn("The fused pass is 9.0x to 50.0x faster than the decomposed one over the 2 measured cases", text)
         self.assertIn("the round trip alone takes longer than the whole fused pass", text)
         self.assertIn("Where it fits (s1024)", text)
+
+    def test_one_row_per_case_and_the_sweep_left_to_measure(self):
+        old, new = "20261201T100000Z-a", "20261202T100000Z-b"
+        self.write("2026-12-01_aaaaaaa_targets_attention.csv",
+                   to_csv(BENCH_HEADER, [bench(old, "s4096_d128", "forward", "rigel_decomposed", 6.5)]))
+        again = bench(new, "s4096_d128", "forward", "rigel_decomposed", 7.0)
+        again[BENCH_HEADER.index("suite")] = "sdpa"
+        self.write("2026-12-02_bbbbbbb_sdpa_attention.csv", to_csv(BENCH_HEADER, [again]))
+        bench_files, _ = attention_report.load(self.dir)
+        text = attention_report.finding_section(bench_files, None, 60 * 2**20)
+        self.assertEqual(text.count("| s4096_d128 ("), 1)
+        self.assertIn("7.00x", text)
+        self.assertNotIn("6.50x", text)
+        self.assertIn("Not measured yet, of the issue's sweep", text)
+        self.assertIn("s512_d64, s512_d64_causal", text)
+        self.assertIn("s16384_d128_causal.", text)
+        self.assertNotIn("s4096_d128,", text)
