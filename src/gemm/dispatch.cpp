@@ -55,7 +55,11 @@
 //      on the slabs (c952acb). On rule 2's few tiles it lost to the slabs in
 //      the same build (512^3 0.43x cuBLAS against 0.52x, 1024^3 0.41x against
 //      0.47x; bias + GELU 0.31x and 0.36x against 0.49x and 0.54x), so rule 2
-//      keeps the cooperative split; "fixed_split" names the kernel.
+//      keeps the cooperative split; "fixed_split" names the kernel. Its
+//      bit-reproducible form ("fixed_split_ordered": a slab per unit, summed
+//      in split order by the last) ran at 0.58x cuBLASLt on the same dW
+//      products at 449b1f0, below the slabs' 0.73-0.86x, so calls without
+//      allow_atomics keep the slabs.
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
