@@ -314,10 +314,12 @@ fi
 # targets' S = 4096 cases and GPT-2's).
 if has attention || has attention_quick; then
   pack  # what the earlier steps wrote comes back even if a hung kernel outlasts the call
-  # ATT_VERIFY=0 leaves the verify suite out (the bench still checks each contender of each case first).
+  # ATT_VERIFY=0 leaves the verify suite out (the bench still checks each contender of each case first);
+  # ATT_VERIFY_ARGS replaces its options (default --baselines; e.g. "--kernel fa3" for rung 3 alone).
   if [ "${ATT_VERIFY:-1}" != 0 ]; then
     log "attention verify"
-    timeout -k 15 -s INT "$(capped 300)" $RIGEL attention verify --baselines --out "$OUT" > "$OUT/attention_verify.txt" \
+    read -r -a verify_args <<< "${ATT_VERIFY_ARGS:---baselines}"
+    timeout -k 15 -s INT "$(capped 300)" $RIGEL attention verify "${verify_args[@]}" --out "$OUT" > "$OUT/attention_verify.txt" \
       2> "$OUT/attention_verify.err"
     summary+=("attention verify: rc $?")
   fi
