@@ -28,6 +28,12 @@ constexpr int kH200Sms = 132;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// A bf16 product with a bf16 D, its leading dimensions packed.
+Desc bf16_product(std::int64_t m, std::int64_t n, std::int64_t k, Op a_op, Op b_op, Epilogue e = Epilogue::none) {
+    return with_packed_leading_dimensions(Desc{.m = m, .n = n, .k = k, .a_type = Type::bf16, .b_type = Type::bf16,
+                                               .a_op = a_op, .b_op = b_op, .d_type = Type::bf16, .epilogue = e});
+}
+
 Desc square(std::int64_t n, Type t = Type::bf16) {
     return {.m = n, .n = n, .k = n, .a_type = t, .b_type = t, .a_op = Op::n, .b_op = Op::t};
 }
@@ -568,27 +574,22 @@ TEST(GemmChoose, TmaStoresOnlyWhereTheyWereVerified) {
     EXPECT_FALSE(tma_stores(f32, c, d.epilogue, args));
 }
 
-// "fixed_tma_c": C loaded by TMA, so that the residual (beta != 0) takes the TMA stores too, where C's
-// rows allow the copies; the dispatcher does not pick it yet.
 // By name on a product whose tiles fill the SMs, the ordered split has one unit a tile: the unsplit
 // fixed kernel, not a plan that refuses.
 TEST(GemmChoose, OrderedSplitByNameOnlyWhereKIsSplit) {
-    Desc d{.m = 16384, .n = 2304, .k = 768, .a_type = Type::bf16, .b_type = Type::bf16, .a_op = Op::n,
-           .b_op = Op::t, .d_type = Type::bf16, .epilogue = Epilogue::bias};
-    d = with_packed_leading_dimensions(d);
-    const auto whole = kernel_named(d, "fixed_split_ordered", kH200Sms);
+    const auto whole = kernel_named(bf16_product(16384, 2304, 768, Op::n, Op::t, Epilogue::bias),
+                                    "fixed_split_ordered", kH200Sms);
     ASSERT_TRUE(whole);
     EXPECT_EQ(whole->splits, 1);
     EXPECT_FALSE(whole->ordered_split);
-    Desc dw{.m = 768, .n = 3072, .k = 16384, .a_type = Type::bf16, .b_type = Type::bf16, .a_op = Op::t,
-            .b_op = Op::n, .d_type = Type::bf16};
-    dw = with_packed_leading_dimensions(dw);
-    const auto split = kernel_named(dw, "fixed_split_ordered", kH200Sms);
+    const auto split = kernel_named(bf16_product(768, 3072, 16384, Op::t, Op::n), "fixed_split_ordered", kH200Sms);
     ASSERT_TRUE(split);
     EXPECT_GT(split->splits, 1);
     EXPECT_TRUE(split->ordered_split);
 }
 
+// C loaded by TMA, so that the residual (beta != 0) takes the TMA stores too, where C's rows allow the
+// copies: "fixed_tma_c" by name, and the dispatcher's choice for the residual products (rule 4).
 TEST(GemmChoose, TmaLoadsOfCForResidualsAndByName) {
     Desc d{.m = 16384, .n = 768, .k = 768, .a_type = Type::bf16, .b_type = Type::bf16, .a_op = Op::n,
            .b_op = Op::t, .d_type = Type::bf16, .epilogue = Epilogue::bias};
@@ -610,9 +611,7 @@ TEST(GemmChoose, TmaLoadsOfCForResidualsAndByName) {
         other.epilogue = e;
         EXPECT_FALSE(choose(other, kH200Sms).tma_load_c) << name(e);
     }
-    Desc dw{.m = 768, .n = 3072, .k = 16384, .a_type = Type::bf16, .b_type = Type::bf16, .a_op = Op::t,
-            .b_op = Op::n, .d_type = Type::bf16};
-    dw = with_packed_leading_dimensions(dw);
+    const Desc dw = bf16_product(768, 3072, 16384, Op::t, Op::n);
     ASSERT_GT(choose(dw, kH200Sms).splits, 1);
     EXPECT_FALSE(choose(dw, kH200Sms).tma_load_c);
     void* const at = reinterpret_cast<void*>(std::uintptr_t{4096});
