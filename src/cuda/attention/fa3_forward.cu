@@ -5,8 +5,18 @@
 // wgmma at about twice mma.sync's rate), and the tiles arrive by TMA, so no
 // thread spends instructions on loads.
 //
-// A CTA owns 128 query rows of one head: three warpgroups.
-//   producer (warpgroup 0, one thread): Q once, then K and V tiles of 128 keys
+// The grid is persistent: a CTA per SM (its two consumers hold all the
+// registers, so one fits), each walking work items, a work item 128 query rows
+// of one head (causal: the heaviest row tiles first), so that the producer
+// loads the next item's Q (two buffers) and K/V tiles (the ring runs on across
+// items) while the consumers finish the last one's products and store its O;
+// a grid of one CTA per item paid each CTA's start (barriers, Q's and the
+// first tiles' latency) and end (the last P V, O's stores) with nothing under
+// them, which weighs most where an item has few key tiles: at S = 512 rung 3
+// ran at 0.71x cuDNN, at S = 16384 (D = 128) at 1.00x
+// (2026-12-01_b113314_all_attention.csv).
+// Per work item three warpgroups:
+//   producer (warpgroup 0, one thread): Q, then K and V tiles of 128 keys
 //     into a two-stage ring, each tile announced on its own mbarrier (K and V
 //     separately, so S = Q K^T starts while V is still arriving) and refilled
 //     when both consumers have released it.
@@ -36,6 +46,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -65,11 +76,12 @@ struct Layout {
     static constexpr int kBoxes = D / kBoxCols;
     static constexpr int kQBox = kRows * kRowBytes;   // bytes of one Q box
     static constexpr int kKvBox = kKeys * kRowBytes;  // bytes of one K or V box
-    static constexpr int kQ = 0;
-    static constexpr int kK = kQ + kBoxes * kQBox;
+    static constexpr int kQ = 0;                          // [buffer][box]: two work items' Q
+    static constexpr int kK = kQ + 2 * kBoxes * kQBox;
     static constexpr int kV = kK + kStages * kBoxes * kKvBox;
     static constexpr int kBarriers = kV + kStages * kBoxes * kKvBox;
-    static constexpr int kBytes = kBarriers + 64 + kSwizzleAtom;  // barriers, and room to align the base
+    static constexpr int kBytes = kBarriers + 128 + kSwizzleAtom;  // 12 barriers, and room to align the base
+    static_assert(kBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
 };
 
 struct Params {
@@ -79,7 +91,24 @@ struct Params {
     int seq, heads;
     float scale_log2;
     bool causal;
+    int heads_total;  // B H
+    int row_tiles;    // query tiles of 128 rows per head
 };
+
+// Work item i of the persistent grid (CTA x takes x, x + gridDim.x, ...): a
+// head and a tile of query rows. Causal tiles go heaviest first (the last rows
+// see the most keys), so that the static round robin ends on light items.
+struct WorkItem {
+    int batch, head, row0, key_tiles;
+};
+__device__ __forceinline__ WorkItem work_item(const Params& p, int i) {
+    const int bh = i % p.heads_total, tile = i / p.heads_total;
+    const int row_tile = p.causal ? p.row_tiles - 1 - tile : tile;
+    WorkItem w{.batch = bh / p.heads, .head = bh % p.heads, .row0 = row_tile * kRows, .key_tiles = 0};
+    const int key_end = p.causal ? min(p.seq, w.row0 + kRows) : p.seq;
+    w.key_tiles = (key_end + kKeys - 1) / kKeys;
+    return w;
+}
 
 // The named barriers of the consumers' turns: kTurnBarrier + consumer (0 is __syncthreads').
 constexpr int kTurnBarrier = 1;
@@ -149,164 +178,193 @@ __global__ void __launch_bounds__(kThreads, 1)
     extern __shared__ unsigned char smem_raw[];
     unsigned char* smem = align_to_atom(smem_raw);
     auto* bars = reinterpret_cast<std::uint64_t*>(smem + L::kBarriers);
-    std::uint64_t* q_full = bars;
-    std::uint64_t* k_full = bars + 1;              // [kStages]
+    std::uint64_t* q_full = bars;                  // [2]: a work item's Q
+    std::uint64_t* q_empty = q_full + 2;           // [2]
+    std::uint64_t* k_full = q_empty + 2;           // [kStages]
     std::uint64_t* v_full = k_full + kStages;      // [kStages]
     std::uint64_t* k_empty = v_full + kStages;     // [kStages]
     std::uint64_t* v_empty = k_empty + kStages;    // [kStages]
 
     const int wg = static_cast<int>(threadIdx.x) / kWarpgroup;
-    const int head = static_cast<int>(blockIdx.x) % p.heads, batch = static_cast<int>(blockIdx.x) / p.heads;
-    const int tiles = static_cast<int>(gridDim.y);
-    const int row0 = (p.causal ? tiles - 1 - static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.y)) * kRows;
-    const int key_end = p.causal ? min(p.seq, row0 + kRows) : p.seq;
-    const int key_tiles = (key_end + kKeys - 1) / kKeys;
+    const int items = p.heads_total * p.row_tiles;
+    const int first = static_cast<int>(blockIdx.x), step = static_cast<int>(gridDim.x);
 
     if (threadIdx.x == 0) {
-        mbar_init(q_full, 1);
+        for (int b = 0; b < 2; ++b) {
+            mbar_init(&q_full[b], 1);
+            mbar_init(&q_empty[b], 2);  // one arrival per consumer warpgroup
+        }
         for (int s = 0; s < kStages; ++s) {
             mbar_init(&k_full[s], 1);
             mbar_init(&v_full[s], 1);
-            mbar_init(&k_empty[s], 2);  // one arrival per consumer warpgroup
+            mbar_init(&k_empty[s], 2);
             mbar_init(&v_empty[s], 2);
         }
         fence_mbarrier_init();
     }
     __syncthreads();
 
+    // The K/V ring runs on across work items: tile g of the CTA (counted over all its items) sits in
+    // stage g % kStages, with parity (g / kStages) & 1.
     if (wg == 0) {
         setmaxnreg_dec<24>();
         if (threadIdx.x == 0) {
-            const int col0 = head * D;
-            mbar_arrive_expect_tx(q_full, L::kBoxes * L::kQBox);
-            for (int b = 0; b < L::kBoxes; ++b)
-                tma_load_3d(smem + L::kQ + b * L::kQBox, &map_q, q_full, col0 + b * kBoxCols, row0, batch);
-            for (int j = 0; j < key_tiles; ++j) {
-                const int s = j % kStages;
-                const std::uint32_t free_parity = ((j / kStages) & 1) ^ 1;
-                mbar_wait(&k_empty[s], free_parity);
-                mbar_arrive_expect_tx(&k_full[s], L::kBoxes * L::kKvBox);
+            int g = 0;
+            for (int i = first, n = 0; i < items; i += step, ++n) {
+                const WorkItem w = work_item(p, i);
+                const int col0 = w.head * D, qb = n % 2;
+                // Q into the buffer the item two before used, once both consumers are done with it.
+                mbar_wait(&q_empty[qb], static_cast<std::uint32_t>(((n / 2) & 1) ^ 1));
+                mbar_arrive_expect_tx(&q_full[qb], L::kBoxes * L::kQBox);
                 for (int b = 0; b < L::kBoxes; ++b)
-                    tma_load_3d(smem + L::kK + (s * L::kBoxes + b) * L::kKvBox, &map_k, &k_full[s],
-                                col0 + b * kBoxCols, j * kKeys, batch);
-                mbar_wait(&v_empty[s], free_parity);
-                mbar_arrive_expect_tx(&v_full[s], L::kBoxes * L::kKvBox);
-                for (int b = 0; b < L::kBoxes; ++b)
-                    tma_load_3d(smem + L::kV + (s * L::kBoxes + b) * L::kKvBox, &map_v, &v_full[s],
-                                col0 + b * kBoxCols, j * kKeys, batch);
+                    tma_load_3d(smem + L::kQ + (qb * L::kBoxes + b) * L::kQBox, &map_q, &q_full[qb],
+                                col0 + b * kBoxCols, w.row0, w.batch);
+                for (int j = 0; j < w.key_tiles; ++j, ++g) {
+                    const int s = g % kStages;
+                    const std::uint32_t free_parity = ((g / kStages) & 1) ^ 1;
+                    mbar_wait(&k_empty[s], free_parity);
+                    mbar_arrive_expect_tx(&k_full[s], L::kBoxes * L::kKvBox);
+                    for (int b = 0; b < L::kBoxes; ++b)
+                        tma_load_3d(smem + L::kK + (s * L::kBoxes + b) * L::kKvBox, &map_k, &k_full[s],
+                                    col0 + b * kBoxCols, j * kKeys, w.batch);
+                    mbar_wait(&v_empty[s], free_parity);
+                    mbar_arrive_expect_tx(&v_full[s], L::kBoxes * L::kKvBox);
+                    for (int b = 0; b < L::kBoxes; ++b)
+                        tma_load_3d(smem + L::kV + (s * L::kBoxes + b) * L::kKvBox, &map_v, &v_full[s],
+                                    col0 + b * kBoxCols, j * kKeys, w.batch);
+                }
             }
         }
         return;
     }
 
     setmaxnreg_inc<240>();
-    const int c = wg - 1;  // consumer: rows row0 + 64 c ...
+    const int c = wg - 1;  // consumer: rows row0 + 64 c ... of each item
     const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
     const int warp = t / 32, lane = t % 32;
-    const int g = lane / 4, q4 = lane % 4;
-    const int wg_row0 = row0 + c * kWgmmaM;
-    const int my_row = wg_row0 + 16 * warp + g;  // and my_row + 8
+    const int g8 = lane / 4, q4 = lane % 4;
 
-    float o[D / 2] = {};
+    float o[D / 2];
     float sc[kKeys / 2];
     std::uint32_t pa[kKeys / 16][4];
-    RowState rows;
-    const auto parity = [](int j) { return static_cast<std::uint32_t>((j / kStages) & 1); };
-
-    // S_j = Q K_j^T over D / 16 k-steps, 4 per 64-column box (one commit group).
-    const auto issue_s = [&](int j) {
-        const int s = j % kStages;
-        mbar_wait(&k_full[s], parity(j));
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-            const int b = kk / 4, step = kk % 4;
-            const std::uint64_t dq =
-                desc_k_step(sw128_kmajor_desc(smem + L::kQ + b * L::kQBox + c * kWgmmaM * kRowBytes), step);
-            const std::uint64_t dk =
-                desc_k_step(sw128_kmajor_desc(smem + L::kK + (s * L::kBoxes + b) * L::kKvBox), step);
-            Wgmma<DType::bf16, kKeys>::mma(sc, dq, dk, kk > 0 ? 1u : 0u);
-        }
-        wgmma_commit();
-    };
-    // O += P_j V_j, V N-major: 64 columns of D per box (LBO), 16 keys per k-step (one commit group).
-    const auto issue_pv = [&](int j) {
-        const int s = j % kStages;
-        mbar_wait(&v_full[s], parity(j));
-        const std::uint64_t dv = SmemDescriptor{.start_address = smem_u32(smem + L::kV + s * L::kBoxes * L::kKvBox),
-                                                .leading_byte_offset = static_cast<std::uint32_t>(L::kKvBox),
-                                                .stride_byte_offset = kSwizzleAtom,
-                                                .swizzle = Swizzle::b128}
-                                     .encode();
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kKeys / 16; ++kk)
-            WgmmaRS<DType::bf16, D>::template mma<1>(o, pa[kk], desc_advance(dv, kk * 16 * kRowBytes), 1u);
-        wgmma_commit();
-    };
-    const auto mask_of = [&](int j) {
-        const int key0 = j * kKeys;
-        return Mask{.key0 = key0, .row = my_row, .quad = q4, .seq = p.seq, .causal = p.causal,
-                    .active = key0 + kKeys > p.seq || (p.causal && key0 + kKeys - 1 > wg_row0)};
-    };
+    const auto stage = [](int g) { return g % kStages; };
+    const auto parity = [](int g) { return static_cast<std::uint32_t>((g / kStages) & 1); };
     // The two consumers take turns issuing their products (named barriers 1 and 2,
-    // consumer 0 first): one's softmax runs while the other's products occupy the
-    // tensor cores.
+    // consumer 0 first), item after item: one's softmax runs while the other's
+    // products occupy the tensor cores.
     const int my_turn = kTurnBarrier + c, other_turn = kTurnBarrier + 1 - c;
     if (c == 1) named_barrier_arrive<2 * kWarpgroup>(kTurnBarrier);
 
-    mbar_wait(q_full, 0);
-    named_barrier_sync<2 * kWarpgroup>(my_turn);
-    issue_s(0);
-    named_barrier_arrive<2 * kWarpgroup>(other_turn);
-    wgmma_wait<0>();
-    fence_registers(sc);
-    if (t == 0) mbar_arrive(&k_empty[0]);
-    softmax_tile<kKeys>(sc, rows, mask_of(0), p.scale_log2);
-    pack_p<kKeys>(sc, pa);
-    for (int j = 1; j < key_tiles; ++j) {
-        // S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j runs under the latter.
+    int g0 = 0;  // the CTA's first K/V tile of this item
+    for (int i = first, n = 0; i < items; i += step, ++n) {
+        const WorkItem w = work_item(p, i);
+        const int qb = n % 2, kt = w.key_tiles;
+        const int wg_row0 = w.row0 + c * kWgmmaM;
+        const int my_row = wg_row0 + 16 * warp + g8;  // and my_row + 8
+        const unsigned char* const q_smem = smem + L::kQ + qb * L::kBoxes * L::kQBox;
+#pragma unroll
+        for (int x = 0; x < D / 2; ++x) o[x] = 0.0f;
+        RowState rows;
+
+        // S_j = Q K_j^T over D / 16 k-steps, 4 per 64-column box (one commit group).
+        const auto issue_s = [&](int j) {
+            const int s = stage(g0 + j);
+            mbar_wait(&k_full[s], parity(g0 + j));
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < D / 16; ++kk) {
+                const int b = kk / 4, step_k = kk % 4;
+                const std::uint64_t dq =
+                    desc_k_step(sw128_kmajor_desc(q_smem + b * L::kQBox + c * kWgmmaM * kRowBytes), step_k);
+                const std::uint64_t dk =
+                    desc_k_step(sw128_kmajor_desc(smem + L::kK + (s * L::kBoxes + b) * L::kKvBox), step_k);
+                Wgmma<DType::bf16, kKeys>::mma(sc, dq, dk, kk > 0 ? 1u : 0u);
+            }
+            wgmma_commit();
+        };
+        // O += P_j V_j, V N-major: 64 columns of D per box (LBO), 16 keys per k-step (one commit group).
+        const auto issue_pv = [&](int j) {
+            const int s = stage(g0 + j);
+            mbar_wait(&v_full[s], parity(g0 + j));
+            const std::uint64_t dv =
+                SmemDescriptor{.start_address = smem_u32(smem + L::kV + s * L::kBoxes * L::kKvBox),
+                               .leading_byte_offset = static_cast<std::uint32_t>(L::kKvBox),
+                               .stride_byte_offset = kSwizzleAtom,
+                               .swizzle = Swizzle::b128}
+                    .encode();
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < kKeys / 16; ++kk)
+                WgmmaRS<DType::bf16, D>::template mma<1>(o, pa[kk], desc_advance(dv, kk * 16 * kRowBytes), 1u);
+            wgmma_commit();
+        };
+        const auto mask_of = [&](int j) {
+            const int key0 = j * kKeys;
+            return Mask{.key0 = key0, .row = my_row, .quad = q4, .seq = p.seq, .causal = p.causal,
+                        .active = key0 + kKeys > p.seq || (p.causal && key0 + kKeys - 1 > wg_row0)};
+        };
+        // Both consumers are done reading this item's Q once their last S has completed.
+        const auto release_q = [&](int j) {
+            if (j == kt - 1 && t == 0) mbar_arrive(&q_empty[qb]);
+        };
+
+        mbar_wait(&q_full[qb], static_cast<std::uint32_t>((n / 2) & 1));
         named_barrier_sync<2 * kWarpgroup>(my_turn);
-        issue_s(j);
-        issue_pv(j - 1);
+        issue_s(0);
         named_barrier_arrive<2 * kWarpgroup>(other_turn);
-        wgmma_wait<1>();
+        wgmma_wait<0>();
         fence_registers(sc);
-        if (t == 0) mbar_arrive(&k_empty[j % kStages]);
-        const float2 rescale = softmax_tile<kKeys>(sc, rows, mask_of(j), p.scale_log2);
+        if (t == 0) mbar_arrive(&k_empty[stage(g0)]);
+        release_q(0);
+        softmax_tile<kKeys>(sc, rows, mask_of(0), p.scale_log2);
+        pack_p<kKeys>(sc, pa);
+        for (int j = 1; j < kt; ++j) {
+            // S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j runs under the latter.
+            named_barrier_sync<2 * kWarpgroup>(my_turn);
+            issue_s(j);
+            issue_pv(j - 1);
+            named_barrier_arrive<2 * kWarpgroup>(other_turn);
+            wgmma_wait<1>();
+            fence_registers(sc);
+            if (t == 0) mbar_arrive(&k_empty[stage(g0 + j)]);
+            release_q(j);
+            const float2 rescale = softmax_tile<kKeys>(sc, rows, mask_of(j), p.scale_log2);
+            wgmma_wait<0>();
+            fence_registers(o);
+            if (t == 0) mbar_arrive(&v_empty[stage(g0 + j - 1)]);
+#pragma unroll
+            for (int x = 0; x < D / 2; ++x) o[x] *= (x / 2) % 2 ? rescale.y : rescale.x;
+            pack_p<kKeys>(sc, pa);
+        }
+        named_barrier_sync<2 * kWarpgroup>(my_turn);
+        issue_pv(kt - 1);
+        // Consumer 1's last turn of the last item is passed to no one: consumer 0 has no turn left to take.
+        if (c == 0 || i + step < items) named_barrier_arrive<2 * kWarpgroup>(other_turn);
         wgmma_wait<0>();
         fence_registers(o);
-        if (t == 0) mbar_arrive(&v_empty[(j - 1) % kStages]);
-#pragma unroll
-        for (int i = 0; i < D / 2; ++i) o[i] *= (i / 2) % 2 ? rescale.y : rescale.x;
-        pack_p<kKeys>(sc, pa);
-    }
-    named_barrier_sync<2 * kWarpgroup>(my_turn);
-    issue_pv(key_tiles - 1);
-    // Consumer 1's last turn is passed to no one: consumer 0 has no turn left to take.
-    if (c == 0) named_barrier_arrive<2 * kWarpgroup>(other_turn);
-    wgmma_wait<0>();
-    fence_registers(o);
-    if (t == 0) mbar_arrive(&v_empty[(key_tiles - 1) % kStages]);
-    const float m[2] = {rows.m[0], rows.m[1]}, l[2] = {rows.l[0], rows.l[1]};
+        if (t == 0) mbar_arrive(&v_empty[stage(g0 + kt - 1)]);
+        g0 += kt;
 
-    // O / l in bf16 and lse, straight from the registers (4-byte stores).
-    __nv_bfloat16* oh = p.o + static_cast<std::int64_t>(batch) * p.seq * p.ldo + head * D;
+        // O / l in bf16 and lse, straight from the registers (4-byte stores), while the producer is
+        // already loading the next item's Q and K/V tiles.
+        __nv_bfloat16* oh = p.o + static_cast<std::int64_t>(w.batch) * p.seq * p.ldo + w.head * D;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        float sum = l[h];
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        const int row = my_row + 8 * h;
-        if (row >= p.seq) continue;
-        const float inv = 1.0f / sum;
-        __nv_bfloat16* orow = oh + static_cast<std::int64_t>(row) * p.ldo;
+        for (int h = 0; h < 2; ++h) {
+            float sum = rows.l[h];
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            const int row = my_row + 8 * h;
+            if (row >= p.seq) continue;
+            const float inv = 1.0f / sum;
+            __nv_bfloat16* orow = oh + static_cast<std::int64_t>(row) * p.ldo;
 #pragma unroll
-        for (int n8 = 0; n8 < D / 8; ++n8)
-            *reinterpret_cast<std::uint32_t*>(orow + 8 * n8 + 2 * q4) =
-                pack_bf16(o[4 * n8 + 2 * h] * inv, o[4 * n8 + 2 * h + 1] * inv);
-        if (p.lse != nullptr && q4 == 0)
-            p.lse[(static_cast<std::int64_t>(batch) * p.heads + head) * p.seq + row] = (m[h] + log2f(sum)) * kLn2;
+            for (int n8 = 0; n8 < D / 8; ++n8)
+                *reinterpret_cast<std::uint32_t*>(orow + 8 * n8 + 2 * q4) =
+                    pack_bf16(o[4 * n8 + 2 * h] * inv, o[4 * n8 + 2 * h + 1] * inv);
+            if (p.lse != nullptr && q4 == 0)
+                p.lse[(static_cast<std::int64_t>(w.batch) * p.heads + w.head) * p.seq + row] =
+                    (rows.m[h] + log2f(sum)) * kLn2;
+        }
     }
 #else
     trap_without_sm90a("fa3 attention");
@@ -324,8 +382,12 @@ void launch(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs
                    .seq = static_cast<int>(d.seq),
                    .heads = static_cast<int>(d.heads),
                    .scale_log2 = d.scale * kLog2e,
-                   .causal = d.causal};
-    const dim3 grid(static_cast<unsigned>(d.batch * d.heads), static_cast<unsigned>((d.seq + kRows - 1) / kRows));
+                   .causal = d.causal,
+                   .heads_total = static_cast<int>(d.batch * d.heads),
+                   .row_tiles = static_cast<int>((d.seq + kRows - 1) / kRows)};
+    // Persistent: a CTA per SM (its consumers take all the registers), each walking work items.
+    const std::int64_t items = static_cast<std::int64_t>(p.heads_total) * p.row_tiles;
+    const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(items, sm90::sm_count())));
     // The plan's desc never changes, so the pointers are the maps' whole key.
     if (maps.qp != a.q) maps.q = token_map(a.q, d, d.ldq, kRows), maps.qp = a.q;
     if (maps.kp != a.k) maps.k = token_map(a.k, d, d.ldk, kKeys), maps.kp = a.k;
