@@ -5,22 +5,22 @@
 // wgmma at about twice mma.sync's rate), and the tiles arrive by TMA, so no
 // thread spends instructions on loads.
 //
-// The grid is persistent: a CTA per SM (its two consumers hold all the
-// registers, so one fits), each walking work items, a work item 128 query rows
-// of one head (causal: the heaviest row tiles first), so that the producer
-// loads the next item's Q (two buffers) and K/V tiles (the ring runs on across
-// items) while the consumers finish the last one's products and store its O;
-// a grid of one CTA per item paid each CTA's start (barriers, Q's and the
-// first tiles' latency) and end (the last P V, O's stores) with nothing under
-// them, which weighs most where an item has few key tiles: at S = 512 rung 3
-// ran at 0.71x cuDNN, at S = 16384 (D = 128) at 1.00x
-// (2026-12-01_b113314_all_attention.csv).
-// Per work item three warpgroups:
+// The grid is persistent: a CTA per SM (its consumers hold all the
+// registers, so one fits), each walking work items, a work item 64 C query
+// rows of one head (C consumers, Config below; causal: the heaviest row tiles
+// first), so that the producer loads the next item's Q (two buffers) and K/V
+// tiles (the ring runs on across items) while the consumers finish the last
+// one's products and store its O. A grid of one CTA per item paid each CTA's
+// start (barriers, Q's and the first tiles' latency) and end (the last P V,
+// O's stores) with nothing under them, which weighs most where an item has
+// few key tiles: at S = 512 rung 3 ran at 0.71x cuDNN, at S = 16384 (D = 128)
+// at 1.00x (2026-12-01_b113314_all_attention.csv).
+// Per work item, 1 + C warpgroups:
 //   producer (warpgroup 0, one thread): Q, then K and V tiles of 128 keys
 //     into a two-stage ring, each tile announced on its own mbarrier (K and V
 //     separately, so S = Q K^T starts while V is still arriving) and refilled
-//     when both consumers have released it.
-//   consumers (warpgroups 1 and 2, 64 rows each), per key tile:
+//     when every consumer has released it.
+//   consumers (warpgroups 1 .. C, 64 rows each), per key tile:
 //     S = Q K^T       wgmma m64n128k16, A = Q and B = K both K-major in shared memory
 //     mask, online softmax in registers (as rung 2: P = 2^(S scale log2e - m'))
 //     O = O 2^(m - m') + P V   wgmma m64nDk16 with A = P from registers (the
@@ -28,8 +28,8 @@
 //                     one k16 step), B = V N-major (imm-trans-b)
 //   then O / l and lse, stored from the registers.
 //
-// Shared memory, all 128B-swizzled as TMA writes it: Q as D/64 boxes of
-// 128 rows x 64 columns; each K stage as D/64 boxes of 128 keys x 64 columns
+// Shared memory, all 128B-swizzled as TMA writes it: each Q buffer as D/64
+// boxes of 64 C rows x 64 columns; each K stage as D/64 boxes of 128 keys x 64 columns
 // (K-major, like Q); each V stage as D/64 boxes of 128 keys x 64 columns,
 // which wgmma reads as an N-major B: the next 64 of N is one box further on
 // (LBO), 8 keys are 1024 bytes (SBO), a k16 step is 16 key rows further on.
@@ -37,7 +37,7 @@
 // sequence's end are zero-filled by TMA rather than read from the next batch.
 //
 // FA3's two overlaps: the consumers take turns issuing their products (named
-// barriers), so one's softmax runs while the other's products occupy the
+// barriers), so one's softmax runs while the others' products occupy the
 // tensor cores; and inside a consumer, S_j = Q K_j^T and the previous tile's
 // P V are issued together, so the softmax of S_j runs under P_{j-1} V_{j-1}
 // (its accumulators and P's registers are touched only after that product
@@ -64,15 +64,30 @@ namespace {
 
 using namespace rigel::cuda::sm90;
 
-constexpr int kRows = 128;       // query rows per CTA
 constexpr int kKeys = 128;       // keys per K/V tile
 constexpr int kStages = 2;
-constexpr int kThreads = 3 * kWarpgroup;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
+// Consumer warpgroups of 64 query rows each: three at D = 64, where a tile's
+// products are half as long as at D = 128 for the same softmax, so that the
+// K/V tile is shared by 192 rows and a consumer's softmax has two others'
+// products to run under (FlashAttention-3's choice for small heads); two at
+// D = 128, whose accumulators (O alone 64 registers a thread) need 240
+// registers a consumer. The register file (64 K) split by setmaxnreg: the
+// producer 24 a thread, the consumers kConsumerRegs.
+template <int D>
+struct Config {
+    static constexpr int kConsumers = D == 64 ? 3 : 2;
+    static constexpr int kRows = kConsumers * kWgmmaM;  // query rows per work item
+    static constexpr int kThreads = (1 + kConsumers) * kWarpgroup;
+    static constexpr int kConsumerRegs = D == 64 ? 160 : 240;
+    static_assert(kWarpgroup * (24 + kConsumers * kConsumerRegs) <= 64 * 1024, "the register file");
+};
+
 template <int D>
 struct Layout {
+    static constexpr int kRows = Config<D>::kRows;
     static constexpr int kBoxes = D / kBoxCols;
     static constexpr int kQBox = kRows * kRowBytes;   // bytes of one Q box
     static constexpr int kKvBox = kKeys * kRowBytes;  // bytes of one K or V box
@@ -92,7 +107,7 @@ struct Params {
     float scale_log2;
     bool causal;
     int heads_total;  // B H
-    int row_tiles;    // query tiles of 128 rows per head
+    int row_tiles;    // query tiles of Config::kRows rows per head
 };
 
 // Work item i of the persistent grid (CTA x takes x, x + gridDim.x, ...): a
@@ -101,16 +116,18 @@ struct Params {
 struct WorkItem {
     int batch, head, row0, key_tiles;
 };
+template <int Rows>
 __device__ __forceinline__ WorkItem work_item(const Params& p, int i) {
     const int bh = i % p.heads_total, tile = i / p.heads_total;
     const int row_tile = p.causal ? p.row_tiles - 1 - tile : tile;
-    WorkItem w{.batch = bh / p.heads, .head = bh % p.heads, .row0 = row_tile * kRows, .key_tiles = 0};
-    const int key_end = p.causal ? min(p.seq, w.row0 + kRows) : p.seq;
+    WorkItem w{.batch = bh / p.heads, .head = bh % p.heads, .row0 = row_tile * Rows, .key_tiles = 0};
+    const int key_end = p.causal ? min(p.seq, w.row0 + Rows) : p.seq;
     w.key_tiles = (key_end + kKeys - 1) / kKeys;
     return w;
 }
 
-// The named barriers of the consumers' turns: kTurnBarrier + consumer (0 is __syncthreads').
+// The named barriers of the consumers' turns: kTurnBarrier + consumer (0 is __syncthreads'); consumer c
+// takes its turn when consumer c - 1 (the last for consumer 0) has passed it on.
 constexpr int kTurnBarrier = 1;
 
 // Which scores of a tile are masked, for this thread's rows: keys past the
@@ -170,11 +187,12 @@ __device__ __forceinline__ float2 softmax_tile(float (&sc)[N / 2], RowState& st,
 }
 
 template <int D>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(Config<D>::kThreads, 1)
     fa3_forward_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
                        const __grid_constant__ CUtensorMap map_v, const Params p) {
 #if RIGEL_SM90A_DEVICE
     using L = Layout<D>;
+    constexpr int C = Config<D>::kConsumers;
     extern __shared__ unsigned char smem_raw[];
     unsigned char* smem = align_to_atom(smem_raw);
     auto* bars = reinterpret_cast<std::uint64_t*>(smem + L::kBarriers);
@@ -192,13 +210,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) {
         for (int b = 0; b < 2; ++b) {
             mbar_init(&q_full[b], 1);
-            mbar_init(&q_empty[b], 2);  // one arrival per consumer warpgroup
+            mbar_init(&q_empty[b], C);  // one arrival per consumer warpgroup
         }
         for (int s = 0; s < kStages; ++s) {
             mbar_init(&k_full[s], 1);
             mbar_init(&v_full[s], 1);
-            mbar_init(&k_empty[s], 2);
-            mbar_init(&v_empty[s], 2);
+            mbar_init(&k_empty[s], C);
+            mbar_init(&v_empty[s], C);
         }
         fence_mbarrier_init();
     }
@@ -211,7 +229,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (threadIdx.x == 0) {
             int g = 0;
             for (int i = first, n = 0; i < items; i += step, ++n) {
-                const WorkItem w = work_item(p, i);
+                const WorkItem w = work_item<L::kRows>(p, i);
                 const int col0 = w.head * D, qb = n % 2;
                 // Q into the buffer the item two before used, once both consumers are done with it.
                 mbar_wait(&q_empty[qb], static_cast<std::uint32_t>(((n / 2) & 1) ^ 1));
@@ -238,7 +256,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         return;
     }
 
-    setmaxnreg_inc<240>();
+    setmaxnreg_inc<Config<D>::kConsumerRegs>();
     const int c = wg - 1;  // consumer: rows row0 + 64 c ... of each item
     const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
     const int warp = t / 32, lane = t % 32;
@@ -249,15 +267,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     std::uint32_t pa[kKeys / 16][4];
     const auto stage = [](int g) { return g % kStages; };
     const auto parity = [](int g) { return static_cast<std::uint32_t>((g / kStages) & 1); };
-    // The two consumers take turns issuing their products (named barriers 1 and 2,
-    // consumer 0 first), item after item: one's softmax runs while the other's
-    // products occupy the tensor cores.
-    const int my_turn = kTurnBarrier + c, other_turn = kTurnBarrier + 1 - c;
-    if (c == 1) named_barrier_arrive<2 * kWarpgroup>(kTurnBarrier);
+    // The consumers take turns issuing their products (named barriers 1 .. C, consumer
+    // 0 first, each passing the turn to the next), item after item: one's softmax runs
+    // while the others' products occupy the tensor cores.
+    const int my_turn = kTurnBarrier + c, other_turn = kTurnBarrier + (c + 1) % C;
+    if (c == C - 1) named_barrier_arrive<2 * kWarpgroup>(kTurnBarrier);
 
     int g0 = 0;  // the CTA's first K/V tile of this item
     for (int i = first, n = 0; i < items; i += step, ++n) {
-        const WorkItem w = work_item(p, i);
+        const WorkItem w = work_item<L::kRows>(p, i);
         const int qb = n % 2, kt = w.key_tiles;
         const int wg_row0 = w.row0 + c * kWgmmaM;
         const int my_row = wg_row0 + 16 * warp + g8;  // and my_row + 8
@@ -338,8 +356,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         named_barrier_sync<2 * kWarpgroup>(my_turn);
         issue_pv(kt - 1);
-        // Consumer 1's last turn of the last item is passed to no one: consumer 0 has no turn left to take.
-        if (c == 0 || i + step < items) named_barrier_arrive<2 * kWarpgroup>(other_turn);
+        // The last consumer's last turn of the last item is passed to no one: consumer 0 has no turn left.
+        if (c < C - 1 || i + step < items) named_barrier_arrive<2 * kWarpgroup>(other_turn);
         wgmma_wait<0>();
         fence_registers(o);
         if (t == 0) mbar_arrive(&v_empty[stage(g0 + kt - 1)]);
@@ -384,15 +402,15 @@ void launch(const rigel::attention::Desc& d, const rigel::attention::ForwardArgs
                    .scale_log2 = d.scale * kLog2e,
                    .causal = d.causal,
                    .heads_total = static_cast<int>(d.batch * d.heads),
-                   .row_tiles = static_cast<int>((d.seq + kRows - 1) / kRows)};
+                   .row_tiles = static_cast<int>((d.seq + Layout<D>::kRows - 1) / Layout<D>::kRows)};
     // Persistent: a CTA per SM (its consumers take all the registers), each walking work items.
     const std::int64_t items = static_cast<std::int64_t>(p.heads_total) * p.row_tiles;
     const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(items, sm90::sm_count())));
     // The plan's desc never changes, so the pointers are the maps' whole key.
-    if (maps.qp != a.q) maps.q = token_map(a.q, d, d.ldq, kRows), maps.qp = a.q;
+    if (maps.qp != a.q) maps.q = token_map(a.q, d, d.ldq, Layout<D>::kRows), maps.qp = a.q;
     if (maps.kp != a.k) maps.k = token_map(a.k, d, d.ldk, kKeys), maps.kp = a.k;
     if (maps.vp != a.v) maps.v = token_map(a.v, d, d.ldv, kKeys), maps.vp = a.v;
-    fa3_forward_kernel<D><<<grid, kThreads, bytes, stream>>>(maps.q, maps.k, maps.v, p);
+    fa3_forward_kernel<D><<<grid, Config<D>::kThreads, bytes, stream>>>(maps.q, maps.k, maps.v, p);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
