@@ -153,26 +153,44 @@ def targets_block(bench_files):
     return "\n".join(lines)
 
 
-def verify_block(verify_files):
-    if not verify_files:
-        return "Not verified yet: no committed `results/h200/*_attention_verify.csv` (`rigel attention verify`)."
-    f = max(verify_files, key=findings.run_age)
+def verify_line(f):
+    """One verify run: its checks, the command that ran them (from its sidecar and rows), per contender."""
     t = f.table
     total = len(t.rows)
     passed = [i for i in range(total) if t.cell(i, "pass") == "1"]
+
     def count(contender, which):
         sel = [i for i in range(total) if t.cell(i, "contender") == contender and direction(t, i) == which]
         ok = [i for i in sel if t.cell(i, "pass") == "1"]
         worst = max((number(t.cell(i, "err_max_scaled")) for i in ok), default=math.nan)
         return f"{len(ok)}/{len(sel)}" + ("" if math.isnan(worst) else f" (largest error {worst:.2f} of the allowance)")
-    text = (f"**{len(passed)}/{total} checks passed against float64** (`rigel attention verify --baselines`, "
-            f"{source(f)}): rigel forward {count('rigel', 'forward')}, rigel backward {count('rigel', 'backward')}, "
-            f"cuDNN forward {count('cudnn', 'forward')}, cuDNN backward {count('cudnn', 'backward')}.")
+
+    kernel = f.side("kernel")
+    cudnn = any(t.cell(i, "contender") == "cudnn" for i in range(total))
+    command = ("rigel attention verify" + ("" if kernel in ("", "all") else f" --kernel {kernel}") +
+               (" --baselines" if cudnn else ""))
+    parts = [f"rigel forward {count('rigel', 'forward')}", f"rigel backward {count('rigel', 'backward')}"]
+    if cudnn:
+        parts += [f"cuDNN forward {count('cudnn', 'forward')}", f"cuDNN backward {count('cudnn', 'backward')}"]
+    text = (f"**{len(passed)}/{total} checks passed against float64** (`{command}`, {source(f)}): "
+            f"{', '.join(parts)}.")
     failing = [i for i in range(total) if t.cell(i, "pass") != "1"]
     if failing:
         text += " Not passing: " + "; ".join(
             f"{findings.md_cell(t.cell(i, 'case'))} {findings.md_cell(t.cell(i, 'contender'))} "
             f"{direction(t, i)}: {findings.md_cell(t.cell(i, 'reason'))}" for i in failing[:10])
+    return text
+
+
+def verify_block(verify_files):
+    """The newest verify run; where it checked one kernel alone, the newest run over every kernel beside it."""
+    if not verify_files:
+        return "Not verified yet: no committed `results/h200/*_attention_verify.csv` (`rigel attention verify`)."
+    newest = max(verify_files, key=findings.run_age)
+    text = verify_line(newest)
+    every = [f for f in verify_files if f.side("kernel") in ("", "all")]
+    if newest.side("kernel") not in ("", "all") and every:
+        text += "\n\nThe newest run over every kernel: " + verify_line(max(every, key=findings.run_age))
     return text
 
 

@@ -73,9 +73,10 @@ std::string shape_text(const Desc& d);
 //   fa2   FlashAttention-2 on mma.sync: 128 query rows per CTA, K and V in tiles of 64 keys through
 //         a two-stage cp.async ring, the online softmax in registers, P fed from the score
 //         accumulators straight into the P V product (src/cuda/attention/fa2_forward.cu).
-//   fa3   the same on wgmma and TMA, warp-specialized: a producer warp streams K and V tiles of 128
-//         keys into a ring, two consumer warpgroups of 64 rows each multiply with wgmma, P V with
-//         P from registers (src/cuda/attention/fa3_forward.cu). The default.
+//   fa3   the same on wgmma and TMA, warp-specialized, on a persistent grid (a CTA per SM): a
+//         producer warp streams K and V tiles of 128 keys into a ring, consumer warpgroups of 64 rows
+//         each (three at D = 64, two at D = 128) multiply with wgmma, P V with P from registers
+//         (src/cuda/attention/fa3_forward.cu). The default.
 enum class Kernel : std::uint8_t { decomposed, fa2, fa3 };
 const char* name(Kernel k);
 // false on an unknown name.

@@ -2,9 +2,10 @@
 verdicts from the newest run that measured each, rows of runs from before the
 backward pass read as forward, the verification line, "not measured" with no
 CSV, and a file without the columns refused in one line."""
+import json
 import unittest
 
-from helpers import TempDirTest, findings, to_csv
+from helpers import TempDirTest, findings, sidecar, to_csv
 
 import attention_report  # noqa: E402  (helpers put reproduce/ on the path)
 
@@ -76,6 +77,26 @@ class AttentionReport(TempDirTest):
         self.assertIn("rigel forward 1/1 (largest error 0.50 of the allowance)", v)
         self.assertIn("rigel backward 0/1", v)
         self.assertIn("Not passing: s17_d64 rigel backward: O wrong", v)
+
+    def test_a_run_of_one_kernel_names_it_and_shows_the_newest_full_run_beside_it(self):
+        def rows(run, contenders):
+            return [[run, "h", "NVIDIA H200", "s17_d64", "2", "2", "17", "64", "0", "128", "128", "128", "128",
+                     who, "forward", "fa3", "1", "0.5", "4", "17", ""] for who in contenders]
+        full, narrow = "20261201T100000Z-aaaaaa", "20261202T100000Z-bbbbbb"
+        self.write("2026-12-01_aaaaaaa_verify_attention_verify.csv", to_csv(VERIFY_HEADER, rows(full, ["rigel", "cudnn"])))
+        side = json.loads(sidecar(full, "a" * 40))
+        side["kernel"] = "all"
+        self.write("2026-12-01_aaaaaaa_verify_attention_verify.json", json.dumps(side))
+        self.write("2026-12-02_bbbbbbb_verify_attention_verify.csv", to_csv(VERIFY_HEADER, rows(narrow, ["rigel"])))
+        side = json.loads(sidecar(narrow, "b" * 40))
+        side["kernel"] = "fa3"
+        self.write("2026-12-02_bbbbbbb_verify_attention_verify.json", json.dumps(side))
+        v = self.blocks()["attention-verify"]
+        self.assertIn("**1/1 checks passed against float64** (`rigel attention verify --kernel fa3`, "
+                      "2026-12-02_bbbbbbb", v)
+        self.assertNotIn("cuDNN forward 0/0", v)
+        self.assertIn("The newest run over every kernel: **2/2 checks passed against float64** "
+                      "(`rigel attention verify --baselines`, 2026-12-01_aaaaaaa", v)
 
     def test_a_file_without_the_columns_is_refused(self):
         self.write("2026-12-01_aaaaaaa_gpt2_attention.csv", "run_id,case\nx,y\n")

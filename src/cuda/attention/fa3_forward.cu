@@ -1,5 +1,5 @@
 // Attention rung 3: the fused forward pass on wgmma and TMA, warp-specialized
-// (the FlashAttention-3 design, without its two overlaps yet). What it adds
+// (the FlashAttention-3 design). What it adds
 // over rung 2 (fa2, mma.sync): the products run on Hopper's warpgroup
 // instructions, which rung 2's mma.sync cannot reach (the probes measured
 // wgmma at about twice mma.sync's rate), and the tiles arrive by TMA, so no
@@ -15,6 +15,11 @@
 // O's stores) with nothing under them, which weighs most where an item has
 // few key tiles: at S = 512 rung 3 ran at 0.71x cuDNN, at S = 16384 (D = 128)
 // at 1.00x (2026-12-01_b113314_all_attention.csv).
+// Measured with both changes (persistent grid, three consumers at D = 64) at
+// 378bea4, S = 4096 against cuDNN in the same run: D = 64 0.97x (0.80x before,
+// 449b1f0), causal 0.98x (0.84x); D = 128 1.00x (0.95x, e4a252e), causal 1.00x
+// (0.96x) (2026-12-02_378bea4_targets_attention.csv; all 34 checks of
+// `rigel attention verify --kernel fa3` passed, _verify_attention_verify.csv).
 // Per work item, 1 + C warpgroups:
 //   producer (warpgroup 0, one thread): Q, then K and V tiles of 128 keys
 //     into a two-stage ring, each tile announced on its own mbarrier (K and V
