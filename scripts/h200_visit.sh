@@ -58,22 +58,36 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,po
 
 log "configure and build"
 start=$(date +%s)
-# The h200 preset's settings, with make where that machine's ninja does not run.
-gen="Ninja"; ninja --version >/dev/null 2>&1 || gen="Unix Makefiles"
-configure() {
-  cmake -S . -B "$BUILD" -G "$gen" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-    -DRIGEL_DEPS_DIR="$PWD/.deps" > "$OUT/build.log" 2>&1
-}
-configure || { rm -rf "$BUILD"; configure; }
-if ! { [ -f "$BUILD/CMakeCache.txt" ] && cmake --build "$BUILD" -j "$(nproc)" >> "$OUT/build.log" 2>&1; }; then
-  grep -E "error|Error" "$OUT/build.log" | head -40
-  echo "BUILD FAILED (see build.log)"
-  exit 1
+# VISIT_PREBUILT=1: the binary scripts/stage_prebuilt.sh built on the development machine from the same
+# commit (rigel.gz in the export) instead of a build here; steps that need more than the binary (tests)
+# still need a build.
+if [ "${VISIT_PREBUILT:-0}" = 1 ] && [ -f rigel.gz ]; then
+  mkdir -p "$BUILD/src" && gunzip -c rigel.gz > "$RIGEL" && chmod +x "$RIGEL"
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  if ! "$RIGEL" --help > /dev/null 2>&1; then
+    ldd "$RIGEL" | grep -i "not found"
+    echo "PREBUILT BINARY DOES NOT RUN"
+    exit 1
+  fi
+  summary+=("build: none, the development machine's binary of $(cat COMMIT 2>/dev/null)")
+else
+  # The h200 preset's settings, with make where that machine's ninja does not run.
+  gen="Ninja"; ninja --version >/dev/null 2>&1 || gen="Unix Makefiles"
+  configure() {
+    cmake -S . -B "$BUILD" -G "$gen" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+      -DRIGEL_DEPS_DIR="$PWD/.deps" > "$OUT/build.log" 2>&1
+  }
+  configure || { rm -rf "$BUILD"; configure; }
+  if ! { [ -f "$BUILD/CMakeCache.txt" ] && cmake --build "$BUILD" -j "$(nproc)" >> "$OUT/build.log" 2>&1; }; then
+    grep -E "error|Error" "$OUT/build.log" | head -40
+    echo "BUILD FAILED (see build.log)"
+    exit 1
+  fi
+  summary+=("build: ok in $(( $(date +%s) - start )) s")
+  # Each object's compile time (ninja's log: start and end in ms), the slowest first, for the build's critical path.
+  [ -f "$BUILD/.ninja_log" ] && awk 'NR > 1 { printf "%.1f %s\n", ($2 - $1) / 1000, $4 }' "$BUILD/.ninja_log" |
+    sort -rn > "$OUT/build_times.txt"
 fi
-summary+=("build: ok in $(( $(date +%s) - start )) s")
-# Each object's compile time (ninja's log: start and end in ms), the slowest first, for the build's critical path.
-[ -f "$BUILD/.ninja_log" ] && awk 'NR > 1 { printf "%.1f %s\n", ($2 - $1) / 1000, $4 }' "$BUILD/.ninja_log" |
-  sort -rn > "$OUT/build_times.txt"
 
 if has sass; then
   log "sass"

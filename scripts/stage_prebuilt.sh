@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds the rigel binary here for the H200 (sm_90a, Release; this machine's
+# nvcc is the H200 machine's version, 13.0) from the committed HEAD, and puts
+# it gzipped into .visit/rigel.gz beside the export scripts/stage_visit.sh made,
+# so that `VISIT_PREBUILT=1 scripts/h200_visit.sh ...` runs it there instead of
+# building (about 130 s of a visit). Only the binary travels: steps that need
+# other build outputs (tests, the GPU test binaries) still need a build there.
+# The binary is stamped with HEAD's commit, as a build there would be; a tree
+# with uncommitted changes is refused, so that the stamp says what was built.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -f .visit/COMMIT ] || { echo "stage_prebuilt: no .visit/COMMIT: run scripts/stage_visit.sh first" >&2; exit 1; }
+[ "$(git rev-parse HEAD)" = "$(cat .visit/COMMIT)" ] ||
+  { echo "stage_prebuilt: .visit holds $(cat .visit/COMMIT), HEAD is $(git rev-parse HEAD): stage again" >&2; exit 1; }
+[ -z "$(git status --porcelain --untracked-files=no)" ] ||
+  { echo "stage_prebuilt: uncommitted changes: commit them, the binary is stamped with HEAD" >&2; exit 1; }
+# This machine has the headers .deps/ stages for the H200 machine (CLI11, cudnn-frontend) installed.
+BUILD=${PREBUILT_BUILD:-build/prebuilt}
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a > /dev/null
+cmake --build "$BUILD" --target rigel -j "$(nproc)"
+strip -o "$BUILD/rigel.stripped" "$BUILD/src/rigel"
+gzip -9 -c "$BUILD/rigel.stripped" > .visit/rigel.gz
+echo "staged the rigel binary of $(cat .visit/COMMIT) into .visit/rigel.gz ($(du -h .visit/rigel.gz | cut -f1))"
