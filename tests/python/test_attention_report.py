@@ -114,11 +114,15 @@ class AttentionFinding(TempDirTest):
     round trip at the probe's bandwidth over the fused time, and whether a
     head's scratch fits the L2; nothing without a paired run."""
 
+    def finding(self, bandwidth):
+        """FINDINGS.md's section from the CSVs written so far, with a 60 MiB L2."""
+        bench_files, _ = attention_report.load(self.dir)
+        return attention_report.finding_section(bench_files, bandwidth, 60 * 2**20)
+
     def test_nothing_without_a_decomposed_pair(self):
         self.write("2026-12-01_aaaaaaa_targets_attention.csv",
                    to_csv(BENCH_HEADER, [bench("20261201T100000Z-a", "s4096_d128", "forward", "cudnn", 0.95)]))
-        bench_files, _ = attention_report.load(self.dir)
-        self.assertEqual(attention_report.finding_section(bench_files, (4.0, "copy", None), 60 * 2**20), "")
+        self.assertEqual(self.finding((4.0, "copy", None)), "")
 
     def test_ratios_round_trip_and_l2(self):
         r = "20261201T100000Z-a"
@@ -127,13 +131,11 @@ class AttentionFinding(TempDirTest):
         big = bench(r, "s4096_d128", "forward", "rigel_decomposed", 9.0)
         big[BENCH_HEADER.index("candidate_ms")] = "1.0"
         self.write("2026-12-01_aaaaaaa_targets_attention.csv", to_csv(BENCH_HEADER, [small, big]))
-        bench_files, _ = attention_report.load(self.dir)
 
         class Probe:
             name = "2026-12-01_aaaaaaa_probes.csv"
 
-        text = attention_report.finding_section(bench_files, (4.0, "cudaMemcpyAsync device to device", Probe()),
-                                                60 * 2**20)
+        text = self.finding((4.0, "cudaMemcpyAsync device to device", Probe()))
         self.assertIn("Bandwidth: 4.00 TB/s", text)
         # 4 x 16 heads of 12 x 4096^2 bytes at 4 TB/s: 3.221 ms, 3.2x the fused 1 ms; 96 MiB of scratch > 60 MiB.
         self.assertIn("| no (96 MiB) | 3.221 | 3.2x |", text)
@@ -149,8 +151,7 @@ class AttentionFinding(TempDirTest):
         again = bench(new, "s4096_d128", "forward", "rigel_decomposed", 7.0)
         again[BENCH_HEADER.index("suite")] = "sdpa"
         self.write("2026-12-02_bbbbbbb_sdpa_attention.csv", to_csv(BENCH_HEADER, [again]))
-        bench_files, _ = attention_report.load(self.dir)
-        text = attention_report.finding_section(bench_files, None, 60 * 2**20)
+        text = self.finding(None)
         self.assertEqual(text.count("| s4096_d128 ("), 1)
         self.assertIn("7.00x", text)
         self.assertNotIn("6.50x", text)
