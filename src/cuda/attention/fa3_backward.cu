@@ -20,21 +20,20 @@
 //     dP^T = V dO^T           the same with V and dO
 //     P^T  = 2^(S^T scale log2e - lse log2e), masked keys 0
 //     dS^T = P^T (dP^T - Dl)  (Dl = rowsum(dO * O), fa2_backward.cu)
-//     dS^T in bf16 to shared memory (this consumer's 64 keys x R rows)
-//     dQ_c = dS K             the tile's R x D dQ over this consumer's 64 keys
-//                             only: A = dS M-major (dS^T read transposed), B =
-//                             K N-major; its own commit group, issued first
+//     dS^T in bf16 to shared memory (both consumers' 64 keys: 128 x R)
 //     dV  += P^T dO           wgmma with A = P^T from registers, B = dO N-major
 //     dK  += dS^T Q           A = dS^T K-major from shared memory, B = Q N-major
-//     dQ_c to shared memory (fp32, 128B-swizzled) as soon as its group is
-//     done, while dV and dK still run, and one thread of the consumer has the
-//     copy engine add it into the fp32 accumulator
-//     (cp.reduce.async.bulk.tensor), four boxes of 64 rows x 32 columns.
-//   The consumers never meet: each reads only its own keys' dS^T and keeps its
-//   own copy of the rows' lse and Dl (double-buffered), so one's softmax and
-//   stores run while the other's products keep the tensor cores busy; they
-//   share only the Q/dO ring, whose stage is refilled once both released it.
-//   Inside a consumer, P^T is computed while dP^T's wgmma still runs.
+//     dQ_b = dS K             a 64 x 64 block of the tile's dQ over all 128
+//                             keys: A = dS M-major (dS^T read transposed), B =
+//                             K N-major; consumer c takes rows 64c.. (D = 64) or
+//                             columns 64c.. (D = 128)
+//     dQ_b to shared memory (fp32, 128B-swizzled), and one thread of the
+//     consumer has the copy engine add it into the fp32 accumulator
+//     (cp.reduce.async.bulk.tensor), two boxes of 32 columns.
+//   The two consumers meet once per tile (a named barrier) after writing dS^T,
+//   which is double-buffered, as are the rows' lse and Dl in shared memory.
+//   Inside a consumer, P^T is computed while dP^T's wgmma still runs, and dV
+//   and dK are issued before the meeting, so that they run while it waits.
 //
 // dQ is accumulated as fa2_backward's atomic mode does (every key tile adds
 // into every query row), but by the copy engine from shared memory: the
@@ -59,19 +58,12 @@
 // 308 Tflop/s, 0.73x cuDNN (0.61x before; 2026-12-02_c952acb_targets_attention.csv),
 // and GPT-2's training step's attention_backward 4.88 -> 4.23 ms. Issuing
 // the next tile's S^T under this tile's dQ made ptxas serialize every wgmma
-// (docs/attention.md, Next). Until the consumers were decoupled, each
-// computed a 64 x 64 block of dQ over all 128 keys, so the two met once per
-// tile (a named barrier) after writing dS^T and worked in lockstep: Nsight
-// Compute at S = 4096, D = 128 (0f2ff17) showed the tensor pipe 43 % active,
-// an instruction issued every 3 cycles per scheduler, and the warps stalled
-// mostly on barriers, long scoreboard and fixed-latency waits
-// (results/h200/experiments/, ncu_attention_bwd). Decoupled, each consumer
-// adds an R x D block a tile (twice the reduction traffic, 64 KB a tile).
+// (docs/attention.md, Next).
 //
 // Shared memory: K, V (D/64 boxes of 128 keys x 128 B each); Q and dO, two
-// stages of D/64 boxes of R rows; dS^T, R/64 boxes of 128 keys x 64 rows; dQ's
-// staging, four boxes of 64 rows x 32 fp32 per consumer; lse and Dl of two
-// tiles per consumer. D = 64: 196 KB; D = 128: 211 KB.
+// stages of D/64 boxes of R rows; dS^T, two buffers of R/64 boxes of 128 keys
+// x 64 rows; dQ's staging, two boxes of 64 rows x 32 fp32 per consumer; lse
+// and Dl of two tiles. D = 64: 195 KB; D = 128: 193 KB.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -93,7 +85,8 @@ using namespace rigel::cuda::sm90;
 
 constexpr int kKeys = 128;  // keys per CTA: 64 per consumer warpgroup
 constexpr int kThreads = 3 * kWarpgroup;
-constexpr int kOwnBarrier = 1;  // + consumer: one warpgroup's own meeting (0 is __syncthreads')
+constexpr int kPairBarrier = 1;  // the consumers' meeting once per tile (0 is __syncthreads')
+constexpr int kOwnBarrier = 2;   // + consumer: one warpgroup's dS^T stores done
 constexpr float kLog2e = 1.4426950408889634f;
 
 template <int D>
@@ -108,16 +101,17 @@ struct BwdLayout {
     static constexpr int kV = kK + kBoxes * kKvBox;
     static constexpr int kQ = kV + kBoxes * kKvBox;         // [stage][box]
     static constexpr int kDo = kQ + 2 * kBoxes * kRowBox;   // [stage][box]
-    static constexpr int kDs = kDo + 2 * kBoxes * kRowBox;  // [box]: each consumer writes and reads its 64 keys
-    static constexpr int kRowBlocks = kRows / kWgmmaM;           // 64-row blocks of a tile
-    static constexpr int kDqCols = D / kAccBoxCols;              // 32-column fp32 boxes of a dQ row
-    static constexpr int kDqBox = kWgmmaM * kRowBytes;           // 64 rows x 32 fp32 columns of dQ: 8 KB
-    static constexpr int kDqBoxes = kRowBlocks * kDqCols;        // a consumer's R x D block of dQ
-    static constexpr int kDq = kDs + kDsBoxes * kDsBox;          // [consumer][row block][column box]
-    static constexpr int kStats = kDq + 2 * kDqBoxes * kDqBox;   // [consumer][buffer][lse log2 e | Dl][row]
-    static constexpr int kBarriers = kStats + 2 * 2 * 2 * kRows * 4;
+    static constexpr int kDs = kDo + 2 * kBoxes * kRowBox;  // [buffer][box]
+    static constexpr int kDqBox = kWgmmaM * kRowBytes;           // 64 rows x 32 fp32 columns of dQ
+    static constexpr int kDq = kDs + 2 * kDsBoxes * kDsBox;      // [consumer][box]
+    static constexpr int kStats = kDq + 2 * 2 * kDqBox;          // [buffer][lse log2 e | Dl][row] floats
+    static constexpr int kBarriers = kStats + 2 * 2 * kRows * 4;
     static constexpr int kBytes = kBarriers + 64 + kSwizzleAtom;  // barriers, and room to align the base
-    static_assert(kKeys == 2 * kWgmmaM && kDsBoxes == kRowBlocks, "64 keys per consumer");
+    // The 64 x 64 block of the tile's dQ that consumer c computes: rows of
+    // dS box kDqBox(c), columns of K box kDqKBox(c).
+    static constexpr int dq_ds_box(int c) { return D == 64 ? c : 0; }
+    static constexpr int dq_k_box(int c) { return D == 64 ? 0 : c; }
+    static_assert(kKeys == 2 * kWgmmaM && (D == 64 ? kDsBoxes == 2 : kBoxes == 2), "one dQ block per consumer");
     static_assert(kBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
 };
 
@@ -212,6 +206,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     setmaxnreg_inc<240>();
     const int c = wg - 1;  // consumer: keys key0 + 64 c ...
     const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
+    const int ct = static_cast<int>(threadIdx.x) - kWarpgroup;  // 0..255 over both consumers
     const int warp = t / 32, lane = t % 32;
     const int g = lane / 4, q4 = lane % 4;
     const int wkey0 = key0 + c * kWgmmaM;
@@ -219,21 +214,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     const std::int64_t token0 = static_cast<std::int64_t>(batch) * p.seq;
     const std::int64_t head_rows = (static_cast<std::int64_t>(batch) * p.heads + head) * p.seq;
 
-    // Row t of a tile's lse (log2 domain) and Dl, read by thread t < R of
-    // each consumer into its own copy; rows past S get lse = +inf (so P = 0)
-    // and Dl = 0.
-    static_assert(R <= kWarpgroup, "one row's statistics per consumer thread");
-    float* const my_stats = stats + c * 2 * 2 * R;  // [buffer][lse | Dl][row]
+    // Row ct of a tile's lse (log2 domain) and Dl, read by thread ct < R;
+    // rows past S get lse = +inf (so P = 0) and Dl = 0.
+    static_assert(R <= 2 * kWarpgroup, "one row's statistics per consumer thread");
     const auto read_stats = [&](int j) {
-        const int row = j * R + t;
-        const bool in = t < R && row < p.seq;
+        const int row = j * R + ct;
+        const bool in = ct < R && row < p.seq;
         return make_float2(in ? p.lse[head_rows + row] * kLog2e : INFINITY, in ? p.dl[head_rows + row] : 0.0f);
     };
     const auto put_stats = [&](float2 v, int buf) {
-        if (t < R) my_stats[buf * 2 * R + t] = v.x, my_stats[buf * 2 * R + R + t] = v.y;
+        if (ct < R) stats[buf * 2 * R + ct] = v.x, stats[buf * 2 * R + R + ct] = v.y;
     };
     put_stats(read_stats(first_tile), 0);
-    named_barrier_sync<kWarpgroup>(kOwnBarrier + c);
+    named_barrier_sync<2 * kWarpgroup>(kPairBarrier);
 
     float dk[D / 2] = {}, dv[D / 2] = {};
     const int key_offset = c * kWgmmaM * kRowBytes;  // this consumer's 64 keys inside a K or V box: 8 KB in
@@ -246,12 +239,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     std::uint32_t base = smem_u32(smem);
     for (int j = first_tile; j < tiles; ++j) {
         asm volatile("" : "+r"(base));
-        const int n = j - first_tile, s = n % 2, buf = n % 2;  // Q/dO stage, statistics buffer
+        const int n = j - first_tile, s = n % 2, buf = n % 2;
         const int row0 = j * R;
         const std::uint32_t q_stage = base + L::kQ + s * L::kBoxes * L::kRowBox;
         const std::uint32_t do_stage = base + L::kDo + s * L::kBoxes * L::kRowBox;
-        const std::uint32_t ds_addr = base + L::kDs;
-        const float* const slse = my_stats + buf * 2 * R;
+        const std::uint32_t ds_addr = base + L::kDs + buf * L::kDsBoxes * L::kDsBox;
+        const float* const slse = stats + buf * 2 * R;
         const float* const sdl = slse + R;
         // The next tile's statistics, read now and stored after this tile's
         // softmax, so that their L2 round trip hides behind the products.
@@ -284,8 +277,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int i = 0; i < R / 2; ++i) {
             const int col = 8 * (i / 4) + 2 * q4 + (i % 2);
             const int key = my_key + 8 * ((i / 2) % 2);
-            const float2 lse2 = *reinterpret_cast<const float2*>(slse + col - i % 2);  // one 8-byte load per pair
-            float pv = fast_exp2(fmaf(st[i], p.scale_log2, -(i % 2 ? lse2.y : lse2.x)));
+            float pv = fast_exp2(fmaf(st[i], p.scale_log2, -slse[col]));
             if (masked && (key >= p.seq || (p.causal && key > row0 + col))) pv = 0.0f;
             st[i] = pv;
         }
@@ -294,10 +286,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_wait<0>();
         fence_registers(dpt);
 #pragma unroll
-        for (int i = 0; i < R / 2; ++i) {
-            const float2 dl2 = *reinterpret_cast<const float2*>(sdl + 8 * (i / 4) + 2 * q4);
-            dpt[i] = st[i] * (dpt[i] - (i % 2 ? dl2.y : dl2.x));
-        }
+        for (int i = 0; i < R / 2; ++i) dpt[i] = st[i] * (dpt[i] - sdl[8 * (i / 4) + 2 * q4 + (i % 2)]);
         // dS^T to shared memory in bf16, 128B-swizzled as TMA would have
         // written it: row `key` of a box, 16-byte chunk (row / 8) ^ (key % 8).
         // For tile row col = 8 n8 + 2 q4 and key = 64 c + 16 warp + g + 8 h:
@@ -321,26 +310,14 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         fence_proxy_async_smem();
         if (t == 0) bulk_wait_read<0>();  // the last tile's dQ block has been read from the staging boxes
-        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // dS^T written, staging free
+        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // this consumer's half of dS^T written, staging free
 
-        // This consumer's part of the tile's dQ, dS K over its own 64 keys
-        // (A = dS M-major: dS^T read transposed; B = K N-major), as its own
-        // commit group issued first; then dV += P^T dO and dK += dS^T Q. dQ
-        // is staged and handed to the copy engine while dV and dK run. The
-        // accumulators are zeroed before the fence that orders register
-        // writes before wgmma.
-        float dq[L::kRowBlocks][D / 2] = {};
+        // dV += P^T dO and dK += dS^T Q, issued before the consumers meet so
+        // that they run while this one waits for the other's half of dS^T;
+        // then this consumer's block of dQ = dS K (zeroed before the fence
+        // that orders register writes before wgmma).
+        float dq[kWgmmaM / 2] = {};
         wgmma_fence();
-        const std::uint64_t k_n = mn_major_desc(base + L::kK + key_offset, L::kKvBox);
-#pragma unroll
-        for (int rb = 0; rb < L::kRowBlocks; ++rb) {
-            const std::uint64_t ds_m = mn_major_desc(ds_addr + rb * L::kDsBox + key_offset, L::kDsBox);
-#pragma unroll
-            for (int kk = 0; kk < kWgmmaM / 16; ++kk)
-                Wgmma<DType::bf16, D>::template mma<1, 1>(dq[rb], desc_advance(ds_m, kk * kMnStep),
-                                                          desc_advance(k_n, kk * kMnStep), kk > 0 ? 1u : 0u);
-        }
-        wgmma_commit();
         const std::uint64_t do_n = mn_major_desc(do_stage, L::kRowBox);
 #pragma unroll
         for (int kk = 0; kk < R / 16; ++kk)
@@ -353,46 +330,46 @@ __global__ void __launch_bounds__(kThreads, 1)
                 desc_advance(q_n, kk * kMnStep), 1u);
         wgmma_commit();
         if (j + 1 < tiles) put_stats(next_stats, buf ^ 1);
-        wgmma_wait<1>();
+        named_barrier_sync<2 * kWarpgroup>(kPairBarrier);  // both halves of dS^T written
+        wgmma_fence();
+        const std::uint64_t ds_m = mn_major_desc(ds_addr + L::dq_ds_box(c) * L::kDsBox, L::kDsBox);
+        const std::uint64_t k_n = mn_major_desc(base + L::kK + L::dq_k_box(c) * L::kKvBox, L::kKvBox);
 #pragma unroll
-        for (int rb = 0; rb < L::kRowBlocks; ++rb) fence_registers(dq[rb]);
-
-        // The block to the staging boxes, swizzled as TMA reads them: in row block rb, row r = 16 warp + g +
-        // 8 h, column 8 n8 + 2 q4 in box n8 / 4, 16-byte chunk (2 (n8 % 4) + q4 / 2) ^ (r % 8), r % 8 = g;
-        // its offset is (32 (n8 % 4)) ^ (16 (q4 / 2 ^ g)), so that each store's address is an XOR and an
-        // immediate.
-        const std::uint32_t stage = base + L::kDq + c * L::kDqBoxes * L::kDqBox;
-        const int chunk16 = 16 * ((q4 / 2) ^ g);
-#pragma unroll
-        for (int rb = 0; rb < L::kRowBlocks; ++rb)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const std::uint32_t row_at =
-                    stage + rb * L::kDqCols * L::kDqBox + (16 * warp + g + 8 * h) * kRowBytes + 8 * (q4 % 2);
-#pragma unroll
-                for (int n8 = 0; n8 < D / 8; ++n8) {
-                    const std::uint32_t at = row_at + (n8 / 4) * L::kDqBox + ((32 * (n8 % 4)) ^ chunk16);
-                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(dq[rb][4 * n8 + 2 * h]),
-                                 "f"(dq[rb][4 * n8 + 2 * h + 1])
-                                 : "memory");
-                }
-            }
-        fence_proxy_async_smem();
-        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // the block staged, the next tile's statistics stored
-        if (t == 0) {
-            // Rows past S are left out by the copy engine (the map's token extent).
-#pragma unroll
-            for (int rb = 0; rb < L::kRowBlocks; ++rb)
-#pragma unroll
-                for (int cb = 0; cb < L::kDqCols; ++cb)
-                    tma_reduce_add_3d(&map_dq, stage + (rb * L::kDqCols + cb) * L::kDqBox,
-                                      head * D + cb * kAccBoxCols, row0 + rb * kWgmmaM, batch);
-            bulk_commit();
-        }
+        for (int kk = 0; kk < kKeys / 16; ++kk)
+            Wgmma<DType::bf16, kWgmmaM>::template mma<1, 1>(dq, desc_advance(ds_m, kk * kMnStep),
+                                                            desc_advance(k_n, kk * kMnStep), kk > 0 ? 1u : 0u);
+        wgmma_commit();
         wgmma_wait<0>();
         fence_registers(dv);
         fence_registers(dk);
+        fence_registers(dq);
         if (t == 0) mbar_arrive(&q_empty[s]);
+
+        // The block to the staging boxes, swizzled as TMA reads them: row r = 16 warp + g + 8 h, column
+        // 8 n8 + 2 q4 in box n8 / 4, 16-byte chunk (2 (n8 % 4) + q4 / 2) ^ (r % 8), r % 8 = g; its offset
+        // is (32 (n8 % 4)) ^ (16 (q4 / 2 ^ g)), so that each store's address is an XOR and an immediate.
+        const std::uint32_t stage = base + L::kDq + c * 2 * L::kDqBox;
+        const int chunk16 = 16 * ((q4 / 2) ^ g);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const std::uint32_t row_at = stage + (16 * warp + g + 8 * h) * kRowBytes + 8 * (q4 % 2);
+#pragma unroll
+            for (int n8 = 0; n8 < kWgmmaM / 8; ++n8) {
+                const std::uint32_t at = row_at + (n8 / 4) * L::kDqBox + ((32 * (n8 % 4)) ^ chunk16);
+                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(dq[4 * n8 + 2 * h]),
+                             "f"(dq[4 * n8 + 2 * h + 1])
+                             : "memory");
+            }
+        }
+        fence_proxy_async_smem();
+        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // the block staged
+        if (t == 0) {
+            // Rows past S are left out by the copy engine (the map's token extent).
+            const int col = head * D + kBoxCols * L::dq_k_box(c), row = row0 + kWgmmaM * L::dq_ds_box(c);
+            tma_reduce_add_3d(&map_dq, stage, col, row, batch);
+            tma_reduce_add_3d(&map_dq, stage + L::kDqBox, col + kAccBoxCols, row, batch);
+            bulk_commit();
+        }
     }
     if (t == 0) bulk_wait<0>();  // the last reductions done before the CTA's shared memory goes
 
