@@ -60,6 +60,12 @@
 //      in split order by the last) ran at 0.58x cuBLASLt on the same dW
 //      products at 449b1f0, below the slabs' 0.73-0.86x, so calls without
 //      allow_atomics keep the slabs.
+//   7. Where rule 2 leaves a bf16 D with one of gemm::kShortTileEpilogues
+//      unsplit (few 128 x 128 tiles, fewer than kMinKTilesFixedFewSplit
+//      k-tiles): rule 4's kernel with 64 x 128 tiles, twice the SMs at work
+//      for half as long each (512^3: 32 instead of 16 of 132; 1024^3: 128
+//      instead of 64). At 86412c0 the 128-row kernel ran 512^3 at 0.72x
+//      cuBLAS and 1024^3 at 0.76x, about 2.5 us behind in each.
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
@@ -81,6 +87,7 @@ namespace rigel::gemm {
 namespace {
 
 constexpr int kTileM = 128;
+constexpr int kShortTileM = 64;  // rule 7
 constexpr int kWideTileN = 256;
 constexpr int kNarrowTileN = 128;
 constexpr int kMaxSplits = 16;
@@ -337,9 +344,19 @@ Choice choose(const Desc& desc, int sms) {
         if (d.epilogue == Epilogue::none || d.epilogue == Epilogue::bias || d.epilogue == Epilogue::bias_gelu ||
             d.epilogue == Epilogue::bias_gelu_aux)
             c.why += ", its tiles leaving by TMA stores (N and the rows multiples of 8)";
+        // Rule 7: few tiles and K not split: 64-row tiles where that kernel exists (no C-by-TMA form).
+        if (c.splits == 1 && tiles * 2 < sms && has_short_tile_kernel(d)) {
+            c.tile_m = kShortTileM;
+            const std::int64_t short_tiles = ceil_div(d.m, kShortTileM) * ceil_div(d.n, kNarrowTileN);
+            c.ctas = static_cast<int>(std::min<std::int64_t>(short_tiles, sms));
+            c.why = std::to_string(tiles) + " tiles of 128 x 128 fill under half the " + std::to_string(sms) +
+                    " SMs and K is short: ping-pong 64 x 128 tiles (" + std::to_string(short_tiles) +
+                    "), the kernel compiled for this epilogue and a bf16 D, its tiles leaving by TMA stores (N and "
+                    "the rows multiples of 8)";
+        }
         // Rule 4's residual products (beta != 0): C by TMA into the staging box, through the kernel that
         // loads it (its own compilation; beta-0 calls keep the kernel without C's path).
-        if (c.splits == 1 && (d.epilogue == Epilogue::none || d.epilogue == Epilogue::bias)) {
+        if (c.splits == 1 && c.tile_m == kTileM && (d.epilogue == Epilogue::none || d.epilogue == Epilogue::bias)) {
             c.tma_load_c = true;
             c.why += "; calls with beta != 0 on the kernel that loads C by TMA";
         }
@@ -362,6 +379,7 @@ struct NamedKernel {
     bool split_reduce = false;
     bool ordered = false;       // with fixed and split_reduce: Choice::ordered_split
     bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
+    int tile_m = kTileM;        // kShortTileM: with fixed, the 64-row kernel (kShortTileEpilogues)
 };
 // fixed with tile_n 256 (not ping-pong): the cooperative kernel compiled for kWideEpilogues.
 constexpr std::array kNamedKernels{
@@ -377,6 +395,8 @@ constexpr std::array kNamedKernels{
     NamedKernel{.name = "fixed_tma_c", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .tma_load_c = true},
     NamedKernel{.name = "fixed_wide", .tile_n = kWideTileN, .pingpong = false, .fp8 = false, .fixed = true},
+    NamedKernel{.name = "fixed_m64", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
+                .tile_m = kShortTileM},
     NamedKernel{.name = "fixed_split", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true},
     NamedKernel{.name = "fixed_split_ordered", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
@@ -407,16 +427,17 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         const bool wide = k.fixed && k.tile_n == kWideTileN;
         if (k.fixed && !(wide ? has_wide_kernel(d) : has_fixed_epilogue_kernel(d))) return std::nullopt;
         if (k.tma_load_c && !has_tma_c_kernel(d)) return std::nullopt;
+        if (k.tile_m != kTileM && !has_short_tile_kernel(d)) return std::nullopt;
         if (k.split_reduce && !k.fixed && (d.d_type != Type::f32 || d.epilogue != Epilogue::none)) return std::nullopt;
         Choice c;
-        c.tile_m = kTileM;
+        c.tile_m = k.tile_m;
         c.tile_n = k.tile_n;
         c.pingpong = k.pingpong;
         c.cluster_m = k.cluster_m;
         c.fixed_epilogue = k.fixed;
         c.tma_store = k.tma_store;
         c.tma_load_c = k.tma_load_c;
-        const std::int64_t tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, k.tile_n);
+        const std::int64_t tiles = ceil_div(d.m, k.tile_m) * ceil_div(d.n, k.tile_n);
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
         if (k.split_reduce) {
             c.splits = pingpong_splitk_units(tiles, ceil_div(d.k, 64), sms);
@@ -432,7 +453,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
                                : "each unit added into the fp32 D by reductions");
             return c;
         }
-        c.why = std::string("asked for: ") + (k.pingpong ? "ping-pong " : "cooperative ") + std::to_string(kTileM) +
+        c.why = std::string("asked for: ") + (k.pingpong ? "ping-pong " : "cooperative ") + std::to_string(k.tile_m) +
                 " x " + std::to_string(k.tile_n) + " tiles" +
                 (k.cluster_m > 1 ? ", pairs of CTAs sharing B by TMA multicast" : "") +
                 (k.fixed ? std::string(", the kernel compiled for this epilogue and a bf16 D") +

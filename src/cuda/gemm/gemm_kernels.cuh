@@ -9,8 +9,9 @@
 //     its own tile, one's epilogue under the other's main loop), alone or as
 //     a 2 x 1 cluster sharing B through TMA multicast (pingpong_cluster);
 //   fixed-epilogue rows (bf16 only): the ping-pong kernel once more for each
-//     of gemm::kFixedEpilogues with a bf16 D, FixedEpilogue compiled in, and
-//     the cooperative 128 x 256 kernel for each of gemm::kWideEpilogues;
+//     of gemm::kFixedEpilogues with a bf16 D, FixedEpilogue compiled in, with
+//     64 x 128 tiles for each of gemm::kShortTileEpilogues, and the
+//     cooperative 128 x 256 kernel for each of gemm::kWideEpilogues;
 //   split rows: 128 x 128 tiles, Schedule::split_k, fp32 partial tiles stored
 //     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
 //     applies the epilogue;
@@ -69,6 +70,7 @@ struct KernelKey {
     Epilogue epilogue = Epilogue::none;
     bool loads_c = false;  // with fixed_epilogue: the kernel that also loads C (and dgelu_bgrad's aux) by TMA
     bool ordered = false;  // with split and fixed_epilogue: SplitFixup's ordered form (Choice::ordered_split)
+    int tile_m = 128;      // 64: the ping-pong kernel's 64-row tiles (fixed_epilogue, kShortTileEpilogues)
     bool operator==(const KernelKey&) const = default;
 };
 
@@ -219,6 +221,18 @@ constexpr auto fixed_epilogue_rows() {
     });
 }
 
+// The short-tile rows of one layout ("fixed_m64"): the fixed-epilogue ping-pong kernel with 64 x 128
+// tiles, one m64n128 accumulator a consumer, for each of gemm::kShortTileEpilogues.
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
+constexpr auto short_tile_rows() {
+    return per_epilogue<Tg, gemm::kShortTileEpilogues>([]<Epilogue e>() {
+        using Epi = FixedEpilogue<__nv_bfloat16, e>;
+        using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 1, false, 64>;
+        return KernelEntry{{Tg, OA, OB, 128, false, true, 1, true, e, false, false, 64}, launch_pingpong<Pong, Epi>,
+                           Pong::kBK};
+    });
+}
+
 // The wide fixed-epilogue rows of one layout ("fixed_wide"): the cooperative
 // 128 x 256 kernel once for each of gemm::kWideEpilogues, FixedEpilogue
 // compiled in with a 64 x 256 staging box per consumer (32 KB each), so the
@@ -248,7 +262,8 @@ constexpr auto split_fixed_rows() {
     });
 }
 
-// The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, wide_fixed_rows, split_fixed_rows.
+// The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, short_tile_rows, wide_fixed_rows,
+// split_fixed_rows.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto table_rows() {
     constexpr auto a = half_rows<T, Tg, OA, OB>();
@@ -257,10 +272,12 @@ constexpr auto table_rows() {
     constexpr auto w = wide_fixed_rows<T, Tg, OA, OB>();
     constexpr auto f = split_fixed_rows<T, Tg, OA, OB, false>();
     constexpr auto o = split_fixed_rows<T, Tg, OA, OB, true>();
-    std::array<KernelEntry, a.size() + b.size() + c.size() + w.size() + f.size() + o.size()> out{};
+    constexpr auto s = short_tile_rows<T, Tg, OA, OB>();
+    std::array<KernelEntry, a.size() + b.size() + c.size() + s.size() + w.size() + f.size() + o.size()> out{};
     std::size_t at = 0;
     for (const auto& part : {std::span<const KernelEntry>(a), std::span<const KernelEntry>(b),
-                             std::span<const KernelEntry>(c), std::span<const KernelEntry>(w),
+                             std::span<const KernelEntry>(c), std::span<const KernelEntry>(s),
+                             std::span<const KernelEntry>(w),
                              std::span<const KernelEntry>(f), std::span<const KernelEntry>(o)})
         for (const KernelEntry& e : part) out[at++] = e;
     return out;

@@ -116,7 +116,7 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
     KernelKey key{desc_.a_type,     desc_.a_op,           desc_.b_op,
                   forced.tile_n,    split,                forced.pingpong,
                   forced.cluster_m, forced.fixed_epilogue, forced.fixed_epilogue ? desc_.epilogue : Epilogue::none,
-                  loads_c && desc_.epilogue == Epilogue::dgelu_bgrad, forced.ordered_split};
+                  loads_c && desc_.epilogue == Epilogue::dgelu_bgrad, forced.ordered_split, forced.tile_m};
     state_ = std::make_unique<State>();
     state_->kernel = find_kernel(key);
     if (loads_c) {
@@ -131,7 +131,7 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
         gemm_only_key.loads_c = true;
         state_->gemm_only_c_kernel = find_kernel(gemm_only_key);
     }
-    if (!state_->kernel || (loads_c && !state_->c_kernel) || forced.tile_m != 128 || forced.splits < 1)
+    if (!state_->kernel || (loads_c && !state_->c_kernel) || forced.splits < 1)
         throw std::invalid_argument("no " + std::string(name(desc_.a_type)) + " " +
                                     layout_name(desc_.a_op, desc_.b_op) + " kernel with " +
                                     std::to_string(forced.tile_m) + " x " + std::to_string(forced.tile_n) +

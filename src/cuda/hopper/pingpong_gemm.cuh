@@ -35,6 +35,12 @@
 // fp8 stays on the promoted cooperative kernel (its two accumulator sets of a
 // 128 x 128 tile would not fit beside each other here).
 //
+// TileM = 64 (the library's "fixed_m64"): a consumer's tile is 64 x 128, one
+// m64n128 accumulator (64 registers) and one wgmma per k-step, A's stage 8 KB.
+// For products of few tiles: 512^3 has 16 tiles of 128 x 128, so 16 of the
+// H200's 132 SMs worked on it, each through all of K; in 64-row tiles 32 do,
+// each for half as long. Single CTAs, not split.
+//
 // ClusterM = 2 (the library's "pingpong_cluster"): k35's pairing on top of
 // the ping-pong. Two CTAs of a 2 x 1 cluster compute vertically adjacent
 // tiles (tile rows 2p and 2p + 1, one tile column) in the same sequence, so
@@ -68,7 +74,8 @@
 
 namespace rigel::cuda::sm90 {
 
-template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k, int ClusterM = 1, bool SplitK = false>
+template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k, int ClusterM = 1, bool SplitK = false,
+          int TileM = 128>
 struct PingPong {
     static constexpr DType kType = T;
     static constexpr int kStages = Stages;
@@ -77,7 +84,8 @@ struct PingPong {
     static constexpr int kTransA = MA == Major::mn ? 1 : 0;
     static constexpr int kTransB = MB == Major::mn ? 1 : 0;
 
-    static constexpr int kBM = 2 * kWgmmaM;  // one consumer's tile: two m64 halves
+    static constexpr int kBM = TileM;                 // one consumer's tile: two m64 halves, or one
+    static constexpr int kHalves = TileM / kWgmmaM;
     static constexpr int kBN = 128;
     static constexpr int kBK = kRowBytes / elem_bytes(T);
     static constexpr int kABytes = kBM * kRowBytes;
@@ -99,6 +107,8 @@ struct PingPong {
     static_assert(elem_bytes(T) == 2, "the ping-pong kernel is for f16/bf16");
     static_assert(ClusterM == 1 || ClusterM == 2, "a ping-pong cluster is one CTA or a pair");
     static_assert(!SplitK || ClusterM == 1, "split-K units run on single CTAs");
+    static_assert(TileM == 2 * kWgmmaM || (TileM == kWgmmaM && ClusterM == 1 && !SplitK),
+                  "128-row tiles, or 64-row ones on single CTAs without split-K");
     static_assert(kBHalfRows == 64, "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
@@ -205,7 +215,11 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         // next tile, passes the turn on barrier kTurn + 1 - c after it; both
         // sides of each barrier thus meet equally often.
         constexpr int kTurn = 4;  // 0: __syncthreads; 2, 3: the epilogue's (FusedEpilogue)
-        float top[G::kHalfAcc], bottom[G::kHalfAcc];
+        float top[G::kHalfAcc], bottom[G::kHalves == 2 ? G::kHalfAcc : 1];  // bottom: rows 64-127, if the tile has them
+        const auto fence_accumulators = [&] {
+            fence_registers(top);
+            if constexpr (G::kHalves == 2) fence_registers(bottom);
+        };
         // A stage goes back to the producers of every CTA of the cluster.
         const std::uint32_t empty_rank0 = kPair ? map_to_rank(&empty[0], 0) : 0u;
         const std::uint32_t empty_rank1 = kPair ? map_to_rank(&empty[0], 1) : 0u;
@@ -250,8 +264,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage));
                 const std::uint64_t da_low = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + kLowerHalf);
                 const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
-                fence_registers(top);
-                fence_registers(bottom);
+                fence_accumulators();
                 wgmma_fence();
 #pragma unroll
                 for (int j = 0; j < kKStepsPerTile; ++j) {
@@ -259,21 +272,20 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     const std::uint64_t b_step = operand_k_step<G::kMajorB>(db, j);
                     Wgmma<G::kType, G::kBN>::template mma<G::kTransA, G::kTransB>(
                         top, operand_k_step<G::kMajorA>(da, j), b_step, accumulate);
-                    Wgmma<G::kType, G::kBN>::template mma<G::kTransA, G::kTransB>(
-                        bottom, operand_k_step<G::kMajorA>(da_low, j), b_step, accumulate);
+                    if constexpr (G::kHalves == 2)
+                        Wgmma<G::kType, G::kBN>::template mma<G::kTransA, G::kTransB>(
+                            bottom, operand_k_step<G::kMajorA>(da_low, j), b_step, accumulate);
                 }
                 wgmma_commit();
                 wgmma_wait<1>();  // the previous k-tile's group is done: its stage goes back
-                fence_registers(top);
-                fence_registers(bottom);
+                fence_accumulators();
                 if (kt > kb) release(prev_stage);
                 prev_stage = stage;
                 ring.advance();
             }
             if (tile + stride < num_units) named_barrier_arrive<2 * kWarpgroup>(kTurn + 1 - consumer);
             wgmma_wait<0>();
-            fence_registers(top);
-            fence_registers(bottom);
+            fence_accumulators();
             release(prev_stage);
             if constexpr (G::kSplitK) {
                 if (tile + stride < num_units) ring.advance(k_count(tile + stride));  // the other's next unit
@@ -291,7 +303,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 if (last_bottom) Epi::template finish<G::kBN>(epi, m, n, row0 + kWgmmaM, col0, staging);
             } else {
                 Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
-                Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
+                if constexpr (G::kHalves == 2) Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
             }
         }
         Epi::drain(epi);
