@@ -126,8 +126,8 @@ constexpr bool has_wide_kernel(const Desc& d) { return bf16_with_epilogue_in(d, 
 inline constexpr std::array<Epilogue, 3> kTmaCEpilogues{Epilogue::none, Epilogue::bias, Epilogue::dgelu_bgrad};
 constexpr bool has_tma_c_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kTmaCEpilogues); }
 // Those of the fixed epilogues also compiled into the ping-pong kernel with 64-row tiles (Choice::tile_m
-// 64; tile_n 128, "fixed_m64", or 64, "fixed_m64n64"): a consumer's tile one m64 accumulator, for
-// products of so few 128 x 128 tiles that they would leave most SMs idle (512^3: 16 tiles on 132 SMs).
+// 64, "fixed_m64"): a consumer's tile one m64n128 accumulator, for products of so few 128 x 128 tiles
+// that they would leave most SMs idle (512^3: 16 tiles on 132 SMs).
 inline constexpr std::array<Epilogue, 1> kShortTileEpilogues{Epilogue::none};
 constexpr bool has_short_tile_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kShortTileEpilogues); }
 
@@ -198,15 +198,15 @@ Choice choose(const Desc& d, int sms);
 // and a bf16 D, as the dispatcher picks it), "fixed_staged" (the same with its staged stores
 // instead of TMA stores), "fixed_tma_c" (the same with C loaded by TMA, so that calls with
 // beta != 0 take the TMA stores too) and "fixed_wide" (the cooperative 128 x 256 kernel compiled
-// for d's epilogue and a bf16 D, TMA stores: kWideEpilogues), "fixed_m64" and "fixed_m64n64" (the fixed
-// kernel with 64 x 128 or 64 x 64 tiles: kShortTileEpilogues), none of them split; "fixed_split" (the
+// for d's epilogue and a bf16 D, TMA stores: kWideEpilogues) and "fixed_m64" (the fixed kernel with 64 x 128
+// tiles: kShortTileEpilogues), none of them split; "fixed_split" (the
 // fixed kernel split as pingpong_splitk, its units added into the plan's workspace and the last unit
 // of a tile storing D: the dispatcher's rule 6); "fixed_split_ordered" (the same, each unit's partial
 // in a slab of its own, summed in split order: bit-reproducible); and "pingpong_splitk" (an fp32 D without epilogue:
 // the ping-pong kernel over units of (split, tile) in pingpong_splitk_units splits, each unit added
 // into D by reductions in L2, whose order is not fixed; beta 0, or 1 with C the same matrix as D).
 // "auto" is choose(). nullopt when the name is unknown or d has no such kernel (fp8: 128x128 only;
-// fixed, fixed_split: has_fixed_epilogue_kernel(d); fixed_wide: has_wide_kernel(d); fixed_m64, fixed_m64n64: has_short_tile_kernel(d); pingpong_splitk: 16-bit operands, an f32 D, no epilogue).
+// fixed, fixed_split: has_fixed_epilogue_kernel(d); fixed_wide: has_wide_kernel(d); fixed_m64: has_short_tile_kernel(d); pingpong_splitk: 16-bit operands, an f32 D, no epilogue).
 std::optional<Choice> kernel_named(const Desc& d, std::string_view kernel, int sms);
 // The splits of pingpong_splitk for `tiles` output tiles of 128 x 128 and `k_tiles` k-tiles of 64:
 // the fewest that minimize (rounds of 2 x sms consumers) x (k-tiles of a unit + 1), at most 16 and

@@ -63,12 +63,9 @@
 //   7. Where rule 2 leaves a bf16 D with one of gemm::kShortTileEpilogues
 //      unsplit (few 128 x 128 tiles, fewer than kMinKTilesFixedFewSplit
 //      k-tiles): rule 4's kernel with 64 x 128 tiles, twice the SMs at work
-//      for half as long each (1024^3: 128 instead of 64 of 132), and with
-//      64 x 64 tiles where even those would fill under half the SMs (512^3:
-//      64 instead of 16). At f1b72cf (64 x 128 for both) in one visit:
-//      1024^3 0.92x cuBLAS against 0.75x on 128 x 128 tiles, 512^3 0.88x
-//      against 0.74x (2026-12-02_f1b72cf_small_gemm.csv beside
-//      _small_fixed_gemm.csv).
+//      for half as long each (512^3: 32 instead of 16 of 132; 1024^3: 128
+//      instead of 64). At 86412c0 the 128-row kernel ran 512^3 at 0.72x
+//      cuBLAS and 1024^3 at 0.76x, about 2.5 us behind in each.
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
@@ -91,7 +88,6 @@ namespace {
 
 constexpr int kTileM = 128;
 constexpr int kShortTileM = 64;  // rule 7
-constexpr int kShortTileN = 64;
 constexpr int kWideTileN = 256;
 constexpr int kNarrowTileN = 128;
 constexpr int kMaxSplits = 16;
@@ -348,16 +344,13 @@ Choice choose(const Desc& desc, int sms) {
         if (d.epilogue == Epilogue::none || d.epilogue == Epilogue::bias || d.epilogue == Epilogue::bias_gelu ||
             d.epilogue == Epilogue::bias_gelu_aux)
             c.why += ", its tiles leaving by TMA stores (N and the rows multiples of 8)";
-        // Rule 7: few tiles and K not split: 64-row tiles where that kernel exists (no C-by-TMA form),
-        // 64 columns too where 64 x 128 tiles would still fill under half the SMs.
+        // Rule 7: few tiles and K not split: 64-row tiles where that kernel exists (no C-by-TMA form).
         if (c.splits == 1 && tiles * 2 < sms && has_short_tile_kernel(d)) {
             c.tile_m = kShortTileM;
-            if (ceil_div(d.m, kShortTileM) * ceil_div(d.n, kNarrowTileN) * 2 < sms) c.tile_n = kShortTileN;
-            const std::int64_t short_tiles = ceil_div(d.m, kShortTileM) * ceil_div(d.n, c.tile_n);
+            const std::int64_t short_tiles = ceil_div(d.m, kShortTileM) * ceil_div(d.n, kNarrowTileN);
             c.ctas = static_cast<int>(std::min<std::int64_t>(short_tiles, sms));
             c.why = std::to_string(tiles) + " tiles of 128 x 128 fill under half the " + std::to_string(sms) +
-                    " SMs and K is short: ping-pong 64 x " + std::to_string(c.tile_n) + " tiles (" +
-                    std::to_string(short_tiles) +
+                    " SMs and K is short: ping-pong 64 x 128 tiles (" + std::to_string(short_tiles) +
                     "), the kernel compiled for this epilogue and a bf16 D, its tiles leaving by TMA stores (N and "
                     "the rows multiples of 8)";
         }
@@ -403,8 +396,6 @@ constexpr std::array kNamedKernels{
                 .tma_load_c = true},
     NamedKernel{.name = "fixed_wide", .tile_n = kWideTileN, .pingpong = false, .fp8 = false, .fixed = true},
     NamedKernel{.name = "fixed_m64", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
-                .tile_m = kShortTileM},
-    NamedKernel{.name = "fixed_m64n64", .tile_n = kShortTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .tile_m = kShortTileM},
     NamedKernel{.name = "fixed_split", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true},

@@ -296,27 +296,22 @@ TEST(GemmChoose, BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel) {
 
 TEST(GemmChoose, FewTilesAndAShortKTakeSixtyFourRowTiles) {
     // Rule 7: 512^3 and 1024^3 with a bf16 D and no epilogue stay unsplit (rule 2's short K) and take
-    // 64-row tiles: 1024^3 64 x 128 (128 CTAs instead of 64); 512^3, whose 32 such tiles would still
-    // fill under half the SMs, 64 x 64 (64 CTAs instead of 16). No C by TMA (no such form of it).
-    for (auto [n, tile_n, ctas] : {std::tuple<std::int64_t, int, int>{512, 64, 64}, {1024, 128, 128}}) {
+    // 64 x 128 tiles: 32 and 128 CTAs instead of 16 and 64; no C by TMA (that kernel has no such form).
+    for (auto [n, ctas] : {std::pair<std::int64_t, int>{512, 32}, {1024, 128}}) {
         const Choice c = choose(square(n), kH200Sms);
         EXPECT_EQ(c.tile_m, 64) << n;
-        EXPECT_EQ(c.tile_n, tile_n) << n;
+        EXPECT_EQ(c.tile_n, 128) << n;
         EXPECT_EQ(c.splits, 1) << n;
         EXPECT_TRUE(c.pingpong && c.fixed_epilogue) << n;
         EXPECT_FALSE(c.tma_load_c) << n;
         EXPECT_EQ(c.ctas, ctas) << n;
-        EXPECT_TRUE(contains(c.why, "64 x " + std::to_string(tile_n) + " tiles")) << c.why;
-        EXPECT_EQ(kernel_text(c), "64x" + std::to_string(tile_n) + " pingpong fixed-epilogue splits 1");
+        EXPECT_TRUE(contains(c.why, "64 x 128 tiles")) << c.why;
+        EXPECT_EQ(kernel_text(c), "64x128 pingpong fixed-epilogue splits 1");
     }
-    // Odd shapes count their partial tiles: 300 x 289 is 3 x 3 tiles of 128 x 128, 5 x 3 of 64 x 128
-    // (15, under 66), so 5 x 5 of 64 x 64.
+    // Odd shapes count their partial tiles: 300 x 289 is 3 x 3 tiles of 128 x 128, 5 x 3 of 64 x 128.
     const Choice odd = choose(Desc{.m = 300, .n = 289, .k = 136}, kH200Sms);
     EXPECT_EQ(odd.tile_m, 64);
-    EXPECT_EQ(odd.tile_n, 64);
-    EXPECT_EQ(odd.ctas, 25);
-    // 1000 x 1000 x 512: 8 x 8 = 64 tiles of 128 x 128, 16 x 8 = 128 of 64 x 128: 64 x 128.
-    EXPECT_EQ(choose(Desc{.m = 1000, .n = 1000, .k = 512}, kH200Sms).tile_n, 128);
+    EXPECT_EQ(odd.ctas, 15);
     // Not from half the SMs' tiles on (2048^3: 256 tiles), not for an epilogue without the 64-row
     // kernel (bias), an f32 D or a K long enough for rule 2's split (1024 x 1024 x 2048).
     EXPECT_EQ(choose(square(2048), kH200Sms).tile_m, 128);
@@ -332,12 +327,6 @@ TEST(GemmChoose, FewTilesAndAShortKTakeSixtyFourRowTiles) {
     EXPECT_EQ(named->ctas, kH200Sms);
     EXPECT_TRUE(contains(named->why, "ping-pong 64 x 128 tiles")) << named->why;
     EXPECT_FALSE(kernel_named(bias, "fixed_m64", kH200Sms));
-    const auto square_tiles = kernel_named(square(512), "fixed_m64n64", kH200Sms);
-    ASSERT_TRUE(square_tiles);
-    EXPECT_EQ(square_tiles->tile_m, 64);
-    EXPECT_EQ(square_tiles->tile_n, 64);
-    EXPECT_EQ(square_tiles->ctas, 64);
-    EXPECT_FALSE(kernel_named(bias, "fixed_m64n64", kH200Sms));
     EXPECT_FALSE(kernel_named(f32_out(square(512)), "fixed_m64", kH200Sms));
 }
 
@@ -477,7 +466,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_m64, fixed_m64n64, fixed_split, fixed_split_ordered");
+              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));

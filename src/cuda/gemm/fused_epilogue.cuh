@@ -517,7 +517,7 @@ struct FixedEpilogueParams : EpilogueParams {
 // dGELU kernel 65 local-memory accesses, and fwd_qkv fell from 0.88x to
 // 0.78x cuBLASLt (2026-12-02_4d201d3_gpt2_gemm.csv against fa5f109's).
 // TileN: the columns of the 64-row halves the kernel hands over, 128 (the
-// ping-pong kernel; 64 for its 64 x 64 tiles) or 256 (the cooperative 128 x 256 kernel, "fixed_wide":
+// ping-pong kernel) or 256 (the cooperative 128 x 256 kernel, "fixed_wide":
 // a consumer's 64 x 256 share of the tile, four boxes); the staging box holds
 // one half.
 template <class T, Epilogue K, bool LoadsC = false, int TileN = 128>
@@ -531,15 +531,11 @@ struct FixedEpilogue : FusedEpilogue {
     static constexpr bool kLoadsAux = LoadsC && K == Epilogue::dgelu_bgrad;
     static constexpr int kBoxBytes = sm90::kWgmmaM * sm90::kRowBytes;  // 64 rows x 64 bf16
     static constexpr int kHalfBytes = TileN / 64 * kBoxBytes;          // a 64 x TileN half of the tile
-    // At TileN 64 the staged path's rows (FusedEpilogue's 10 KB) are larger than the TMA box.
-    static constexpr int kStagingBytes = K == Epilogue::bias_gelu_aux ? 2 * kHalfBytes
-                                         : kHalfBytes < FusedEpilogue::kStagingBytes ? FusedEpilogue::kStagingBytes
-                                                                                     : kHalfBytes;
+    static constexpr int kStagingBytes = K == Epilogue::bias_gelu_aux ? 2 * kHalfBytes : kHalfBytes;
     static constexpr int kStages = K == Epilogue::bias_gelu_aux ? 5 : 6;  // ring stages of its kernel
     static_assert(kStagingBytes >= FusedEpilogue::kStagingBytes, "the staged path shares the region");
     static_assert(kStagingBytes % sm90::kSwizzleAtom == 0, "staging boxes start on swizzle atoms");
-    static_assert(TileN == 64 || TileN == 128 || TileN == 256,
-                  "the ping-pong kernel's halves (64 x 64 tiles: fixed_m64n64), or the wide kernel's");
+    static_assert(TileN == 128 || TileN == 256, "the ping-pong kernel's halves, or the wide kernel's");
 
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,

@@ -10,7 +10,7 @@
 //     a 2 x 1 cluster sharing B through TMA multicast (pingpong_cluster);
 //   fixed-epilogue rows (bf16 only): the ping-pong kernel once more for each
 //     of gemm::kFixedEpilogues with a bf16 D, FixedEpilogue compiled in, with
-//     64 x 128 and 64 x 64 tiles for each of gemm::kShortTileEpilogues, and the
+//     64 x 128 tiles for each of gemm::kShortTileEpilogues, and the
 //     cooperative 128 x 256 kernel for each of gemm::kWideEpilogues;
 //   split rows: 128 x 128 tiles, Schedule::split_k, fp32 partial tiles stored
 //     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
@@ -221,14 +221,14 @@ constexpr auto fixed_epilogue_rows() {
     });
 }
 
-// The short-tile rows of one layout ("fixed_m64", "fixed_m64n64"): the fixed-epilogue ping-pong kernel
-// with 64 x TileN tiles, one m64 accumulator a consumer, for each of gemm::kShortTileEpilogues.
-template <DType T, Type Tg, gemm::Op OA, gemm::Op OB, int TileN>
+// The short-tile rows of one layout ("fixed_m64"): the fixed-epilogue ping-pong kernel with 64 x 128
+// tiles, one m64n128 accumulator a consumer, for each of gemm::kShortTileEpilogues.
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto short_tile_rows() {
     return per_epilogue<Tg, gemm::kShortTileEpilogues>([]<Epilogue e>() {
-        using Epi = FixedEpilogue<__nv_bfloat16, e, false, TileN>;
-        using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 1, false, 64, TileN>;
-        return KernelEntry{{Tg, OA, OB, TileN, false, true, 1, true, e, false, false, 64}, launch_pingpong<Pong, Epi>,
+        using Epi = FixedEpilogue<__nv_bfloat16, e>;
+        using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 1, false, 64>;
+        return KernelEntry{{Tg, OA, OB, 128, false, true, 1, true, e, false, false, 64}, launch_pingpong<Pong, Epi>,
                            Pong::kBK};
     });
 }
@@ -272,14 +272,11 @@ constexpr auto table_rows() {
     constexpr auto w = wide_fixed_rows<T, Tg, OA, OB>();
     constexpr auto f = split_fixed_rows<T, Tg, OA, OB, false>();
     constexpr auto o = split_fixed_rows<T, Tg, OA, OB, true>();
-    constexpr auto s = short_tile_rows<T, Tg, OA, OB, 128>();
-    constexpr auto q = short_tile_rows<T, Tg, OA, OB, 64>();
-    std::array<KernelEntry, a.size() + b.size() + c.size() + s.size() + q.size() + w.size() + f.size() + o.size()>
-        out{};
+    constexpr auto s = short_tile_rows<T, Tg, OA, OB>();
+    std::array<KernelEntry, a.size() + b.size() + c.size() + s.size() + w.size() + f.size() + o.size()> out{};
     std::size_t at = 0;
     for (const auto& part : {std::span<const KernelEntry>(a), std::span<const KernelEntry>(b),
                              std::span<const KernelEntry>(c), std::span<const KernelEntry>(s),
-                             std::span<const KernelEntry>(q),
                              std::span<const KernelEntry>(w),
                              std::span<const KernelEntry>(f), std::span<const KernelEntry>(o)})
         for (const KernelEntry& e : part) out[at++] = e;

@@ -39,8 +39,7 @@
 // m64n128 accumulator (64 registers) and one wgmma per k-step, A's stage 8 KB.
 // For products of few tiles: 512^3 has 16 tiles of 128 x 128, so 16 of the
 // H200's 132 SMs worked on it, each through all of K; in 64-row tiles 32 do,
-// each for half as long. Single CTAs, not split. With TileN = 64 as well
-// ("fixed_m64n64"): 64 x 64 tiles, an m64n64 accumulator, for 512^3's 64.
+// each for half as long. Single CTAs, not split.
 //
 // ClusterM = 2 (the library's "pingpong_cluster"): k35's pairing on top of
 // the ping-pong. Two CTAs of a 2 x 1 cluster compute vertically adjacent
@@ -76,7 +75,7 @@
 namespace rigel::cuda::sm90 {
 
 template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k, int ClusterM = 1, bool SplitK = false,
-          int TileM = 128, int TileN = 128>
+          int TileM = 128>
 struct PingPong {
     static constexpr DType kType = T;
     static constexpr int kStages = Stages;
@@ -87,7 +86,7 @@ struct PingPong {
 
     static constexpr int kBM = TileM;                 // one consumer's tile: two m64 halves, or one
     static constexpr int kHalves = TileM / kWgmmaM;
-    static constexpr int kBN = TileN;
+    static constexpr int kBN = 128;
     static constexpr int kBK = kRowBytes / elem_bytes(T);
     static constexpr int kABytes = kBM * kRowBytes;
     static constexpr int kBBytes = kBN * kRowBytes;
@@ -110,9 +109,7 @@ struct PingPong {
     static_assert(!SplitK || ClusterM == 1, "split-K units run on single CTAs");
     static_assert(TileM == 2 * kWgmmaM || (TileM == kWgmmaM && ClusterM == 1 && !SplitK),
                   "128-row tiles, or 64-row ones on single CTAs without split-K");
-    static_assert(ClusterM == 1 || kBHalfRows == 64,
-                  "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
-    static_assert(TileN == 128 || (TileN == 64 && TileM == kWgmmaM), "64-column tiles only with 64 rows");
+    static_assert(kBHalfRows == 64, "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
 };
