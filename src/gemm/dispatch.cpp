@@ -64,8 +64,14 @@
 //      unsplit (few 128 x 128 tiles, fewer than kMinKTilesFixedFewSplit
 //      k-tiles): rule 4's kernel with 64 x 128 tiles, twice the SMs at work
 //      for half as long each (512^3: 32 instead of 16 of 132; 1024^3: 128
-//      instead of 64). At 86412c0 the 128-row kernel ran 512^3 at 0.72x
-//      cuBLAS and 1024^3 at 0.76x, about 2.5 us behind in each.
+//      instead of 64). At f1b72cf, in one visit: 1024^3 0.92x cuBLAS
+//      against 0.75x on 128 x 128 tiles, 512^3 0.88x against 0.74x
+//      (2026-12-02_f1b72cf_small_gemm.csv beside _small_fixed_gemm.csv).
+//      64 x 64 tiles for 512^3 (64 CTAs, d31041b) ran at 35.1 Tflop/s against
+//      64 x 128's 35.0 in the same visit (results/h200/experiments/
+//      2026-12-02_d31041b_small_gemm.csv beside _small_fixed_m64_gemm.csv), so
+//      what is left there (7.6 against cuBLAS's 6.9 us) is not the tiles'
+//      work, and that kernel was taken out again.
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the

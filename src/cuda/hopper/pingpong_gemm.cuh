@@ -39,7 +39,9 @@
 // m64n128 accumulator (64 registers) and one wgmma per k-step, A's stage 8 KB.
 // For products of few tiles: 512^3 has 16 tiles of 128 x 128, so 16 of the
 // H200's 132 SMs worked on it, each through all of K; in 64-row tiles 32 do,
-// each for half as long. Single CTAs, not split.
+// each for half as long. Single CTAs, not split. 512^3 at 0.88x cuBLAS (0.74x
+// on 128 x 128 tiles), 1024^3 at 0.92x (0.75x), f1b72cf's visit; 64 x 64
+// tiles ran 512^3 no faster (d31041b, dispatch.cpp's rule 7).
 //
 // ClusterM = 2 (the library's "pingpong_cluster"): k35's pairing on top of
 // the ping-pong. Two CTAs of a 2 x 1 cluster compute vertically adjacent
