@@ -427,6 +427,18 @@ if has ncu_attention; then
       > "$OUT/ncu_attention_bwd_${ncu_suite}${NCU_ATT_CASES:+_$NCU_ATT_CASES}.txt" 2>&1
     summary+=("ncu attention backward ($ncu_suite ${NCU_ATT_CASES:-}): rc $?")
   fi
+  # NCU_SOURCE=1: the same launch's SASS lines with the most warp-state samples, as ncu_gemm's.
+  if [ "${NCU_SOURCE:-0}" = 1 ] && fits 90 "ncu attention backward source page"; then
+    timeout -s INT "$(capped 240)" ncu --clock-control none --section SourceCounters -k regex:fa3_backward_kernel \
+      --launch-skip 1 --launch-count 1 --csv --page source --print-source sass \
+      $RIGEL attention bench --suite "$ncu_suite" "${ncu_cases[@]}" --warmup 0 --min-time 0.01 > "$OUT/ncu_page.csv" 2>&1
+    python3 scripts/ncu_sass_hotspots.py "$OUT/ncu_page.csv" --top 80 \
+      > "$OUT/ncu_attention_bwd_${ncu_suite}${NCU_ATT_CASES:+_$NCU_ATT_CASES}_sass.txt" 2>&1
+    rc=$?
+    summary+=("ncu attention backward source page ($ncu_suite ${NCU_ATT_CASES:-}): rc $rc")
+    if [ "$rc" != 0 ]; then gzip -c "$OUT/ncu_page.csv" > "$OUT/ncu_page_attention_bwd.csv.gz"; fi
+    rm -f "$OUT/ncu_page.csv"
+  fi
 fi
 
 # ncu_train: Nsight Compute on the training step's bandwidth-bound kernels
