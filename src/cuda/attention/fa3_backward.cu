@@ -217,13 +217,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Row ct of a tile's lse (log2 domain) and Dl, read by thread ct < R;
     // rows past S get lse = +inf (so P = 0) and Dl = 0.
     static_assert(R <= 2 * kWarpgroup, "one row's statistics per consumer thread");
+    // The loads' values are used only where they are stored (lse scaled to log2 there): an operation on
+    // them right after the loads made the loading warps wait out the L2 round trip at the top of each
+    // tile, and the rest of their warpgroup with them at its first wgmma (Nsight Compute's source page at
+    // 60c3bb2: the FMUL by log2 e and that wgmma 6.5 % of the warps' samples).
     const auto read_stats = [&](int j) {
         const int row = j * R + ct;
-        const bool in = ct < R && row < p.seq;
-        return make_float2(in ? p.lse[head_rows + row] * kLog2e : INFINITY, in ? p.dl[head_rows + row] : 0.0f);
+        float2 v = make_float2(INFINITY, 0.0f);
+        if (ct < R && row < p.seq) v = make_float2(p.lse[head_rows + row], p.dl[head_rows + row]);
+        return v;
     };
     const auto put_stats = [&](float2 v, int buf) {
-        if (ct < R) stats[buf * 2 * R + ct] = v.x, stats[buf * 2 * R + R + ct] = v.y;
+        if (ct < R) stats[buf * 2 * R + ct] = v.x * kLog2e, stats[buf * 2 * R + R + ct] = v.y;
     };
     put_stats(read_stats(first_tile), 0);
     named_barrier_sync<2 * kWarpgroup>(kPairBarrier);
