@@ -359,6 +359,21 @@ fi
 # each kernel of NCU_KERNELS (default: the dispatcher's choice; e.g.
 # "auto pingpong_cluster"); NCU_SHAPES ("M N K EPILOGUE", comma-separated)
 # names other products.
+# ncu_source_page NAME KERNEL_REGEX SKIP COMMAND...: Nsight Compute's source page of the launch after SKIP
+# of the kernels matching KERNEL_REGEX in COMMAND, cut to the SASS lines with the most warp-state samples
+# (scripts/ncu_sass_hotspots.py; the page itself is too long to bring back) in $OUT/NAME_sass.txt. A page
+# the script could not read comes back compressed, to adapt the script to.
+ncu_source_page() {
+  local name=$1 kernel=$2 skip=$3; shift 3
+  timeout -s INT "$(capped 240)" ncu --clock-control none --section SourceCounters -k "regex:$kernel" \
+    --launch-skip "$skip" --launch-count 1 --csv --page source --print-source sass "$@" > "$OUT/ncu_page.csv" 2>&1
+  python3 scripts/ncu_sass_hotspots.py "$OUT/ncu_page.csv" --top 80 > "$OUT/${name}_sass.txt" 2>&1
+  local rc=$?
+  summary+=("ncu source page $name: rc $rc")
+  if [ "$rc" != 0 ]; then gzip -c "$OUT/ncu_page.csv" > "$OUT/${name}_page.csv.gz"; fi
+  rm -f "$OUT/ncu_page.csv"
+}
+
 if has ncu_gemm; then
   IFS=, read -r -a ncu_shapes <<< "${NCU_SHAPES:-16384 2304 768 bias,16384 50304 768 none}"
   for kern in ${NCU_KERNELS:-auto}; do
@@ -376,17 +391,9 @@ if has ncu_gemm; then
       # NCU_SOURCE=1: the same launch's SASS lines with the most warp-state samples
       # (scripts/ncu_sass_hotspots.py), the page itself being too long to bring back.
       if [ "${NCU_SOURCE:-0}" = 1 ] && fits 90 "ncu gemm source page"; then
-        timeout -s INT "$(capped 240)" ncu --clock-control none --section SourceCounters -k regex:pingpong --launch-skip 2 \
-          --launch-count 1 --csv --page source --print-source sass \
+        ncu_source_page "ncu_gemm_${m}x${n}x${k}_${epi}_${kern}" pingpong 2 \
           $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout NT --epilogue "$epi" --kernel "$kern" --warmup 0 \
-          --min-time 0.01 > "$OUT/ncu_page.csv" 2>&1
-        python3 scripts/ncu_sass_hotspots.py "$OUT/ncu_page.csv" --top 80 \
-          > "$OUT/ncu_gemm_${m}x${n}x${k}_${epi}_${kern}_sass.txt" 2>&1
-        rc=$?
-        summary+=("ncu gemm source page $m x $n x $k $epi ($kern): rc $rc")
-        # A page the script could not read comes back compressed, to adapt the script to.
-        if [ "$rc" != 0 ]; then gzip -c "$OUT/ncu_page.csv" > "$OUT/ncu_page_${m}x${n}x${k}_${epi}_${kern}.csv.gz"; fi
-        rm -f "$OUT/ncu_page.csv"
+          --min-time 0.01
       fi
     done
   done
@@ -429,15 +436,8 @@ if has ncu_attention; then
   fi
   # NCU_SOURCE=1: the same launch's SASS lines with the most warp-state samples, as ncu_gemm's.
   if [ "${NCU_SOURCE:-0}" = 1 ] && fits 90 "ncu attention backward source page"; then
-    timeout -s INT "$(capped 240)" ncu --clock-control none --section SourceCounters -k regex:fa3_backward_kernel \
-      --launch-skip 1 --launch-count 1 --csv --page source --print-source sass \
-      $RIGEL attention bench --suite "$ncu_suite" "${ncu_cases[@]}" --warmup 0 --min-time 0.01 > "$OUT/ncu_page.csv" 2>&1
-    python3 scripts/ncu_sass_hotspots.py "$OUT/ncu_page.csv" --top 80 \
-      > "$OUT/ncu_attention_bwd_${ncu_suite}${NCU_ATT_CASES:+_$NCU_ATT_CASES}_sass.txt" 2>&1
-    rc=$?
-    summary+=("ncu attention backward source page ($ncu_suite ${NCU_ATT_CASES:-}): rc $rc")
-    if [ "$rc" != 0 ]; then gzip -c "$OUT/ncu_page.csv" > "$OUT/ncu_page_attention_bwd.csv.gz"; fi
-    rm -f "$OUT/ncu_page.csv"
+    ncu_source_page "ncu_attention_bwd_${ncu_suite}${NCU_ATT_CASES:+_$NCU_ATT_CASES}" fa3_backward_kernel 1 \
+      $RIGEL attention bench --suite "$ncu_suite" "${ncu_cases[@]}" --warmup 0 --min-time 0.01
   fi
 fi
 
