@@ -222,12 +222,15 @@ constexpr auto fixed_epilogue_rows() {
 }
 
 // The short-tile rows of one layout ("fixed_m64"): the fixed-epilogue ping-pong kernel with 64 x 128
-// tiles, one m64n128 accumulator a consumer, for each of gemm::kShortTileEpilogues.
+// tiles, one m64n128 accumulator a consumer, for each of gemm::kShortTileEpilogues. Its stages are
+// 24 KB, so the ring holds 8 (225 KB with the two staging boxes): K = 512 (8 k-tiles) is loaded at
+// once, where 6 stages waited for a second round trip to memory for the last two k-tiles.
+inline constexpr int kShortTileStages = 8;
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto short_tile_rows() {
     return per_epilogue<Tg, gemm::kShortTileEpilogues>([]<Epilogue e>() {
         using Epi = FixedEpilogue<__nv_bfloat16, e>;
-        using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 1, false, 64>;
+        using Pong = sm90::PingPong<T, kShortTileStages, major_a(OA), major_b(OB), 1, false, 64>;
         return KernelEntry{{Tg, OA, OB, 128, false, true, 1, true, e, false, false, 64}, launch_pingpong<Pong, Epi>,
                            Pong::kBK};
     });
