@@ -160,9 +160,9 @@ struct Choice {
     // other epilogues keep the kernel without C's path. The dispatcher's choice for epilogues none and
     // bias (rule 4's residual products); kernel_named "fixed_tma_c" also takes it for dgelu_bgrad.
     bool tma_load_c = false;
-    // With splits > 1, pingpong and fixed_epilogue: each unit stores its partial into a workspace slab
-    // of its own and the last unit of a tile sums them in split order, so runs repeat bit for bit
-    // (kernel_named "fixed_split_ordered"); false: the units add into one slab by atomic reductions.
+    // With splits > 1, pingpong and fixed_epilogue: the units of a tile add into its workspace slab in
+    // split order, each waiting for the arrival counter to show its turn, so runs repeat bit for bit
+    // (kernel_named "fixed_split_ordered"); false: the units add into the slab by atomic reductions.
     bool ordered_split = false;
     int ctas = 0;                    // CTAs launched by the GEMM kernel (a cluster kernel: at most this many)
     std::string why;                 // one sentence: why this kernel for this shape
@@ -201,8 +201,8 @@ Choice choose(const Desc& d, int sms);
 // for d's epilogue and a bf16 D, TMA stores: kWideEpilogues) and "fixed_m64" (the fixed kernel with 64 x 128
 // tiles: kShortTileEpilogues), none of them split; "fixed_split" (the
 // fixed kernel split as pingpong_splitk, its units added into the plan's workspace and the last unit
-// of a tile storing D: the dispatcher's rule 6); "fixed_split_ordered" (the same, each unit's partial
-// in a slab of its own, summed in split order: bit-reproducible); and "pingpong_splitk" (an fp32 D without epilogue:
+// of a tile storing D: the dispatcher's rule 6); "fixed_split_ordered" (the same, the units adding in
+// split order, the arrival counter as a ticket: bit-reproducible); and "pingpong_splitk" (an fp32 D without epilogue:
 // the ping-pong kernel over units of (split, tile) in pingpong_splitk_units splits, each unit added
 // into D by reductions in L2, whose order is not fixed; beta 0, or 1 with C the same matrix as D).
 // "auto" is choose(). nullopt when the name is unknown or d has no such kernel (fp8: 128x128 only;

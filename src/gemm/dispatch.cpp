@@ -56,10 +56,11 @@
 //      the same build (512^3 0.43x cuBLAS against 0.52x, 1024^3 0.41x against
 //      0.47x; bias + GELU 0.31x and 0.36x against 0.49x and 0.54x), so rule 2
 //      keeps the cooperative split; "fixed_split" names the kernel. Its
-//      bit-reproducible form ("fixed_split_ordered": a slab per unit, summed
-//      in split order by the last) ran at 0.58x cuBLASLt on the same dW
+//      bit-reproducible form ("fixed_split_ordered") ran, as a slab per unit
+//      summed in split order by the last, at 0.58x cuBLASLt on the same dW
 //      products at 449b1f0, below the slabs' 0.73-0.86x, so calls without
-//      allow_atomics keep the slabs.
+//      allow_atomics keep the slabs; it now adds in split order into one slab,
+//      the arrival counter as a ticket (not yet measured).
 //   7. Where rule 2 leaves a bf16 D with one of gemm::kShortTileEpilogues
 //      unsplit (few 128 x 128 tiles, fewer than kMinKTilesFixedFewSplit
 //      k-tiles): rule 4's kernel with 64 x 128 tiles, twice the SMs at work
@@ -451,9 +452,9 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
             c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, std::max(sms, 1)));
             c.why = "asked for: ping-pong split-K, " + std::to_string(tiles) + " tiles of 128 x 128 in " +
                     std::to_string(c.splits) + " splits, " +
-                    (k.ordered ? "each unit's partial stored in a workspace slab of its own, the last of a tile "
-                                 "summing them in split order and storing D through the kernel compiled for this "
-                                 "epilogue"
+                    (k.ordered ? "each unit adding its partial into the workspace in split order (the arrival "
+                                 "counter as a ticket), the last of a tile storing D through the kernel compiled for "
+                                 "this epilogue"
                      : k.fixed ? "each unit added into the workspace, the last of a tile storing D through the "
                                  "kernel compiled for this epilogue"
                                : "each unit added into the fp32 D by reductions");

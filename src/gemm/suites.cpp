@@ -326,7 +326,7 @@ std::vector<GemmCase> verify_cases() {
     // dispatcher's choice on 1544 x 1400 x 6152 in TN with atomics allowed, a weight gradient's layout
     // (rule 3, 143 tiles in two waves), with and without dGELU. The verify run launches each case twice
     // before its check, so a workspace left dirty by the first launch shows.
-    // "fixed_split_ordered" (each unit's partial in a slab of its own, summed in split order) on the
+    // "fixed_split_ordered" (the units adding in split order, the counter as a ticket) on the
     // same cases, and on the weight gradient's shape by name.
     for (const char* kernel : {"fixed_split", "fixed_split_ordered"}) {
         const std::string suffix = std::string("_") + (std::string(kernel) == "fixed_split" ? "split_fixed" : kernel);

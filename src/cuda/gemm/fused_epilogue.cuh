@@ -766,12 +766,18 @@ struct AtomicAddF32 {
 // to this policy. Runs of one plan must be stream-ordered (its workspace and
 // counters are reused), as with any split-K workspace. The order of the
 // additions is not fixed from run to run.
-// Ordered (the library's "fixed_split_ordered"): the same units, but each
-// stores its partial into a slab of its own (half h, split s: slab h x splits
-// + s; plain stores, nothing to clear), and the last unit reads every split's
-// slab back and sums them in split order: the same bits whichever unit
-// arrives last, so runs repeat bit for bit. It moves more bytes (the last
-// unit reads splits slabs) and holds splits slabs a half.
+// Ordered (the library's "fixed_split_ordered"): the same units and one slab
+// a half, but they add in split order, the arrival counter serving as a
+// ticket: unit s waits until the counter reads s, stores its partial (s = 0)
+// or reads the slab, adds its partial to it and stores the sum back, then
+// sets the counter to s + 1 (a release); the last unit's sum goes through
+// the fixed epilogue. The sum is ((p0 + p1) + p2) + ... whatever the timing,
+// so runs repeat bit for bit. Its first form (449b1f0: a slab per split, the
+// last unit summing them all) ran GPT-2's bf16 dW at 0.58x cuBLASLt, below
+// the cooperative slabs. The waits cannot deadlock while every CTA is
+// resident (the persistent grid): the unpublished unit of lowest index always
+// finds its predecessor, split s - 1 of its tile, published, and reaching its
+// own publish needs only earlier units' stages and turns.
 struct SplitFixupParams : FixedEpilogueParams {
     float* partials = nullptr;       // per 64-row half of a tile (Ordered: and split): 64 x 128 floats
     unsigned* arrivals = nullptr;    // per half: units that have added, back to 0 by the last
@@ -794,13 +800,12 @@ struct SplitFixup {
     }
     static __device__ __forceinline__ void drain(const Params& p) { Inner::drain(p); }
 
-    // The slab a half's partials go to: the half's one, or (Ordered) that of the half and split.
+    // The slab a half's partials go to, at this thread's place in it.
     static __device__ __forceinline__ std::int64_t half_of(const Params& p, int row0, int col0) {
         return static_cast<std::int64_t>(row0 / sm90::kWgmmaM) * p.tiles_n + col0 / kBN;
     }
-    static __device__ __forceinline__ float* slab(const Params& p, std::int64_t half, int split) {
-        const std::int64_t index = Ordered ? half * p.splits + split : half;
-        return p.partials + index * kSlabFloats + 4 * (static_cast<int>(threadIdx.x) % sm90::kWarpgroup);
+    static __device__ __forceinline__ float* slab(const Params& p, std::int64_t half) {
+        return p.partials + half * kSlabFloats + 4 * (static_cast<int>(threadIdx.x) % sm90::kWarpgroup);
     }
 
     // This unit's partial of the half at (row0, col0) into the workspace, then counted; true (the same
@@ -814,59 +819,67 @@ struct SplitFixup {
         const int consumer = static_cast<int>(threadIdx.x) / sm90::kWarpgroup - 1;
         const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;  // FixedEpilogue's, in turn
         const std::int64_t half = half_of(p, row0, col0);
-        float* const mine = slab(p, half, split);
+        float* const mine = slab(p, half);
+        __shared__ unsigned last_flag[2];
+        if constexpr (Ordered) {
+            // This unit's turn: one thread waits for the ticket, the barrier passes it to the others.
+            if (t == 0) {
+                unsigned ticket = 0;
+                do {
+                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(ticket) : "l"(p.arrivals + half) : "memory");
+                } while (ticket != static_cast<unsigned>(split));
+            }
+            sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
 #pragma unroll
-        for (int j = 0; j < kSteps; ++j) {
-            if constexpr (Ordered)
-                asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mine + j * kStep), "f"(acc[4 * j]),
-                             "f"(acc[4 * j + 1]), "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3])
+            for (int j = 0; j < kSteps; ++j) {
+                float4 v = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+                if (split > 0) {  // the sum of splits 0 .. split - 1, then this one's partial: always this order
+                    const float4 before = __ldcg(reinterpret_cast<const float4*>(mine + j * kStep));
+                    v = make_float4(before.x + v.x, before.y + v.y, before.z + v.z, before.w + v.w);
+                }
+                asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mine + j * kStep), "f"(v.x), "f"(v.y),
+                             "f"(v.z), "f"(v.w)
                              : "memory");
-            else
+            }
+            __threadfence();
+            sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
+            const bool last = split == p.splits - 1;
+            if (t == 0 && !last)  // the next split's ticket; the last leaves it for finish() to reset
+                asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p.arrivals + half), "r"(static_cast<unsigned>(split + 1))
+                             : "memory");
+            return last;
+        } else {
+#pragma unroll
+            for (int j = 0; j < kSteps; ++j)
                 asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mine + j * kStep), "f"(acc[4 * j]),
                              "f"(acc[4 * j + 1]), "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3])
                              : "memory");
+            __threadfence();
+            sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
+            if (t == 0) last_flag[consumer] = atomicAdd(p.arrivals + half, 1u) == static_cast<unsigned>(p.splits - 1);
+            sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
+            return last_flag[consumer] != 0u;
         }
-        __threadfence();
-        sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
-        __shared__ unsigned last_flag[2];
-        if (t == 0) last_flag[consumer] = atomicAdd(p.arrivals + half, 1u) == static_cast<unsigned>(p.splits - 1);
-        sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
-        return last_flag[consumer] != 0u;
     }
 
-    // The last unit of a half: the sum read back (Ordered: every split's slab, added in split order from
-    // zero, so the bits do not depend on which unit came last; else the one slab, then cleared), the
-    // counter reset for the next call, and the sum stored through the fixed epilogue.
+    // The last unit of a half: the sum read back (Ordered: the slab as the last split stored it, nothing
+    // to clear, since split 0 stores rather than adds; else the slab, then cleared), the counter reset
+    // for the next call, and the sum stored through the fixed epilogue.
     template <int BN>
     static __device__ __forceinline__ void finish(const Params& p, int m, int n, int row0, int col0, float* staging) {
         __threadfence();
         const std::int64_t half = half_of(p, row0, col0);
         float sum[BN / 2];
-        if constexpr (Ordered) {
+        float* const from = slab(p, half);
 #pragma unroll
-            for (int i = 0; i < BN / 2; ++i) sum[i] = 0.0f;
-            for (int s = 0; s < p.splits; ++s) {
-                const float4* const from = reinterpret_cast<const float4*>(slab(p, half, s));
-#pragma unroll
-                for (int j = 0; j < kSteps; ++j) {
-                    const float4 v = __ldcg(from + j * sm90::kWarpgroup);
-                    sum[4 * j] += v.x;
-                    sum[4 * j + 1] += v.y;
-                    sum[4 * j + 2] += v.z;
-                    sum[4 * j + 3] += v.w;
-                }
-            }
-        } else {
-            float* const from = slab(p, half, 0);
-#pragma unroll
-            for (int j = 0; j < kSteps; ++j) {
-                asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
-                             : "=f"(sum[4 * j]), "=f"(sum[4 * j + 1]), "=f"(sum[4 * j + 2]), "=f"(sum[4 * j + 3])
-                             : "l"(from + j * kStep)
-                             : "memory");
+        for (int j = 0; j < kSteps; ++j) {
+            asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+                         : "=f"(sum[4 * j]), "=f"(sum[4 * j + 1]), "=f"(sum[4 * j + 2]), "=f"(sum[4 * j + 3])
+                         : "l"(from + j * kStep)
+                         : "memory");
+            if constexpr (!Ordered)
                 asm volatile("st.global.cg.v4.f32 [%0], {%1, %1, %1, %1};" ::"l"(from + j * kStep), "f"(0.0f)
                              : "memory");
-            }
         }
         if (threadIdx.x % sm90::kWarpgroup == 0) p.arrivals[half] = 0u;
         Inner::template store<BN>(p, sum, m, n, row0, col0, staging);

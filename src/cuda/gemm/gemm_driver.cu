@@ -108,6 +108,13 @@ public:
         ex_.synchronize();
     }
 
+    // D's bytes as the last launch left them.
+    std::vector<std::uint8_t> d_bytes() {
+        std::vector<std::uint8_t> d(sizes_.d);
+        ex_.download(d.data(), d_->get(), d.size());
+        return d;
+    }
+
     GemmVerdict check_outputs(Path path, std::uint64_t seed, int threads) {
         const EpilogueTraits e = traits(desc_.epilogue);
         std::vector<std::uint8_t> d(sizes_.d), aux, bgrad;
@@ -167,14 +174,30 @@ Runner runner(Contender who, Plan& plan, const DeviceCase& dc, Executor& ex) {
 // Poison, the launch, the bytes back against float64. rigel's plans launch
 // twice (unless C is D, which a second launch would add into again), so that
 // a kernel whose run leaves state for the next (the split fixed kernels'
-// workspace and counters) is checked on its second run.
-VerifyRow verify_one(const GemmCase& c, DeviceCase& dc, Runner& r, Executor& ex, std::uint64_t seed, int threads) {
+// workspace and counters) is checked on its second run. With `same_bits`, the
+// two launches' D must be the same bytes: every plan but an atomic split
+// promises runs that repeat bit for bit.
+VerifyRow verify_one(const GemmCase& c, DeviceCase& dc, Runner& r, Executor& ex, std::uint64_t seed, int threads,
+                     bool same_bits = false) {
     VerifyRow row{.case_name = c.name, .desc = dc.desc(), .path = r.who};
     try {
         dc.prepare_outputs();
         const int launches = r.who == Contender::rigel && !c.in_place ? 2 : 1;
-        for (int i = 0; i < launches; ++i) r.launch();
+        std::vector<std::uint8_t> first;
+        for (int i = 0; i < launches; ++i) {
+            r.launch();
+            if (i == 0 && launches == 2 && same_bits) {
+                ex.synchronize();
+                first = dc.d_bytes();
+            }
+        }
         ex.synchronize();
+        if (!first.empty() && first != dc.d_bytes()) {
+            row.kernel = r.kernel();
+            row.pass = false;
+            row.reason = "D differs between two runs of the same plan on the same inputs";
+            return row;
+        }
         row.kernel = r.kernel();
         // Only rigel's fused path is held to the fused allowance; the decomposed
         // path rounds the product to D's type before its epilogue, and a vendor
@@ -233,7 +256,9 @@ std::vector<VerifyRow> verify_case(Executor& ex, const GemmCase& c, std::uint64_
     for (Contender who : {Contender::rigel, Contender::rigel_decomposed}) {
         if (who == Contender::rigel_decomposed && !applies(who, c)) continue;
         Runner r = runner(who, plan, dc, ex);
-        rows.push_back(verify_one(c, dc, r, ex, seed, threads));
+        const Choice& ch = plan.choice();
+        const bool atomic_split = ch.splits > 1 && ch.pingpong && !ch.ordered_split;
+        rows.push_back(verify_one(c, dc, r, ex, seed, threads, who == Contender::rigel && !atomic_split));
     }
     return rows;
 }

@@ -255,7 +255,7 @@ constexpr auto wide_fixed_rows() {
 
 // The split fixed rows of one layout: the ping-pong split-K once for each of
 // gemm::kFixedEpilogues, each unit's partial added into the plan's workspace
-// (Ordered: stored into a slab of its own) and the last unit of a tile
+// (Ordered: in split order, each unit waiting for its ticket) and the last unit of a tile
 // applying the epilogue (SplitFixup over FixedEpilogue).
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB, bool Ordered>
 constexpr auto split_fixed_rows() {

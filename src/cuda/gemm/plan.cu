@@ -45,8 +45,8 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // The split fixed kernels' workspace: a slab of 64 x 128 floats per 64-row half of a tile, then each
 // half's arrival counter (SplitFixup in fused_epilogue.cuh); zeroed once, and left zeroed by every run.
 constexpr std::size_t kHalfSlabFloats = 64 * 128;
-// One slab a half (the units add into it), or one per split (ordered: each unit stores its own).
-std::size_t slabs_per_half(const Choice& c) { return c.ordered_split ? static_cast<std::size_t>(c.splits) : 1; }
+// One slab a half: the units add into it (by reductions, or ordered: in split order, one after another).
+std::size_t slabs_per_half(const Choice&) { return 1; }
 
 bool aligned(const void* p, std::uintptr_t to) { return reinterpret_cast<std::uintptr_t>(p) % to == 0; }
 
