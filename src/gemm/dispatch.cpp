@@ -59,8 +59,11 @@
 //      bit-reproducible form ("fixed_split_ordered") ran, as a slab per unit
 //      summed in split order by the last, at 0.58x cuBLASLt on the same dW
 //      products at 449b1f0, below the slabs' 0.73-0.86x, so calls without
-//      allow_atomics keep the slabs; it now adds in split order into one slab,
-//      the arrival counter as a ticket (not yet measured).
+//      allow_atomics keep the slabs. It now adds in split order into one slab,
+//      the arrival counter as a ticket: 0.77x and 0.76x cuBLASLt on
+//      bwd_mlp_down_dw and bwd_mlp_up_dw against the slabs' 0.74x and 0.73x in
+//      the same call (experiments/2026-12-02_f0a4a37_gpt2_*gemm.csv; not
+//      paired with each other), too close to move the rule.
 //   7. Where rule 2 leaves a bf16 D with one of gemm::kShortTileEpilogues
 //      unsplit (few 128 x 128 tiles, fewer than kMinKTilesFixedFewSplit
 //      k-tiles): rule 4's kernel with 64 x 128 tiles, twice the SMs at work
