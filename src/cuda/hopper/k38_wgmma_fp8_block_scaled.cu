@@ -31,6 +31,23 @@
 // real block scales (e4m3; e5m2 the same), 0.69x and 0.64x cuBLASLt's default
 // fp8 (2026-12-01_da76df2_blockscaled_e4m3.csv): the prediction (within 5 %)
 // failed.
+// Where the scales come from does not matter (results/h200/experiments/,
+// 2026-12-02, all 16 block-scaled checks passing in each): a second producer
+// warp copying each stage's scales beside the ring (cp.async, its landing an
+// arrival on the full barrier) and the consumers reading them from shared
+// memory ran at 0.82x and 0.77x k34 (4096^3, 8192^3; bb4cbeb), and read at
+// each promotion instead 0.79x and 0.74x (11db1ff), as from global memory
+// here. What the promotion's instruction costs: k34 built to promote with an
+// FFMA times a run-time 1.0 ran at 0.96x and 0.95x its FADD build (aa0e6ed,
+// ladder rates 1057 against 1103 Tflop/s and 1108 against 1170, two calls),
+// and k38 promoting with an FMUL then an FADD ran slower than with the FFMA
+// (879 against 941-950 Tflop/s at 4096^3). Nsight Compute (70b3261, 4096^3):
+// the tensor pipe 55 % active against k34's 73 %, the same FMA-pipe work, no
+// stall reason standing out on any line. So the FFMA with three per-thread
+// register operands, issued while the other partial sum's wgmma runs, is the
+// suspect: DeepGEMM reports 10 % and more from editing the yield and reuse
+// bits of exactly these FFMAs in the SASS, which is the next experiment.
+// The shared-memory form was taken out again: same speed, more machinery.
 #include <cuda_runtime.h>
 
 #include <map>

@@ -148,20 +148,6 @@ __device__ __forceinline__ void mbar_wait_state(std::uint64_t* bar, std::uint64_
                      : "=r"(done) : "r"(smem_u32(bar)), "l"(state) : "memory");
 }
 
-// -- cp.async of single words, counted on an mbarrier -----------------------
-// One 4-byte copy from global into shared memory (L1-cached; `full` false:
-// no bytes read, the word zero-filled), and the arrival on `bar` that the
-// hardware makes once all of this thread's earlier cp.async copies have
-// landed. noinc: the arrival is one of the barrier's expected count (set at
-// its init), not one added to it.
-__device__ __forceinline__ void cp_async_4(float* dst, const float* src, bool full) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem_u32(dst)), "l"(src), "r"(full ? 4 : 0)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_arrive_noinc(std::uint64_t* bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_u32(bar)) : "memory");
-}
-
 // -- TMA (PTX ISA "cp.async.bulk.tensor") ------------------------------------
 // One thread copies a box of the tensor map (box_rows x 128 bytes here) into
 // shared memory, swizzled, and the copy engine signals `bar` with the bytes it

@@ -59,16 +59,10 @@
 // unscaled, so those scales are 1.0 and the multiply is left out.
 // block_scaled (k38) is promoted with that multiply: each k-tile is one
 // 128-wide block of K, and its partial is added as an FFMA times s_A(row,
-// block) s_B(column / 128, block). The scales travel with the stage: a second
-// producer warp copies the tile's 128 A scales and its B scale of each k-tile
-// into a small array beside the ring (cp.async, 4 bytes a copy), and the
-// copies' completion is an arrival on the stage's full barrier, so a consumer
-// that sees the stage full reads its scales from shared memory. (Read from
-// global memory by the consumers a k-tile ahead of their use, the L2's latency
-// under the operand traffic outlasted a k-tile's products: k38 ran at 0.81x
-// k34.) The scale pointers travel in the epilogue's parameters
-// (Epi::Params::scale_a, scale_b, k_blocks: the kernel's one by-value struct);
-// BN is 128, one B block per tile.
+// block) s_B(column / 128, block), the scales read from global memory a
+// k-tile ahead of their use. The scale pointers travel in the epilogue's
+// parameters (Epi::Params::scale_a, scale_b, k_blocks: the kernel's one
+// by-value struct); BN is 128, one B block per tile.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -103,10 +97,6 @@ struct WarpSpecialized {
     static constexpr int kConsumerWarps = 2 * kWarpgroup / 32;  // arrivals that free a stage
     static constexpr int kAcc = BN / 2;                         // fp32 accumulators per thread
     static constexpr int kGroupM = 8;                           // tile rows per raster group
-    // block_scaled: a stage's scales (the tile's 128 A rows, then its B block) and the arrivals
-    // that complete a full barrier (the TMA producer's, and one per lane of the scale warp).
-    static constexpr int kScalesPerStage = A == Accumulation::block_scaled ? kBM + 1 : 1;
-    static constexpr std::uint32_t kFullArrivals = A == Accumulation::block_scaled ? 1 + 32 : 1;
     // 128 x 40 + 256 x 232 = 64512 <= 65536 registers of the SM (one CTA per SM).
     static constexpr int kProducerRegs = 40;
     static constexpr int kConsumerRegs = 232;
@@ -202,15 +192,14 @@ __device__ __forceinline__ std::uint64_t operand_k_step(std::uint64_t desc, int 
 }
 
 // Thread 0 sets up the ring's barriers: full[s] completes on the producer's
-// expect_tx and the bytes it announced (and on `fills` - 1 further arrivals,
-// where other threads also fill a stage), empty[s] on `releases` consumer-warp
+// expect_tx and the bytes it announced, empty[s] on `releases` consumer-warp
 // arrivals. The caller makes them visible (a CTA or cluster barrier).
 template <int Stages>
 __device__ __forceinline__ void init_ring(std::uint64_t (&full)[Stages], std::uint64_t (&empty)[Stages],
-                                          std::uint32_t releases, std::uint32_t fills = 1) {
+                                          std::uint32_t releases) {
     if (threadIdx.x == 0) {
         for (int s = 0; s < Stages; ++s) {
-            mbar_init(&full[s], fills);
+            mbar_init(&full[s], 1);
             mbar_init(&empty[s], releases);
         }
         fence_mbarrier_init();
@@ -240,40 +229,6 @@ __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::
     }
 }
 
-// block_scaled: the scale warp's work, in the same order as the producer's
-// (tiles, then their k-tiles): once a stage is free, each lane copies the A
-// scales of rows lane, lane + 32, lane + 64, lane + 96 of the tile (zeros past
-// M) and lane 0 the tile's B scale, for this k-tile, into the stage's scales;
-// each lane's copies then arrive on the stage's full barrier as they land.
-template <class G, class Epi>
-__device__ __forceinline__ void load_block_scales(const typename Epi::Params& epi, float (*scales)[G::kScalesPerStage],
-                                                  std::uint64_t* full, std::uint64_t* empty, int m, int tiles_m,
-                                                  int tiles_n, int kt_begin, int kt_end) {
-    const int lane = static_cast<int>(threadIdx.x) % 32;
-    auto ring = PipelineState<G::kStages>::producer_start();
-    const int num_tiles = tiles_m * tiles_n;
-    for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
-        int tm = 0, tn = 0;
-        tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
-        for (int kt = kt_begin; kt < kt_end; ++kt) {
-            const int stage = ring.stage();
-            mbar_wait(&empty[stage], ring.phase());
-#pragma unroll
-            for (int q = 0; q < G::kBM / 32; ++q) {
-                const int row = tm * G::kBM + 32 * q + lane;
-                const bool inside = row < m;
-                cp_async_4(&scales[stage][32 * q + lane],
-                           epi.scale_a + (inside ? static_cast<std::int64_t>(row) * epi.k_blocks + kt : 0), inside);
-            }
-            if (lane == 0)
-                cp_async_4(&scales[stage][G::kBM], epi.scale_b + static_cast<std::int64_t>(tn) * epi.k_blocks + kt,
-                           true);
-            cp_async_arrive_noinc(&full[stage]);
-            ring.advance();
-        }
-    }
-}
-
 template <class G, class Epi = StoreF32>
 __global__ void __launch_bounds__(G::kThreads, 1)
     warp_specialized_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -284,7 +239,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     extern __shared__ unsigned char smem_raw[];
     __shared__ std::uint64_t full[kStages];
     __shared__ std::uint64_t empty[kStages];
-    __shared__ float block_scales[kStages][G::kScalesPerStage];  // block_scaled only (unused otherwise)
     unsigned char* const smem = align_to_atom(smem_raw);
     auto a_tile = [&](int s) { return smem + s * G::kStageBytes; };
     auto b_tile = [&](int s) { return smem + s * G::kStageBytes + G::kABytes; };
@@ -294,7 +248,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     const int num_tiles = tiles_m * tiles_n;
     const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
 
-    init_ring(full, empty, G::kConsumerWarps, G::kFullArrivals);  // every consumer warp releases each stage
+    init_ring(full, empty, G::kConsumerWarps);  // every consumer warp releases each stage
     if constexpr (requires { Epi::init(); }) Epi::init();  // the epilogue's own barriers, where it has any
     __syncthreads();  // the last CTA-wide barrier: from here on only mbarriers
     if constexpr (G::kSchedule == Schedule::split_k) {
@@ -315,10 +269,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
                 load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kt_begin, kt_end * G::kBK);
             }
-        }
-        if constexpr (G::kAccumulation == Accumulation::block_scaled) {
-            if (threadIdx.x / 32 == 1)
-                load_block_scales<G, Epi>(epi, block_scales, full, empty, m, tiles_m, tiles_n, kt_begin, kt_end);
         }
     } else {
         setmaxnreg_inc<G::kConsumerRegs>();
@@ -341,10 +291,23 @@ __global__ void __launch_bounds__(G::kThreads, 1)
 #pragma unroll
         for (int i = 0; i < G::kAcc; ++i) part0[i] = part1[i] = 0.0f;
 
-        // block_scaled: this thread's two rows of the tile, r and r + 8 (past
-        // M: scale 0, never stored), whose scales it reads at each promotion.
-        const int scale_row = consumer * kWgmmaM + 16 * ((static_cast<int>(threadIdx.x) % kWarpgroup) / 32) +
-                              (static_cast<int>(threadIdx.x) % 32) / 4;
+        // block_scaled: this thread's scales for one k-tile, its two rows r,
+        // r + 8 (past M: scale 0, never stored) and the tile's B block; read
+        // when the k-tile's wgmma is issued, used a k-tile later.
+        struct Scales {
+            float a0 = 0.0f, a1 = 0.0f, b = 0.0f;
+        };
+        const auto scales_of = [&](int tile_m, int tile_n, int kt) {
+            Scales sc;
+            if constexpr (G::kAccumulation == Accumulation::block_scaled) {
+                const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
+                const int r = tile_m * G::kBM + consumer * kWgmmaM + 16 * (t / 32) + (t % 32) / 4;
+                sc.b = epi.scale_b[static_cast<std::int64_t>(tile_n) * epi.k_blocks + kt];
+                if (r < m) sc.a0 = epi.scale_a[static_cast<std::int64_t>(r) * epi.k_blocks + kt];
+                if (r + 8 < m) sc.a1 = epi.scale_a[static_cast<std::int64_t>(r + 8) * epi.k_blocks + kt];
+            }
+            return sc;
+        };
 
         auto ring = PipelineState<kStages>::consumer_start();
         // Promoted modes: k-tile kt's product into a fresh partial sum (4
@@ -365,22 +328,12 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         };
         // ... and, once its group is complete, the promotion: its stage goes
         // back to the producer and the partial sum into the fp32 total (an
-        // FADD each, or an FFMA times the block scales, read from the stage
-        // here: the multiply consumes them, so that after the __syncwarp every
-        // lane has read them and the stage may go. Read as the stage was
-        // issued and kept to here instead, the loads and multiplies sat between
-        // the k-tile's wgmma: 0.82x and 0.77x k34 at 4096^3 and 8192^3).
-        const auto promote = [&](float (&part)[G::kAcc], int stage) {
+        // FADD each, or an FFMA times the block scales).
+        const auto promote = [&](float (&part)[G::kAcc], int stage, const Scales& sc) {
             fence_registers(part);
-            float s0 = 1.0f, s1 = 1.0f;
-            if constexpr (G::kAccumulation == Accumulation::block_scaled) {
-                const float b = block_scales[stage][G::kBM];
-                s0 = block_scales[stage][scale_row] * b;
-                s1 = block_scales[stage][scale_row + 8] * b;
-                __syncwarp();
-            }
             if (arriving_lane) mbar_arrive(&empty[stage]);
             if constexpr (G::kAccumulation == Accumulation::block_scaled) {
+                const float s0 = sc.a0 * sc.b, s1 = sc.a1 * sc.b;
                 // Accumulator i holds row r + 8 ((i % 4) / 2) (store_accumulators' layout).
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] = fmaf(part[i], (i % 4) < 2 ? s0 : s1, acc[i]);
@@ -432,21 +385,24 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 // sums are added in k order, as before: the same bits.
                 int kt = kt_begin;
                 int stage0 = issue_partial(part0), stage1 = 0;
+                Scales sc0 = scales_of(tm, tn, kt), sc1;
                 // One turn: k-tile kt is in `cur`; issue kt + 1 into `next` (unless kt is the
                 // last), then promote kt. True when the tile's k-tiles are done.
-                const auto turn = [&](float(&cur)[G::kAcc], int& cur_stage, float(&next)[G::kAcc], int& next_stage) {
+                const auto turn = [&](float(&cur)[G::kAcc], int& cur_stage, Scales& cur_sc, float(&next)[G::kAcc],
+                                      int& next_stage, Scales& next_sc) {
                     if (kt + 1 == kt_end) {
                         wgmma_wait<0>();
-                        promote(cur, cur_stage);
+                        promote(cur, cur_stage, cur_sc);
                         return true;
                     }
                     next_stage = issue_partial(next);
+                    next_sc = scales_of(tm, tn, kt + 1);
                     wgmma_wait<1>();
-                    promote(cur, cur_stage);
+                    promote(cur, cur_stage, cur_sc);
                     ++kt;
                     return false;
                 };
-                while (!turn(part0, stage0, part1, stage1) && !turn(part1, stage1, part0, stage0)) {
+                while (!turn(part0, stage0, sc0, part1, stage1, sc1) && !turn(part1, stage1, sc1, part0, stage0, sc0)) {
                 }
             }
 
