@@ -38,9 +38,9 @@
 // memory ran at 0.82x and 0.77x k34 (4096^3, 8192^3; bb4cbeb), and read at
 // each promotion instead 0.79x and 0.74x (11db1ff), as from global memory
 // here. What the promotion's instruction costs: k34 built to promote with an
-// FFMA times a run-time 1.0 ran at about 0.95x its FADD build (aa0e6ed:
-// 1057 and 1108 Tflop/s at 4096^3 and 8192^3, against 1103-1123 and
-// 1170-1181 for the FADD build in the calls before and after; not paired),
+// FFMA times a run-time 1.0 ran at 0.92x and 0.91x cuBLASLt's default fp8
+// (paired, 4096^3 and 8192^3; aa0e6ed), where its FADD build ran at 0.97x and
+// 0.97x in the calls before and after (70b3261, 11db1ff): about 5 %,
 // and k38 promoting with an FMUL then an FADD ran slower than with the FFMA
 // (879 against 941-950 Tflop/s at 4096^3). Nsight Compute (70b3261, 4096^3):
 // the tensor pipe 55 % active against k34's 73 %, the same FMA-pipe work, no
