@@ -239,10 +239,11 @@ def climb_table(rows):
 def baseline_for(rung, vendor_rows):
     """The vendor row an own rung is judged against: fp8 rungs that accumulate
     in the tensor core alone face cuBLASLt's fast accumulation, promoted ones
-    (and every other type) the library's default."""
+    (k34, k36, and k38, which promotes with its block scales) and every other
+    type the library's default."""
     primary = next((v for v in vendor_rows if "fastacc" not in v["rung"]), None)
     fast = next((v for v in vendor_rows if "fastacc" in v["rung"]), None)
-    if fast and "promoted" not in rung:
+    if fast and not any(word in rung for word in ("promoted", "block_scaled")):
         return fast
     return primary
 

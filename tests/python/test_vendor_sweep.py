@@ -29,6 +29,13 @@ class VendorSweep(unittest.TestCase):
         table, _ = reproduce.vendor_sweep_table(rows)
         self.assertIn("0.99x (paired)", table)
 
+    def test_the_block_scaled_rung_faces_the_default_as_the_promoted_ones_do(self):
+        rows = [row("vendor_cublaslt_e4m3", 1000.0, vendor="1"), row("vendor_cublaslt_e4m3_fastacc", 1100.0, "1"),
+                row("k38_wgmma_fp8_block_scaled", 750.0, paired_vendor="vendor_cublaslt_e4m3", paired="0.76")]
+        _, entries = reproduce.vendor_sweep_data(rows)
+        self.assertAlmostEqual(entries[0]["ratios"]["k38_wgmma_fp8_block_scaled"], 0.76)
+        self.assertIn("k38_wgmma_fp8_block_scaled", entries[0]["paired"])
+
     def test_shares_of_the_wgmma_ceiling(self):
         rows = [row("vendor_cublaslt_e4m3", 1000.0, vendor="1"),
                 row("k34_wgmma_fp8_promoted", 950.0, paired_vendor="vendor_cublaslt_e4m3", paired="0.99")]
