@@ -49,6 +49,10 @@
 // suspect: DeepGEMM reports 10 % and more from editing the yield and reuse
 // bits of exactly these FFMAs in the SASS, which is the next experiment.
 // The shared-memory form was taken out again: same speed, more machinery.
+// One partial sum at a time instead of two in turn (DeepGEMM's order: issue,
+// wait, promote, the other consumer's wgmma filling the gap; 128 accumulator
+// registers a thread instead of 192) ran slower: 0.72x and 0.70x k34
+// (ce2b677, experiments/2026-12-02_ce2b677_blockscaled_e4m3.csv).
 #include <cuda_runtime.h>
 
 #include <map>
