@@ -47,7 +47,12 @@
 // stall reason standing out on any line. So the FFMA with three per-thread
 // register operands, issued while the other partial sum's wgmma runs, is the
 // suspect: DeepGEMM reports 10 % and more from editing the yield and reuse
-// bits of exactly these FFMAs in the SASS, which is the next experiment.
+// bits of exactly these FFMAs in the SASS, which is the next experiment. In
+// this file's SASS (CUDA 13.0, sm_90a; cuobjdump -sass) 181 of the e4m3
+// kernel's 256 FFMAs carry an operand-reuse flag with control bit 45 set and
+// 65 have bit 45 clear; k34's 256 FADDs have no reuse flag, 64 with bit 45
+// clear. scripts/sass_ffma_yield.py makes the edit in a built binary
+// (docs/gemm.md says how to time it).
 // The shared-memory form was taken out again: same speed, more machinery.
 // One partial sum at a time instead of two in turn (DeepGEMM's order: issue,
 // wait, promote, the other consumer's wgmma filling the gap; 128 accumulator
