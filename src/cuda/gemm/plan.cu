@@ -42,11 +42,10 @@ const KernelEntry* find_kernel(const KernelKey& key) {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// The split fixed kernels' workspace: a slab of 64 x 128 floats per 64-row half of a tile, then each
-// half's arrival counter (SplitFixup in fused_epilogue.cuh); zeroed once, and left zeroed by every run.
+// The split fixed kernels' workspace: a slab of 64 x 128 floats per 64-row half of a tile, into which
+// its units add (by reductions, or ordered: in split order, one after another), then each half's arrival
+// counter (SplitFixup in fused_epilogue.cuh); zeroed once, and left zeroed by every run.
 constexpr std::size_t kHalfSlabFloats = 64 * 128;
-// One slab a half: the units add into it (by reductions, or ordered: in split order, one after another).
-std::size_t slabs_per_half(const Choice&) { return 1; }
 
 bool aligned(const void* p, std::uintptr_t to) { return reinterpret_cast<std::uintptr_t>(p) % to == 0; }
 
@@ -148,7 +147,7 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
     if (split && !forced.pingpong) state_->workspace_bytes = static_cast<std::size_t>(forced.splits) * desc_.m * desc_.n * sizeof(float);
     if (split && forced.pingpong && forced.fixed_epilogue)
         state_->workspace_bytes = static_cast<std::size_t>(2 * tiles) *
-                                  (slabs_per_half(forced) * kHalfSlabFloats * sizeof(float) + sizeof(unsigned));
+                                  (kHalfSlabFloats * sizeof(float) + sizeof(unsigned));
 }
 
 Plan::~Plan() = default;
@@ -204,12 +203,12 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
         if (!s.workspace) {
             s.workspace = static_cast<float*>(cuda::alloc_or_refuse(
                 s.workspace_bytes,
-                "the split-K workspace (" + std::to_string(halves * slabs_per_half(c)) +
+                "the split-K workspace (" + std::to_string(halves) +
                     " fp32 slabs of 64 x 128 and their counters)"));
             RIGEL_CUDA_CHECK(cudaMemsetAsync(s.workspace, 0, s.workspace_bytes, stream));
         }
         l.workspace = s.workspace;
-        l.arrivals = reinterpret_cast<unsigned*>(s.workspace + halves * slabs_per_half(c) * kHalfSlabFloats);
+        l.arrivals = reinterpret_cast<unsigned*>(s.workspace + halves * kHalfSlabFloats);
         l.epi = p;
         l.splits = c.splits;
         tma_maps();
