@@ -35,7 +35,7 @@
 // 2026-12-02, all 16 block-scaled checks passing in each): a second producer
 // warp copying each stage's scales beside the ring (cp.async, its landing an
 // arrival on the full barrier) and the consumers reading them from shared
-// memory ran at 0.82x and 0.77x k34 (4096^3, 8192^3; bb4cbeb), and read at
+// memory ran at 0.82x and 0.77x k34 (4096^3, 8192^3; e96cb6b, a build of bb4cbeb), and read at
 // each promotion instead 0.79x and 0.74x (11db1ff), as from global memory
 // here. What the promotion's instruction costs: k34 built to promote with an
 // FFMA times a run-time 1.0 ran at 0.92x and 0.91x cuBLASLt's default fp8
