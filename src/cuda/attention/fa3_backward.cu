@@ -20,20 +20,19 @@
 //     dP^T = V dO^T           the same with V and dO
 //     P^T  = 2^(S^T scale log2e - lse log2e), masked keys 0
 //     dS^T = P^T (dP^T - Dl)  (Dl = rowsum(dO * O), fa2_backward.cu)
-//     dS^T in bf16 to shared memory (both consumers' 64 keys: 128 x R)
+//     dS^T in bf16 to shared memory (this consumer's 64 keys x R)
+//     dQ_c = dS K             the tile's R x D dQ over this consumer's 64 keys:
+//                             A = dS M-major (dS^T read transposed), B = K
+//                             N-major
 //     dV  += P^T dO           wgmma with A = P^T from registers, B = dO N-major
 //     dK  += dS^T Q           A = dS^T K-major from shared memory, B = Q N-major
-//     dQ_b = dS K             a 64 x 64 block of the tile's dQ over all 128
-//                             keys: A = dS M-major (dS^T read transposed), B =
-//                             K N-major; consumer c takes rows 64c.. (D = 64) or
-//                             columns 64c.. (D = 128)
-//     dQ_b to shared memory (fp32, 128B-swizzled), and one thread of the
-//     consumer has the copy engine add it into the fp32 accumulator
-//     (cp.reduce.async.bulk.tensor), two boxes of 32 columns.
-//   The two consumers meet once per tile (a named barrier) after writing dS^T,
-//   which is double-buffered, as are the rows' lse and Dl in shared memory.
-//   Inside a consumer, P^T is computed while dP^T's wgmma still runs, and dV
-//   and dK are issued before the meeting, so that they run while it waits.
+//     dQ_c to shared memory (fp32, 128B-swizzled) while dV and dK run, and one
+//     thread of the consumer has the copy engine add it into the fp32
+//     accumulator (cp.reduce.async.bulk.tensor), boxes of 64 rows x 32 columns.
+//   The consumers never meet: each reads only its own keys' dS^T and its own
+//   copy of the rows' lse and Dl, so one's softmax and stores run while the
+//   other's products hold the tensor cores. Inside a consumer, P^T is computed
+//   while dP^T's wgmma still runs.
 //
 // dQ is accumulated as fa2_backward's atomic mode does (every key tile adds
 // into every query row), but by the copy engine from shared memory: the
@@ -51,19 +50,29 @@
 // and 1.82x fa2_backward (causal 0.62x); D = 64 197 Tflop/s, 0.43x (causal
 // 0.50x), 1.13x; GPT-2's S = 1024, D = 64, causal 139 Tflop/s, 0.62x, 1.11x
 // (2026-12-01_2e246c5_targets_attention.csv, _gpt2_attention.csv). What it
-// still lacks against cuDNN: the two consumers work in lockstep on one tile,
-// so the tensor cores idle while both compute P^T and dS^T; nothing of the
+// still lacked against cuDNN: the two consumers worked in lockstep on one
+// tile (each computed a 64 x 64 block of dQ over both consumers' 128 keys),
+// so the tensor cores idled while both computed P^T and dS^T; nothing of the
 // next tile's S^T is issued under this tile's dQ. With dQ added by the copy
 // engine instead of by every thread's atomics (b8126a2): D = 64, S = 4096
 // 308 Tflop/s, 0.73x cuDNN (0.61x before; 2026-12-02_c952acb_targets_attention.csv),
 // and GPT-2's training step's attention_backward 4.88 -> 4.23 ms. Issuing
 // the next tile's S^T under this tile's dQ made ptxas serialize every wgmma
-// (docs/attention.md, Next).
+// (docs/attention.md, Next). So each consumer now computes the whole tile's
+// dQ over its own keys instead (the same flops, twice the bytes staged and
+// added in L2: 64 KB a CTA and tile where the lockstep form added 32 KB), and
+// the meeting is gone. Predicted: the tensor cores' idle share falls by what
+// one consumer's softmax and stores take under the other's products, the
+// backward at D = 128, S = 4096 from 0.70x cuDNN towards FlashAttention-3's
+// ratio, unless L2's reductions become the limit (26 % of its sector peak in
+// the lockstep form, Nsight Compute at 0f2ff17).
 //
 // Shared memory: K, V (D/64 boxes of 128 keys x 128 B each); Q and dO, two
-// stages of D/64 boxes of R rows; dS^T, two buffers of R/64 boxes of 128 keys
-// x 64 rows; dQ's staging, two boxes of 64 rows x 32 fp32 per consumer; lse
-// and Dl of two tiles. D = 64: 195 KB; D = 128: 193 KB.
+// stages of D/64 boxes of R rows; dS^T, R/64 boxes of 128 keys x 64 rows
+// (each consumer writes and reads its own 64 keys, and writes them again only
+// after its products of the tile are done); dQ's staging, R/64 x D/32 boxes of
+// 64 rows x 32 fp32 per consumer; each consumer's lse and Dl of two tiles.
+// D = 64: 197 KB; D = 128: 211 KB.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -85,8 +94,7 @@ using namespace rigel::cuda::sm90;
 
 constexpr int kKeys = 128;  // keys per CTA: 64 per consumer warpgroup
 constexpr int kThreads = 3 * kWarpgroup;
-constexpr int kPairBarrier = 1;  // the consumers' meeting once per tile (0 is __syncthreads')
-constexpr int kOwnBarrier = 2;   // + consumer: one warpgroup's dS^T stores done
+constexpr int kOwnBarrier = 1;  // + consumer: one warpgroup's own meeting (0 is __syncthreads')
 constexpr float kLog2e = 1.4426950408889634f;
 
 template <int D>
@@ -101,17 +109,14 @@ struct BwdLayout {
     static constexpr int kV = kK + kBoxes * kKvBox;
     static constexpr int kQ = kV + kBoxes * kKvBox;         // [stage][box]
     static constexpr int kDo = kQ + 2 * kBoxes * kRowBox;   // [stage][box]
-    static constexpr int kDs = kDo + 2 * kBoxes * kRowBox;  // [buffer][box]
-    static constexpr int kDqBox = kWgmmaM * kRowBytes;           // 64 rows x 32 fp32 columns of dQ
-    static constexpr int kDq = kDs + 2 * kDsBoxes * kDsBox;      // [consumer][box]
-    static constexpr int kStats = kDq + 2 * 2 * kDqBox;          // [buffer][lse log2 e | Dl][row] floats
-    static constexpr int kBarriers = kStats + 2 * 2 * kRows * 4;
+    static constexpr int kDs = kDo + 2 * kBoxes * kRowBox;  // [box]: each consumer writes and reads its own keys
+    static constexpr int kDqBox = kWgmmaM * kRowBytes;      // 64 rows x 32 fp32 columns of dQ
+    static constexpr int kDqBoxes = kDsBoxes * (D / kAccBoxCols);  // a consumer's R x D block: [row half][columns]
+    static constexpr int kDq = kDs + kDsBoxes * kDsBox;            // [consumer][box]
+    static constexpr int kStats = kDq + 2 * kDqBoxes * kDqBox;     // [consumer][buffer][lse log2 e | Dl][row] floats
+    static constexpr int kBarriers = kStats + 2 * 2 * 2 * kRows * 4;
     static constexpr int kBytes = kBarriers + 64 + kSwizzleAtom;  // barriers, and room to align the base
-    // The 64 x 64 block of the tile's dQ that consumer c computes: rows of
-    // dS box kDqBox(c), columns of K box kDqKBox(c).
-    static constexpr int dq_ds_box(int c) { return D == 64 ? c : 0; }
-    static constexpr int dq_k_box(int c) { return D == 64 ? 0 : c; }
-    static_assert(kKeys == 2 * kWgmmaM && (D == 64 ? kDsBoxes == 2 : kBoxes == 2), "one dQ block per consumer");
+    static_assert(kKeys == 2 * kWgmmaM, "64 keys per consumer");
     static_assert(kBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
 };
 
@@ -206,7 +211,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     setmaxnreg_inc<240>();
     const int c = wg - 1;  // consumer: keys key0 + 64 c ...
     const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
-    const int ct = static_cast<int>(threadIdx.x) - kWarpgroup;  // 0..255 over both consumers
     const int warp = t / 32, lane = t % 32;
     const int g = lane / 4, q4 = lane % 4;
     const int wkey0 = key0 + c * kWgmmaM;
@@ -214,25 +218,27 @@ __global__ void __launch_bounds__(kThreads, 1)
     const std::int64_t token0 = static_cast<std::int64_t>(batch) * p.seq;
     const std::int64_t head_rows = (static_cast<std::int64_t>(batch) * p.heads + head) * p.seq;
 
-    // Row ct of a tile's lse (log2 domain) and Dl, read by thread ct < R;
-    // rows past S get lse = +inf (so P = 0) and Dl = 0.
-    static_assert(R <= 2 * kWarpgroup, "one row's statistics per consumer thread");
+    // Row t of a tile's lse (log2 domain) and Dl, read by thread t < R of
+    // each consumer into its own copy; rows past S get lse = +inf (so P = 0)
+    // and Dl = 0.
+    static_assert(R <= kWarpgroup, "one row's statistics per consumer thread");
     // The loads' values are used only where they are stored (lse scaled to log2 there): an operation on
     // them right after the loads made the loading warps wait out the L2 round trip at the top of each
     // tile, and the rest of their warpgroup with them at its first wgmma (Nsight Compute's source page at
     // 60c3bb2: the FMUL by log2 e and that wgmma 6.5 % of the warps' samples). Measured at 9decfab: no
     // change beyond the noise (S = 4096, D = 128: 0.701x cuDNN, 0.707x at 0f2ff17; GPT-2 0.876x, 0.873x).
     const auto read_stats = [&](int j) {
-        const int row = j * R + ct;
+        const int row = j * R + t;
         float2 v = make_float2(INFINITY, 0.0f);
-        if (ct < R && row < p.seq) v = make_float2(p.lse[head_rows + row], p.dl[head_rows + row]);
+        if (t < R && row < p.seq) v = make_float2(p.lse[head_rows + row], p.dl[head_rows + row]);
         return v;
     };
+    float* const my_stats = stats + c * 2 * 2 * R;
     const auto put_stats = [&](float2 v, int buf) {
-        if (ct < R) stats[buf * 2 * R + ct] = v.x * kLog2e, stats[buf * 2 * R + R + ct] = v.y;
+        if (t < R) my_stats[buf * 2 * R + t] = v.x * kLog2e, my_stats[buf * 2 * R + R + t] = v.y;
     };
     put_stats(read_stats(first_tile), 0);
-    named_barrier_sync<2 * kWarpgroup>(kPairBarrier);
+    named_barrier_sync<kWarpgroup>(kOwnBarrier + c);
 
     float dk[D / 2] = {}, dv[D / 2] = {};
     const int key_offset = c * kWgmmaM * kRowBytes;  // this consumer's 64 keys inside a K or V box: 8 KB in
@@ -249,8 +255,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int row0 = j * R;
         const std::uint32_t q_stage = base + L::kQ + s * L::kBoxes * L::kRowBox;
         const std::uint32_t do_stage = base + L::kDo + s * L::kBoxes * L::kRowBox;
-        const std::uint32_t ds_addr = base + L::kDs + buf * L::kDsBoxes * L::kDsBox;
-        const float* const slse = stats + buf * 2 * R;
+        const std::uint32_t ds_addr = base + L::kDs;
+        const float* const slse = my_stats + buf * 2 * R;
         const float* const sdl = slse + R;
         // The next tile's statistics, read now and stored after this tile's
         // softmax, so that their L2 round trip hides behind the products.
@@ -316,14 +322,24 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         fence_proxy_async_smem();
         if (t == 0) bulk_wait_read<0>();  // the last tile's dQ block has been read from the staging boxes
-        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // this consumer's half of dS^T written, staging free
+        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // this consumer's dS^T written, staging free
 
-        // dV += P^T dO and dK += dS^T Q, issued before the consumers meet so
-        // that they run while this one waits for the other's half of dS^T;
-        // then this consumer's block of dQ = dS K (zeroed before the fence
-        // that orders register writes before wgmma).
-        float dq[kWgmmaM / 2] = {};
+        // This consumer's part of the tile's dQ over its own 64 keys, dQ_c = dS_c K_c (R x D: A = dS M-major,
+        // dS^T read transposed; B = K N-major), as its own commit group; then dV += P^T dO (A = P^T from
+        // registers, B = dO N-major) and dK += dS^T Q (A = dS^T K-major, B = Q N-major). dQ_c is staged while
+        // dV and dK still run.
+        float dq[R / kWgmmaM][D / 2];
         wgmma_fence();
+        const std::uint64_t k_n = mn_major_desc(base + L::kK + key_offset, L::kKvBox);
+#pragma unroll
+        for (int h = 0; h < R / kWgmmaM; ++h) {
+            const std::uint64_t ds_m = mn_major_desc(ds_addr + h * L::kDsBox + key_offset, L::kDsBox);
+#pragma unroll
+            for (int kk = 0; kk < kWgmmaM / 16; ++kk)
+                Wgmma<DType::bf16, D>::template mma<1, 1>(dq[h], desc_advance(ds_m, kk * kMnStep),
+                                                          desc_advance(k_n, kk * kMnStep), kk > 0 ? 1u : 0u);
+        }
+        wgmma_commit();
         const std::uint64_t do_n = mn_major_desc(do_stage, L::kRowBox);
 #pragma unroll
         for (int kk = 0; kk < R / 16; ++kk)
@@ -336,46 +352,47 @@ __global__ void __launch_bounds__(kThreads, 1)
                 desc_advance(q_n, kk * kMnStep), 1u);
         wgmma_commit();
         if (j + 1 < tiles) put_stats(next_stats, buf ^ 1);
-        named_barrier_sync<2 * kWarpgroup>(kPairBarrier);  // both halves of dS^T written
-        wgmma_fence();
-        const std::uint64_t ds_m = mn_major_desc(ds_addr + L::dq_ds_box(c) * L::kDsBox, L::kDsBox);
-        const std::uint64_t k_n = mn_major_desc(base + L::kK + L::dq_k_box(c) * L::kKvBox, L::kKvBox);
+        wgmma_wait<1>();
 #pragma unroll
-        for (int kk = 0; kk < kKeys / 16; ++kk)
-            Wgmma<DType::bf16, kWgmmaM>::template mma<1, 1>(dq, desc_advance(ds_m, kk * kMnStep),
-                                                            desc_advance(k_n, kk * kMnStep), kk > 0 ? 1u : 0u);
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_registers(dv);
-        fence_registers(dk);
-        fence_registers(dq);
-        if (t == 0) mbar_arrive(&q_empty[s]);
+        for (int h = 0; h < R / kWgmmaM; ++h) fence_registers(dq[h]);
 
-        // The block to the staging boxes, swizzled as TMA reads them: row r = 16 warp + g + 8 h, column
-        // 8 n8 + 2 q4 in box n8 / 4, 16-byte chunk (2 (n8 % 4) + q4 / 2) ^ (r % 8), r % 8 = g; its offset
-        // is (32 (n8 % 4)) ^ (16 (q4 / 2 ^ g)), so that each store's address is an XOR and an immediate.
-        const std::uint32_t stage = base + L::kDq + c * 2 * L::kDqBox;
+        // The block to the staging boxes, swizzled as TMA reads them: row r = 16 warp + g + 8 e of row half h,
+        // column 8 n8 + 2 q4 in box h (D / 32) + n8 / 4, 16-byte chunk (2 (n8 % 4) + q4 / 2) ^ (r % 8),
+        // r % 8 = g; its offset is (32 (n8 % 4)) ^ (16 (q4 / 2 ^ g)), so that each store's address is an XOR
+        // and an immediate.
+        const std::uint32_t stage = base + L::kDq + c * L::kDqBoxes * L::kDqBox;
         const int chunk16 = 16 * ((q4 / 2) ^ g);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const std::uint32_t row_at = stage + (16 * warp + g + 8 * h) * kRowBytes + 8 * (q4 % 2);
+        for (int h = 0; h < R / kWgmmaM; ++h) {
 #pragma unroll
-            for (int n8 = 0; n8 < kWgmmaM / 8; ++n8) {
-                const std::uint32_t at = row_at + (n8 / 4) * L::kDqBox + ((32 * (n8 % 4)) ^ chunk16);
-                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(dq[4 * n8 + 2 * h]),
-                             "f"(dq[4 * n8 + 2 * h + 1])
-                             : "memory");
+            for (int e = 0; e < 2; ++e) {
+                const std::uint32_t row_at =
+                    stage + h * (D / kAccBoxCols) * L::kDqBox + (16 * warp + g + 8 * e) * kRowBytes + 8 * (q4 % 2);
+#pragma unroll
+                for (int n8 = 0; n8 < D / 8; ++n8) {
+                    const std::uint32_t at = row_at + (n8 / 4) * L::kDqBox + ((32 * (n8 % 4)) ^ chunk16);
+                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(dq[h][4 * n8 + 2 * e]),
+                                 "f"(dq[h][4 * n8 + 2 * e + 1])
+                                 : "memory");
+                }
             }
         }
         fence_proxy_async_smem();
         named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // the block staged
         if (t == 0) {
             // Rows past S are left out by the copy engine (the map's token extent).
-            const int col = head * D + kBoxCols * L::dq_k_box(c), row = row0 + kWgmmaM * L::dq_ds_box(c);
-            tma_reduce_add_3d(&map_dq, stage, col, row, batch);
-            tma_reduce_add_3d(&map_dq, stage + L::kDqBox, col + kAccBoxCols, row, batch);
+#pragma unroll
+            for (int h = 0; h < R / kWgmmaM; ++h)
+#pragma unroll
+                for (int b = 0; b < D / kAccBoxCols; ++b)
+                    tma_reduce_add_3d(&map_dq, stage + (h * (D / kAccBoxCols) + b) * L::kDqBox,
+                                      head * D + b * kAccBoxCols, row0 + h * kWgmmaM, batch);
             bulk_commit();
         }
+        wgmma_wait<0>();
+        fence_registers(dv);
+        fence_registers(dk);
+        if (t == 0) mbar_arrive(&q_empty[s]);
     }
     if (t == 0) bulk_wait<0>();  // the last reductions done before the CTA's shared memory goes
 
