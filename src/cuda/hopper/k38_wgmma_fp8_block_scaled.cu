@@ -52,7 +52,14 @@
 // kernel's 256 FFMAs carry an operand-reuse flag with control bit 45 set and
 // 65 have bit 45 clear; k34's 256 FADDs have no reuse flag, 64 with bit 45
 // clear. scripts/sass_ffma_yield.py makes the edit in a built binary
-// (docs/gemm.md says how to time it).
+// (docs/gemm.md says how to time it). Timed on dbf9f68's binary with those
+// 181 FFMAs edited in both k38 kernels (reuse flags and bit 45 cleared,
+// nothing else): every block-scaled check passed, and k38 ran at 0.745x and
+// 0.694x k34 (paired, 4096^3 and 8192^3), where the unedited kernel ran at
+// 0.778x and 0.727x in 1020efd's call
+// (experiments/2026-12-02_dbf9f68_k38_sass_edit_blockscaled_e4m3.csv). Not
+// paired with the unedited kernel, but no gain: the bits are not what k38
+// lacks, and the build keeps ptxas's SASS.
 // The shared-memory form was taken out again: same speed, more machinery.
 // One partial sum at a time instead of two in turn (DeepGEMM's order: issue,
 // wait, promote, the other consumer's wgmma filling the gap; 128 accumulator
