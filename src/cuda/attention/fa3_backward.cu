@@ -26,13 +26,17 @@
 //                             N-major
 //     dV  += P^T dO           wgmma with A = P^T from registers, B = dO N-major
 //     dK  += dS^T Q           A = dS^T K-major from shared memory, B = Q N-major
-//     dQ_c to shared memory (fp32, 128B-swizzled) while dV and dK run, and one
-//     thread of the consumer has the copy engine add it into the fp32
-//     accumulator (cp.reduce.async.bulk.tensor), boxes of 64 rows x 32 columns.
-//   The consumers never meet: each reads only its own keys' dS^T and its own
-//   copy of the rows' lse and Dl, so one's softmax and stores run while the
-//   other's products hold the tensor cores. Inside a consumer, P^T is computed
-//   while dP^T's wgmma still runs.
+//     dQ_c to shared memory (fp32, 128B-swizzled) while dV and dK run:
+//     consumer 0 stores its block, consumer 1 adds its own to it in place and
+//     has the copy engine add the sum into the fp32 accumulator
+//     (cp.reduce.async.bulk.tensor), boxes of 64 rows x 32 columns.
+//   The consumers meet only there, one way (named barriers: consumer 0 says
+//   its block is staged and goes on; consumer 1 says the reduction has read
+//   the boxes, which consumer 0 waits for before the next tile's block). Each
+//   reads only its own keys' dS^T and its own copy of the rows' lse and Dl, so
+//   consumer 1 may run up to a tile behind, its softmax and stores under
+//   consumer 0's products. Inside a consumer, P^T is computed while dP^T's
+//   wgmma still runs.
 //
 // dQ is accumulated as fa2_backward's atomic mode does (every key tile adds
 // into every query row), but by the copy engine from shared memory: the
@@ -59,20 +63,21 @@
 // and GPT-2's training step's attention_backward 4.88 -> 4.23 ms. Issuing
 // the next tile's S^T under this tile's dQ made ptxas serialize every wgmma
 // (docs/attention.md, Next). So each consumer now computes the whole tile's
-// dQ over its own keys instead (the same flops, twice the bytes staged and
-// added in L2: 64 KB a CTA and tile where the lockstep form added 32 KB), and
-// the meeting is gone. Predicted: the tensor cores' idle share falls by what
-// one consumer's softmax and stores take under the other's products, the
-// backward at D = 128, S = 4096 from 0.70x cuDNN towards FlashAttention-3's
-// ratio, unless L2's reductions become the limit (26 % of its sector peak in
-// the lockstep form, Nsight Compute at 0f2ff17).
+// dQ over its own keys instead (the same flops). First with no meeting at
+// all, each consumer's block reduced into L2 on its own (dbf9f68: twice the
+// bytes staged and added, 64 KB a CTA and tile): all 34 checks passed and it
+// was slower, D = 128, S = 4096 0.611x cuDNN (324.7 Tflop/s against 379 in
+// the lockstep form), causal 0.681x, D = 64 0.625x, GPT-2's case 0.799x
+// (results/h200/experiments/2026-12-02_dbf9f68_targets_attention.csv,
+// _gpt2_attention.csv). Then as above: the blocks summed in shared memory,
+// one reduction of 32 KB a tile as in the lockstep form, the meeting one way.
 //
 // Shared memory: K, V (D/64 boxes of 128 keys x 128 B each); Q and dO, two
 // stages of D/64 boxes of R rows; dS^T, R/64 boxes of 128 keys x 64 rows
 // (each consumer writes and reads its own 64 keys, and writes them again only
 // after its products of the tile are done); dQ's staging, R/64 x D/32 boxes of
-// 64 rows x 32 fp32 per consumer; each consumer's lse and Dl of two tiles.
-// D = 64: 197 KB; D = 128: 211 KB.
+// 64 rows x 32 fp32; each consumer's lse and Dl of two tiles. D = 64: 165 KB;
+// D = 128: 179 KB.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -95,6 +100,8 @@ using namespace rigel::cuda::sm90;
 constexpr int kKeys = 128;  // keys per CTA: 64 per consumer warpgroup
 constexpr int kThreads = 3 * kWarpgroup;
 constexpr int kOwnBarrier = 1;  // + consumer: one warpgroup's own meeting (0 is __syncthreads')
+constexpr int kDqStaged = 3;    // consumer 0 arrives once its dQ block is staged; consumer 1 waits
+constexpr int kDqFree = 4;      // consumer 1 arrives once the last reduction has read the staging; consumer 0 waits
 constexpr float kLog2e = 1.4426950408889634f;
 
 template <int D>
@@ -111,9 +118,9 @@ struct BwdLayout {
     static constexpr int kDo = kQ + 2 * kBoxes * kRowBox;   // [stage][box]
     static constexpr int kDs = kDo + 2 * kBoxes * kRowBox;  // [box]: each consumer writes and reads its own keys
     static constexpr int kDqBox = kWgmmaM * kRowBytes;      // 64 rows x 32 fp32 columns of dQ
-    static constexpr int kDqBoxes = kDsBoxes * (D / kAccBoxCols);  // a consumer's R x D block: [row half][columns]
-    static constexpr int kDq = kDs + kDsBoxes * kDsBox;            // [consumer][box]
-    static constexpr int kStats = kDq + 2 * kDqBoxes * kDqBox;     // [consumer][buffer][lse log2 e | Dl][row] floats
+    static constexpr int kDqBoxes = kDsBoxes * (D / kAccBoxCols);  // the tile's R x D block: [row half][columns]
+    static constexpr int kDq = kDs + kDsBoxes * kDsBox;            // [box]: both consumers' sum
+    static constexpr int kStats = kDq + kDqBoxes * kDqBox;         // [consumer][buffer][lse log2 e | Dl][row] floats
     static constexpr int kBarriers = kStats + 2 * 2 * 2 * kRows * 4;
     static constexpr int kBytes = kBarriers + 64 + kSwizzleAtom;  // barriers, and room to align the base
     static_assert(kKeys == 2 * kWgmmaM, "64 keys per consumer");
@@ -278,6 +285,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_fence();
         keys_by_rows(st, base + L::kK, q_stage);
         keys_by_rows(dpt, base + L::kV, do_stage);
+        if (c == 1 && n > 0) {
+            // The last tile's sum has been read by its reduction: consumer 0 may stage this tile's block.
+            if (t == 0) bulk_wait_read<0>();
+            named_barrier_arrive<2 * kWarpgroup>(kDqFree);
+        }
 
         // P^T in place of S^T while dP^T is still being computed (accumulator
         // i: key my_key + 8 ((i / 2) % 2), tile row 8 (i / 4) + 2 q4 + i % 2),
@@ -321,8 +333,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
         }
         fence_proxy_async_smem();
-        if (t == 0) bulk_wait_read<0>();  // the last tile's dQ block has been read from the staging boxes
-        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // this consumer's dS^T written, staging free
+        // The next tile's statistics into the other buffer, which this tile does not read and whose last
+        // readers (the tile before) are past the previous meeting; the meeting below publishes them.
+        if (j + 1 < tiles) put_stats(next_stats, buf ^ 1);
+        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // this consumer's dS^T written
 
         // This consumer's part of the tile's dQ over its own 64 keys, dQ_c = dS_c K_c (R x D: A = dS M-major,
         // dS^T read transposed; B = K N-major), as its own commit group; then dV += P^T dO (A = P^T from
@@ -351,43 +365,58 @@ __global__ void __launch_bounds__(kThreads, 1)
                 dk, desc_k_step(k_major_desc(ds_addr + (kk / 4) * L::kDsBox + key_offset), kk % 4),
                 desc_advance(q_n, kk * kMnStep), 1u);
         wgmma_commit();
-        if (j + 1 < tiles) put_stats(next_stats, buf ^ 1);
         wgmma_wait<1>();
 #pragma unroll
         for (int h = 0; h < R / kWgmmaM; ++h) fence_registers(dq[h]);
 
-        // The block to the staging boxes, swizzled as TMA reads them: row r = 16 warp + g + 8 e of row half h,
-        // column 8 n8 + 2 q4 in box h (D / 32) + n8 / 4, 16-byte chunk (2 (n8 % 4) + q4 / 2) ^ (r % 8),
-        // r % 8 = g; its offset is (32 (n8 % 4)) ^ (16 (q4 / 2 ^ g)), so that each store's address is an XOR
-        // and an immediate.
-        const std::uint32_t stage = base + L::kDq + c * L::kDqBoxes * L::kDqBox;
+        // The tile's dQ is the two consumers' blocks summed in the staging boxes, one way: consumer 0 stores
+        // its block (once consumer 1 has said the last reduction read the boxes) and goes on; consumer 1 waits
+        // for it, adds its own in place and has the copy engine add the sum into the accumulator. So consumer
+        // 1 runs behind consumer 0 by up to a tile and neither waits for the other's softmax.
+        // Swizzled as TMA reads the boxes: row r = 16 warp + g + 8 e of row half h, column 8 n8 + 2 q4 in box
+        // h (D / 32) + n8 / 4, 16-byte chunk (2 (n8 % 4) + q4 / 2) ^ (r % 8), r % 8 = g; its offset is
+        // (32 (n8 % 4)) ^ (16 (q4 / 2 ^ g)), so that each address is an XOR and an immediate. Both consumers'
+        // threads hold the same elements, so each adds to what its twin stored.
+        const std::uint32_t stage = base + L::kDq;
         const int chunk16 = 16 * ((q4 / 2) ^ g);
-#pragma unroll
-        for (int h = 0; h < R / kWgmmaM; ++h) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const std::uint32_t row_at =
-                    stage + h * (D / kAccBoxCols) * L::kDqBox + (16 * warp + g + 8 * e) * kRowBytes + 8 * (q4 % 2);
-#pragma unroll
-                for (int n8 = 0; n8 < D / 8; ++n8) {
-                    const std::uint32_t at = row_at + (n8 / 4) * L::kDqBox + ((32 * (n8 % 4)) ^ chunk16);
-                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(dq[h][4 * n8 + 2 * e]),
-                                 "f"(dq[h][4 * n8 + 2 * e + 1])
-                                 : "memory");
-                }
-            }
-        }
-        fence_proxy_async_smem();
-        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // the block staged
-        if (t == 0) {
-            // Rows past S are left out by the copy engine (the map's token extent).
+        const auto each_pair = [&](auto&& op) {
 #pragma unroll
             for (int h = 0; h < R / kWgmmaM; ++h)
 #pragma unroll
-                for (int b = 0; b < D / kAccBoxCols; ++b)
-                    tma_reduce_add_3d(&map_dq, stage + (h * (D / kAccBoxCols) + b) * L::kDqBox,
-                                      head * D + b * kAccBoxCols, row0 + h * kWgmmaM, batch);
-            bulk_commit();
+                for (int e = 0; e < 2; ++e) {
+                    const std::uint32_t row_at = stage + h * (D / kAccBoxCols) * L::kDqBox +
+                                                 (16 * warp + g + 8 * e) * kRowBytes + 8 * (q4 % 2);
+#pragma unroll
+                    for (int n8 = 0; n8 < D / 8; ++n8)
+                        op(row_at + (n8 / 4) * L::kDqBox + ((32 * (n8 % 4)) ^ chunk16), dq[h][4 * n8 + 2 * e],
+                           dq[h][4 * n8 + 2 * e + 1]);
+                }
+        };
+        if (c == 0) {
+            if (n > 0) named_barrier_sync<2 * kWarpgroup>(kDqFree);
+            each_pair([](std::uint32_t at, float x, float y) {
+                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(x), "f"(y) : "memory");
+            });
+            named_barrier_arrive<2 * kWarpgroup>(kDqStaged);
+        } else {
+            named_barrier_sync<2 * kWarpgroup>(kDqStaged);
+            each_pair([](std::uint32_t at, float x, float y) {
+                float a, b;
+                asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(a), "=f"(b) : "r"(at) : "memory");
+                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(a + x), "f"(b + y) : "memory");
+            });
+            fence_proxy_async_smem();
+            named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // the sum staged
+            if (t == 0) {
+                // Rows past S are left out by the copy engine (the map's token extent).
+#pragma unroll
+                for (int h = 0; h < R / kWgmmaM; ++h)
+#pragma unroll
+                    for (int b = 0; b < D / kAccBoxCols; ++b)
+                        tma_reduce_add_3d(&map_dq, stage + (h * (D / kAccBoxCols) + b) * L::kDqBox,
+                                          head * D + b * kAccBoxCols, row0 + h * kWgmmaM, batch);
+                bulk_commit();
+            }
         }
         wgmma_wait<0>();
         fence_registers(dv);
