@@ -20,23 +20,20 @@
 //     dP^T = V dO^T           the same with V and dO
 //     P^T  = 2^(S^T scale log2e - lse log2e), masked keys 0
 //     dS^T = P^T (dP^T - Dl)  (Dl = rowsum(dO * O), fa2_backward.cu)
-//     dS^T in bf16 to shared memory (this consumer's 64 keys x R)
-//     dQ_c = dS K             the tile's R x D dQ over this consumer's 64 keys:
-//                             A = dS M-major (dS^T read transposed), B = K
-//                             N-major
+//     dS^T in bf16 to shared memory (both consumers' 64 keys: 128 x R)
 //     dV  += P^T dO           wgmma with A = P^T from registers, B = dO N-major
 //     dK  += dS^T Q           A = dS^T K-major from shared memory, B = Q N-major
-//     dQ_c to shared memory (fp32, 128B-swizzled) while dV and dK run:
-//     consumer 0 stores its block, consumer 1 adds its own to it in place and
-//     has the copy engine add the sum into the fp32 accumulator
-//     (cp.reduce.async.bulk.tensor), boxes of 64 rows x 32 columns.
-//   The consumers meet only there, one way (named barriers: consumer 0 says
-//   its block is staged and goes on; consumer 1 says the reduction has read
-//   the boxes, which consumer 0 waits for before the next tile's block). Each
-//   reads only its own keys' dS^T and its own copy of the rows' lse and Dl, so
-//   consumer 1 may run up to a tile behind, its softmax and stores under
-//   consumer 0's products. Inside a consumer, P^T is computed while dP^T's
-//   wgmma still runs.
+//     dQ_b = dS K             a 64 x 64 block of the tile's dQ over all 128
+//                             keys: A = dS M-major (dS^T read transposed), B =
+//                             K N-major; consumer c takes rows 64c.. (D = 64) or
+//                             columns 64c.. (D = 128)
+//     dQ_b to shared memory (fp32, 128B-swizzled), and one thread of the
+//     consumer has the copy engine add it into the fp32 accumulator
+//     (cp.reduce.async.bulk.tensor), two boxes of 32 columns.
+//   The two consumers meet once per tile (a named barrier) after writing dS^T,
+//   which is double-buffered, as are the rows' lse and Dl in shared memory.
+//   Inside a consumer, P^T is computed while dP^T's wgmma still runs, and dV
+//   and dK are issued before the meeting, so that they run while it waits.
 //
 // dQ is accumulated as fa2_backward's atomic mode does (every key tile adds
 // into every query row), but by the copy engine from shared memory: the
@@ -54,30 +51,31 @@
 // and 1.82x fa2_backward (causal 0.62x); D = 64 197 Tflop/s, 0.43x (causal
 // 0.50x), 1.13x; GPT-2's S = 1024, D = 64, causal 139 Tflop/s, 0.62x, 1.11x
 // (2026-12-01_2e246c5_targets_attention.csv, _gpt2_attention.csv). What it
-// still lacked against cuDNN: the two consumers worked in lockstep on one
-// tile (each computed a 64 x 64 block of dQ over both consumers' 128 keys),
-// so the tensor cores idled while both computed P^T and dS^T; nothing of the
+// still lacks against cuDNN: the two consumers work in lockstep on one tile,
+// so the tensor cores idle while both compute P^T and dS^T; nothing of the
 // next tile's S^T is issued under this tile's dQ. With dQ added by the copy
 // engine instead of by every thread's atomics (b8126a2): D = 64, S = 4096
 // 308 Tflop/s, 0.73x cuDNN (0.61x before; 2026-12-02_c952acb_targets_attention.csv),
 // and GPT-2's training step's attention_backward 4.88 -> 4.23 ms. Issuing
 // the next tile's S^T under this tile's dQ made ptxas serialize every wgmma
-// (docs/attention.md, Next). So each consumer now computes the whole tile's
-// dQ over its own keys instead (the same flops). First with no meeting at
-// all, each consumer's block reduced into L2 on its own (dbf9f68: twice the
-// bytes staged and added, 64 KB a CTA and tile): all 34 checks passed and it
-// was slower, D = 128, S = 4096 0.611x cuDNN (324.7 Tflop/s against 379 in
-// the lockstep form), causal 0.681x, D = 64 0.625x, GPT-2's case 0.799x
-// (results/h200/experiments/2026-12-02_dbf9f68_targets_attention.csv,
-// _gpt2_attention.csv). Then as above: the blocks summed in shared memory,
-// one reduction of 32 KB a tile as in the lockstep form, the meeting one way.
+// (docs/attention.md, Next).
+//
+// The lockstep is not what costs, measured twice: each consumer computing the
+// tile's whole dQ over its own 64 keys (the same flops) so that the two need
+// not meet. With each block reduced into L2 on its own (dbf9f68: 64 KB a CTA
+// and tile instead of 32) the backward at D = 128, S = 4096 ran at 0.611x
+// cuDNN (324.7 Tflop/s), D = 64 0.625x; with the blocks summed in shared
+// memory one way (e0e135c: consumer 0 stores its block and goes on, consumer
+// 1 adds its own and reduces the sum) 0.648x (345.5 Tflop/s), D = 64 0.658x,
+// Nsight Compute showing the tensor pipe 40 % active (43 % here) and
+// short-scoreboard and barrier stalls up. Both passed all 34 checks
+// (results/h200/experiments/2026-12-02_dbf9f68_*, _e0e135c_*). So the order
+// here stays.
 //
 // Shared memory: K, V (D/64 boxes of 128 keys x 128 B each); Q and dO, two
-// stages of D/64 boxes of R rows; dS^T, R/64 boxes of 128 keys x 64 rows
-// (each consumer writes and reads its own 64 keys, and writes them again only
-// after its products of the tile are done); dQ's staging, R/64 x D/32 boxes of
-// 64 rows x 32 fp32; each consumer's lse and Dl of two tiles. D = 64: 165 KB;
-// D = 128: 179 KB.
+// stages of D/64 boxes of R rows; dS^T, two buffers of R/64 boxes of 128 keys
+// x 64 rows; dQ's staging, two boxes of 64 rows x 32 fp32 per consumer; lse
+// and Dl of two tiles. D = 64: 195 KB; D = 128: 193 KB.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -99,9 +97,8 @@ using namespace rigel::cuda::sm90;
 
 constexpr int kKeys = 128;  // keys per CTA: 64 per consumer warpgroup
 constexpr int kThreads = 3 * kWarpgroup;
-constexpr int kOwnBarrier = 1;  // + consumer: one warpgroup's own meeting (0 is __syncthreads')
-constexpr int kDqStaged = 3;    // consumer 0 arrives once its dQ block is staged; consumer 1 waits
-constexpr int kDqFree = 4;      // consumer 1 arrives once the last reduction has read the staging; consumer 0 waits
+constexpr int kPairBarrier = 1;  // the consumers' meeting once per tile (0 is __syncthreads')
+constexpr int kOwnBarrier = 2;   // + consumer: one warpgroup's dS^T stores done
 constexpr float kLog2e = 1.4426950408889634f;
 
 template <int D>
@@ -116,14 +113,17 @@ struct BwdLayout {
     static constexpr int kV = kK + kBoxes * kKvBox;
     static constexpr int kQ = kV + kBoxes * kKvBox;         // [stage][box]
     static constexpr int kDo = kQ + 2 * kBoxes * kRowBox;   // [stage][box]
-    static constexpr int kDs = kDo + 2 * kBoxes * kRowBox;  // [box]: each consumer writes and reads its own keys
-    static constexpr int kDqBox = kWgmmaM * kRowBytes;      // 64 rows x 32 fp32 columns of dQ
-    static constexpr int kDqBoxes = kDsBoxes * (D / kAccBoxCols);  // the tile's R x D block: [row half][columns]
-    static constexpr int kDq = kDs + kDsBoxes * kDsBox;            // [box]: both consumers' sum
-    static constexpr int kStats = kDq + kDqBoxes * kDqBox;         // [consumer][buffer][lse log2 e | Dl][row] floats
-    static constexpr int kBarriers = kStats + 2 * 2 * 2 * kRows * 4;
+    static constexpr int kDs = kDo + 2 * kBoxes * kRowBox;  // [buffer][box]
+    static constexpr int kDqBox = kWgmmaM * kRowBytes;           // 64 rows x 32 fp32 columns of dQ
+    static constexpr int kDq = kDs + 2 * kDsBoxes * kDsBox;      // [consumer][box]
+    static constexpr int kStats = kDq + 2 * 2 * kDqBox;          // [buffer][lse log2 e | Dl][row] floats
+    static constexpr int kBarriers = kStats + 2 * 2 * kRows * 4;
     static constexpr int kBytes = kBarriers + 64 + kSwizzleAtom;  // barriers, and room to align the base
-    static_assert(kKeys == 2 * kWgmmaM, "64 keys per consumer");
+    // The 64 x 64 block of the tile's dQ that consumer c computes: rows of
+    // dS box kDqBox(c), columns of K box kDqKBox(c).
+    static constexpr int dq_ds_box(int c) { return D == 64 ? c : 0; }
+    static constexpr int dq_k_box(int c) { return D == 64 ? 0 : c; }
+    static_assert(kKeys == 2 * kWgmmaM && (D == 64 ? kDsBoxes == 2 : kBoxes == 2), "one dQ block per consumer");
     static_assert(kBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
 };
 
@@ -218,6 +218,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     setmaxnreg_inc<240>();
     const int c = wg - 1;  // consumer: keys key0 + 64 c ...
     const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
+    const int ct = static_cast<int>(threadIdx.x) - kWarpgroup;  // 0..255 over both consumers
     const int warp = t / 32, lane = t % 32;
     const int g = lane / 4, q4 = lane % 4;
     const int wkey0 = key0 + c * kWgmmaM;
@@ -225,27 +226,25 @@ __global__ void __launch_bounds__(kThreads, 1)
     const std::int64_t token0 = static_cast<std::int64_t>(batch) * p.seq;
     const std::int64_t head_rows = (static_cast<std::int64_t>(batch) * p.heads + head) * p.seq;
 
-    // Row t of a tile's lse (log2 domain) and Dl, read by thread t < R of
-    // each consumer into its own copy; rows past S get lse = +inf (so P = 0)
-    // and Dl = 0.
-    static_assert(R <= kWarpgroup, "one row's statistics per consumer thread");
+    // Row ct of a tile's lse (log2 domain) and Dl, read by thread ct < R;
+    // rows past S get lse = +inf (so P = 0) and Dl = 0.
+    static_assert(R <= 2 * kWarpgroup, "one row's statistics per consumer thread");
     // The loads' values are used only where they are stored (lse scaled to log2 there): an operation on
     // them right after the loads made the loading warps wait out the L2 round trip at the top of each
     // tile, and the rest of their warpgroup with them at its first wgmma (Nsight Compute's source page at
     // 60c3bb2: the FMUL by log2 e and that wgmma 6.5 % of the warps' samples). Measured at 9decfab: no
     // change beyond the noise (S = 4096, D = 128: 0.701x cuDNN, 0.707x at 0f2ff17; GPT-2 0.876x, 0.873x).
     const auto read_stats = [&](int j) {
-        const int row = j * R + t;
+        const int row = j * R + ct;
         float2 v = make_float2(INFINITY, 0.0f);
-        if (t < R && row < p.seq) v = make_float2(p.lse[head_rows + row], p.dl[head_rows + row]);
+        if (ct < R && row < p.seq) v = make_float2(p.lse[head_rows + row], p.dl[head_rows + row]);
         return v;
     };
-    float* const my_stats = stats + c * 2 * 2 * R;
     const auto put_stats = [&](float2 v, int buf) {
-        if (t < R) my_stats[buf * 2 * R + t] = v.x * kLog2e, my_stats[buf * 2 * R + R + t] = v.y;
+        if (ct < R) stats[buf * 2 * R + ct] = v.x * kLog2e, stats[buf * 2 * R + R + ct] = v.y;
     };
     put_stats(read_stats(first_tile), 0);
-    named_barrier_sync<kWarpgroup>(kOwnBarrier + c);
+    named_barrier_sync<2 * kWarpgroup>(kPairBarrier);
 
     float dk[D / 2] = {}, dv[D / 2] = {};
     const int key_offset = c * kWgmmaM * kRowBytes;  // this consumer's 64 keys inside a K or V box: 8 KB in
@@ -262,8 +261,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int row0 = j * R;
         const std::uint32_t q_stage = base + L::kQ + s * L::kBoxes * L::kRowBox;
         const std::uint32_t do_stage = base + L::kDo + s * L::kBoxes * L::kRowBox;
-        const std::uint32_t ds_addr = base + L::kDs;
-        const float* const slse = my_stats + buf * 2 * R;
+        const std::uint32_t ds_addr = base + L::kDs + buf * L::kDsBoxes * L::kDsBox;
+        const float* const slse = stats + buf * 2 * R;
         const float* const sdl = slse + R;
         // The next tile's statistics, read now and stored after this tile's
         // softmax, so that their L2 round trip hides behind the products.
@@ -285,11 +284,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_fence();
         keys_by_rows(st, base + L::kK, q_stage);
         keys_by_rows(dpt, base + L::kV, do_stage);
-        if (c == 1 && n > 0) {
-            // The last tile's sum has been read by its reduction: consumer 0 may stage this tile's block.
-            if (t == 0) bulk_wait_read<0>();
-            named_barrier_arrive<2 * kWarpgroup>(kDqFree);
-        }
 
         // P^T in place of S^T while dP^T is still being computed (accumulator
         // i: key my_key + 8 ((i / 2) % 2), tile row 8 (i / 4) + 2 q4 + i % 2),
@@ -333,27 +327,15 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
         }
         fence_proxy_async_smem();
-        // The next tile's statistics into the other buffer, which this tile does not read and whose last
-        // readers (the tile before) are past the previous meeting; the meeting below publishes them.
-        if (j + 1 < tiles) put_stats(next_stats, buf ^ 1);
-        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // this consumer's dS^T written
+        if (t == 0) bulk_wait_read<0>();  // the last tile's dQ block has been read from the staging boxes
+        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // this consumer's half of dS^T written, staging free
 
-        // This consumer's part of the tile's dQ over its own 64 keys, dQ_c = dS_c K_c (R x D: A = dS M-major,
-        // dS^T read transposed; B = K N-major), as its own commit group; then dV += P^T dO (A = P^T from
-        // registers, B = dO N-major) and dK += dS^T Q (A = dS^T K-major, B = Q N-major). dQ_c is staged while
-        // dV and dK still run.
-        float dq[R / kWgmmaM][D / 2];
+        // dV += P^T dO and dK += dS^T Q, issued before the consumers meet so
+        // that they run while this one waits for the other's half of dS^T;
+        // then this consumer's block of dQ = dS K (zeroed before the fence
+        // that orders register writes before wgmma).
+        float dq[kWgmmaM / 2] = {};
         wgmma_fence();
-        const std::uint64_t k_n = mn_major_desc(base + L::kK + key_offset, L::kKvBox);
-#pragma unroll
-        for (int h = 0; h < R / kWgmmaM; ++h) {
-            const std::uint64_t ds_m = mn_major_desc(ds_addr + h * L::kDsBox + key_offset, L::kDsBox);
-#pragma unroll
-            for (int kk = 0; kk < kWgmmaM / 16; ++kk)
-                Wgmma<DType::bf16, D>::template mma<1, 1>(dq[h], desc_advance(ds_m, kk * kMnStep),
-                                                          desc_advance(k_n, kk * kMnStep), kk > 0 ? 1u : 0u);
-        }
-        wgmma_commit();
         const std::uint64_t do_n = mn_major_desc(do_stage, L::kRowBox);
 #pragma unroll
         for (int kk = 0; kk < R / 16; ++kk)
@@ -365,63 +347,47 @@ __global__ void __launch_bounds__(kThreads, 1)
                 dk, desc_k_step(k_major_desc(ds_addr + (kk / 4) * L::kDsBox + key_offset), kk % 4),
                 desc_advance(q_n, kk * kMnStep), 1u);
         wgmma_commit();
-        wgmma_wait<1>();
+        if (j + 1 < tiles) put_stats(next_stats, buf ^ 1);
+        named_barrier_sync<2 * kWarpgroup>(kPairBarrier);  // both halves of dS^T written
+        wgmma_fence();
+        const std::uint64_t ds_m = mn_major_desc(ds_addr + L::dq_ds_box(c) * L::kDsBox, L::kDsBox);
+        const std::uint64_t k_n = mn_major_desc(base + L::kK + L::dq_k_box(c) * L::kKvBox, L::kKvBox);
 #pragma unroll
-        for (int h = 0; h < R / kWgmmaM; ++h) fence_registers(dq[h]);
-
-        // The tile's dQ is the two consumers' blocks summed in the staging boxes, one way: consumer 0 stores
-        // its block (once consumer 1 has said the last reduction read the boxes) and goes on; consumer 1 waits
-        // for it, adds its own in place and has the copy engine add the sum into the accumulator. So consumer
-        // 1 runs behind consumer 0 by up to a tile and neither waits for the other's softmax.
-        // Swizzled as TMA reads the boxes: row r = 16 warp + g + 8 e of row half h, column 8 n8 + 2 q4 in box
-        // h (D / 32) + n8 / 4, 16-byte chunk (2 (n8 % 4) + q4 / 2) ^ (r % 8), r % 8 = g; its offset is
-        // (32 (n8 % 4)) ^ (16 (q4 / 2 ^ g)), so that each address is an XOR and an immediate. Both consumers'
-        // threads hold the same elements, so each adds to what its twin stored.
-        const std::uint32_t stage = base + L::kDq;
-        const int chunk16 = 16 * ((q4 / 2) ^ g);
-        const auto each_pair = [&](auto&& op) {
-#pragma unroll
-            for (int h = 0; h < R / kWgmmaM; ++h)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const std::uint32_t row_at = stage + h * (D / kAccBoxCols) * L::kDqBox +
-                                                 (16 * warp + g + 8 * e) * kRowBytes + 8 * (q4 % 2);
-#pragma unroll
-                    for (int n8 = 0; n8 < D / 8; ++n8)
-                        op(row_at + (n8 / 4) * L::kDqBox + ((32 * (n8 % 4)) ^ chunk16), dq[h][4 * n8 + 2 * e],
-                           dq[h][4 * n8 + 2 * e + 1]);
-                }
-        };
-        if (c == 0) {
-            if (n > 0) named_barrier_sync<2 * kWarpgroup>(kDqFree);
-            each_pair([](std::uint32_t at, float x, float y) {
-                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(x), "f"(y) : "memory");
-            });
-            named_barrier_arrive<2 * kWarpgroup>(kDqStaged);
-        } else {
-            named_barrier_sync<2 * kWarpgroup>(kDqStaged);
-            each_pair([](std::uint32_t at, float x, float y) {
-                float a, b;
-                asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(a), "=f"(b) : "r"(at) : "memory");
-                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(a + x), "f"(b + y) : "memory");
-            });
-            fence_proxy_async_smem();
-            named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // the sum staged
-            if (t == 0) {
-                // Rows past S are left out by the copy engine (the map's token extent).
-#pragma unroll
-                for (int h = 0; h < R / kWgmmaM; ++h)
-#pragma unroll
-                    for (int b = 0; b < D / kAccBoxCols; ++b)
-                        tma_reduce_add_3d(&map_dq, stage + (h * (D / kAccBoxCols) + b) * L::kDqBox,
-                                          head * D + b * kAccBoxCols, row0 + h * kWgmmaM, batch);
-                bulk_commit();
-            }
-        }
+        for (int kk = 0; kk < kKeys / 16; ++kk)
+            Wgmma<DType::bf16, kWgmmaM>::template mma<1, 1>(dq, desc_advance(ds_m, kk * kMnStep),
+                                                            desc_advance(k_n, kk * kMnStep), kk > 0 ? 1u : 0u);
+        wgmma_commit();
         wgmma_wait<0>();
         fence_registers(dv);
         fence_registers(dk);
+        fence_registers(dq);
         if (t == 0) mbar_arrive(&q_empty[s]);
+
+        // The block to the staging boxes, swizzled as TMA reads them: row r = 16 warp + g + 8 h, column
+        // 8 n8 + 2 q4 in box n8 / 4, 16-byte chunk (2 (n8 % 4) + q4 / 2) ^ (r % 8), r % 8 = g; its offset
+        // is (32 (n8 % 4)) ^ (16 (q4 / 2 ^ g)), so that each store's address is an XOR and an immediate.
+        const std::uint32_t stage = base + L::kDq + c * 2 * L::kDqBox;
+        const int chunk16 = 16 * ((q4 / 2) ^ g);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const std::uint32_t row_at = stage + (16 * warp + g + 8 * h) * kRowBytes + 8 * (q4 % 2);
+#pragma unroll
+            for (int n8 = 0; n8 < kWgmmaM / 8; ++n8) {
+                const std::uint32_t at = row_at + (n8 / 4) * L::kDqBox + ((32 * (n8 % 4)) ^ chunk16);
+                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(dq[4 * n8 + 2 * h]),
+                             "f"(dq[4 * n8 + 2 * h + 1])
+                             : "memory");
+            }
+        }
+        fence_proxy_async_smem();
+        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // the block staged
+        if (t == 0) {
+            // Rows past S are left out by the copy engine (the map's token extent).
+            const int col = head * D + kBoxCols * L::dq_k_box(c), row = row0 + kWgmmaM * L::dq_ds_box(c);
+            tma_reduce_add_3d(&map_dq, stage, col, row, batch);
+            tma_reduce_add_3d(&map_dq, stage + L::kDqBox, col + kAccBoxCols, row, batch);
+            bulk_commit();
+        }
     }
     if (t == 0) bulk_wait<0>();  // the last reductions done before the CTA's shared memory goes
 
