@@ -127,8 +127,9 @@ inline constexpr std::array<Epilogue, 3> kTmaCEpilogues{Epilogue::none, Epilogue
 constexpr bool has_tma_c_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kTmaCEpilogues); }
 // Those of the fixed epilogues also compiled into the ping-pong kernel with 64-row tiles (Choice::tile_m
 // 64, "fixed_m64"): a consumer's tile one m64n128 accumulator, for products of so few 128 x 128 tiles
-// that they would leave most SMs idle (512^3: 16 tiles on 132 SMs).
-inline constexpr std::array<Epilogue, 1> kShortTileEpilogues{Epilogue::none};
+// that they would leave most SMs idle (512^3: 16 tiles on 132 SMs); bias and bias + GELU too, which a
+// small fused product would otherwise run on 128-row tiles (aux needs a second staging box: not here).
+inline constexpr std::array<Epilogue, 3> kShortTileEpilogues{Epilogue::none, Epilogue::bias, Epilogue::bias_gelu};
 constexpr bool has_short_tile_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kShortTileEpilogues); }
 
 // How a plan computes: the kernel the dispatcher chose for the shape.

@@ -312,11 +312,20 @@ TEST(GemmChoose, FewTilesAndAShortKTakeSixtyFourRowTiles) {
     const Choice odd = choose(Desc{.m = 300, .n = 289, .k = 136}, kH200Sms);
     EXPECT_EQ(odd.tile_m, 64);
     EXPECT_EQ(odd.ctas, 15);
+    // The same for bias and bias + GELU (the fused suite's 512^3 and 1024^3).
+    for (Epilogue e : {Epilogue::bias, Epilogue::bias_gelu}) {
+        Desc fused = square(512);
+        fused.epilogue = e;
+        const Choice f = choose(fused, kH200Sms);
+        EXPECT_EQ(f.tile_m, 64) << name(e);
+        EXPECT_EQ(f.ctas, 32) << name(e);
+        EXPECT_TRUE(f.fixed_epilogue && f.splits == 1) << name(e);
+    }
     // Not from half the SMs' tiles on (2048^3: 256 tiles), not for an epilogue without the 64-row
-    // kernel (bias), an f32 D or a K long enough for rule 2's split (1024 x 1024 x 2048).
+    // kernel (bias + GELU with aux), an f32 D or a K long enough for rule 2's split (1024 x 1024 x 2048).
     EXPECT_EQ(choose(square(2048), kH200Sms).tile_m, 128);
     Desc bias = square(512);
-    bias.epilogue = Epilogue::bias;
+    bias.epilogue = Epilogue::bias_gelu_aux;
     EXPECT_EQ(choose(bias, kH200Sms).tile_m, 128);
     EXPECT_EQ(choose(f32_out(square(512)), kH200Sms).tile_m, 128);
     EXPECT_EQ(choose(Desc{.m = 1024, .n = 1024, .k = 2048, .b_op = Op::t}, kH200Sms).tile_m, 128);
