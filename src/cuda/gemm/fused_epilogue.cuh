@@ -602,27 +602,31 @@ private:
         // The staging boxes are free once the copies of the previous half have read them. Waited for
         // before the math, not after: holding the half's bf16 pairs in registers meanwhile (32 more
         // beside both halves' 128 accumulators) spilled.
-        // The bias pairs of this thread's columns, all loaded before the staging box's wait and held packed
-        // (16 registers at BN 128): loaded inside the group loop, each group's load waited out its round
-        // trip before the group's math, 16 in a row, which a tile alone on its SM (512^3) cannot hide. The
-        // wide kernel (BN 256) keeps the loads in the loop: 32 more registers there spilled; so does
-        // bias_gelu_aux, whose kernel then spilled 16 bytes.
-        constexpr bool kHoistBias = takes_bias(K) && K != Epilogue::bias_gelu_aux && BN <= 128;
+        // The bias pairs of this thread's columns, loaded ahead in batches of independent 4-byte loads and
+        // held packed (16 registers at BN 128), the first batch before the staging box's wait: loaded
+        // inside the group loop, each group's load waited out its round trip before the group's math, 16
+        // in a row, which a tile alone on its SM (512^3) cannot hide, nor, it turned out, a K = 768
+        // product's other consumer. bias_gelu_aux takes two batches of 8 (all 16 at once spilled 16 bytes
+        // in its kernel); the wide kernel (BN 256) keeps the loads in the loop (32 more registers spilled).
+        constexpr bool kHoistBias = takes_bias(K) && BN <= 128;
+        constexpr int kBiasBatch = K == Epilogue::bias_gelu_aux ? kGroups / 2 : kGroups;
         [[maybe_unused]] std::uint32_t bias_pairs[kHoistBias ? kGroups : 1];
-        if constexpr (kHoistBias) {
-            if (p.paired && col0 + BN <= n) {  // the same for the whole warpgroup: one 4-byte load a pair
+        [[maybe_unused]] const bool bias_words = p.paired && col0 + BN <= n;  // the same for the warpgroup
+        [[maybe_unused]] const auto load_bias_batch = [&](int first) {
+            if (bias_words) {  // one 4-byte load a pair
                 const auto* const words = static_cast<const __nv_bfloat16*>(p.bias) + col0 + 2 * q;
 #pragma unroll
-                for (int j = 0; j < kGroups; ++j)
+                for (int j = first; j < first + kBiasBatch; ++j)
                     bias_pairs[j] = __ldg(reinterpret_cast<const unsigned int*>(words + 8 * j));
             } else {  // the tile's last columns past N, or pairs not 4-byte aligned
 #pragma unroll
-                for (int j = 0; j < kGroups; ++j) {
+                for (int j = first; j < first + kBiasBatch; ++j) {
                     const float2 b = load_pair(p, p.bias, col0 + 8 * j + 2 * q, col0 + 8 * j + 2 * q, n);
                     bias_pairs[j] = pack(b.x, b.y);  // exact: the values are bf16
                 }
             }
-        }
+        };
+        if constexpr (kHoistBias) load_bias_batch(0);
         const bool issuer = t == 0;
         const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;
         if (issuer) sm90::bulk_wait_read<0>();
@@ -652,6 +656,8 @@ private:
         for (int j = 0; j < kGroups; ++j) {
             [[maybe_unused]] float sums[2] = {};  // dgelu_bgrad: the group's two columns' sums of D
             float2 bv = make_float2(0.0f, 0.0f);
+            if constexpr (kHoistBias && kBiasBatch < kGroups)
+                if (j > 0 && j % kBiasBatch == 0) load_bias_batch(j);
             if constexpr (kHoistBias)
                 bv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bias_pairs[j]));
             else if constexpr (takes_bias(K))
