@@ -75,10 +75,12 @@
 //      64 x 128's 35.0 in the same visit (results/h200/experiments/
 //      2026-12-02_d31041b_small_gemm.csv beside _small_fixed_m64_gemm.csv), so
 //      what is left there (7.6 against cuBLAS's 6.9 us) is not the tiles'
-//      work, and that kernel was taken out again. Since 0.95x and 0.92x at
-//      1020efd, bias and bias + GELU have the 64-row kernel too: the fused
-//      suite's 512^3 and 1024^3 ran on 128-row tiles (split, at 12c21e1: 0.31x
-//      and 0.36x cuBLASLt's GELU_BIAS).
+//      work, and that kernel was taken out again. bias and bias + GELU have
+//      the 64-row kernel too (0612f4a): bias + GELU at 512^3 and 1024^3 0.62x
+//      and 0.78x cuBLASLt's GELU_BIAS in that call, 0.80x and 0.93x once the
+//      epilogue loaded its bias ahead (89aca92), where 12c21e1 split them on
+//      128-row tiles at 0.31x and 0.36x (2026-12-02_0612f4a_fused_gemm.csv,
+//      _89aca92_fused_gemm.csv).
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
