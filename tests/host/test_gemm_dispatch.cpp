@@ -324,9 +324,9 @@ TEST(GemmChoose, FewTilesAndAShortKTakeSixtyFourRowTiles) {
     // Not from half the SMs' tiles on (2048^3: 256 tiles), not for an epilogue without the 64-row
     // kernel (bias + GELU with aux), an f32 D or a K long enough for rule 2's split (1024 x 1024 x 2048).
     EXPECT_EQ(choose(square(2048), kH200Sms).tile_m, 128);
-    Desc bias = square(512);
-    bias.epilogue = Epilogue::bias_gelu_aux;
-    EXPECT_EQ(choose(bias, kH200Sms).tile_m, 128);
+    Desc aux = square(512);
+    aux.epilogue = Epilogue::bias_gelu_aux;
+    EXPECT_EQ(choose(aux, kH200Sms).tile_m, 128);
     EXPECT_EQ(choose(f32_out(square(512)), kH200Sms).tile_m, 128);
     EXPECT_EQ(choose(Desc{.m = 1024, .n = 1024, .k = 2048, .b_op = Op::t}, kH200Sms).tile_m, 128);
     // By name, "fixed_m64" anywhere its kernel exists, one CTA per tile below the SM count.
@@ -335,7 +335,7 @@ TEST(GemmChoose, FewTilesAndAShortKTakeSixtyFourRowTiles) {
     EXPECT_EQ(named->tile_m, 64);
     EXPECT_EQ(named->ctas, kH200Sms);
     EXPECT_TRUE(contains(named->why, "ping-pong 64 x 128 tiles")) << named->why;
-    EXPECT_FALSE(kernel_named(bias, "fixed_m64", kH200Sms));
+    EXPECT_FALSE(kernel_named(aux, "fixed_m64", kH200Sms));
     EXPECT_FALSE(kernel_named(f32_out(square(512)), "fixed_m64", kH200Sms));
 }
 

@@ -599,9 +599,6 @@ private:
         const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
         const int warp = t / 32, lane = t % 32, q = lane % 4;
         const int r = 16 * warp + lane / 4;  // rows r and r + 8 of the half (wgmma's accumulator layout)
-        // The staging boxes are free once the copies of the previous half have read them. Waited for
-        // before the math, not after: holding the half's bf16 pairs in registers meanwhile (32 more
-        // beside both halves' 128 accumulators) spilled.
         // The bias pairs of this thread's columns, loaded ahead in batches of independent 4-byte loads and
         // held packed (16 registers at BN 128), the first batch before the staging box's wait: loaded
         // inside the group loop, each group's load waited out its round trip before the group's math, 16
@@ -627,6 +624,9 @@ private:
             }
         };
         if constexpr (kHoistBias) load_bias_batch(0);
+        // The staging boxes are free once the copies of the previous half have read them. Waited for
+        // before the math, not after: holding the half's bf16 pairs in registers meanwhile (32 more
+        // beside both halves' 128 accumulators) spilled.
         const bool issuer = t == 0;
         const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;
         if (issuer) sm90::bulk_wait_read<0>();
