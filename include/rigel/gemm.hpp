@@ -165,6 +165,10 @@ struct Choice {
     // split order, each waiting for the arrival counter to show its turn, so runs repeat bit for bit
     // (kernel_named "fixed_split_ordered"); false: the units add into the slab by atomic reductions.
     bool ordered_split = false;
+    // With splits > 1, pingpong and fixed_epilogue: > 0 splits only the last split_tiles tiles (in the
+    // kernel's tile order), whose units run first, and runs the others whole (the tail split: a last
+    // wave of few tiles spread over every SM, kernel_named "fixed_split_tail"); 0: every tile is split.
+    int split_tiles = 0;
     int ctas = 0;                    // CTAs launched by the GEMM kernel (a cluster kernel: at most this many)
     std::string why;                 // one sentence: why this kernel for this shape
 };

@@ -24,6 +24,17 @@
 //      over one wave of full-K tiles (2 128^2 K flops at kFlopsPerSm); only
 //      where that model promises at least kMinWaveGain. GPT-2's dW products
 //      (768 x 3072 x 16384, 144 tiles) split 4 ways.
+//   3a. Before rule 3, for bf16 operands, a bf16 D and one of
+//      gemm::kFixedEpilogues, with more tiles than SMs and the same part-empty
+//      last wave and long K: the tail split (set_tail_split). Only the last
+//      wave's tiles split K, as many ways as give each SM one unit of them
+//      (GPT-2's dW: 144 tiles, the last 12 split 11 ways, 23 of 256 k-tiles
+//      a unit); those units run first, then the other tiles whole, on the
+//      ping-pong kernel compiled for the epilogue. Each SM multiplies 279
+//      k-tiles where the unsplit kernel gave 12 SMs 512, and the split units'
+//      fix-up (adding into one workspace slab in split order, the last
+//      storing D: the same bits every run) runs under the other consumer's
+//      whole tile. No fp32 slabs of M x N, no second kernel.
 //   4. bf16 operands, a bf16 D and one of a training step's epilogues: the
 //      ping-pong kernel compiled for that epilogue, whose tiles leave through
 //      TMA stores on calls that tma_stores() allows. For epilogues none and
@@ -188,6 +199,28 @@ bool overlap(const void* p, std::uint64_t p_bytes, const void* q, std::uint64_t 
     return a < b + q_bytes && b < a + p_bytes;
 }
 
+// The tail split (rule 3a, kernel_named "fixed_split_tail"): the tiles of a part-filled last wave split
+// K so that each SM takes at most one of their units (at least kMinSplitKTiles k-tiles a unit, at most
+// kMaxSplits), run first, the other tiles whole after them, on the ping-pong kernel compiled for the
+// epilogue, adding in split order. False, c untouched, where there is no such tail or K is too short.
+bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms) {
+    const std::int64_t tail = tiles % sms;
+    if (tiles <= sms || tail == 0) return false;
+    const std::int64_t splits = std::min<std::int64_t>({sms / tail, k_tiles / kMinSplitKTiles, kMaxSplits});
+    if (splits < 2) return false;
+    c.splits = static_cast<int>(splits);
+    c.split_tiles = static_cast<int>(tail);
+    c.pingpong = true;
+    c.fixed_epilogue = true;
+    c.ordered_split = true;
+    c.ctas = sms;
+    c.why = "those split K " + std::to_string(splits) +
+            " ways and run first, one unit an SM, the others whole after them (the ping-pong kernel compiled for "
+            "this epilogue and a bf16 D; the split units add into a workspace slab in split order, the last "
+            "storing D)";
+    return true;
+}
+
 }  // namespace
 
 const char* name(Type t) {
@@ -304,6 +337,14 @@ Choice choose(const Desc& desc, int sms) {
     }
     const bool few_tiles = c.splits > 1;  // rule 2's split
     const auto waves = [&](std::int64_t units) { return static_cast<double>(ceil_div(units, sms)); };
+    // Rule 3a: a last wave of few tiles and a long K, with a bf16 D and a fixed epilogue: the tail split.
+    if (c.splits == 1 && static_cast<double>(tiles) / (waves(tiles) * sms) < kMinWaveUse &&
+        has_fixed_epilogue_kernel(d) && set_tail_split(c, tiles, k_tiles, sms)) {
+        c.why = std::to_string(tiles) + " tiles of 128 x 128 leave the last of " +
+                std::to_string(static_cast<long long>(waves(tiles))) + " waves on " + std::to_string(sms) + " SMs " +
+                std::to_string(c.split_tiles) + " tiles: " + c.why;
+        return c;
+    }
     if (c.splits == 1 && static_cast<double>(tiles) / (waves(tiles) * sms) < kMinWaveUse &&
         k_tiles >= 2 * kMinSplitKTiles) {
         const double slab = 8.0 * static_cast<double>(d.m) * static_cast<double>(d.n) / kSlabBytesPerSecond;
@@ -393,6 +434,7 @@ struct NamedKernel {
     // into the workspace, the last unit of a tile storing a bf16 D through the epilogue (rule 6's kernel).
     bool split_reduce = false;
     bool ordered = false;       // with fixed and split_reduce: Choice::ordered_split
+    bool tail = false;          // with ordered: only the last wave's tiles split (Choice::split_tiles)
     bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
     int tile_m = kTileM;        // kShortTileM: with fixed, the 64-row kernel (kShortTileEpilogues)
 };
@@ -416,6 +458,8 @@ constexpr std::array kNamedKernels{
                 .split_reduce = true},
     NamedKernel{.name = "fixed_split_ordered", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true, .ordered = true},
+    NamedKernel{.name = "fixed_split_tail", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
+                .split_reduce = true, .ordered = true, .tail = true},
 };
 
 }  // namespace
@@ -454,6 +498,17 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         c.tma_load_c = k.tma_load_c;
         const std::int64_t tiles = ceil_div(d.m, k.tile_m) * ceil_div(d.n, k.tile_n);
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
+        if (k.tail) {
+            if (set_tail_split(c, tiles, ceil_div(d.k, 64), std::max(sms, 1))) {
+                c.why = "asked for: " + std::to_string(tiles) + " tiles of 128 x 128, the last " +
+                        std::to_string(c.split_tiles) + " of them " + c.why;
+            } else {
+                c.why = "asked for: the tail split, but " + std::to_string(tiles) +
+                        " tiles leave no last wave to split on " + std::to_string(std::max(sms, 1)) +
+                        " SMs (or K is too short): the unsplit kernel compiled for this epilogue";
+            }
+            return c;
+        }
         if (k.split_reduce) {
             c.splits = pingpong_splitk_units(tiles, ceil_div(d.k, 64), sms);
             c.ordered_split = k.ordered && c.splits > 1;  // one unit a tile: the unsplit kernel

@@ -350,6 +350,19 @@ std::vector<GemmCase> verify_cases() {
                                        .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e,
                                        .allow_atomics = true},
                                   1.0f, 0.0f, false, "_atomics_split_fixed"));
+    // The tail split (rule 3a, the dispatcher's choice for these shapes on 132 SMs, atomics allowed
+    // or not): 143 tiles, the last 11 split 6 ways (16 or 17 of 97 k-tiles) and run first, the other
+    // 132 whole. By name in every fixed epilogue, TN and NT; with C added (alpha 1.5, beta -0.5) on
+    // 1401 columns, which leaves by the staged stores.
+    for (const auto& [a, b] : {std::pair{Op::t, Op::n}, std::pair{Op::n, Op::t}})
+        for (Epilogue e : gemm::kFixedEpilogues)
+            out.push_back(verify_case(Desc{.m = 1544, .n = 1400, .k = 6152, .a_type = Type::bf16, .b_type = Type::bf16,
+                                           .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
+                                      1.0f, 0.0f, false, "_split_tail", "fixed_split_tail"));
+    for (Epilogue e : {Epilogue::none, Epilogue::bias})
+        out.push_back(verify_case(Desc{.m = 1544, .n = 1401, .k = 6152, .a_type = Type::bf16, .b_type = Type::bf16,
+                                       .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
+                                  1.5f, -0.5f, true, "_split_tail", "fixed_split_tail"));
     // The dispatcher under allow_atomics (rule 5): 15 tiles (rule 2's split) cleared first in every
     // layout; in TN (a weight gradient's), 143 tiles in two waves (rule 3's split) added in place, and
     // both shapes with beta 0.5 into another matrix, which cannot be added into D: there the plan runs
@@ -533,7 +546,7 @@ std::string kernel_text(const Choice& c) {
            (c.fixed_epilogue ? (c.tma_store ? " fixed-epilogue" : " fixed-epilogue staged") : "") +
            (c.ordered_split ? " ordered" : "") +
            (c.cluster_m > 1 ? " cluster " + std::to_string(c.cluster_m) + "x1" : "") + " splits " +
-           std::to_string(c.splits);
+           std::to_string(c.splits) + (c.split_tiles > 0 ? " of the last " + std::to_string(c.split_tiles) + " tiles" : "");
 }
 
 std::span<const RefusalCase> refusal_cases() {

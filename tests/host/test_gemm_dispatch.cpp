@@ -233,22 +233,60 @@ TEST(GemmChoose, SmallSquareOnTheH200SplitsKOnTheCooperativeKernel) {
     EXPECT_EQ(c1.ctas, 128);
 }
 
-TEST(GemmChoose, BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel) {
-    // Rule 6: a bf16 D with a fixed epilogue, where rule 3 splits (a part-empty last wave, long K) and
-    // atomics are allowed: the ping-pong units (pingpong_splitk_units), the last unit of each tile
-    // applying the epilogue. GPT-2's bf16 dW, 768 x 3072 x 16384: 144 tiles.
+TEST(GemmChoose, BfloatLastWaveOfFewTilesTakesTheTailSplit) {
+    // Rule 3a: a bf16 D with a fixed epilogue, more tiles than SMs and a last wave under 75 % used, long
+    // K: the last wave's tiles split so that each SM takes one unit of them, the others whole, in split
+    // order (with or without allow_atomics). GPT-2's bf16 dW, 768 x 3072 x 16384: 144 tiles on 132
+    // SMs, the last 12 split 11 ways (23 of 256 k-tiles a unit).
+    for (Epilogue e : kFixedEpilogues)
+        for (bool atomics : {false, true}) {
+            Desc dw{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n, .allow_atomics = atomics};
+            dw.epilogue = e;
+            const Choice w = choose(dw, kH200Sms);
+            EXPECT_TRUE(w.pingpong && w.fixed_epilogue && w.ordered_split) << name(e);
+            EXPECT_EQ(w.splits, 11) << name(e);
+            EXPECT_EQ(w.split_tiles, 12) << name(e);
+            EXPECT_EQ(w.ctas, kH200Sms);
+            EXPECT_EQ(kernel_text(w), "128x128 pingpong fixed-epilogue ordered splits 11 of the last 12 tiles");
+            EXPECT_TRUE(contains(w.why, "leave the last of 2 waves on 132 SMs 12 tiles")) << w.why;
+        }
+    // K too short for 2 splits of 16 k-tiles: 31 k-tiles, rule 3 does not split either.
+    EXPECT_EQ(choose(bf16_product(768, 3072, 1984, Op::t, Op::n), kH200Sms).splits, 1);
+    // A full last wave (132 x 2 tiles) has no tail; a last wave 75 % used or more is left alone.
+    EXPECT_EQ(choose(bf16_product(128 * 12, 128 * 22, 16384, Op::t, Op::n), kH200Sms).splits, 1);
+    EXPECT_EQ(choose(bf16_product(128 * 16, 128 * 15, 16384, Op::t, Op::n), kH200Sms).splits, 1);
+    // By name, on a product whose tiles fill the SMs in whole waves: the unsplit fixed kernel.
+    const auto whole = kernel_named(bf16_product(128 * 12, 128 * 22, 16384, Op::t, Op::n), "fixed_split_tail", kH200Sms);
+    ASSERT_TRUE(whole);
+    EXPECT_EQ(whole->splits, 1);
+    EXPECT_EQ(whole->split_tiles, 0);
+    EXPECT_TRUE(contains(whole->why, "no last wave")) << whole->why;
+    // By name where the dispatcher would not: 7B's 4096 x 12288 (3072 tiles, 36 in the 24th wave)
+    // splits those 3 ways (64 k-tiles: at least 16 a unit).
+    const auto qkv = kernel_named(bf16_product(4096, 12288, 4096, Op::n, Op::t), "fixed_split_tail", kH200Sms);
+    ASSERT_TRUE(qkv);
+    EXPECT_EQ(qkv->splits, 3);
+    EXPECT_EQ(qkv->split_tiles, 36);
+    EXPECT_TRUE(qkv->ordered_split);
+}
+
+TEST(GemmChoose, BfloatSplitsOfOneWaveRunOnTheSplitFixedKernel) {
+    // Rule 6: a bf16 D with a fixed epilogue, where rule 3 splits a single part-empty wave (72 tiles
+    // on 132 SMs, long K) and atomics are allowed: the ping-pong units (pingpong_splitk_units), the
+    // last unit of each tile applying the epilogue.
     for (Epilogue e : kFixedEpilogues) {
-        Desc dw{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n, .allow_atomics = true};
+        Desc dw{.m = 1152, .n = 1024, .k = 16384, .a_op = Op::t, .b_op = Op::n, .allow_atomics = true};
         dw.epilogue = e;
         const Choice w = choose(dw, kH200Sms);
         EXPECT_TRUE(w.pingpong && w.fixed_epilogue) << name(e);
-        EXPECT_EQ(w.splits, pingpong_splitk_units(144, 256, kH200Sms)) << name(e);
+        EXPECT_FALSE(w.ordered_split) << name(e);
+        EXPECT_EQ(w.splits, pingpong_splitk_units(72, 256, kH200Sms)) << name(e);
         EXPECT_EQ(w.ctas, kH200Sms);
         EXPECT_TRUE(contains(w.why, "the last unit of a tile storing D")) << w.why;
     }
     // Without allow_atomics (the default: bit-reproducible runs), rule 3's split on the slabs.
-    const Choice plain = choose(Desc{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n}, kH200Sms);
-    EXPECT_EQ(plain.splits, 4);
+    const Choice plain = choose(Desc{.m = 1152, .n = 1024, .k = 16384, .a_op = Op::t, .b_op = Op::n}, kH200Sms);
+    EXPECT_GT(plain.splits, 1);
     EXPECT_FALSE(plain.pingpong);
     // Rule 2's few tiles keep the cooperative split (the split fixed kernel lost there on the H200)
     // from 32 k-tiles: 1024 x 1024 x 2048, 64 tiles.
@@ -282,9 +320,6 @@ TEST(GemmChoose, BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel) {
     relu.epilogue = Epilogue::bias_relu;
     EXPECT_FALSE(kernel_named(relu, "fixed_split", kH200Sms));
     EXPECT_FALSE(kernel_named(relu, "fixed_split_ordered", kH200Sms));
-    // The dispatcher never picks the ordered form (not measured yet).
-    Desc dw{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n, .allow_atomics = true};
-    EXPECT_FALSE(choose(dw, kH200Sms).ordered_split);
     // Not for an epilogue without a fixed kernel, an f16 D or f16 operands: rule 3 as before.
     Desc dw_relu{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .b_op = Op::n, .epilogue = Epilogue::bias_relu,
                  .allow_atomics = true};
@@ -475,7 +510,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered");
+              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));

@@ -813,6 +813,9 @@ struct SplitFixupParams : FixedEpilogueParams {
     unsigned* arrivals = nullptr;    // per half: units that have added, back to 0 by the last
     int splits = 1;                  // units per tile (the kernel reads it)
     int tiles_n = 0;                 // tiles of 128 columns in a row of tiles
+    // > 0: only the last split_tiles tiles (of the kernel's tile order) are split, the others run
+    // whole and go straight to the inner epilogue (Choice::split_tiles); 0: every tile is split.
+    int split_tiles = 0;
 };
 
 template <class Inner, bool Ordered = false>
@@ -829,6 +832,13 @@ struct SplitFixup {
         if constexpr (requires { Inner::init(); }) Inner::init();
     }
     static __device__ __forceinline__ void drain(const Params& p) { Inner::drain(p); }
+
+    // A tile the kernel did not split (Params::split_tiles): stored as the unsplit kernel stores it.
+    template <int BN>
+    static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
+                                                 int col0, float* staging) {
+        Inner::template store<BN>(p, acc, m, n, row0, col0, staging);
+    }
 
     // The slab a half's partials go to, at this thread's place in it.
     static __device__ __forceinline__ std::int64_t half_of(const Params& p, int row0, int col0) {

@@ -111,6 +111,9 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                     " (those of gemm::kTmaCEpilogues, on the fixed kernels)");
     if (forced.ordered_split && !(split && forced.pingpong && forced.fixed_epilogue))
         throw std::invalid_argument("an ordered split is the split fixed kernel's (splits > 1, ping-pong, fixed epilogue)");
+    if (forced.split_tiles != 0 && !(split && forced.pingpong && forced.fixed_epilogue && forced.split_tiles > 0))
+        throw std::invalid_argument("a tail split is the split fixed kernel's (splits > 1, ping-pong, fixed epilogue) "
+                                    "and splits at least one tile");
     const bool loads_c = forced.fixed_epilogue && forced.tma_load_c;
     KernelKey key{desc_.a_type,     desc_.a_op,           desc_.b_op,
                   forced.tile_n,    split,                forced.pingpong,
@@ -142,7 +145,11 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                     " k-tiles of K = " + std::to_string(desc_.k));
     state_->sms = cuda::sm90::sm_count();
     const std::int64_t tiles = ceil_div(desc_.m, choice_.tile_m) * ceil_div(desc_.n, choice_.tile_n);
-    const std::int64_t units = tiles * forced.splits;
+    if (forced.split_tiles > tiles)
+        throw std::invalid_argument("a tail split of " + std::to_string(forced.split_tiles) + " tiles, but the product has " +
+                                    std::to_string(tiles));
+    const std::int64_t units = forced.split_tiles > 0 ? tiles - forced.split_tiles + forced.split_tiles * forced.splits
+                                                      : tiles * forced.splits;
     choice_.ctas = static_cast<int>(split && !forced.pingpong ? units : std::min<std::int64_t>(units, state_->sms));
     if (split && !forced.pingpong) state_->workspace_bytes = static_cast<std::size_t>(forced.splits) * desc_.m * desc_.n * sizeof(float);
     if (split && forced.pingpong && forced.fixed_epilogue)
@@ -211,6 +218,7 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
         l.arrivals = reinterpret_cast<unsigned*>(s.workspace + halves * kHalfSlabFloats);
         l.epi = p;
         l.splits = c.splits;
+        l.split_tiles = c.split_tiles;
         tma_maps();
         l.grid = dim3(static_cast<unsigned>(c.ctas));
         kernel.launch(l);

@@ -66,6 +66,13 @@
 // so they rarely add into the same addresses at once. The ring's order is the
 // units' order, as for tiles; since units may differ in length by a k-tile,
 // each consumer skips the other's next unit by that unit's own count.
+// The tail split (a policy whose params set split_tiles > 0): only the last
+// split_tiles tiles are split, their units first in the sequence, the other
+// tiles following whole. 144 tiles on 132 SMs: the last 12 tiles split 11
+// ways are the 132 CTAs' first units (23 of 256 k-tiles each), the other 132
+// tiles their second, so each SM multiplies 279 k-tiles where whole tiles
+// gave 12 SMs 512 and the rest 256; the split units' fix-up runs under the
+// other consumer's whole tile.
 #pragma once
 #include <cstdint>
 
@@ -140,19 +147,31 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     const int tiles_pm = ceil_div(tiles_m, G::kClusterM);
     const int num_tiles = tiles_pm * tiles_n;
     // SplitK: units of (split, tile) and each unit's k-tiles; else a unit is a tile and all of K.
-    int splits = 1;
-    if constexpr (G::kSplitK) splits = epi.splits;
-    const int num_units = num_tiles * splits;
+    // The split units come first: unit u < split_units is split u / split_tiles of tile
+    // whole_tiles + u % split_tiles; the units after them are the first whole_tiles tiles, all of K.
+    int splits = 1, split_tiles = num_tiles;
+    if constexpr (G::kSplitK) {
+        splits = epi.splits;
+        if constexpr (requires { epi.split_tiles; })
+            if (epi.split_tiles > 0) split_tiles = epi.split_tiles;
+    }
+    const int whole_tiles = num_tiles - split_tiles;
+    const int split_units = split_tiles * splits;
+    const int num_units = G::kSplitK ? split_units + whole_tiles : num_tiles;
     const int k_tiles = ceil_div(k, G::kBK);
-    [[maybe_unused]] const auto k_first = [&](int unit) { return unit / num_tiles * k_tiles / splits; };
-    [[maybe_unused]] const auto k_count = [&](int unit) { return (unit / num_tiles + 1) * k_tiles / splits - k_first(unit); };
+    [[maybe_unused]] const auto k_first = [&](int unit) {
+        return unit < split_units ? unit / split_tiles * k_tiles / splits : 0;
+    };
+    [[maybe_unused]] const auto k_count = [&](int unit) {
+        return unit < split_units ? (unit / split_tiles + 1) * k_tiles / splits - k_first(unit) : k_tiles;
+    };
     const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
     const int first = kPair ? static_cast<int>(cluster_id_x()) : static_cast<int>(blockIdx.x);
     const int stride = kPair ? static_cast<int>(cluster_count_x()) : static_cast<int>(gridDim.x);
     const auto coords = [&](int unit, int& tm, int& tn) {
         int pm = 0;
         int tile = unit;
-        if constexpr (G::kSplitK) tile = unit % num_tiles;
+        if constexpr (G::kSplitK) tile = unit < split_units ? whole_tiles + unit % split_tiles : unit - split_units;
         tile_coords<Schedule::persistent_grouped>(tile, tiles_pm, tiles_n, G::kGroupM / G::kClusterM, pm, tn);
         tm = G::kClusterM * pm + static_cast<int>(rank);
     };
@@ -297,8 +316,14 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             const int row0 = tm * G::kBM, col0 = tn * G::kBN;
             if constexpr (requires { Epi::kUnitStore; }) {
                 // A split-K policy whose last unit of a half stores it (SplitFixup): both partials leave
-                // the registers first, then each half this unit finished is summed and stored.
-                const int split = tile / num_tiles;
+                // the registers first, then each half this unit finished is summed and stored. A whole
+                // tile (the tail split's) goes straight through the policy's inner epilogue.
+                if (tile >= split_units) {
+                    Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
+                    Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
+                    continue;
+                }
+                const int split = tile / split_tiles;
                 const bool last_top = Epi::template publish<G::kBN>(epi, top, m, row0, col0, split);
                 const bool last_bottom = Epi::template publish<G::kBN>(epi, bottom, m, row0 + kWgmmaM, col0, split);
                 if (last_top) Epi::template finish<G::kBN>(epi, m, n, row0, col0, staging);
