@@ -169,6 +169,10 @@ struct Choice {
     // kernel's tile order), whose units run first, and runs the others whole (the tail split: a last
     // wave of few tiles spread over every SM, kernel_named "fixed_split_tail"); 0: every tile is split.
     int split_tiles = 0;
+    // Ping-pong kernels: tile rows of a group in the persistent tile order (the tiles in flight share
+    // those rows of A and a few columns of B in L2); 0: the kernel's own, 8. kernel_named "fixed_g16"
+    // and "fixed_g32" take 16 and 32.
+    int group_m = 0;
     int ctas = 0;                    // CTAs launched by the GEMM kernel (a cluster kernel: at most this many)
     std::string why;                 // one sentence: why this kernel for this shape
 };

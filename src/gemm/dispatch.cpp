@@ -437,6 +437,7 @@ struct NamedKernel {
     bool tail = false;          // with ordered: only the last wave's tiles split (Choice::split_tiles)
     bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
     int tile_m = kTileM;        // kShortTileM: with fixed, the 64-row kernel (kShortTileEpilogues)
+    int group_m = 0;            // Choice::group_m
 };
 // fixed with tile_n 256 (not ping-pong): the cooperative kernel compiled for kWideEpilogues.
 constexpr std::array kNamedKernels{
@@ -460,6 +461,10 @@ constexpr std::array kNamedKernels{
                 .split_reduce = true, .ordered = true},
     NamedKernel{.name = "fixed_split_tail", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true, .ordered = true, .tail = true},
+    NamedKernel{.name = "fixed_g16", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
+                .group_m = 16},
+    NamedKernel{.name = "fixed_g32", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
+                .group_m = 32},
 };
 
 }  // namespace
@@ -496,6 +501,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         c.fixed_epilogue = k.fixed;
         c.tma_store = k.tma_store;
         c.tma_load_c = k.tma_load_c;
+        c.group_m = k.group_m;
         const std::int64_t tiles = ceil_div(d.m, k.tile_m) * ceil_div(d.n, k.tile_n);
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
         if (k.tail) {
@@ -526,6 +532,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         c.why = std::string("asked for: ") + (k.pingpong ? "ping-pong " : "cooperative ") + std::to_string(k.tile_m) +
                 " x " + std::to_string(k.tile_n) + " tiles" +
                 (k.cluster_m > 1 ? ", pairs of CTAs sharing B by TMA multicast" : "") +
+                (k.group_m > 0 ? ", groups of " + std::to_string(k.group_m) + " tile rows in the tile order" : "") +
                 (k.fixed ? std::string(", the kernel compiled for this epilogue and a bf16 D") +
                                (wide ? ", 3 ring stages" : "") +
                                (k.tma_store ? "" : ", staged stores") +

@@ -545,7 +545,8 @@ std::string kernel_text(const Choice& c) {
     return std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + (c.pingpong ? " pingpong" : "") +
            (c.fixed_epilogue ? (c.tma_store ? " fixed-epilogue" : " fixed-epilogue staged") : "") +
            (c.ordered_split ? " ordered" : "") +
-           (c.cluster_m > 1 ? " cluster " + std::to_string(c.cluster_m) + "x1" : "") + " splits " +
+           (c.cluster_m > 1 ? " cluster " + std::to_string(c.cluster_m) + "x1" : "") +
+           (c.group_m > 0 ? " group " + std::to_string(c.group_m) : "") + " splits " +
            std::to_string(c.splits) + (c.split_tiles > 0 ? " of the last " + std::to_string(c.split_tiles) + " tiles" : "");
 }
 

@@ -55,6 +55,7 @@ struct Launch {
     float* workspace = nullptr;  // split rows: splits stacked M x N fp32 slabs; split fixed rows: the halves' slabs
     unsigned* arrivals = nullptr;  // split fixed rows: each half's arrival counter
     int m = 0, n = 0, k = 0, tiles_m = 0, tiles_n = 0;
+    int group_m = 0;  // ping-pong rows: tile rows of a group in the persistent tile order; 0: the kernel's
     dim3 grid;
     cudaStream_t stream = nullptr;
 };
@@ -158,7 +159,8 @@ template <class G, class Epi = FusedEpilogue>
 void launch_pingpong(const Launch& l) {
     allow_dynamic_smem<sm90::pingpong_kernel<G, Epi>>(sm90::pingpong_smem_bytes<G, Epi>);
     sm90::pingpong_kernel<G, Epi><<<l.grid, G::kThreads, sm90::pingpong_smem_bytes<G, Epi>, l.stream>>>(
-        l.map_a, l.map_b, epilogue_params<Epi>(l), l.m, l.n, l.k, l.tiles_m, l.tiles_n);
+        l.map_a, l.map_b, epilogue_params<Epi>(l), l.m, l.n, l.k, l.tiles_m, l.tiles_n,
+        l.group_m > 0 ? l.group_m : G::kGroupM);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
@@ -175,7 +177,8 @@ void launch_pingpong_cluster(const Launch& l) {
     cudaLaunchAttribute attr{};
     const cudaLaunchConfig_t cfg = sm90::cluster_launch_config(static_cast<unsigned>(G::kClusterM * clusters),
                                                                G::kThreads, kSmem, l.stream, G::kClusterM, &attr);
-    RIGEL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, l.map_a, l.map_b, l.epi, l.m, l.n, l.k, l.tiles_m, l.tiles_n));
+    RIGEL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, l.map_a, l.map_b, l.epi, l.m, l.n, l.k, l.tiles_m, l.tiles_n,
+                                        l.group_m > 0 ? l.group_m : G::kGroupM));
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 

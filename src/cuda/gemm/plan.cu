@@ -186,6 +186,7 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
     l.k = static_cast<int>(d.k);
     l.tiles_m = static_cast<int>(ceil_div(d.m, c.tile_m));
     l.tiles_n = static_cast<int>(ceil_div(d.n, c.tile_n));
+    l.group_m = c.group_m;
     l.stream = stream;
     // The fixed-epilogue kernels' TMA stores (and loads of C, aux) where the call allows them.
     const auto tma_maps = [&] {

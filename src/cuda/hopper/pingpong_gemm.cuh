@@ -109,7 +109,7 @@ struct PingPong {
     static constexpr int kBHalfRows = kBN / 2;               // rows of B a CTA of a pair loads and multicasts
     static constexpr int kBHalfBytes = kBHalfRows * kRowBytes;
     static constexpr int kHalfAcc = kBN / 2;                // fp32 accumulators per thread and m64 half
-    static constexpr int kGroupM = 8;
+    static constexpr int kGroupM = 8;  // tile rows of a group in the tile order, unless the launch says otherwise
     static constexpr int kProducerRegs = 40;
     static constexpr int kConsumerRegs = 232;
 
@@ -130,7 +130,7 @@ template <class G, class Epi>
 __global__ void __launch_bounds__(G::kThreads, 1)
     pingpong_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                     const __grid_constant__ typename Epi::Params epi, int m, int n, int k, int tiles_m,
-                    int tiles_n) {
+                    int tiles_n, int group_m) {
 #if RIGEL_SM90A_DEVICE
     constexpr int kStages = G::kStages;
     extern __shared__ unsigned char smem_raw[];
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         int pm = 0;
         int tile = unit;
         if constexpr (G::kSplitK) tile = unit < split_units ? whole_tiles + unit % split_tiles : unit - split_units;
-        tile_coords<Schedule::persistent_grouped>(tile, tiles_pm, tiles_n, G::kGroupM / G::kClusterM, pm, tn);
+        tile_coords<Schedule::persistent_grouped>(tile, tiles_pm, tiles_n, group_m / G::kClusterM, pm, tn);
         tm = G::kClusterM * pm + static_cast<int>(rank);
     };
 
@@ -337,7 +337,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     }
     if constexpr (kPair) cluster_sync();  // no CTA leaves while its peer may multicast into it or arrive on it
 #else
-    (void)map_a, (void)map_b, (void)epi, (void)m, (void)n, (void)k, (void)tiles_m, (void)tiles_n;
+    (void)map_a, (void)map_b, (void)epi, (void)m, (void)n, (void)k, (void)tiles_m, (void)tiles_n, (void)group_m;
     trap_without_sm90a("pingpong_kernel");
 #endif
 }
