@@ -52,7 +52,9 @@
 //      in place; other calls run on the rule-2/3 choice). GPT-2's fp32 dW as
 //      the trainer runs them (suite gpt2_dw at d882e33): 0.93x and 0.88x
 //      cuBLASLt for the MLP's, 1.02x for the attention projection's, against
-//      0.68x, 0.67x and 0.81x for the cooperative split's slabs.
+//      0.68x, 0.67x and 0.81x for the cooperative split's slabs. Where rule 3
+//      split and rule 3a's tail exists (more tiles than SMs), the tail split
+//      instead, every unit (split or whole) added into D.
 //   6. Where rule 3 splits K for bf16 operands, a bf16 D and one of
 //      gemm::kFixedEpilogues, and the desc allows atomics (its additions'
 //      order, as rule 5's, varies): the ping-pong kernel compiled for the epilogue
@@ -203,7 +205,8 @@ bool overlap(const void* p, std::uint64_t p_bytes, const void* q, std::uint64_t 
 // K so that each SM takes at most one of their units (at least kMinSplitKTiles k-tiles a unit, at most
 // kMaxSplits), run first, the other tiles whole after them, on the ping-pong kernel compiled for the
 // epilogue, adding in split order. False, c untouched, where there is no such tail or K is too short.
-bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms) {
+// With fixed false (rule 5's fp32 D): the ping-pong split-K whose units, split or whole, add into D.
+bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms, bool fixed = true) {
     const std::int64_t tail = tiles % sms;
     if (tiles <= sms || tail == 0) return false;
     const std::int64_t splits = std::min<std::int64_t>({sms / tail, k_tiles / kMinSplitKTiles, kMaxSplits});
@@ -211,13 +214,13 @@ bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms
     c.splits = static_cast<int>(splits);
     c.split_tiles = static_cast<int>(tail);
     c.pingpong = true;
-    c.fixed_epilogue = true;
-    c.ordered_split = true;
+    c.fixed_epilogue = fixed;
+    c.ordered_split = fixed;
     c.ctas = sms;
-    c.why = "those split K " + std::to_string(splits) +
-            " ways and run first, one unit an SM, the others whole after them (the ping-pong kernel compiled for "
-            "this epilogue and a bf16 D; the split units add into a workspace slab in split order, the last "
-            "storing D)";
+    c.why = "those split K " + std::to_string(splits) + " ways and run first, one unit an SM, the others whole after them " +
+            (fixed ? "(the ping-pong kernel compiled for this epilogue and a bf16 D; the split units add into a "
+                     "workspace slab in split order, the last storing D)"
+                   : "(the ping-pong kernel, every unit added into the fp32 D by atomic reductions: allow_atomics)");
     return true;
 }
 
@@ -378,6 +381,15 @@ Choice choose(const Desc& desc, int sms) {
     // order that varies from run to run.
     const bool into_d = !is_fp8(d.a_type) && d.d_type == Type::f32 && d.epilogue == Epilogue::none;
     const bool into_workspace = !few_tiles && has_fixed_epilogue_kernel(d);
+    if (c.splits > 1 && d.allow_atomics && into_d && !few_tiles) {
+        Choice tail = c;
+        if (set_tail_split(tail, tiles, k_tiles, sms, false)) {
+            tail.why = std::to_string(tiles) + " tiles of 128 x 128 leave the last of " +
+                       std::to_string(static_cast<long long>(waves(tiles))) + " waves on " + std::to_string(sms) +
+                       " SMs " + std::to_string(tail.split_tiles) + " tiles: " + tail.why;
+            return tail;
+        }
+    }
     if (c.splits > 1 && d.allow_atomics && (into_d || into_workspace)) {
         const int units = pingpong_splitk_units(tiles, k_tiles, sms);
         if (units > 1) {

@@ -275,6 +275,13 @@ std::vector<GemmCase> verify_cases() {
             out.push_back(verify_case(Desc{.m = 2104, .n = 2104, .k = 1000, .a_type = Type::bf16, .b_type = Type::bf16,
                                            .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
                                       1.0f, beta, false, "_multitile"));
+    // The tile order in groups of 16 and 32 tile rows (fixed_g16, fixed_g32): 17 rows of tiles, so the
+    // last group is a short one.
+    for (const char* kernel : {"fixed_g16", "fixed_g32"})
+        out.push_back(verify_case(Desc{.m = 2104, .n = 2104, .k = 1000, .a_type = Type::bf16, .b_type = Type::bf16,
+                                       .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16,
+                                       .epilogue = Epilogue::bias_gelu_aux},
+                                  1.0f, 0.0f, false, std::string("_multitile_") + kernel, kernel));
     // C by TMA over many tiles (each consumer's barrier for C through many phases): the residual bias
     // product in every layout, and in place (C is D) in NT, as a projection adds into its stream.
     for (const auto& [a, b] : kLayouts) {

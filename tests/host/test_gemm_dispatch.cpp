@@ -550,13 +550,16 @@ TEST(GemmChoose, PingPongSplitKFillsRoundsOfConsumers) {
 }
 
 TEST(GemmChoose, AllowedAtomicsTurnSplitsIntoThePingPongSplitK) {
-    // GPT-2's fp32 dW: rule 3's 4 slabs become 9 ping-pong splits; attention's projection (36 tiles):
-    // rule 2's 3 slabs become 7.
+    // GPT-2's fp32 dW: rule 3's 4 slabs become the tail split (144 tiles, the last 12 split 11 ways, all
+    // units added into D); attention's projection (36 tiles): rule 2's 3 slabs become 7 ping-pong splits.
     Desc dw{.m = 3072, .n = 768, .k = 16384, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true};
     Choice c = choose(dw, kH200Sms);
     EXPECT_TRUE(c.pingpong);
-    EXPECT_EQ(c.splits, 9);
+    EXPECT_FALSE(c.fixed_epilogue || c.ordered_split);
+    EXPECT_EQ(c.splits, 11);
+    EXPECT_EQ(c.split_tiles, 12);
     EXPECT_EQ(c.ctas, kH200Sms);
+    EXPECT_EQ(kernel_text(c), "128x128 pingpong splits 11 of the last 12 tiles");
     EXPECT_TRUE(contains(c.why, "atomic reductions")) << c.why;
     c = choose(Desc{.m = 768, .n = 768, .k = 16384, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true},
                kH200Sms);

@@ -733,6 +733,7 @@ struct AtomicAddF32 {
         float alpha = 1.0f;
         int splits = 1;      // the kernel's units per tile
         bool pairs = false;  // D's rows start on 8-byte boundaries (ldd even, D aligned)
+        int split_tiles = 0;  // > 0: only the last split_tiles tiles split, the others added whole (the tail split)
     };
     static constexpr int kStagingBytes = 0;
 

@@ -51,7 +51,7 @@ struct Launch {
     CUtensorMap map_c{};  // with tma_store and beta != 0: C's boxes, loaded by TMA (Choice::tma_load_c)
     bool tma_load_c = false;
     int splits = 1;  // the ping-pong split-K's units per tile
-    int split_tiles = 0;  // split fixed rows: tiles split (the last ones), the others whole; 0: all
+    int split_tiles = 0;  // ping-pong split rows: tiles split (the last ones), the others whole; 0: all
     float* workspace = nullptr;  // split rows: splits stacked M x N fp32 slabs; split fixed rows: the halves' slabs
     unsigned* arrivals = nullptr;  // split fixed rows: each half's arrival counter
     int m = 0, n = 0, k = 0, tiles_m = 0, tiles_n = 0;
@@ -127,6 +127,7 @@ typename Epi::Params epilogue_params(const Launch& l) {
         params.alpha = l.epi.alpha;
         params.splits = l.splits;
         params.pairs = l.epi.ldd % 2 == 0 && reinterpret_cast<std::uintptr_t>(l.epi.d) % 8 == 0;
+        params.split_tiles = l.split_tiles;
     } else {
         static_cast<EpilogueParams&>(params) = l.epi;
         if constexpr (std::is_base_of_v<FixedEpilogueParams, typename Epi::Params>) {

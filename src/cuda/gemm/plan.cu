@@ -111,9 +111,9 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                     " (those of gemm::kTmaCEpilogues, on the fixed kernels)");
     if (forced.ordered_split && !(split && forced.pingpong && forced.fixed_epilogue))
         throw std::invalid_argument("an ordered split is the split fixed kernel's (splits > 1, ping-pong, fixed epilogue)");
-    if (forced.split_tiles != 0 && !(split && forced.pingpong && forced.fixed_epilogue && forced.split_tiles > 0))
-        throw std::invalid_argument("a tail split is the split fixed kernel's (splits > 1, ping-pong, fixed epilogue) "
-                                    "and splits at least one tile");
+    if (forced.split_tiles != 0 && !(split && forced.pingpong && forced.split_tiles > 0))
+        throw std::invalid_argument("a tail split is the ping-pong split-K's (splits > 1, ping-pong) and splits at "
+                                    "least one tile");
     const bool loads_c = forced.fixed_epilogue && forced.tma_load_c;
     KernelKey key{desc_.a_type,     desc_.a_op,           desc_.b_op,
                   forced.tile_n,    split,                forced.pingpong,
@@ -236,6 +236,7 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
                                                static_cast<std::size_t>(d.m), stream));
         l.epi = p;
         l.splits = c.splits;
+        l.split_tiles = c.split_tiles;
         l.grid = dim3(static_cast<unsigned>(c.ctas));
         kernel.launch(l);
         return;
