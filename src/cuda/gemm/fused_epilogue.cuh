@@ -775,7 +775,8 @@ struct AtomicAddF32 {
 // The ping-pong split-K for a bf16 D with a fixed epilogue (the dispatcher's
 // rule 6 under allow_atomics, and "fixed_split"; pingpong_gemm.cuh's SplitK,
 // which hands both halves of a unit to publish() and then each half the unit
-// came last to to finish(), so no accumulator is live beside a sum): units of (split,
+// came last to to reload() and store(), the sum read back into the half's own
+// accumulators): units of (split,
 // tile) as AtomicAddF32's, but D cannot take additions, so each unit adds its
 // partial 64 x BN half, as fp32, into a slab of the plan's workspace
 // (red.global.add.v4: L2 does the adds), then counts itself on the half's
@@ -825,8 +826,8 @@ struct SplitFixup {
     static constexpr int kStagingBytes = Inner::kStagingBytes;
     static constexpr int kStages = Inner::kStages;
     // pingpong_kernel hands a unit's halves over in two steps: publish() for both (each partial leaves
-    // the registers: stored or added into the workspace, and counted), then finish() for each half this
-    // unit arrived last at, with no accumulators live beside the sum it reads back.
+    // the registers: stored or added into the workspace, and counted), then, for each half this unit
+    // arrived last at, reload() (the sum into the half's accumulators) and store().
     static constexpr bool kUnitStore = true;
 
     static __device__ __forceinline__ void init() {
@@ -834,7 +835,8 @@ struct SplitFixup {
     }
     static __device__ __forceinline__ void drain(const Params& p) { Inner::drain(p); }
 
-    // A tile the kernel did not split (Params::split_tiles): stored as the unsplit kernel stores it.
+    // A whole tile (Params::split_tiles), or a half's sum after reload(): stored as the unsplit kernel
+    // stores it.
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
                                                  int col0, float* staging) {
@@ -885,7 +887,7 @@ struct SplitFixup {
             __threadfence();
             sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
             const bool last = split == p.splits - 1;
-            if (t == 0 && !last)  // the next split's ticket; the last leaves it for finish() to reset
+            if (t == 0 && !last)  // the next split's ticket; the last leaves it for reload() to reset
                 asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p.arrivals + half), "r"(static_cast<unsigned>(split + 1))
                              : "memory");
             return last;
@@ -903,19 +905,18 @@ struct SplitFixup {
         }
     }
 
-    // The last unit of a half: the sum read back (Ordered: the slab as the last split stored it, nothing
-    // to clear, since split 0 stores rather than adds; else the slab, then cleared), the counter reset
-    // for the next call, and the sum stored through the fixed epilogue.
+    // The last unit of a half: the sum read back into acc (Ordered: the slab as the last split stored it,
+    // nothing to clear, since split 0 stores rather than adds; else the slab, then cleared) and the
+    // counter reset for the next call; the kernel then stores acc through store(), as a whole tile's.
     template <int BN>
-    static __device__ __forceinline__ void finish(const Params& p, int m, int n, int row0, int col0, float* staging) {
+    static __device__ __forceinline__ void reload(const Params& p, float (&acc)[BN / 2], int row0, int col0) {
         __threadfence();
         const std::int64_t half = half_of(p, row0, col0);
-        float sum[BN / 2];
         float* const from = slab(p, half);
 #pragma unroll
         for (int j = 0; j < kSteps; ++j) {
             asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
-                         : "=f"(sum[4 * j]), "=f"(sum[4 * j + 1]), "=f"(sum[4 * j + 2]), "=f"(sum[4 * j + 3])
+                         : "=f"(acc[4 * j]), "=f"(acc[4 * j + 1]), "=f"(acc[4 * j + 2]), "=f"(acc[4 * j + 3])
                          : "l"(from + j * kStep)
                          : "memory");
             if constexpr (!Ordered)
@@ -923,7 +924,6 @@ struct SplitFixup {
                              : "memory");
         }
         if (threadIdx.x % sm90::kWarpgroup == 0) p.arrivals[half] = 0u;
-        Inner::template store<BN>(p, sum, m, n, row0, col0, staging);
     }
 
 private:

@@ -314,24 +314,25 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 ring.advance(kt);  // the other consumer's next tile (kt = its k-tile count)
             }
             const int row0 = tm * G::kBM, col0 = tn * G::kBN;
+            // A split-K policy whose last unit of a half stores it (SplitFixup): both partials leave the
+            // registers first, then each half this unit came last to is read back into its accumulators
+            // (the sum of all splits) and stored as a whole tile's half is. A whole tile (the tail
+            // split's) is stored at once. One inlined store per half, as in the unsplit kernel: with a
+            // second one for the sums, ptxas kept the ring's stage and phase in local memory inside the
+            // k-loop.
+            bool store_top = true, store_bottom = G::kHalves == 2;
             if constexpr (requires { Epi::kUnitStore; }) {
-                // A split-K policy whose last unit of a half stores it (SplitFixup): both partials leave
-                // the registers first, then each half this unit finished is summed and stored. A whole
-                // tile (the tail split's) goes straight through the policy's inner epilogue.
-                if (tile >= split_units) {
-                    Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
-                    Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
-                    continue;
+                if (tile < split_units) {
+                    const int split = tile / split_tiles;
+                    store_top = Epi::template publish<G::kBN>(epi, top, m, row0, col0, split);
+                    store_bottom = Epi::template publish<G::kBN>(epi, bottom, m, row0 + kWgmmaM, col0, split);
+                    if (store_top) Epi::template reload<G::kBN>(epi, top, row0, col0);
+                    if (store_bottom) Epi::template reload<G::kBN>(epi, bottom, row0 + kWgmmaM, col0);
                 }
-                const int split = tile / split_tiles;
-                const bool last_top = Epi::template publish<G::kBN>(epi, top, m, row0, col0, split);
-                const bool last_bottom = Epi::template publish<G::kBN>(epi, bottom, m, row0 + kWgmmaM, col0, split);
-                if (last_top) Epi::template finish<G::kBN>(epi, m, n, row0, col0, staging);
-                if (last_bottom) Epi::template finish<G::kBN>(epi, m, n, row0 + kWgmmaM, col0, staging);
-            } else {
-                Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
-                if constexpr (G::kHalves == 2) Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
             }
+            if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
+            if constexpr (G::kHalves == 2)
+                if (store_bottom) Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
         }
         Epi::drain(epi);
     }
