@@ -261,13 +261,27 @@ TEST(GemmChoose, BfloatLastWaveOfFewTilesTakesTheTailSplit) {
     EXPECT_EQ(whole->splits, 1);
     EXPECT_EQ(whole->split_tiles, 0);
     EXPECT_TRUE(contains(whole->why, "no last wave")) << whole->why;
-    // By name where the dispatcher would not: 7B's 4096 x 12288 (3072 tiles, 36 in the 24th wave)
-    // splits those 3 ways (64 k-tiles: at least 16 a unit).
-    const auto qkv = kernel_named(bf16_product(4096, 12288, 4096, Op::n, Op::t), "fixed_split_tail", kH200Sms);
-    ASSERT_TRUE(qkv);
-    EXPECT_EQ(qkv->splits, 3);
-    EXPECT_EQ(qkv->split_tiles, 36);
-    EXPECT_TRUE(qkv->ordered_split);
+    // A last wave 27 % used over 24 waves: 7B's 4096 x 12288 (3072 tiles, 36 in the 24th wave) splits
+    // those 3 ways (64 k-tiles: at least 16 a unit), 1493 k-tiles on the busiest SM instead of 1536 (the
+    // 1 % rule 3a asks); by name the same.
+    for (const auto& [a, b] : {std::pair{Op::n, Op::t}, std::pair{Op::t, Op::n}}) {
+        const Desc qkv = bf16_product(a == Op::n ? 4096 : 12288, a == Op::n ? 12288 : 4096, 4096, a, b);
+        for (const std::optional<Choice>& c : {std::optional<Choice>(choose(qkv, kH200Sms)),
+                                               kernel_named(qkv, "fixed_split_tail", kH200Sms)}) {
+            ASSERT_TRUE(c);
+            EXPECT_EQ(c->splits, 3);
+            EXPECT_EQ(c->split_tiles, 36);
+            EXPECT_TRUE(c->ordered_split);
+        }
+    }
+    // Under 1 %: 16384^2 (16,384 tiles, 16 in the 125th wave; 8 ways would save 0.7 %) stays unsplit;
+    // 8192^2 (4,096 tiles, 4 in the 32nd; 8 ways save 2.7 %) splits.
+    EXPECT_EQ(choose(bf16_product(16384, 16384, 16384, Op::n, Op::t), kH200Sms).splits, 1);
+    const Choice big = choose(bf16_product(8192, 8192, 8192, Op::n, Op::t, Epilogue::bias_gelu), kH200Sms);
+    EXPECT_EQ(big.splits, 8);
+    EXPECT_EQ(big.split_tiles, 4);
+    // K too short for two units of 16 k-tiles (GPT-2's forward products, 12 k-tiles): unsplit.
+    EXPECT_EQ(choose(bf16_product(16384, 2304, 768, Op::n, Op::t, Epilogue::bias), kH200Sms).splits, 1);
 }
 
 TEST(GemmChoose, BfloatSplitsOfOneWaveRunOnTheSplitFixedKernel) {
