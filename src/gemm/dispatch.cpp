@@ -25,16 +25,19 @@
 //      where that model promises at least kMinWaveGain. GPT-2's dW products
 //      (768 x 3072 x 16384, 144 tiles) split 4 ways.
 //   3a. Before rule 3, for bf16 operands, a bf16 D and one of
-//      gemm::kFixedEpilogues, with more tiles than SMs and the same part-empty
-//      last wave and long K: the tail split (set_tail_split). Only the last
-//      wave's tiles split K, as many ways as give each SM one unit of them
-//      (GPT-2's dW: 144 tiles, the last 12 split 11 ways, 23 of 256 k-tiles
-//      a unit); those units run first, then the other tiles whole, on the
-//      ping-pong kernel compiled for the epilogue. Each SM multiplies 279
-//      k-tiles where the unsplit kernel gave 12 SMs 512, and the split units'
-//      fix-up (adding into one workspace slab in split order, the last
-//      storing D: the same bits every run) runs under the other consumer's
-//      whole tile. No fp32 slabs of M x N, no second kernel.
+//      gemm::kFixedEpilogues, with more tiles than SMs, a part-empty last
+//      wave and a long K: the tail split (set_tail_split), where it takes at
+//      least kMinTailGain off the busiest SM's k-tiles. Only the last wave's
+//      tiles split K, as many ways as give each SM one unit of them (GPT-2's
+//      dW: 144 tiles, the last 12 split 11 ways, 23 of 256 k-tiles a unit);
+//      those units run first, then the other tiles whole, on the ping-pong
+//      kernel compiled for the epilogue. Each SM multiplies 279 k-tiles where
+//      the unsplit kernel gave 12 SMs 512, and the split units' fix-up (adding
+//      into one workspace slab in split order, the last storing D: the same
+//      bits every run) runs under the other consumer's whole tile. No fp32
+//      slabs of M x N, no second kernel. At 1647f7b: bwd_mlp_down_dw 1.05x and
+//      bwd_mlp_up_dw 1.01x cuBLASLt (0.75x and 0.74x on rule 3's slabs at
+//      2020d30), the 7B fwd_qkv by name 0.97x against 0.95x unsplit.
 //   4. bf16 operands, a bf16 D and one of a training step's epilogues: the
 //      ping-pong kernel compiled for that epilogue, whose tiles leave through
 //      TMA stores on calls that tma_stores() allows. For epilogues none and
