@@ -211,20 +211,26 @@ bool overlap(const void* p, std::uint64_t p_bytes, const void* q, std::uint64_t 
 // The tail split (rule 3a, kernel_named "fixed_split_tail"): the tiles of a part-filled last wave split
 // K so that each SM takes at most one of their units (at least kMinSplitKTiles k-tiles a unit, at most
 // kMaxSplits), run first, the other tiles whole after them, on the ping-pong kernel compiled for the
-// epilogue, adding in split order. False, c untouched, where there is no such tail or K is too short.
-// With fixed false (rule 5's fp32 D): the ping-pong split-K whose units, split or whole, add into D.
-bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms, bool fixed = true) {
+// epilogue, adding in split order. False, c untouched, where there is no such tail, K is too short, or
+// the busiest SM's k-tiles shrink by less than min_gain. With fixed false (rule 5's fp32 D): the
+// ping-pong split-K whose units, split or whole, add into D.
+bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms, bool fixed, double min_gain) {
     const std::int64_t tail = tiles % sms;
     if (tiles <= sms || tail == 0) return false;
     const std::int64_t splits = std::min<std::int64_t>({sms / tail, k_tiles / kMinSplitKTiles, kMaxSplits});
     if (splits < 2) return false;
+    const std::int64_t waves = ceil_div(tiles, sms);
+    const std::int64_t busiest = tiles / sms * k_tiles + ceil_div(k_tiles, splits);
+    if (static_cast<double>(busiest) > (1.0 - min_gain) * static_cast<double>(waves * k_tiles)) return false;
     c.splits = static_cast<int>(splits);
     c.split_tiles = static_cast<int>(tail);
     c.pingpong = true;
     c.fixed_epilogue = fixed;
     c.ordered_split = fixed;
     c.ctas = sms;
-    c.why = "those split K " + std::to_string(splits) + " ways and run first, one unit an SM, the others whole after them " +
+    c.why = std::to_string(tiles) + " tiles of 128 x 128 leave the last of " + std::to_string(waves) + " waves on " +
+            std::to_string(sms) + " SMs " + std::to_string(tail) + " tiles: those split K " + std::to_string(splits) +
+            " ways and run first, one unit an SM, the others whole after them " +
             (fixed ? "(the ping-pong kernel compiled for this epilogue and a bf16 D; the split units add into a "
                      "workspace slab in split order, the last storing D)"
                    : "(the ping-pong kernel, every unit added into the fp32 D by atomic reductions: allow_atomics)");
@@ -349,16 +355,8 @@ Choice choose(const Desc& desc, int sms) {
     const auto waves = [&](std::int64_t units) { return static_cast<double>(ceil_div(units, sms)); };
     // Rule 3a: a part-empty last wave and a long K, with a bf16 D and a fixed epilogue: the tail split,
     // where it shortens the busiest SM's k-tiles by at least kMinTailGain.
-    Choice tail = c;
-    if (c.splits == 1 && has_fixed_epilogue_kernel(d) && set_tail_split(tail, tiles, k_tiles, sms) &&
-        static_cast<double>(tiles / sms * k_tiles + ceil_div(k_tiles, tail.splits)) <=
-            (1.0 - kMinTailGain) * waves(tiles) * static_cast<double>(k_tiles)) {
-        c = tail;
-        c.why = std::to_string(tiles) + " tiles of 128 x 128 leave the last of " +
-                std::to_string(static_cast<long long>(waves(tiles))) + " waves on " + std::to_string(sms) + " SMs " +
-                std::to_string(c.split_tiles) + " tiles: " + c.why;
+    if (c.splits == 1 && has_fixed_epilogue_kernel(d) && set_tail_split(c, tiles, k_tiles, sms, true, kMinTailGain))
         return c;
-    }
     if (c.splits == 1 && static_cast<double>(tiles) / (waves(tiles) * sms) < kMinWaveUse &&
         k_tiles >= 2 * kMinSplitKTiles) {
         const double slab = 8.0 * static_cast<double>(d.m) * static_cast<double>(d.n) / kSlabBytesPerSecond;
@@ -392,15 +390,9 @@ Choice choose(const Desc& desc, int sms) {
     // order that varies from run to run.
     const bool into_d = !is_fp8(d.a_type) && d.d_type == Type::f32 && d.epilogue == Epilogue::none;
     const bool into_workspace = !few_tiles && has_fixed_epilogue_kernel(d);
-    if (c.splits > 1 && d.allow_atomics && into_d && !few_tiles) {
-        Choice tail = c;
-        if (set_tail_split(tail, tiles, k_tiles, sms, false)) {
-            tail.why = std::to_string(tiles) + " tiles of 128 x 128 leave the last of " +
-                       std::to_string(static_cast<long long>(waves(tiles))) + " waves on " + std::to_string(sms) +
-                       " SMs " + std::to_string(tail.split_tiles) + " tiles: " + tail.why;
-            return tail;
-        }
-    }
+    if (c.splits > 1 && d.allow_atomics && into_d && !few_tiles &&
+        set_tail_split(c, tiles, k_tiles, sms, false, kMinTailGain))
+        return c;
     if (c.splits > 1 && d.allow_atomics && (into_d || into_workspace)) {
         const int units = pingpong_splitk_units(tiles, k_tiles, sms);
         if (units > 1) {
@@ -528,9 +520,8 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         const std::int64_t tiles = ceil_div(d.m, k.tile_m) * ceil_div(d.n, k.tile_n);
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
         if (k.tail) {
-            if (set_tail_split(c, tiles, ceil_div(d.k, 64), std::max(sms, 1))) {
-                c.why = "asked for: " + std::to_string(tiles) + " tiles of 128 x 128, the last " +
-                        std::to_string(c.split_tiles) + " of them " + c.why;
+            if (set_tail_split(c, tiles, ceil_div(d.k, 64), std::max(sms, 1), true, 0.0)) {
+                c.why = "asked for: " + c.why;
             } else {
                 c.why = "asked for: the tail split, but " + std::to_string(tiles) +
                         " tiles leave no last wave to split on " + std::to_string(std::max(sms, 1)) +
