@@ -596,7 +596,7 @@ private:
         static_assert(BN % 64 == 0 && BN <= TileN, "whole 64-column boxes, inside the staging box");
         constexpr int kGroups = BN / 8;  // 8-column groups j: this thread's pairs at rows r and r + 8
         if (row0 >= m) return;           // the same for the whole warpgroup
-        const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
+        const int t = sm90::tid_x_here() % sm90::kWarpgroup;  // the addresses below not hoisted out of the tile loop
         const int warp = t / 32, lane = t % 32, q = lane % 4;
         const int r = 16 * warp + lane / 4;  // rows r and r + 8 of the half (wgmma's accumulator layout)
         // The bias pairs of this thread's columns, loaded ahead in batches of independent 4-byte loads and

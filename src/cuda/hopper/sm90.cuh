@@ -65,6 +65,15 @@ __device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
     return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// threadIdx.x read where it is used: the asm is volatile, so ptxas cannot hoist what is computed from it
+// out of a kernel's tile loop and keep it live (or spilled) across the main loop, as it does with
+// threadIdx.x. For the addresses of an epilogue that a kernel with few free registers runs once a tile.
+__device__ __forceinline__ int tid_x_here() {
+    std::uint32_t t;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+    return static_cast<int>(t);
+}
+
 // The 128B swizzle is a function of shared-memory address bits (16-byte chunk
 // bits [4,7) XOR row bits [7,10)), so every tile must start on a 1024-byte
 // boundary for TMA's and wgmma's views to agree with descriptor base offset 0

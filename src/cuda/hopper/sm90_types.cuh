@@ -135,9 +135,13 @@ struct SmemDescriptor {
 
 // A descriptor whose start address is `bytes` further on: the sum lands in the
 // start-address field (bits [0,14)) as long as the address stays below 2^18,
-// which shared memory does, so no other field changes.
+// which shared memory does, so no other field changes. The sum is taken on the
+// low 32-bit word alone (it cannot carry out of it), so that a kernel's k-loop
+// adds one word per wgmma operand: as a 64-bit sum, ptxas carried into the high
+// word and copied both words around it, about 12 instructions a wgmma.
 RIGEL_HOST_DEVICE constexpr std::uint64_t desc_advance(std::uint64_t desc, int bytes) {
-    return desc + static_cast<std::uint64_t>(bytes >> 4);
+    const auto low = static_cast<std::uint32_t>(desc) + static_cast<std::uint32_t>(bytes >> 4);
+    return (desc & 0xFFFFFFFF00000000ull) | low;
 }
 
 inline const char* swizzle_name(Swizzle s) {
