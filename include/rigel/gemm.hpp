@@ -131,16 +131,10 @@ constexpr bool has_tma_c_kernel(const Desc& d) { return bf16_with_epilogue_in(d,
 // small fused product would otherwise run on 128-row tiles (aux needs a second staging box: not here).
 inline constexpr std::array<Epilogue, 3> kShortTileEpilogues{Epilogue::none, Epilogue::bias, Epilogue::bias_gelu};
 constexpr bool has_short_tile_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kShortTileEpilogues); }
-// Those of the fixed epilogues also compiled into the ping-pong kernel with 192-row tiles (Choice::tile_m
-// 192, "fixed_m192"): a consumer's tile three m64n128 accumulators, 17 % fewer L2 bytes per flop than
-// 128 x 128 with the epilogue still under the other consumer's main loop.
-inline constexpr std::array<Epilogue, 2> kTallTileEpilogues{Epilogue::none, Epilogue::bias};
-constexpr bool has_tall_tile_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kTallTileEpilogues); }
 
 // How a plan computes: the kernel the dispatcher chose for the shape.
 struct Choice {
-    int tile_m = 128, tile_n = 256;  // output tile of one CTA (of one consumer, ping-pong); tile_m 64: kShortTileEpilogues,
-                                     // 192: kTallTileEpilogues
+    int tile_m = 128, tile_n = 256;  // output tile of one CTA (of one consumer, ping-pong); tile_m 64: kShortTileEpilogues
     int splits = 1;                  // > 1: split-K, partial tiles in fp32, then a reduction that applies the epilogue
     // The two consumer warpgroups of a CTA take turns on tiles of their own (128 x 128, f16/bf16
     // only), so that one's epilogue runs under the other's main loop; false: they share each tile.
@@ -214,14 +208,14 @@ Choice choose(const Desc& d, int sms);
 // instead of TMA stores), "fixed_tma_c" (the same with C loaded by TMA, so that calls with
 // beta != 0 take the TMA stores too) and "fixed_wide" (the cooperative 128 x 256 kernel compiled
 // for d's epilogue and a bf16 D, TMA stores: kWideEpilogues) and "fixed_m64" (the fixed kernel with 64 x 128
-// tiles: kShortTileEpilogues) and "fixed_m192" (192 x 128: kTallTileEpilogues), none of them split; "fixed_split" (the
+// tiles: kShortTileEpilogues), none of them split; "fixed_split" (the
 // fixed kernel split as pingpong_splitk, its units added into the plan's workspace and the last unit
 // of a tile storing D: the dispatcher's rule 6); "fixed_split_ordered" (the same, the units adding in
 // split order, the arrival counter as a ticket: bit-reproducible); and "pingpong_splitk" (an fp32 D without epilogue:
 // the ping-pong kernel over units of (split, tile) in pingpong_splitk_units splits, each unit added
 // into D by reductions in L2, whose order is not fixed; beta 0, or 1 with C the same matrix as D).
 // "auto" is choose(). nullopt when the name is unknown or d has no such kernel (fp8: 128x128 only;
-// fixed, fixed_split: has_fixed_epilogue_kernel(d); fixed_wide: has_wide_kernel(d); fixed_m64: has_short_tile_kernel(d); fixed_m192: has_tall_tile_kernel(d); pingpong_splitk: 16-bit operands, an f32 D, no epilogue).
+// fixed, fixed_split: has_fixed_epilogue_kernel(d); fixed_wide: has_wide_kernel(d); fixed_m64: has_short_tile_kernel(d); pingpong_splitk: 16-bit operands, an f32 D, no epilogue).
 std::optional<Choice> kernel_named(const Desc& d, std::string_view kernel, int sms);
 // The splits of pingpong_splitk for `tiles` output tiles of 128 x 128 and `k_tiles` k-tiles of 64:
 // the fewest that minimize (rounds of 2 x sms consumers) x (k-tiles of a unit + 1), at most 16 and

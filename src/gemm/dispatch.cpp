@@ -119,7 +119,6 @@ namespace {
 
 constexpr int kTileM = 128;
 constexpr int kShortTileM = 64;  // rule 7
-constexpr int kTallTileM = 192;  // "fixed_m192"
 constexpr int kWideTileN = 256;
 constexpr int kNarrowTileN = 128;
 constexpr int kMaxSplits = 16;
@@ -452,8 +451,7 @@ struct NamedKernel {
     bool ordered = false;       // with fixed and split_reduce: Choice::ordered_split
     bool tail = false;          // with ordered: only the last wave's tiles split (Choice::split_tiles)
     bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
-    int tile_m = kTileM;        // with fixed, kShortTileM: the 64-row kernel (kShortTileEpilogues); kTallTileM:
-                                // the 192-row one (kTallTileEpilogues)
+    int tile_m = kTileM;        // kShortTileM: with fixed, the 64-row kernel (kShortTileEpilogues)
     int group_m = 0;            // Choice::group_m
 };
 // fixed with tile_n 256 (not ping-pong): the cooperative kernel compiled for kWideEpilogues.
@@ -472,8 +470,6 @@ constexpr std::array kNamedKernels{
     NamedKernel{.name = "fixed_wide", .tile_n = kWideTileN, .pingpong = false, .fp8 = false, .fixed = true},
     NamedKernel{.name = "fixed_m64", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .tile_m = kShortTileM},
-    NamedKernel{.name = "fixed_m192", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
-                .tile_m = kTallTileM},
     NamedKernel{.name = "fixed_split", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true},
     NamedKernel{.name = "fixed_split_ordered", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
@@ -510,8 +506,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         const bool wide = k.fixed && k.tile_n == kWideTileN;
         if (k.fixed && !(wide ? has_wide_kernel(d) : has_fixed_epilogue_kernel(d))) return std::nullopt;
         if (k.tma_load_c && !has_tma_c_kernel(d)) return std::nullopt;
-        if (k.tile_m == kShortTileM && !has_short_tile_kernel(d)) return std::nullopt;
-        if (k.tile_m == kTallTileM && !has_tall_tile_kernel(d)) return std::nullopt;
+        if (k.tile_m != kTileM && !has_short_tile_kernel(d)) return std::nullopt;
         if (k.split_reduce && !k.fixed && (d.d_type != Type::f32 || d.epilogue != Epilogue::none)) return std::nullopt;
         Choice c;
         c.tile_m = k.tile_m;

@@ -264,16 +264,6 @@ std::vector<GemmCase> verify_cases() {
                                                .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
                                           1.0f, beta, m < 1000, m < 1000 ? "_fixed_m64" : "_multitile_fixed_m64",
                                           "fixed_m64"));
-    // The 192-row ping-pong kernel ("fixed_m192"): 300 x 289 with C added (staged stores; the second tile
-    // row's third half wholly past M), and 2104 x 2104 x 1000 (11 tile rows, the last one's third half cut
-    // at 56 rows) with TMA stores, its consumers reusing their staging boxes.
-    for (const auto& [a, b] : kLayouts)
-        for (Epilogue e : gemm::kTallTileEpilogues)
-            for (const auto& [m, n, k, beta] : {std::tuple{300, 289, 136, 1.0f}, std::tuple{2104, 2104, 1000, 0.0f}})
-                out.push_back(verify_case(Desc{.m = m, .n = n, .k = k, .a_type = Type::bf16, .b_type = Type::bf16,
-                                               .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
-                                          1.0f, beta, m < 1000, m < 1000 ? "_fixed_m192" : "_multitile_fixed_m192",
-                                          "fixed_m192"));
     // The TMA stores over many tiles: 2104 x 2104 (rows of a multiple of 8 in
     // every layout, the last tile 56 x 56) and K = 1000, so that each
     // consumer reuses its staging box tile after tile, with the bias and with

@@ -388,32 +388,6 @@ TEST(GemmChoose, FewTilesAndAShortKTakeSixtyFourRowTiles) {
     EXPECT_FALSE(kernel_named(f32_out(square(512)), "fixed_m64", kH200Sms));
 }
 
-TEST(GemmKernelNamed, TallTilesByNameOnly) {
-    // "fixed_m192": 192 x 128 tiles for epilogues none and bias, 86 tile rows for M = 16384.
-    Desc lm_head{.m = 16384, .n = 50304, .k = 768, .b_op = Op::t, .d_type = Type::bf16};
-    const auto named = kernel_named(lm_head, "fixed_m192", kH200Sms);
-    ASSERT_TRUE(named);
-    EXPECT_EQ(named->tile_m, 192);
-    EXPECT_EQ(named->tile_n, 128);
-    EXPECT_TRUE(named->fixed_epilogue);
-    EXPECT_EQ(named->ctas, kH200Sms);
-    EXPECT_TRUE(contains(named->why, "ping-pong 192 x 128 tiles")) << named->why;
-    Desc biased = lm_head;
-    biased.epilogue = Epilogue::bias;
-    EXPECT_TRUE(kernel_named(biased, "fixed_m192", kH200Sms));
-    // 300 x 289: two tile rows of 192 and three columns of 128, so 6 CTAs.
-    EXPECT_EQ(kernel_named(Desc{.m = 300, .n = 289, .k = 136, .b_op = Op::t, .d_type = Type::bf16}, "fixed_m192",
-                           kH200Sms)
-                  ->ctas,
-              6);
-    Desc gelu = lm_head;
-    gelu.epilogue = Epilogue::bias_gelu;
-    EXPECT_FALSE(kernel_named(gelu, "fixed_m192", kH200Sms));
-    EXPECT_FALSE(kernel_named(f32_out(square(512)), "fixed_m192", kH200Sms));
-    // The dispatcher does not pick it.
-    EXPECT_EQ(choose(lm_head, kH200Sms).tile_m, 128);
-}
-
 TEST(GemmChoose, HalfPrecisionWithoutSplitTakesPingPong) {
     const Choice c = choose(square(4096), kH200Sms);
     EXPECT_EQ(c.tile_m, 128);
@@ -550,7 +524,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_m64, fixed_m192, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_g16, fixed_g32");
+              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_g16, fixed_g32");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));

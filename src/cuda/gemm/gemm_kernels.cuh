@@ -10,8 +10,7 @@
 //     a 2 x 1 cluster sharing B through TMA multicast (pingpong_cluster);
 //   fixed-epilogue rows (bf16 only): the ping-pong kernel once more for each
 //     of gemm::kFixedEpilogues with a bf16 D, FixedEpilogue compiled in, with
-//     64 x 128 tiles for each of gemm::kShortTileEpilogues, 192 x 128 for
-//     each of gemm::kTallTileEpilogues, and the
+//     64 x 128 tiles for each of gemm::kShortTileEpilogues, and the
 //     cooperative 128 x 256 kernel for each of gemm::kWideEpilogues;
 //   split rows: 128 x 128 tiles, Schedule::split_k, fp32 partial tiles stored
 //     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
@@ -73,8 +72,7 @@ struct KernelKey {
     Epilogue epilogue = Epilogue::none;
     bool loads_c = false;  // with fixed_epilogue: the kernel that also loads C (and dgelu_bgrad's aux) by TMA
     bool ordered = false;  // with split and fixed_epilogue: SplitFixup's ordered form (Choice::ordered_split)
-    int tile_m = 128;      // 64 or 192: the ping-pong kernel's 64- or 192-row tiles (fixed_epilogue,
-                           // kShortTileEpilogues, kTallTileEpilogues)
+    int tile_m = 128;      // 64: the ping-pong kernel's 64-row tiles (fixed_epilogue, kShortTileEpilogues)
     bool operator==(const KernelKey&) const = default;
 };
 
@@ -246,26 +244,6 @@ constexpr auto short_tile_rows() {
     });
 }
 
-// The tall-tile rows of one layout ("fixed_m192"): the fixed-epilogue ping-pong kernel with 192 x 128
-// tiles, three m64n128 accumulators a consumer (192 registers of its 240), for each of
-// gemm::kTallTileEpilogues. Why: a 128 x 128 tile asks L2 for 32 KB of operands per k-tile and
-// 2 x 128 x 128 x 64 flop, a 192 x 128 tile for 40 KB and 1.5 times the flop, so 17 % fewer L2 bytes
-// per flop, without giving up the ping-pong's hidden epilogue (the cooperative 128 x 256 kernel asks
-// for 25 % fewer and stops both consumers at each tile's end). On fwd_lm_head both kernels run at the
-// 700 W cap, and cuBLASLt's 192 x 192 tiles ran at a 6 % higher clock than rigel's 128 x 128 with the
-// tensor pipe as busy (docs/gemm.md): the energy of the L2 traffic is the suspect. Stages of 40 KB, so
-// the ring holds 4 beside the two 16 KB staging boxes.
-inline constexpr int kTallTileStages = 4;
-template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
-constexpr auto tall_tile_rows() {
-    return per_epilogue<Tg, gemm::kTallTileEpilogues>([]<Epilogue e>() {
-        using Epi = FixedEpilogue<__nv_bfloat16, e>;
-        using Pong = sm90::PingPong<T, kTallTileStages, major_a(OA), major_b(OB), 1, false, 192>;
-        return KernelEntry{{Tg, OA, OB, 128, false, true, 1, true, e, false, false, 192}, launch_pingpong<Pong, Epi>,
-                           Pong::kBK};
-    });
-}
-
 // The wide fixed-epilogue rows of one layout ("fixed_wide"): the cooperative
 // 128 x 256 kernel once for each of gemm::kWideEpilogues, FixedEpilogue
 // compiled in with a 64 x 256 staging box per consumer (32 KB each), so the
@@ -295,8 +273,8 @@ constexpr auto split_fixed_rows() {
     });
 }
 
-// The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, short_tile_rows, tall_tile_rows,
-// wide_fixed_rows, split_fixed_rows.
+// The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, short_tile_rows, wide_fixed_rows,
+// split_fixed_rows.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto table_rows() {
     constexpr auto a = half_rows<T, Tg, OA, OB>();
@@ -306,13 +284,11 @@ constexpr auto table_rows() {
     constexpr auto f = split_fixed_rows<T, Tg, OA, OB, false>();
     constexpr auto o = split_fixed_rows<T, Tg, OA, OB, true>();
     constexpr auto s = short_tile_rows<T, Tg, OA, OB>();
-    constexpr auto t = tall_tile_rows<T, Tg, OA, OB>();
-    std::array<KernelEntry, a.size() + b.size() + c.size() + s.size() + t.size() + w.size() + f.size() + o.size()>
-        out{};
+    std::array<KernelEntry, a.size() + b.size() + c.size() + s.size() + w.size() + f.size() + o.size()> out{};
     std::size_t at = 0;
     for (const auto& part : {std::span<const KernelEntry>(a), std::span<const KernelEntry>(b),
                              std::span<const KernelEntry>(c), std::span<const KernelEntry>(s),
-                             std::span<const KernelEntry>(t), std::span<const KernelEntry>(w),
+                             std::span<const KernelEntry>(w),
                              std::span<const KernelEntry>(f), std::span<const KernelEntry>(o)})
         for (const KernelEntry& e : part) out[at++] = e;
     return out;

@@ -43,13 +43,6 @@
 // on 128 x 128 tiles), 1024^3 at 0.92x (0.75x), f1b72cf's visit; 64 x 64
 // tiles ran 512^3 no faster (d31041b, dispatch.cpp's rule 7).
 //
-// TileM = 192 (the library's "fixed_m192"): three m64n128 accumulators a
-// consumer (192 registers; consumers 240, the producer 24), three wgmma per
-// k-step on rows 0-63, 64-127 and 128-191 of a 24 KB A stage, 4 stages of
-// 40 KB. A 192 x 128 tile asks L2 for 40 KB per k-tile where two 128 x 128
-// tiles' worth of flop would ask 32 KB per 2/3 of them: 17 % fewer bytes per
-// flop, with the epilogue still under the other consumer's main loop.
-//
 // ClusterM = 2 (the library's "pingpong_cluster"): k35's pairing on top of
 // the ping-pong. Two CTAs of a 2 x 1 cluster compute vertically adjacent
 // tiles (tile rows 2p and 2p + 1, one tile column) in the same sequence, so
@@ -117,15 +110,14 @@ struct PingPong {
     static constexpr int kBHalfBytes = kBHalfRows * kRowBytes;
     static constexpr int kHalfAcc = kBN / 2;                // fp32 accumulators per thread and m64 half
     static constexpr int kGroupM = 8;  // tile rows of a group in the tile order, unless the launch says otherwise
-    // A 192-row tile's 192 accumulators need 240 registers a consumer thread; the producer then gets 24.
-    static constexpr int kProducerRegs = TileM == 3 * kWgmmaM ? 24 : 40;
-    static constexpr int kConsumerRegs = TileM == 3 * kWgmmaM ? 240 : 232;
+    static constexpr int kProducerRegs = 40;
+    static constexpr int kConsumerRegs = 232;
 
     static_assert(elem_bytes(T) == 2, "the ping-pong kernel is for f16/bf16");
     static_assert(ClusterM == 1 || ClusterM == 2, "a ping-pong cluster is one CTA or a pair");
     static_assert(!SplitK || ClusterM == 1, "split-K units run on single CTAs");
-    static_assert(TileM == 2 * kWgmmaM || ((TileM == kWgmmaM || TileM == 3 * kWgmmaM) && ClusterM == 1 && !SplitK),
-                  "128-row tiles, or 64- or 192-row ones on single CTAs without split-K");
+    static_assert(TileM == 2 * kWgmmaM || (TileM == kWgmmaM && ClusterM == 1 && !SplitK),
+                  "128-row tiles, or 64-row ones on single CTAs without split-K");
     static_assert(kBHalfRows == 64, "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
@@ -244,12 +236,10 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         // next tile, passes the turn on barrier kTurn + 1 - c after it; both
         // sides of each barrier thus meet equally often.
         constexpr int kTurn = 4;  // 0: __syncthreads; 2, 3: the epilogue's (FusedEpilogue)
-        // bottom: rows 64-127, third: rows 128-191, if the tile has them
-        float top[G::kHalfAcc], bottom[G::kHalves >= 2 ? G::kHalfAcc : 1], third[G::kHalves == 3 ? G::kHalfAcc : 1];
+        float top[G::kHalfAcc], bottom[G::kHalves == 2 ? G::kHalfAcc : 1];  // bottom: rows 64-127, if the tile has them
         const auto fence_accumulators = [&] {
             fence_registers(top);
-            if constexpr (G::kHalves >= 2) fence_registers(bottom);
-            if constexpr (G::kHalves == 3) fence_registers(third);
+            if constexpr (G::kHalves == 2) fence_registers(bottom);
         };
         // A stage goes back to the producers of every CTA of the cluster.
         const std::uint32_t empty_rank0 = kPair ? map_to_rank(&empty[0], 0) : 0u;
@@ -294,7 +284,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 mbar_wait(&full[stage], ring.phase());
                 const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage));
                 const std::uint64_t da_low = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + kLowerHalf);
-                const std::uint64_t da_third = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + 2 * kLowerHalf);
                 const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
                 fence_accumulators();
                 wgmma_fence();
@@ -304,12 +293,9 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     const std::uint64_t b_step = operand_k_step<G::kMajorB>(db, j);
                     Wgmma<G::kType, G::kBN>::template mma<G::kTransA, G::kTransB>(
                         top, operand_k_step<G::kMajorA>(da, j), b_step, accumulate);
-                    if constexpr (G::kHalves >= 2)
+                    if constexpr (G::kHalves == 2)
                         Wgmma<G::kType, G::kBN>::template mma<G::kTransA, G::kTransB>(
                             bottom, operand_k_step<G::kMajorA>(da_low, j), b_step, accumulate);
-                    if constexpr (G::kHalves == 3)
-                        Wgmma<G::kType, G::kBN>::template mma<G::kTransA, G::kTransB>(
-                            third, operand_k_step<G::kMajorA>(da_third, j), b_step, accumulate);
                 }
                 wgmma_commit();
                 wgmma_wait<1>();  // the previous k-tile's group is done: its stage goes back
@@ -334,7 +320,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             // split's) is stored at once. One inlined store per half, as in the unsplit kernel: with a
             // second one for the sums, ptxas kept the ring's stage and phase in local memory inside the
             // k-loop.
-            bool store_top = true, store_bottom = G::kHalves >= 2;
+            bool store_top = true, store_bottom = G::kHalves == 2;
             if constexpr (requires { Epi::kUnitStore; }) {
                 if (tile < split_units) {
                     const int split = tile / split_tiles;
@@ -345,9 +331,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 }
             }
             if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
-            if constexpr (G::kHalves >= 2)
+            if constexpr (G::kHalves == 2)
                 if (store_bottom) Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
-            if constexpr (G::kHalves == 3) Epi::template store<G::kBN>(epi, third, m, n, row0 + 2 * kWgmmaM, col0, staging);
         }
         Epi::drain(epi);
     }
