@@ -450,6 +450,7 @@ struct NamedKernel {
     bool split_reduce = false;
     bool ordered = false;       // with fixed and split_reduce: Choice::ordered_split
     bool tail = false;          // with ordered: only the last wave's tiles split (Choice::split_tiles)
+    bool one_wave = false;      // with ordered: as many splits as give every tile's units one CTA each, one unit a CTA
     bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
     int tile_m = kTileM;        // kShortTileM: with fixed, the 64-row kernel (kShortTileEpilogues)
     int group_m = 0;            // Choice::group_m
@@ -476,6 +477,8 @@ constexpr std::array kNamedKernels{
                 .split_reduce = true, .ordered = true},
     NamedKernel{.name = "fixed_split_tail", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true, .ordered = true, .tail = true},
+    NamedKernel{.name = "fixed_split_wave", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
+                .split_reduce = true, .ordered = true, .one_wave = true},
     NamedKernel{.name = "fixed_g16", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .group_m = 16},
     NamedKernel{.name = "fixed_g32", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
@@ -527,6 +530,20 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
                         " tiles leave no last wave to split on " + std::to_string(std::max(sms, 1)) +
                         " SMs (or K is too short): the unsplit kernel compiled for this epilogue";
             }
+            return c;
+        }
+        if (k.one_wave) {
+            // Rule 3's split count (one wave of CTAs, at least two k-tiles a split) on the ordered split
+            // fixed kernel: one unit a CTA on its first consumer, the fix-up in the kernel, no slabs of
+            // M x N per split and no second kernel.
+            const std::int64_t k_tiles = ceil_div(d.k, 64);
+            c.splits = static_cast<int>(
+                std::clamp<std::int64_t>(std::min(std::max(sms, 1) / tiles, k_tiles / 2), 1, kMaxSplits));
+            c.ordered_split = c.splits > 1;
+            c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, std::max(sms, 1)));
+            c.why = "asked for: ping-pong split-K, " + std::to_string(tiles) + " tiles of 128 x 128 in " +
+                    std::to_string(c.splits) + " splits, one unit a CTA, adding in split order (the arrival counter "
+                    "as a ticket), the last of a tile storing D through the kernel compiled for this epilogue";
             return c;
         }
         if (k.split_reduce) {

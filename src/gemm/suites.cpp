@@ -357,6 +357,16 @@ std::vector<GemmCase> verify_cases() {
                                        .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e,
                                        .allow_atomics = true},
                                   1.0f, 0.0f, false, "_atomics_split_fixed"));
+    // "fixed_split_wave" (the ordered split with one unit a CTA): 300 x 520 x 2000 in TN, 15 tiles split
+    // 8 ways (a ticket chain of 8), every fixed epilogue; and 776 x 760 x 4104, near GPT-2's
+    // bwd_attn_proj_dw with a shorter K (42 tiles, 3 splits of 21 or 22 k-tiles).
+    for (Epilogue e : gemm::kFixedEpilogues)
+        out.push_back(verify_case(Desc{.m = 300, .n = 520, .k = 2000, .a_type = Type::bf16, .b_type = Type::bf16,
+                                       .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e},
+                                  1.0f, 0.0f, true, "_fixed_split_wave", "fixed_split_wave"));
+    out.push_back(verify_case(Desc{.m = 776, .n = 760, .k = 4104, .a_type = Type::bf16, .b_type = Type::bf16,
+                                   .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16},
+                              1.0f, 0.0f, false, "_fixed_split_wave", "fixed_split_wave"));
     // The tail split (rule 3a, the dispatcher's choice for these shapes on 132 SMs, atomics allowed
     // or not): 143 tiles, the last 11 split 6 ways (16 or 17 of 97 k-tiles) and run first, the other
     // 132 whole. By name in every fixed epilogue, TN and NT; with C added (alpha 1.5, beta -0.5) on

@@ -388,6 +388,21 @@ TEST(GemmChoose, FewTilesAndAShortKTakeSixtyFourRowTiles) {
     EXPECT_FALSE(kernel_named(f32_out(square(512)), "fixed_m64", kH200Sms));
 }
 
+TEST(GemmKernelNamed, SplitWaveGivesEachUnitACta) {
+    // GPT-2's bwd_attn_proj_dw: 36 tiles on 132 SMs, 3 splits, 108 CTAs of one unit each.
+    const Desc dw{.m = 768, .n = 768, .k = 16384, .a_op = Op::t, .d_type = Type::bf16};
+    const auto c = kernel_named(dw, "fixed_split_wave", kH200Sms);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->splits, 3);
+    EXPECT_TRUE(c->ordered_split);
+    EXPECT_EQ(c->ctas, 108);
+    // More tiles than SMs: not split.
+    const auto whole = kernel_named(square(4096), "fixed_split_wave", kH200Sms);
+    ASSERT_TRUE(whole);
+    EXPECT_EQ(whole->splits, 1);
+    EXPECT_FALSE(whole->ordered_split);
+}
+
 TEST(GemmChoose, HalfPrecisionWithoutSplitTakesPingPong) {
     const Choice c = choose(square(4096), kH200Sms);
     EXPECT_EQ(c.tile_m, 128);
@@ -524,7 +539,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_g16, fixed_g32");
+              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_wave, fixed_g16, fixed_g32");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));
