@@ -15,6 +15,17 @@
 //      the SMs (at most kMaxSplits), run by the cooperative kernel, the
 //      partial tiles going to an fp32 workspace that a second kernel sums and
 //      passes through the epilogue.
+//   2a. Where rule 2 splits K for bf16 operands, a bf16 D and one of
+//      gemm::kFixedEpilogues, and every split keeps at least
+//      kMinOrderedUnitKTiles k-tiles: the same splits as units of the ping-pong
+//      kernel compiled for the epilogue, one a CTA, adding into one workspace
+//      slab a half in split order (the arrival counter as a ticket, as
+//      "fixed_split_ordered"), the last storing D through the epilogue: no fp32
+//      slab of M x N per split, no second kernel, and the same bits every run.
+//      GPT-2's bwd_attn_proj_dw (36 tiles, 3 splits of 85 or 86 k-tiles): 0.875x
+//      cuBLASLt against the cooperative split's 0.837x in the same call, in
+//      either order (2026-12-03_c82e249_gpt2_fixed_split_wave_subset_gemm.csv and the repeat under experiments/
+//      beside _gpt2_subset_gemm.csv); "fixed_split_wave" names it anywhere.
 //   3. Otherwise, if the last wave of tiles leaves the tensor work of all
 //      waves under kMinWaveUse busy (144 tiles on 132 SMs: two waves, the
 //      second 12 tiles, 55 %) and K is long (at least kMinSplitKTiles k-tiles
@@ -128,6 +139,10 @@ constexpr int kMinKTilesPerSplit = 2;
 // 0.76x against 0.47x; 2026-12-02_37fc29e_small_fixed_gemm.csv beside _small_gemm.csv), while k37's
 // split doubled the unsplit rate at 64 (16 x 4096 x 4096); 32 lies between, unmeasured.
 constexpr int kMinKTilesFixedFewSplit = 32;
+// Rule 2a: the ordered split on rule 2's splits from this many k-tiles a split; measured at 85 (K = 16384,
+// 3 splits), while the ticket chain's share grows as the units shorten (7 splits of 36 or 37 k-tiles on the
+// same product: 0.78x cuBLASLt against the slabs' 0.86x, 2026-12-03_f0be7f5_gpt2_fixed_split_ordered_subset_gemm.csv).
+constexpr int kMinOrderedUnitKTiles = 64;
 constexpr double kMinWaveUse = 0.75;
 constexpr int kMinSplitKTiles = 16;
 constexpr int kMaxWaveSplits = 8;
@@ -352,6 +367,18 @@ Choice choose(const Desc& desc, int sms) {
         }
     }
     const bool few_tiles = c.splits > 1;  // rule 2's split
+    // Rule 2a: long splits of a bf16 D with a fixed epilogue add in order inside the ping-pong kernel.
+    if (few_tiles && has_fixed_epilogue_kernel(d) && k_tiles / c.splits >= kMinOrderedUnitKTiles) {
+        c.pingpong = true;
+        c.fixed_epilogue = true;
+        c.ordered_split = true;
+        c.ctas = static_cast<int>(tiles * c.splits);
+        c.why = std::to_string(tiles) + " tiles of 128 x 128 fill under half the " + std::to_string(sms) +
+                " SMs: split K " + std::to_string(c.splits) +
+                " ways by the ping-pong kernel compiled for this epilogue and a bf16 D, one unit a CTA, the units "
+                "adding into an fp32 workspace in split order, the last of a tile storing D";
+        return c;
+    }
     const auto waves = [&](std::int64_t units) { return static_cast<double>(ceil_div(units, sms)); };
     // Rule 3a: a part-empty last wave and a long K, with a bf16 D and a fixed epilogue: the tail split,
     // where it shortens the busiest SM's k-tiles by at least kMinTailGain.

@@ -367,6 +367,12 @@ std::vector<GemmCase> verify_cases() {
     out.push_back(verify_case(Desc{.m = 776, .n = 760, .k = 4104, .a_type = Type::bf16, .b_type = Type::bf16,
                                    .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16},
                               1.0f, 0.0f, false, "_fixed_split_wave", "fixed_split_wave"));
+    // Rule 2a as the dispatcher's choice: 776 x 760 x 12360 in TN (42 tiles, 3 splits of 64 or 65
+    // k-tiles), without epilogue and with dGELU (the bias gradient summed over the tiles' last units).
+    for (Epilogue e : {Epilogue::none, Epilogue::dgelu_bgrad})
+        out.push_back(verify_case(Desc{.m = 776, .n = 760, .k = 12360, .a_type = Type::bf16, .b_type = Type::bf16,
+                                       .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e},
+                                  1.0f, 0.0f, false, "_split_wave"));
     // The tail split (rule 3a, the dispatcher's choice for these shapes on 132 SMs, atomics allowed
     // or not): 143 tiles, the last 11 split 6 ways (16 or 17 of 97 k-tiles) and run first, the other
     // 132 whole. By name in every fixed epilogue, TN and NT; with C added (alpha 1.5, beta -0.5) on

@@ -403,6 +403,26 @@ TEST(GemmKernelNamed, SplitWaveGivesEachUnitACta) {
     EXPECT_FALSE(whole->ordered_split);
 }
 
+TEST(GemmChoose, LongSplitsOfAFixedEpilogueAddInOrder) {
+    // Rule 2a: GPT-2's bwd_attn_proj_dw, 36 tiles, 3 splits of 85 or 86 k-tiles, in the ping-pong kernel.
+    const Desc dw{.m = 768, .n = 768, .k = 16384, .a_op = Op::t, .d_type = Type::bf16};
+    const Choice c = choose(dw, kH200Sms);
+    EXPECT_EQ(c.splits, 3);
+    EXPECT_TRUE(c.pingpong);
+    EXPECT_TRUE(c.fixed_epilogue);
+    EXPECT_TRUE(c.ordered_split);
+    EXPECT_EQ(c.split_tiles, 0);
+    EXPECT_EQ(c.ctas, 108);
+    EXPECT_TRUE(contains(c.why, "in split order")) << c.why;
+    // Splits of fewer k-tiles (K = 8192: 43 a split) keep the cooperative split and its slabs, and so
+    // does an fp32 D.
+    Desc shorter = dw;
+    shorter.k = 8192;
+    EXPECT_FALSE(choose(shorter, kH200Sms).ordered_split);
+    EXPECT_FALSE(choose(shorter, kH200Sms).pingpong);
+    EXPECT_FALSE(choose(f32_out(dw), kH200Sms).ordered_split);
+}
+
 TEST(GemmChoose, HalfPrecisionWithoutSplitTakesPingPong) {
     const Choice c = choose(square(4096), kH200Sms);
     EXPECT_EQ(c.tile_m, 128);
