@@ -802,9 +802,8 @@ struct AtomicAddF32 {
 // a half, but they add in split order, the arrival counter serving as a
 // ticket: unit s waits until the counter reads s, stores its partial (s = 0)
 // or reads the slab, adds its partial to it and stores the sum back, then
-// sets the counter to s + 1 (a release by one thread after the warpgroup's
-// barrier); the last unit adds the slab into its own partial in registers
-// (no store, no read back) and that sum goes through the fixed epilogue. The sum is ((p0 + p1) + p2) + ... whatever the timing,
+// sets the counter to s + 1 (a release); the last unit's sum goes through
+// the fixed epilogue. The sum is ((p0 + p1) + p2) + ... whatever the timing,
 // so runs repeat bit for bit. Its first form (449b1f0: a slab per split, the
 // last unit summing them all) ran GPT-2's bf16 dW at 0.58x cuBLASLt, below
 // the cooperative slabs. The waits cannot deadlock while every CTA is
@@ -853,11 +852,10 @@ struct SplitFixup {
     }
 
     // This unit's partial of the half at (row0, col0) into the workspace, then counted; true (the same
-    // for the whole warpgroup) where this unit is the half's last. Ordered: the last split adds the
-    // slab (the sum of the splits before it) into acc instead, which then holds the half's sum.
+    // for the whole warpgroup) where this unit is the half's last.
     template <int BN>
-    static __device__ __forceinline__ bool publish(const Params& p, float (&acc)[BN / 2], int m, int row0, int col0,
-                                                   int split) {
+    static __device__ __forceinline__ bool publish(const Params& p, const float (&acc)[BN / 2], int m, int row0,
+                                                   int col0, int split) {
         static_assert(BN == kBN, "a slab holds a 64 x 128 half");
         if (row0 >= m) return false;  // the same for every unit of this half: none counts
         const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
@@ -875,7 +873,6 @@ struct SplitFixup {
                 } while (ticket != static_cast<unsigned>(split));
             }
             sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
-            const bool last = split == p.splits - 1;
 #pragma unroll
             for (int j = 0; j < kSteps; ++j) {
                 float4 v = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
@@ -883,24 +880,16 @@ struct SplitFixup {
                     const float4 before = __ldcg(reinterpret_cast<const float4*>(mine + j * kStep));
                     v = make_float4(before.x + v.x, before.y + v.y, before.z + v.z, before.w + v.w);
                 }
-                if (last) {  // the half's sum stays in the registers: no store, no read back
-                    acc[4 * j] = v.x, acc[4 * j + 1] = v.y, acc[4 * j + 2] = v.z, acc[4 * j + 3] = v.w;
-                } else {
-                    asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mine + j * kStep), "f"(v.x),
-                                 "f"(v.y), "f"(v.z), "f"(v.w)
-                                 : "memory");
-                }
+                asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mine + j * kStep), "f"(v.x), "f"(v.y),
+                             "f"(v.z), "f"(v.w)
+                             : "memory");
             }
-            if (!last) {
-                // The next split's ticket (the last leaves it for reload() to reset). The barrier orders the
-                // warpgroup's stores before the one thread's release, which carries them to the next
-                // split's acquire (the pattern of a serial split-K's semaphore; no fence per thread).
-                sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
-                if (t == 0)
-                    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p.arrivals + half),
-                                 "r"(static_cast<unsigned>(split + 1))
-                                 : "memory");
-            }
+            __threadfence();
+            sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
+            const bool last = split == p.splits - 1;
+            if (t == 0 && !last)  // the next split's ticket; the last leaves it for reload() to reset
+                asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p.arrivals + half), "r"(static_cast<unsigned>(split + 1))
+                             : "memory");
             return last;
         } else {
 #pragma unroll
@@ -916,18 +905,13 @@ struct SplitFixup {
         }
     }
 
-    // The last unit of a half: the sum read back into acc (not Ordered: the slab, then cleared; Ordered:
-    // publish() left the sum in acc, and split 0 stores rather than adds, so there is nothing to clear)
-    // and the counter reset for the next call; the kernel then stores acc through store(), as a whole
-    // tile's.
+    // The last unit of a half: the sum read back into acc (Ordered: the slab as the last split stored it,
+    // nothing to clear, since split 0 stores rather than adds; else the slab, then cleared) and the
+    // counter reset for the next call; the kernel then stores acc through store(), as a whole tile's.
     template <int BN>
     static __device__ __forceinline__ void reload(const Params& p, float (&acc)[BN / 2], int row0, int col0) {
-        const std::int64_t half = half_of(p, row0, col0);
-        if constexpr (Ordered) {
-            if (threadIdx.x % sm90::kWarpgroup == 0) p.arrivals[half] = 0u;
-            return;
-        }
         __threadfence();
+        const std::int64_t half = half_of(p, row0, col0);
         float* const from = slab(p, half);
 #pragma unroll
         for (int j = 0; j < kSteps; ++j) {
