@@ -24,8 +24,9 @@
 //      slab of M x N per split, no second kernel, and the same bits every run.
 //      GPT-2's bwd_attn_proj_dw (36 tiles, 3 splits of 85 or 86 k-tiles): 0.875x
 //      cuBLASLt against the cooperative split's 0.837x in the same call, in
-//      either order (2026-12-03_c82e249_gpt2_fixed_split_wave_subset_gemm.csv and the repeat under experiments/
-//      beside _gpt2_subset_gemm.csv); "fixed_split_wave" names it anywhere.
+//      either order (2026-12-03_c82e249_gpt2_fixed_split_wave_subset_gemm.csv
+//      beside _gpt2_subset_gemm.csv, and the repeat under experiments/);
+//      "fixed_split_wave" names it anywhere.
 //   3. Otherwise, if the last wave of tiles leaves the tensor work of all
 //      waves under kMinWaveUse busy (144 tiles on 132 SMs: two waves, the
 //      second 12 tiles, 55 %) and K is long (at least kMinSplitKTiles k-tiles
@@ -337,6 +338,14 @@ std::string check(const Desc& desc) {
     return {};
 }
 
+// Rule 2's split count: as many splits as fill the SMs with one wave of (split, tile) units, at least
+// kMinKTilesPerSplit k-tiles a split, at most kMaxSplits, and the fp32 slabs within kMaxWorkspaceBytes.
+// 0 where the tiles alone fill the SMs.
+static std::int64_t few_tile_splits(const Desc& d, std::int64_t tiles, std::int64_t k_tiles, int sms) {
+    const std::int64_t splits = std::min<std::int64_t>({sms / tiles, k_tiles / kMinKTilesPerSplit, kMaxSplits});
+    return std::min<std::int64_t>(splits, std::max<std::int64_t>(1, kMaxWorkspaceBytes / (d.m * d.n * 4)));
+}
+
 Choice choose(const Desc& desc, int sms) {
     const Desc d = with_packed_leading_dimensions(desc);
     sms = std::max(sms, 1);
@@ -356,9 +365,7 @@ Choice choose(const Desc& desc, int sms) {
     // A bf16 D with a fixed epilogue and a short K stays unsplit (its kernel's TMA stores, one launch).
     const bool short_fixed = has_fixed_epilogue_kernel(d) && !is_fp8(d.a_type) && k_tiles < kMinKTilesFixedFewSplit;
     if (tiles * 2 < sms && k_tiles >= 2 * kMinKTilesPerSplit && !short_fixed) {
-        std::int64_t splits = std::min<std::int64_t>({sms / tiles, k_tiles / kMinKTilesPerSplit, kMaxSplits});
-        const std::int64_t per_split_bytes = d.m * d.n * 4;
-        splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, kMaxWorkspaceBytes / per_split_bytes));
+        const std::int64_t splits = few_tile_splits(d, tiles, k_tiles, sms);
         if (splits > 1) {
             c.splits = static_cast<int>(splits);
             c.pingpong = false;
@@ -560,12 +567,10 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
             return c;
         }
         if (k.one_wave) {
-            // Rule 3's split count (one wave of CTAs, at least two k-tiles a split) on the ordered split
-            // fixed kernel: one unit a CTA on its first consumer, the fix-up in the kernel, no slabs of
-            // M x N per split and no second kernel.
-            const std::int64_t k_tiles = ceil_div(d.k, 64);
+            // Rule 2's split count (one wave of CTAs) on the ordered split fixed kernel, whatever K: one
+            // unit a CTA on its first consumer, the fix-up in the kernel (rule 2a's kernel).
             c.splits = static_cast<int>(
-                std::clamp<std::int64_t>(std::min(std::max(sms, 1) / tiles, k_tiles / 2), 1, kMaxSplits));
+                std::max<std::int64_t>(1, few_tile_splits(d, tiles, ceil_div(d.k, 64), std::max(sms, 1))));
             c.ordered_split = c.splits > 1;
             c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, std::max(sms, 1)));
             c.why = "asked for: ping-pong split-K, " + std::to_string(tiles) + " tiles of 128 x 128 in " +
