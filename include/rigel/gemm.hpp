@@ -211,7 +211,7 @@ Choice choose(const Desc& d, int sms);
 // tiles: kShortTileEpilogues), none of them split; "fixed_split" (the
 // fixed kernel split as pingpong_splitk, its units added into the plan's workspace and the last unit
 // of a tile storing D: the dispatcher's rule 6); "fixed_split_ordered" (the same, the units adding in
-// split order, the arrival counter as a ticket: bit-reproducible); "fixed_split_wave" (the same with rule 3's
+// split order, the arrival counter as a ticket: bit-reproducible); "fixed_split_wave" (the same with rule 2's
 // split count, one unit a CTA); and "pingpong_splitk" (an fp32 D without epilogue:
 // the ping-pong kernel over units of (split, tile) in pingpong_splitk_units splits, each unit added
 // into D by reductions in L2, whose order is not fixed; beta 0, or 1 with C the same matrix as D).
