@@ -801,12 +801,17 @@ struct AtomicAddF32 {
 // Ordered (the library's "fixed_split_ordered"): the same units and one slab
 // a half, but they add in split order, the arrival counter serving as a
 // ticket: unit s waits until the counter reads s, stores its partial (s = 0)
-// or reads the slab, adds its partial to it and stores the sum back, then
-// sets the counter to s + 1 (a release); the last unit's sum goes through
-// the fixed epilogue. The sum is ((p0 + p1) + p2) + ... whatever the timing,
-// so runs repeat bit for bit. Its first form (449b1f0: a slab per split, the
-// last unit summing them all) ran GPT-2's bf16 dW at 0.58x cuBLASLt, below
-// the cooperative slabs. The waits cannot deadlock while every CTA is
+// or adds it into the slab (red.add, the adds done in L2 as in the unordered
+// form), then sets the counter to s + 1 (a release); the last unit's sum goes
+// through the fixed epilogue. The sum is ((p0 + p1) + p2) + ... whatever the
+// timing, so runs repeat bit for bit (L2's fp32 adds round to nearest even
+// and flush subnormals, the same in every run). Its first form (449b1f0: a
+// slab per split, the last unit summing them all) ran GPT-2's bf16 dW at
+// 0.58x cuBLASLt, below the cooperative slabs. Until 19084e4 a unit read the
+// slab into registers, added and stored the sum back, one 16-byte group at a
+// time: every load waited a whole L2 round trip behind the previous group's
+// store, 16 a half on each ticket's turn; loads batched ahead of the adds
+// spilled the bias epilogues' registers. The waits cannot deadlock while every CTA is
 // resident (the persistent grid): the unpublished unit of lowest index always
 // finds its predecessor, split s - 1 of its tile, published, and reaching its
 // own publish needs only earlier units' stages and turns.
@@ -873,32 +878,32 @@ struct SplitFixup {
                 } while (ticket != static_cast<unsigned>(split));
             }
             sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
+        }
+        // Ordered: split 0 stores its partial, every later split adds its own to the sum of the splits
+        // before it, in L2 (red.add: fire and forget, no round trip a group); the ticket lets one split
+        // of a half add at a time, so the sum is ((p0 + p1) + p2) + ... Else every unit adds at once.
+        const bool stores = Ordered && split == 0;
 #pragma unroll
-            for (int j = 0; j < kSteps; ++j) {
-                float4 v = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
-                if (split > 0) {  // the sum of splits 0 .. split - 1, then this one's partial: always this order
-                    const float4 before = __ldcg(reinterpret_cast<const float4*>(mine + j * kStep));
-                    v = make_float4(before.x + v.x, before.y + v.y, before.z + v.z, before.w + v.w);
-                }
-                asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mine + j * kStep), "f"(v.x), "f"(v.y),
-                             "f"(v.z), "f"(v.w)
+        for (int j = 0; j < kSteps; ++j) {
+            float* const to = mine + j * kStep;
+            if (stores)
+                asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(to), "f"(acc[4 * j]), "f"(acc[4 * j + 1]),
+                             "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3])
                              : "memory");
-            }
-            __threadfence();
-            sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
+            else
+                asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(to), "f"(acc[4 * j]),
+                             "f"(acc[4 * j + 1]), "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3])
+                             : "memory");
+        }
+        __threadfence();
+        sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
+        if constexpr (Ordered) {
             const bool last = split == p.splits - 1;
             if (t == 0 && !last)  // the next split's ticket; the last leaves it for reload() to reset
                 asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p.arrivals + half), "r"(static_cast<unsigned>(split + 1))
                              : "memory");
             return last;
         } else {
-#pragma unroll
-            for (int j = 0; j < kSteps; ++j)
-                asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mine + j * kStep), "f"(acc[4 * j]),
-                             "f"(acc[4 * j + 1]), "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3])
-                             : "memory");
-            __threadfence();
-            sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
             if (t == 0) last_flag[consumer] = atomicAdd(p.arrivals + half, 1u) == static_cast<unsigned>(p.splits - 1);
             sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
             return last_flag[consumer] != 0u;
