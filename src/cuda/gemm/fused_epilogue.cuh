@@ -798,28 +798,23 @@ struct AtomicAddF32 {
 // to this policy. Runs of one plan must be stream-ordered (its workspace and
 // counters are reused), as with any split-K workspace. The order of the
 // additions is not fixed from run to run.
-// Ordered (the library's "fixed_split_ordered"): the same units and one slab
-// a half, but they add in split order, the arrival counter serving as a
-// ticket: unit s waits until the counter reads s, stores its partial (s = 0)
-// or adds it into the slab (red.add, the adds done in L2 as in the unordered
-// form), then sets the counter to s + 1 (a release); the last unit's sum goes
-// through the fixed epilogue. The sum is ((p0 + p1) + p2) + ... whatever the
-// timing, so runs repeat bit for bit (L2's fp32 adds round to nearest even
-// and flush subnormals, the same in every run). Its first form (449b1f0: a
-// slab per split, the last unit summing them all) ran GPT-2's bf16 dW at
-// 0.58x cuBLASLt, below the cooperative slabs. Until 19084e4 a unit read the
-// slab into registers, added and stored the sum back, one 16-byte group at a
-// time: every load waited a whole L2 round trip behind the previous group's
-// store, 16 a half on each ticket's turn; loads batched ahead of the adds
-// spilled the bias epilogues' registers. The waits cannot deadlock while every CTA is
-// resident (the persistent grid): the unpublished unit of lowest index always
-// finds its predecessor, split s - 1 of its tile, published, and reaching its
-// own publish needs only earlier units' stages and turns.
+// Ordered (the library's "fixed_split_ordered", rules 2a and 3a): a slab per
+// half and split. Each unit stores its partial into its own slab and counts
+// itself, as above; the last to arrive, whichever split it is, sums the
+// slabs in split order, ((p0 + p1) + p2) + ..., so runs repeat bit for bit
+// whatever the timing, and no unit ever waits for another. Its forms before:
+// 62fa8ad summed the slabs the same way, but at 0.58x cuBLASLt on GPT-2's
+// bf16 dW, when the kernel still kept the ring's state in local memory
+// (1647f7b took that out). From 95bd629 to 19084e4 the units added into one
+// slab a half in split order, the arrival counter serving as a ticket (unit
+// s waited until it read s): every turn a wait, a read and a write of the
+// slab, and the last unit of a tile waited out the whole chain (bwd_attn_proj_dw
+// split 7 ways 0.81x cuBLASLt, where the unordered adds ran 0.92x, at eefc20b).
 struct SplitFixupParams : FixedEpilogueParams {
-    float* partials = nullptr;       // per 64-row half of a tile (Ordered: and split): 64 x 128 floats
-    unsigned* arrivals = nullptr;    // per half: units that have added, back to 0 by the last
+    // Slabs of 64 x 128 floats: one per half of each split tile (Ordered: per half and split).
+    float* partials = nullptr;
+    unsigned* arrivals = nullptr;    // per half of a split tile: units that have arrived, back to 0 by the last
     int splits = 1;                  // units per tile (the kernel reads it)
-    int tiles_n = 0;                 // tiles of 128 columns in a row of tiles
     // > 0: only the last split_tiles tiles (of the kernel's tile order) are split, the others run
     // whole and go straight to the inner epilogue (Choice::split_tiles); 0: every tile is split.
     int split_tiles = 0;
@@ -848,85 +843,69 @@ struct SplitFixup {
         Inner::template store<BN>(p, acc, m, n, row0, col0, staging);
     }
 
-    // The slab a half's partials go to, at this thread's place in it.
-    static __device__ __forceinline__ std::int64_t half_of(const Params& p, int row0, int col0) {
-        return static_cast<std::int64_t>(row0 / sm90::kWgmmaM) * p.tiles_n + col0 / kBN;
-    }
-    static __device__ __forceinline__ float* slab(const Params& p, std::int64_t half) {
-        return p.partials + half * kSlabFloats + 4 * (static_cast<int>(threadIdx.x) % sm90::kWarpgroup);
-    }
-
-    // This unit's partial of the half at (row0, col0) into the workspace, then counted; true (the same
-    // for the whole warpgroup) where this unit is the half's last.
+    // This unit's partial of split-tile half `half` (the kernel's numbering) into the workspace, then
+    // counted; true (the same for the whole warpgroup) where this unit is the half's last to arrive.
     template <int BN>
     static __device__ __forceinline__ bool publish(const Params& p, const float (&acc)[BN / 2], int m, int row0,
-                                                   int col0, int split) {
+                                                   int half, int split) {
         static_assert(BN == kBN, "a slab holds a 64 x 128 half");
         if (row0 >= m) return false;  // the same for every unit of this half: none counts
         const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
         const int consumer = static_cast<int>(threadIdx.x) / sm90::kWarpgroup - 1;
         const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;  // FixedEpilogue's, in turn
-        const std::int64_t half = half_of(p, row0, col0);
-        float* const mine = slab(p, half);
+        float* const mine = slab(p, half, Ordered ? split : 0);
         __shared__ unsigned last_flag[2];
-        if constexpr (Ordered) {
-            // This unit's turn: one thread waits for the ticket, the barrier passes it to the others.
-            if (t == 0) {
-                unsigned ticket = 0;
-                do {
-                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(ticket) : "l"(p.arrivals + half) : "memory");
-                } while (ticket != static_cast<unsigned>(split));
-            }
-            sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
-        }
-        // Ordered: split 0 stores its partial, every later split adds its own to the sum of the splits
-        // before it, in L2 (red.add: fire and forget, no round trip a group); the ticket lets one split
-        // of a half add at a time, so the sum is ((p0 + p1) + p2) + ... Else every unit adds at once.
-        const bool stores = Ordered && split == 0;
 #pragma unroll
         for (int j = 0; j < kSteps; ++j) {
             float* const to = mine + j * kStep;
-            if (stores)
+            if constexpr (Ordered)  // this split's own slab
                 asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(to), "f"(acc[4 * j]), "f"(acc[4 * j + 1]),
                              "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3])
                              : "memory");
-            else
+            else  // the half's one slab, L2 doing the adds
                 asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(to), "f"(acc[4 * j]),
                              "f"(acc[4 * j + 1]), "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3])
                              : "memory");
         }
         __threadfence();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
-        if constexpr (Ordered) {
-            const bool last = split == p.splits - 1;
-            if (t == 0 && !last)  // the next split's ticket; the last leaves it for reload() to reset
-                asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p.arrivals + half), "r"(static_cast<unsigned>(split + 1))
-                             : "memory");
-            return last;
-        } else {
-            if (t == 0) last_flag[consumer] = atomicAdd(p.arrivals + half, 1u) == static_cast<unsigned>(p.splits - 1);
-            sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
-            return last_flag[consumer] != 0u;
-        }
+        if (t == 0) last_flag[consumer] = atomicAdd(p.arrivals + half, 1u) == static_cast<unsigned>(p.splits - 1);
+        sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
+        return last_flag[consumer] != 0u;
     }
 
-    // The last unit of a half: the sum read back into acc (Ordered: the slab as the last split stored it,
-    // nothing to clear, since split 0 stores rather than adds; else the slab, then cleared) and the
-    // counter reset for the next call; the kernel then stores acc through store(), as a whole tile's.
+    // The last unit of a half: the sum read back into acc (Ordered: every split's slab, added in split
+    // order, nothing to clear since each split stores; else the one slab, then cleared) and the counter
+    // reset for the next call; the kernel then stores acc through store(), as a whole tile's.
     template <int BN>
-    static __device__ __forceinline__ void reload(const Params& p, float (&acc)[BN / 2], int row0, int col0) {
+    static __device__ __forceinline__ void reload(const Params& p, float (&acc)[BN / 2], int half) {
         __threadfence();
-        const std::int64_t half = half_of(p, row0, col0);
-        float* const from = slab(p, half);
+        if constexpr (Ordered) {
+            // Split 0's slab, then each later split's added to it (ptxas issues a slab's 16 loads at once).
+            for (int s = 0; s < p.splits; ++s) {
+                const float4* const from = reinterpret_cast<const float4*>(slab(p, half, s));
 #pragma unroll
-        for (int j = 0; j < kSteps; ++j) {
-            asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
-                         : "=f"(acc[4 * j]), "=f"(acc[4 * j + 1]), "=f"(acc[4 * j + 2]), "=f"(acc[4 * j + 3])
-                         : "l"(from + j * kStep)
-                         : "memory");
-            if constexpr (!Ordered)
+                for (int j = 0; j < kSteps; ++j) {
+                    const float4 v = __ldcg(from + j * sm90::kWarpgroup);
+                    float* const a = acc + 4 * j;
+                    if (s == 0) {
+                        a[0] = v.x, a[1] = v.y, a[2] = v.z, a[3] = v.w;
+                    } else {
+                        a[0] += v.x, a[1] += v.y, a[2] += v.z, a[3] += v.w;
+                    }
+                }
+            }
+        } else {
+            float* const from = slab(p, half, 0);
+#pragma unroll
+            for (int j = 0; j < kSteps; ++j) {
+                asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+                             : "=f"(acc[4 * j]), "=f"(acc[4 * j + 1]), "=f"(acc[4 * j + 2]), "=f"(acc[4 * j + 3])
+                             : "l"(from + j * kStep)
+                             : "memory");
                 asm volatile("st.global.cg.v4.f32 [%0], {%1, %1, %1, %1};" ::"l"(from + j * kStep), "f"(0.0f)
                              : "memory");
+            }
         }
         if (threadIdx.x % sm90::kWarpgroup == 0) p.arrivals[half] = 0u;
     }
@@ -936,6 +915,13 @@ private:
     static constexpr int kSlabFloats = sm90::kWgmmaM * kBN;
     static constexpr int kSteps = kBN / 8;               // 16-byte groups of a thread's kBN / 2 accumulators
     static constexpr int kStep = 4 * sm90::kWarpgroup;   // floats between a thread's groups in a slab
+
+    // Split `split`'s slab of half `half` (Ordered; else the half's one slab, split 0), at this thread's
+    // place in it.
+    static __device__ __forceinline__ float* slab(const Params& p, int half, int split) {
+        const std::int64_t index = static_cast<std::int64_t>(half) * (Ordered ? p.splits : 1) + split;
+        return p.partials + index * kSlabFloats + 4 * (static_cast<int>(threadIdx.x) % sm90::kWarpgroup);
+    }
 };
 
 }  // namespace rigel::cuda::gemm_kernels

@@ -141,7 +141,6 @@ typename Epi::Params epilogue_params(const Launch& l) {
             params.partials = l.workspace;
             params.arrivals = l.arrivals;
             params.splits = l.splits;
-            params.tiles_n = l.tiles_n;
             params.split_tiles = l.split_tiles;
         }
     }

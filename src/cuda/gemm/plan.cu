@@ -42,10 +42,14 @@ const KernelEntry* find_kernel(const KernelKey& key) {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// The split fixed kernels' workspace: a slab of 64 x 128 floats per 64-row half of a tile, into which
-// its units add (by reductions, or ordered: in split order, one after another), then each half's arrival
-// counter (SplitFixup in fused_epilogue.cuh); zeroed once, and left zeroed by every run.
+// The split fixed kernels' workspace: a slab of 64 x 128 floats per 64-row half of a split tile, into
+// which its units add by reductions (ordered: a slab per half and split, which each split stores), then
+// each half's arrival counter (SplitFixup in fused_epilogue.cuh); zeroed once, the counters left zeroed
+// by every run.
 constexpr std::size_t kHalfSlabFloats = 64 * 128;
+std::size_t split_fixup_slabs(std::int64_t split_tiles, int splits, bool ordered) {
+    return static_cast<std::size_t>(2 * split_tiles) * static_cast<std::size_t>(ordered ? splits : 1);
+}
 
 bool aligned(const void* p, std::uintptr_t to) { return reinterpret_cast<std::uintptr_t>(p) % to == 0; }
 
@@ -152,9 +156,12 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                                       : tiles * forced.splits;
     choice_.ctas = static_cast<int>(split && !forced.pingpong ? units : std::min<std::int64_t>(units, state_->sms));
     if (split && !forced.pingpong) state_->workspace_bytes = static_cast<std::size_t>(forced.splits) * desc_.m * desc_.n * sizeof(float);
-    if (split && forced.pingpong && forced.fixed_epilogue)
-        state_->workspace_bytes = static_cast<std::size_t>(2 * tiles) *
-                                  (kHalfSlabFloats * sizeof(float) + sizeof(unsigned));
+    if (split && forced.pingpong && forced.fixed_epilogue) {
+        const std::int64_t split_tiles = forced.split_tiles > 0 ? forced.split_tiles : tiles;
+        state_->workspace_bytes =
+            split_fixup_slabs(split_tiles, forced.splits, forced.ordered_split) * kHalfSlabFloats * sizeof(float) +
+            static_cast<std::size_t>(2 * split_tiles) * sizeof(unsigned);
+    }
 }
 
 Plan::~Plan() = default;
@@ -207,16 +214,16 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
     };
     if (c.splits > 1 && c.pingpong && kernel.key.fixed_epilogue) {
         // Units add into the workspace's slabs; the last of each tile stores D through the epilogue.
-        const std::size_t halves = static_cast<std::size_t>(2) * l.tiles_m * l.tiles_n;
+        const std::int64_t split_tiles = c.split_tiles > 0 ? c.split_tiles : static_cast<std::int64_t>(l.tiles_m) * l.tiles_n;
+        const std::size_t slabs = split_fixup_slabs(split_tiles, c.splits, c.ordered_split);
         if (!s.workspace) {
             s.workspace = static_cast<float*>(cuda::alloc_or_refuse(
                 s.workspace_bytes,
-                "the split-K workspace (" + std::to_string(halves) +
-                    " fp32 slabs of 64 x 128 and their counters)"));
+                "the split-K workspace (" + std::to_string(slabs) + " fp32 slabs of 64 x 128 and their counters)"));
             RIGEL_CUDA_CHECK(cudaMemsetAsync(s.workspace, 0, s.workspace_bytes, stream));
         }
         l.workspace = s.workspace;
-        l.arrivals = reinterpret_cast<unsigned*>(s.workspace + halves * kHalfSlabFloats);
+        l.arrivals = reinterpret_cast<unsigned*>(s.workspace + slabs * kHalfSlabFloats);
         l.epi = p;
         l.splits = c.splits;
         l.split_tiles = c.split_tiles;

@@ -323,11 +323,14 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             bool store_top = true, store_bottom = G::kHalves == 2;
             if constexpr (requires { Epi::kUnitStore; }) {
                 if (tile < split_units) {
+                    // The split tiles' halves are numbered 2 (tile % split_tiles) + 0 or 1: the policy's
+                    // workspace holds slabs for them alone (a tail split's few, not all tiles').
                     const int split = tile / split_tiles;
-                    store_top = Epi::template publish<G::kBN>(epi, top, m, row0, col0, split);
-                    store_bottom = Epi::template publish<G::kBN>(epi, bottom, m, row0 + kWgmmaM, col0, split);
-                    if (store_top) Epi::template reload<G::kBN>(epi, top, row0, col0);
-                    if (store_bottom) Epi::template reload<G::kBN>(epi, bottom, row0 + kWgmmaM, col0);
+                    const int half = 2 * (tile % split_tiles);
+                    store_top = Epi::template publish<G::kBN>(epi, top, m, row0, half, split);
+                    store_bottom = Epi::template publish<G::kBN>(epi, bottom, m, row0 + kWgmmaM, half + 1, split);
+                    if (store_top) Epi::template reload<G::kBN>(epi, top, half);
+                    if (store_bottom) Epi::template reload<G::kBN>(epi, bottom, half + 1);
                 }
             }
             if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
