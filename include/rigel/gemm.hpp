@@ -161,9 +161,11 @@ struct Choice {
     // other epilogues keep the kernel without C's path. The dispatcher's choice for epilogues none and
     // bias (rule 4's residual products); kernel_named "fixed_tma_c" also takes it for dgelu_bgrad.
     bool tma_load_c = false;
-    // With splits > 1, pingpong and fixed_epilogue: the units of a tile add into its workspace slab in
-    // split order, each waiting for the arrival counter to show its turn, so runs repeat bit for bit
-    // (kernel_named "fixed_split_ordered"); false: the units add into the slab by atomic reductions.
+    // With splits > 1, pingpong and fixed_epilogue: the units' partials of a tile are summed in split
+    // order, so runs repeat bit for bit (kernel_named "fixed_split_ordered"): where every tile is split,
+    // each unit stores its partial into a workspace slab of its own and the last to arrive sums them;
+    // under a tail split (split_tiles > 0) they add into one slab in turn, the arrival counter as a
+    // ticket. false: the units add into the slab by atomic reductions, in no fixed order.
     bool ordered_split = false;
     // With splits > 1, pingpong and fixed_epilogue: > 0 splits only the last split_tiles tiles (in the
     // kernel's tile order), whose units run first, and runs the others whole (the tail split: a last
@@ -210,8 +212,8 @@ Choice choose(const Desc& d, int sms);
 // for d's epilogue and a bf16 D, TMA stores: kWideEpilogues) and "fixed_m64" (the fixed kernel with 64 x 128
 // tiles: kShortTileEpilogues), none of them split; "fixed_split" (the
 // fixed kernel split as pingpong_splitk, its units added into the plan's workspace and the last unit
-// of a tile storing D: the dispatcher's rule 6); "fixed_split_ordered" (the same, the units adding in
-// split order, the arrival counter as a ticket: bit-reproducible); "fixed_split_wave" (the same with rule 2's
+// of a tile storing D: the dispatcher's rule 6); "fixed_split_ordered" (the same, the partials summed in
+// split order: bit-reproducible; Choice::ordered_split); "fixed_split_wave" (the same with rule 2's
 // split count, one unit a CTA); and "pingpong_splitk" (an fp32 D without epilogue:
 // the ping-pong kernel over units of (split, tile) in pingpong_splitk_units splits, each unit added
 // into D by reductions in L2, whose order is not fixed; beta 0, or 1 with C the same matrix as D).

@@ -798,26 +798,38 @@ struct AtomicAddF32 {
 // to this policy. Runs of one plan must be stream-ordered (its workspace and
 // counters are reused), as with any split-K workspace. The order of the
 // additions is not fixed from run to run.
-// Ordered (the library's "fixed_split_ordered", rules 2a and 3a): a slab per
-// half and split. Each unit stores its partial into its own slab and counts
-// itself, as above; the last to arrive, whichever split it is, sums the
-// slabs in split order, ((p0 + p1) + p2) + ..., so runs repeat bit for bit
-// whatever the timing, and no unit ever waits for another. Its forms before:
-// 62fa8ad summed the slabs the same way, but at 0.58x cuBLASLt on GPT-2's
-// bf16 dW, when the kernel still kept the ring's state in local memory
-// (1647f7b took that out). From 95bd629 to 19084e4 the units added into one
-// slab a half in split order, the arrival counter serving as a ticket (unit
-// s waited until it read s): every turn a wait, a read and a write of the
-// slab, and the last unit of a tile waited out the whole chain (bwd_attn_proj_dw
-// split 7 ways 0.81x cuBLASLt, where the unordered adds ran 0.92x, at eefc20b).
+// Ordered (the library's "fixed_split_ordered", rules 2a and 3a): the sum is
+// ((p0 + p1) + p2) + ... whatever the timing, so runs repeat bit for bit.
+// Two forms, by Params::gather:
+// - Gathered, where every tile is split (rule 2a's one wave, the named
+//   kernel): a slab per half and split; each unit stores its partial into its
+//   own and counts itself, as above, and the last to arrive, whichever split
+//   it is, sums the slabs in split order. No unit waits for another.
+// - In turn, under a tail split (rule 3a): one slab a half, the arrival
+//   counter serving as a ticket: unit s waits until it reads s, stores its
+//   partial (s = 0) or adds it into the slab (red.add, as above; L2's fp32
+//   adds round to nearest even and flush subnormals, the same every run), then
+//   sets the counter to s + 1 (a release); the last unit's sum goes through
+//   the fixed epilogue. The waits cannot deadlock while every CTA is resident
+//   (the persistent grid): the unpublished unit of lowest index always finds
+//   split s - 1 of its tile published.
+// Measured on the H200 (GPT-2's dW, 2026-12-03, eefc20b in turn, 43aecb1
+// gathered): under the tail split (bwd_mlp_down_dw and bwd_mlp_up_dw, 11
+// splits) gathering lost 5-8 % to the turns, its last unit reading 11 slabs
+// through the SM that also feeds the other consumer's main loop (the likely
+// cause, not measured apart); on rule 2a's 3 splits (bwd_attn_proj_dw), with
+// nothing to overlap, the chain of turns lost 2-3 % to gathering. Until 19084e4 a turn
+// read the slab into registers, added and stored one 16-byte group at a
+// time, each load a whole L2 round trip behind the previous group's store.
 struct SplitFixupParams : FixedEpilogueParams {
-    // Slabs of 64 x 128 floats: one per half of each split tile (Ordered: per half and split).
+    // Slabs of 64 x 128 floats: one per half of each split tile (gathered: per half and split).
     float* partials = nullptr;
     unsigned* arrivals = nullptr;    // per half of a split tile: units that have arrived, back to 0 by the last
     int splits = 1;                  // units per tile (the kernel reads it)
     // > 0: only the last split_tiles tiles (of the kernel's tile order) are split, the others run
     // whole and go straight to the inner epilogue (Choice::split_tiles); 0: every tile is split.
     int split_tiles = 0;
+    bool gather = false;  // Ordered: a slab per split, summed by the last unit; false: one slab, added in turn
 };
 
 template <class Inner, bool Ordered = false>
@@ -853,36 +865,59 @@ struct SplitFixup {
         const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
         const int consumer = static_cast<int>(threadIdx.x) / sm90::kWarpgroup - 1;
         const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;  // FixedEpilogue's, in turn
-        float* const mine = slab(p, half, Ordered ? split : 0);
+        const bool turns = Ordered && !p.gather;
+        float* const mine = slab(p, half, Ordered && p.gather ? split : 0);
         __shared__ unsigned last_flag[2];
+        if (turns) {
+            // This unit's turn: one thread waits for the ticket, the barrier passes it to the others.
+            if (t == 0) {
+                unsigned ticket = 0;
+                do {
+                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(ticket) : "l"(p.arrivals + half) : "memory");
+                } while (ticket != static_cast<unsigned>(split));
+            }
+            sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
+        }
+        // Gathered: into this split's own slab; in turn: split 0 stores, the later ones add (fire and
+        // forget, no round trip a group); unordered: every unit adds, L2 doing the adds.
+        const bool stores = Ordered && (p.gather || split == 0);
 #pragma unroll
         for (int j = 0; j < kSteps; ++j) {
             float* const to = mine + j * kStep;
-            if constexpr (Ordered)  // this split's own slab
+            if (stores)
                 asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(to), "f"(acc[4 * j]), "f"(acc[4 * j + 1]),
                              "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3])
                              : "memory");
-            else  // the half's one slab, L2 doing the adds
+            else
                 asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(to), "f"(acc[4 * j]),
                              "f"(acc[4 * j + 1]), "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3])
                              : "memory");
         }
         __threadfence();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
+        if (turns) {
+            const bool last = split == p.splits - 1;
+            if (t == 0 && !last)  // the next split's ticket; the last leaves it for reload() to reset
+                asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p.arrivals + half), "r"(static_cast<unsigned>(split + 1))
+                             : "memory");
+            return last;
+        }
         if (t == 0) last_flag[consumer] = atomicAdd(p.arrivals + half, 1u) == static_cast<unsigned>(p.splits - 1);
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
         return last_flag[consumer] != 0u;
     }
 
-    // The last unit of a half: the sum read back into acc (Ordered: every split's slab, added in split
-    // order, nothing to clear since each split stores; else the one slab, then cleared) and the counter
-    // reset for the next call; the kernel then stores acc through store(), as a whole tile's.
+    // The last unit of a half: the sum read back into acc (gathered: every split's slab, added in split
+    // order; in turn: the one slab as the last split left it; neither to clear, since split 0 stores;
+    // unordered: the one slab, then cleared) and the counter reset for the next call; the kernel then
+    // stores acc through store(), as a whole tile's.
     template <int BN>
     static __device__ __forceinline__ void reload(const Params& p, float (&acc)[BN / 2], int half) {
         __threadfence();
-        if constexpr (Ordered) {
+        if (Ordered) {
             // Split 0's slab, then each later split's added to it (ptxas issues a slab's 16 loads at once).
-            for (int s = 0; s < p.splits; ++s) {
+            const int slabs = p.gather ? p.splits : 1;
+            for (int s = 0; s < slabs; ++s) {
                 const float4* const from = reinterpret_cast<const float4*>(slab(p, half, s));
 #pragma unroll
                 for (int j = 0; j < kSteps; ++j) {
@@ -916,10 +951,10 @@ private:
     static constexpr int kSteps = kBN / 8;               // 16-byte groups of a thread's kBN / 2 accumulators
     static constexpr int kStep = 4 * sm90::kWarpgroup;   // floats between a thread's groups in a slab
 
-    // Split `split`'s slab of half `half` (Ordered; else the half's one slab, split 0), at this thread's
+    // Split `split`'s slab of half `half` (gathered; else the half's one slab, split 0), at this thread's
     // place in it.
     static __device__ __forceinline__ float* slab(const Params& p, int half, int split) {
-        const std::int64_t index = static_cast<std::int64_t>(half) * (Ordered ? p.splits : 1) + split;
+        const std::int64_t index = static_cast<std::int64_t>(half) * (Ordered && p.gather ? p.splits : 1) + split;
         return p.partials + index * kSlabFloats + 4 * (static_cast<int>(threadIdx.x) % sm90::kWarpgroup);
     }
 };

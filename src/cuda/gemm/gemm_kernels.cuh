@@ -54,6 +54,7 @@ struct Launch {
     int split_tiles = 0;  // ping-pong split rows: tiles split (the last ones), the others whole; 0: all
     float* workspace = nullptr;  // split rows: splits stacked M x N fp32 slabs; split fixed rows: the halves' slabs
     unsigned* arrivals = nullptr;  // split fixed rows: each half's arrival counter
+    bool gather = false;  // ordered split fixed rows: a slab per split, the last unit summing them (SplitFixup)
     int m = 0, n = 0, k = 0, tiles_m = 0, tiles_n = 0;
     int group_m = 0;  // ping-pong rows: tile rows of a group in the persistent tile order; 0: the kernel's
     dim3 grid;
@@ -142,6 +143,7 @@ typename Epi::Params epilogue_params(const Launch& l) {
             params.arrivals = l.arrivals;
             params.splits = l.splits;
             params.split_tiles = l.split_tiles;
+            params.gather = l.gather;
         }
     }
     return params;

@@ -47,8 +47,12 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // each half's arrival counter (SplitFixup in fused_epilogue.cuh); zeroed once, the counters left zeroed
 // by every run.
 constexpr std::size_t kHalfSlabFloats = 64 * 128;
-std::size_t split_fixup_slabs(std::int64_t split_tiles, int splits, bool ordered) {
-    return static_cast<std::size_t>(2 * split_tiles) * static_cast<std::size_t>(ordered ? splits : 1);
+// Ordered units gather (a slab per split, summed by the last) where every tile is split (one wave of
+// units, or both consumers' units of every tile), and add in turn into one slab under a tail split, whose
+// fix-ups run beside the other consumer's whole tiles (SplitFixupParams::gather).
+bool gathers(const Choice& c) { return c.ordered_split && c.split_tiles == 0; }
+std::size_t split_fixup_slabs(std::int64_t split_tiles, const Choice& c) {
+    return static_cast<std::size_t>(2 * split_tiles) * static_cast<std::size_t>(gathers(c) ? c.splits : 1);
 }
 
 bool aligned(const void* p, std::uintptr_t to) { return reinterpret_cast<std::uintptr_t>(p) % to == 0; }
@@ -159,7 +163,7 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
     if (split && forced.pingpong && forced.fixed_epilogue) {
         const std::int64_t split_tiles = forced.split_tiles > 0 ? forced.split_tiles : tiles;
         state_->workspace_bytes =
-            split_fixup_slabs(split_tiles, forced.splits, forced.ordered_split) * kHalfSlabFloats * sizeof(float) +
+            split_fixup_slabs(split_tiles, forced) * kHalfSlabFloats * sizeof(float) +
             static_cast<std::size_t>(2 * split_tiles) * sizeof(unsigned);
     }
 }
@@ -215,7 +219,7 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
     if (c.splits > 1 && c.pingpong && kernel.key.fixed_epilogue) {
         // Units add into the workspace's slabs; the last of each tile stores D through the epilogue.
         const std::int64_t split_tiles = c.split_tiles > 0 ? c.split_tiles : static_cast<std::int64_t>(l.tiles_m) * l.tiles_n;
-        const std::size_t slabs = split_fixup_slabs(split_tiles, c.splits, c.ordered_split);
+        const std::size_t slabs = split_fixup_slabs(split_tiles, c);
         if (!s.workspace) {
             s.workspace = static_cast<float*>(cuda::alloc_or_refuse(
                 s.workspace_bytes,
@@ -224,6 +228,7 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
         }
         l.workspace = s.workspace;
         l.arrivals = reinterpret_cast<unsigned*>(s.workspace + slabs * kHalfSlabFloats);
+        l.gather = gathers(c);
         l.epi = p;
         l.splits = c.splits;
         l.split_tiles = c.split_tiles;
