@@ -18,14 +18,16 @@
 //   2a. Where rule 2 splits K for bf16 operands, a bf16 D and one of
 //      gemm::kFixedEpilogues, and every split keeps at least
 //      kMinOrderedUnitKTiles k-tiles: the same splits as units of the ping-pong
-//      kernel compiled for the epilogue, one a CTA, adding into one workspace
-//      slab a half in split order (the arrival counter as a ticket, as
-//      "fixed_split_ordered"), the last storing D through the epilogue: no fp32
-//      slab of M x N per split, no second kernel, and the same bits every run.
+//      kernel compiled for the epilogue, one a CTA, each storing its partial
+//      into a workspace slab of its own, the last to arrive summing them in
+//      split order and storing D through the epilogue (gathered, as
+//      "fixed_split_ordered" where every tile is split): no fp32 slab of M x N
+//      per split, no second kernel, and the same bits every run.
 //      GPT-2's bwd_attn_proj_dw (36 tiles, 3 splits of 85 or 86 k-tiles): 0.875x
 //      cuBLASLt against the cooperative split's 0.837x in the same call, in
-//      either order (2026-12-03_c82e249_gpt2_fixed_split_wave_subset_gemm.csv
+//      either order, with the units adding in turn (2026-12-03_c82e249_gpt2_fixed_split_wave_subset_gemm.csv
 //      beside _gpt2_subset_gemm.csv, and the repeat under experiments/);
+//      0.907x gathered (2026-12-03_a06ba17_gpt2_gemm.csv);
 //      "fixed_split_wave" names it anywhere.
 //   3. Otherwise, if the last wave of tiles leaves the tensor work of all
 //      waves under kMinWaveUse busy (144 tiles on 132 SMs: two waves, the
@@ -382,8 +384,9 @@ Choice choose(const Desc& desc, int sms) {
         c.ctas = static_cast<int>(tiles * c.splits);
         c.why = std::to_string(tiles) + " tiles of 128 x 128 fill under half the " + std::to_string(sms) +
                 " SMs: split K " + std::to_string(c.splits) +
-                " ways by the ping-pong kernel compiled for this epilogue and a bf16 D, one unit a CTA, the units "
-                "adding into an fp32 workspace in split order, the last of a tile storing D";
+                " ways by the ping-pong kernel compiled for this epilogue and a bf16 D, one unit a CTA, each "
+                "storing its partial into an fp32 workspace slab, the last of a tile summing them in split order "
+                "and storing D";
         return c;
     }
     const auto waves = [&](std::int64_t units) { return static_cast<double>(ceil_div(units, sms)); };
@@ -574,8 +577,9 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
             c.ordered_split = c.splits > 1;
             c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, std::max(sms, 1)));
             c.why = "asked for: ping-pong split-K, " + std::to_string(tiles) + " tiles of 128 x 128 in " +
-                    std::to_string(c.splits) + " splits, one unit a CTA, adding in split order (the arrival counter "
-                    "as a ticket), the last of a tile storing D through the kernel compiled for this epilogue";
+                    std::to_string(c.splits) + " splits, one unit a CTA, each storing its partial into a slab of "
+                    "its own, the last of a tile summing them in split order and storing D through the kernel "
+                    "compiled for this epilogue";
             return c;
         }
         if (k.split_reduce) {
@@ -584,8 +588,8 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
             c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, std::max(sms, 1)));
             c.why = "asked for: ping-pong split-K, " + std::to_string(tiles) + " tiles of 128 x 128 in " +
                     std::to_string(c.splits) + " splits, " +
-                    (k.ordered ? "each unit adding its partial into the workspace in split order (the arrival "
-                                 "counter as a ticket), the last of a tile storing D through the kernel compiled for "
+                    (k.ordered ? "each unit storing its partial into a workspace slab of its own, the last of a "
+                                 "tile summing them in split order and storing D through the kernel compiled for "
                                  "this epilogue"
                      : k.fixed ? "each unit added into the workspace, the last of a tile storing D through the "
                                  "kernel compiled for this epilogue"

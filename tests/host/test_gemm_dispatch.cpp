@@ -323,7 +323,7 @@ TEST(GemmChoose, BfloatSplitsOfOneWaveRunOnTheSplitFixedKernel) {
     EXPECT_EQ(named->ctas, 32);
     EXPECT_EQ(kernel_text(*named), "128x128 pingpong fixed-epilogue splits 2");
     EXPECT_FALSE(named->ordered_split);
-    // "fixed_split_ordered": the same units, adding in split order (the counter as a ticket).
+    // "fixed_split_ordered": the same units, their partials summed in split order.
     const auto ordered = kernel_named(square(512), "fixed_split_ordered", kH200Sms);
     ASSERT_TRUE(ordered);
     EXPECT_TRUE(ordered->pingpong && ordered->fixed_epilogue && ordered->ordered_split);

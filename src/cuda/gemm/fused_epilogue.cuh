@@ -818,7 +818,8 @@ struct AtomicAddF32 {
 // splits) gathering lost 5-8 % to the turns, its last unit reading 11 slabs
 // through the SM that also feeds the other consumer's main loop (the likely
 // cause, not measured apart); on rule 2a's 3 splits (bwd_attn_proj_dw), with
-// nothing to overlap, the chain of turns lost 2-3 % to gathering. Until 19084e4 a turn
+// nothing to overlap, gathering ran about 2 % faster (472-479 Tflop/s against
+// 465-472, across calls, not paired). Until 19084e4 a turn
 // read the slab into registers, added and stored one 16-byte group at a
 // time, each load a whole L2 round trip behind the previous group's store.
 struct SplitFixupParams : FixedEpilogueParams {
