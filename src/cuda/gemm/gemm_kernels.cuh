@@ -262,8 +262,9 @@ constexpr auto wide_fixed_rows() {
 
 // The split fixed rows of one layout: the ping-pong split-K once for each of
 // gemm::kFixedEpilogues, each unit's partial added into the plan's workspace
-// (Ordered: in split order, each unit waiting for its ticket) and the last unit of a tile
-// applying the epilogue (SplitFixup over FixedEpilogue).
+// (Ordered: summed in split order, gathered from a slab per split or added in
+// turn) and the last unit of a tile applying the epilogue (SplitFixup over
+// FixedEpilogue).
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB, bool Ordered>
 constexpr auto split_fixed_rows() {
     return per_epilogue<Tg, gemm::kFixedEpilogues>([]<Epilogue e>() {

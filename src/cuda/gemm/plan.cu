@@ -43,9 +43,9 @@ const KernelEntry* find_kernel(const KernelKey& key) {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // The split fixed kernels' workspace: a slab of 64 x 128 floats per 64-row half of a split tile, into
-// which its units add by reductions (ordered: a slab per half and split, which each split stores), then
-// each half's arrival counter (SplitFixup in fused_epilogue.cuh); zeroed once, the counters left zeroed
-// by every run.
+// which its units add by reductions or in turn (gathered: a slab per half and split, which each split
+// stores), then each half's arrival counter (SplitFixup in fused_epilogue.cuh); zeroed once, the
+// counters left zeroed by every run.
 constexpr std::size_t kHalfSlabFloats = 64 * 128;
 // Ordered units gather (a slab per split, summed by the last) where every tile is split (one wave of
 // units, or both consumers' units of every tile), and add in turn into one slab under a tail split, whose
