@@ -915,14 +915,14 @@ struct SplitFixup {
     template <int BN>
     static __device__ __forceinline__ void reload(const Params& p, float (&acc)[BN / 2], int half) {
         __threadfence();
-        if (Ordered) {
+        if constexpr (Ordered) {
             // Split 0's slab, then each later split's added to it (ptxas issues a slab's 16 loads at once).
             const int slabs = p.gather ? p.splits : 1;
             for (int s = 0; s < slabs; ++s) {
-                const float4* const from = reinterpret_cast<const float4*>(slab(p, half, s));
+                const float* const from = slab(p, half, s);
 #pragma unroll
                 for (int j = 0; j < kSteps; ++j) {
-                    const float4 v = __ldcg(from + j * sm90::kWarpgroup);
+                    const float4 v = __ldcg(reinterpret_cast<const float4*>(from + j * kStep));
                     float* const a = acc + 4 * j;
                     if (s == 0) {
                         a[0] = v.x, a[1] = v.y, a[2] = v.z, a[3] = v.w;

@@ -51,8 +51,12 @@ constexpr std::size_t kHalfSlabFloats = 64 * 128;
 // units, or both consumers' units of every tile), and add in turn into one slab under a tail split, whose
 // fix-ups run beside the other consumer's whole tiles (SplitFixupParams::gather).
 bool gathers(const Choice& c) { return c.ordered_split && c.split_tiles == 0; }
-std::size_t split_fixup_slabs(std::int64_t split_tiles, const Choice& c) {
-    return static_cast<std::size_t>(2 * split_tiles) * static_cast<std::size_t>(gathers(c) ? c.splits : 1);
+// The halves that have a slab (and a counter): those of the split tiles, out of `tiles`.
+std::size_t split_fixup_halves(const Choice& c, std::int64_t tiles) {
+    return static_cast<std::size_t>(2 * (c.split_tiles > 0 ? c.split_tiles : tiles));
+}
+std::size_t split_fixup_slabs(const Choice& c, std::int64_t tiles) {
+    return split_fixup_halves(c, tiles) * static_cast<std::size_t>(gathers(c) ? c.splits : 1);
 }
 
 bool aligned(const void* p, std::uintptr_t to) { return reinterpret_cast<std::uintptr_t>(p) % to == 0; }
@@ -160,12 +164,9 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                                       : tiles * forced.splits;
     choice_.ctas = static_cast<int>(split && !forced.pingpong ? units : std::min<std::int64_t>(units, state_->sms));
     if (split && !forced.pingpong) state_->workspace_bytes = static_cast<std::size_t>(forced.splits) * desc_.m * desc_.n * sizeof(float);
-    if (split && forced.pingpong && forced.fixed_epilogue) {
-        const std::int64_t split_tiles = forced.split_tiles > 0 ? forced.split_tiles : tiles;
-        state_->workspace_bytes =
-            split_fixup_slabs(split_tiles, forced) * kHalfSlabFloats * sizeof(float) +
-            static_cast<std::size_t>(2 * split_tiles) * sizeof(unsigned);
-    }
+    if (split && forced.pingpong && forced.fixed_epilogue)
+        state_->workspace_bytes = split_fixup_slabs(forced, tiles) * kHalfSlabFloats * sizeof(float) +
+                                  split_fixup_halves(forced, tiles) * sizeof(unsigned);
 }
 
 Plan::~Plan() = default;
@@ -218,8 +219,7 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
     };
     if (c.splits > 1 && c.pingpong && kernel.key.fixed_epilogue) {
         // Units add into the workspace's slabs; the last of each tile stores D through the epilogue.
-        const std::int64_t split_tiles = c.split_tiles > 0 ? c.split_tiles : static_cast<std::int64_t>(l.tiles_m) * l.tiles_n;
-        const std::size_t slabs = split_fixup_slabs(split_tiles, c);
+        const std::size_t slabs = split_fixup_slabs(c, static_cast<std::int64_t>(l.tiles_m) * l.tiles_n);
         if (!s.workspace) {
             s.workspace = static_cast<float*>(cuda::alloc_or_refuse(
                 s.workspace_bytes,
