@@ -80,6 +80,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
 
 #include "cuda/attention/attention_kernels.cuh"
@@ -290,14 +291,23 @@ __global__ void __launch_bounds__(kThreads, 1)
         // then dS^T in place of dP^T.
         wgmma_wait<1>();
         fence_registers(st);
-        const bool masked = key0 + kKeys > p.seq || (p.causal && wkey0 + kWgmmaM - 1 > row0);
 #pragma unroll
-        for (int i = 0; i < R / 2; ++i) {
-            const int col = 8 * (i / 4) + 2 * q4 + (i % 2);
-            const int key = my_key + 8 * ((i / 2) % 2);
-            float pv = fast_exp2(fmaf(st[i], p.scale_log2, -slse[col]));
-            if (masked && (key >= p.seq || (p.causal && key > row0 + col))) pv = 0.0f;
-            st[i] = pv;
+        for (int i = 0; i < R / 2; ++i)
+            st[i] = fast_exp2(fmaf(st[i], p.scale_log2, -slse[8 * (i / 4) + 2 * q4 + (i % 2)]));
+        // The masked tiles' P^T (keys past S; causal, keys after the row) to 0, in a branch of its own: written
+        // as a select inside the loop above, ptxas computed all R / 2 masks of every tile, masked or not,
+        // before the tile's first wgmma (about 270 instructions a thread at D = 128, with the predicates
+        // packed into registers), so the tensor cores waited for them on every tile. Key my_key + 8 h lies
+        // after row row0 + 8 (i / 4) + 2 q4 + i % 2 when 8 h - 8 (i / 4) - i % 2 > row0 + 2 q4 - my_key: a
+        // comparison with an immediate per element.
+        if (key0 + kKeys > p.seq || (p.causal && wkey0 + kWgmmaM - 1 > row0)) {
+            const int diag = p.causal ? row0 + 2 * q4 - my_key : INT_MAX;
+            const bool past[2] = {my_key >= p.seq, my_key + 8 >= p.seq};
+#pragma unroll
+            for (int i = 0; i < R / 2; ++i) {
+                const int h = (i / 2) % 2;
+                if (past[h] || 8 * h - 8 * (i / 4) - (i % 2) > diag) st[i] = 0.0f;
+            }
         }
         std::uint32_t pa[R / 16][4];
         pack_p<R>(st, pa);
