@@ -291,9 +291,18 @@ __global__ void __launch_bounds__(kThreads, 1)
         // then dS^T in place of dP^T.
         wgmma_wait<1>();
         fence_registers(st);
+        // Tile rows 8 n8 + 2 q4 and + 1 of lse and Dl, one 8-byte load each.
+        const auto* const slse2 = reinterpret_cast<const float2*>(slse);
+        const auto* const sdl2 = reinterpret_cast<const float2*>(sdl);
 #pragma unroll
-        for (int i = 0; i < R / 2; ++i)
-            st[i] = fast_exp2(fmaf(st[i], p.scale_log2, -slse[8 * (i / 4) + 2 * q4 + (i % 2)]));
+        for (int n8 = 0; n8 < R / 8; ++n8) {
+            const float2 l = slse2[4 * n8 + q4];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                st[4 * n8 + 2 * h] = fast_exp2(fmaf(st[4 * n8 + 2 * h], p.scale_log2, -l.x));
+                st[4 * n8 + 2 * h + 1] = fast_exp2(fmaf(st[4 * n8 + 2 * h + 1], p.scale_log2, -l.y));
+            }
+        }
         // The masked tiles' P^T (keys past S; causal, keys after the row) to 0, in a branch of its own: written
         // as a select inside the loop above, ptxas computed all R / 2 masks of every tile, masked or not,
         // before the tile's first wgmma (about 270 instructions a thread at D = 128, with the predicates
@@ -314,9 +323,35 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_wait<0>();
         fence_registers(dpt);
 #pragma unroll
-        for (int i = 0; i < R / 2; ++i) dpt[i] = st[i] * (dpt[i] - sdl[8 * (i / 4) + 2 * q4 + (i % 2)]);
-        // dS^T to shared memory in bf16, 128B-swizzled as TMA would have
-        // written it: row `key` of a box, 16-byte chunk (row / 8) ^ (key % 8).
+        for (int n8 = 0; n8 < R / 8; ++n8) {
+            const float2 dl = sdl2[4 * n8 + q4];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                dpt[4 * n8 + 2 * h] = st[4 * n8 + 2 * h] * (dpt[4 * n8 + 2 * h] - dl.x);
+                dpt[4 * n8 + 2 * h + 1] = st[4 * n8 + 2 * h + 1] * (dpt[4 * n8 + 2 * h + 1] - dl.y);
+            }
+        }
+        // dS^T in bf16 as the A fragments of dK += dS^T Q (this consumer's 64 keys, from registers as
+        // P^T is for dV); word 2 n8 + h of them (fragment n8 / 2, register 2 (n8 % 2) + h) holds tile
+        // rows 8 n8 + 2 q4 and + 1 of key my_key + 8 h, which the stores below put in shared memory too.
+        std::uint32_t dsa[R / 16][4];
+        pack_p<R>(dpt, dsa);
+        // dV += P^T dO and dK += dS^T Q, both with A from registers, issued
+        // before dS^T goes to shared memory, so that they run under its
+        // stores and the consumers' meeting.
+        wgmma_fence();
+        const std::uint64_t do_n = mn_major_desc(do_stage, L::kRowBox);
+#pragma unroll
+        for (int kk = 0; kk < R / 16; ++kk)
+            WgmmaRS<DType::bf16, D>::template mma<1>(dv, pa[kk], desc_advance(do_n, kk * kMnStep), 1u);
+        const std::uint64_t q_n = mn_major_desc(q_stage, L::kRowBox);
+#pragma unroll
+        for (int kk = 0; kk < R / 16; ++kk)
+            WgmmaRS<DType::bf16, D>::template mma<1>(dk, dsa[kk], desc_advance(q_n, kk * kMnStep), 1u);
+        wgmma_commit();
+
+        // dS^T to shared memory in bf16 for dQ, 128B-swizzled as TMA would
+        // have written it: row `key` of a box, 16-byte chunk (row / 8) ^ (key % 8).
         // For tile row col = 8 n8 + 2 q4 and key = 64 c + 16 warp + g + 8 h:
         // box n8 / 8, chunk (n8 % 8) ^ g (key % 8 = g), byte 4 q4 in it; the
         // chunk's offset is (16 (n8 % 8)) ^ (16 g). Written so, the stores'
@@ -331,34 +366,17 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
             for (int n8 = 0; n8 < R / 8; ++n8) {
                 const std::uint32_t at = key_row + (n8 / 8) * L::kDsBox + ((16 * (n8 % 8)) ^ g16);
-                asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(pack_bf16(dpt[4 * n8 + 2 * h],
-                                                                                dpt[4 * n8 + 2 * h + 1]))
-                             : "memory");
+                asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(dsa[n8 / 2][2 * (n8 % 2) + h]) : "memory");
             }
         }
         fence_proxy_async_smem();
         if (t == 0) bulk_wait_read<0>();  // the last tile's dQ block has been read from the staging boxes
-        named_barrier_sync<kWarpgroup>(kOwnBarrier + c);  // this consumer's half of dS^T written, staging free
-
-        // dV += P^T dO and dK += dS^T Q, issued before the consumers meet so
-        // that they run while this one waits for the other's half of dS^T;
-        // then this consumer's block of dQ = dS K (zeroed before the fence
-        // that orders register writes before wgmma).
-        float dq[kWgmmaM / 2] = {};
-        wgmma_fence();
-        const std::uint64_t do_n = mn_major_desc(do_stage, L::kRowBox);
-#pragma unroll
-        for (int kk = 0; kk < R / 16; ++kk)
-            WgmmaRS<DType::bf16, D>::template mma<1>(dv, pa[kk], desc_advance(do_n, kk * kMnStep), 1u);
-        const std::uint64_t q_n = mn_major_desc(q_stage, L::kRowBox);
-#pragma unroll
-        for (int kk = 0; kk < R / 16; ++kk)
-            Wgmma<DType::bf16, D>::template mma<0, 1>(
-                dk, desc_k_step(k_major_desc(ds_addr + (kk / 4) * L::kDsBox + key_offset), kk % 4),
-                desc_advance(q_n, kk * kMnStep), 1u);
-        wgmma_commit();
         if (j + 1 < tiles) put_stats(next_stats, buf ^ 1);
-        named_barrier_sync<2 * kWarpgroup>(kPairBarrier);  // both halves of dS^T written
+        named_barrier_sync<2 * kWarpgroup>(kPairBarrier);  // both halves of dS^T written, the staging free
+
+        // This consumer's block of dQ = dS K (zeroed before the fence that
+        // orders register writes before wgmma).
+        float dq[kWgmmaM / 2] = {};
         wgmma_fence();
         const std::uint64_t ds_m = mn_major_desc(ds_addr + L::dq_ds_box(c) * L::kDsBox, L::kDsBox);
         const std::uint64_t k_n = mn_major_desc(base + L::kK + L::dq_k_box(c) * L::kKvBox, L::kKvBox);
