@@ -20,9 +20,9 @@
 //     dP^T = V dO^T           the same with V and dO
 //     P^T  = 2^(S^T scale log2e - lse log2e), masked keys 0
 //     dS^T = P^T (dP^T - Dl)  (Dl = rowsum(dO * O), fa2_backward.cu)
-//     dS^T in bf16 to shared memory (both consumers' 64 keys: 128 x R)
 //     dV  += P^T dO           wgmma with A = P^T from registers, B = dO N-major
-//     dK  += dS^T Q           A = dS^T K-major from shared memory, B = Q N-major
+//     dK  += dS^T Q           A = dS^T from registers, B = Q N-major
+//     dS^T in bf16 to shared memory (both consumers' 64 keys: 128 x R)
 //     dQ_b = dS K             a 64 x 64 block of the tile's dQ over all 128
 //                             keys: A = dS M-major (dS^T read transposed), B =
 //                             K N-major; consumer c takes rows 64c.. (D = 64) or
@@ -33,7 +33,8 @@
 //   The two consumers meet once per tile (a named barrier) after writing dS^T,
 //   which is double-buffered, as are the rows' lse and Dl in shared memory.
 //   Inside a consumer, P^T is computed while dP^T's wgmma still runs, and dV
-//   and dK are issued before the meeting, so that they run while it waits.
+//   and dK are issued before dS^T's stores and the meeting, so that they run
+//   under both.
 //
 // dQ is accumulated as fa2_backward's atomic mode does (every key tile adds
 // into every query row), but by the copy engine from shared memory: the
@@ -71,6 +72,13 @@
 // short-scoreboard and barrier stalls up. Both passed all 34 checks
 // (results/h200/experiments/2026-12-02_dbf9f68_*, _e0e135c_*). So the order
 // here stays.
+//
+// What the schedule lost instead was in the SASS (a48aaf4): P^T's mask,
+// written as a select among the exponentials, was computed for every tile,
+// masked or not, between the Q/dO wait and the first wgmma (about 270
+// instructions a thread at D = 128). As a branch after the exponentials
+// (below): D = 128, S = 4096 0.822x cuDNN (423 Tflop/s), causal 0.899x;
+// D = 64 0.806x; GPT-2's case 0.955x (2026-12-03_a48aaf4_targets_attention.csv).
 //
 // Shared memory: K, V (D/64 boxes of 128 keys x 128 B each); Q and dO, two
 // stages of D/64 boxes of R rows; dS^T, two buffers of R/64 boxes of 128 keys
