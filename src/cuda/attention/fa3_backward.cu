@@ -344,18 +344,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         // rows 8 n8 + 2 q4 and + 1 of key my_key + 8 h, which the stores below put in shared memory too.
         std::uint32_t dsa[R / 16][4];
         pack_p<R>(dpt, dsa);
-        // dV += P^T dO and dK += dS^T Q, both with A from registers, issued
-        // before dS^T goes to shared memory, so that they run under its
-        // stores and the consumers' meeting.
+        // dV += P^T dO, A from registers, issued before dS^T goes to shared
+        // memory, so that it runs under its stores and the consumers' meeting.
         wgmma_fence();
         const std::uint64_t do_n = mn_major_desc(do_stage, L::kRowBox);
 #pragma unroll
         for (int kk = 0; kk < R / 16; ++kk)
             WgmmaRS<DType::bf16, D>::template mma<1>(dv, pa[kk], desc_advance(do_n, kk * kMnStep), 1u);
-        const std::uint64_t q_n = mn_major_desc(q_stage, L::kRowBox);
-#pragma unroll
-        for (int kk = 0; kk < R / 16; ++kk)
-            WgmmaRS<DType::bf16, D>::template mma<1>(dk, dsa[kk], desc_advance(q_n, kk * kMnStep), 1u);
         wgmma_commit();
 
         // dS^T to shared memory in bf16 for dQ, 128B-swizzled as TMA would
@@ -383,7 +378,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         named_barrier_sync<2 * kWarpgroup>(kPairBarrier);  // both halves of dS^T written, the staging free
 
         // This consumer's block of dQ = dS K (zeroed before the fence that
-        // orders register writes before wgmma).
+        // orders register writes before wgmma), then dK += dS^T Q with A from
+        // registers, each its own group: dQ's block is staged and handed to
+        // the copy engine while dK's product runs.
         float dq[kWgmmaM / 2] = {};
         wgmma_fence();
         const std::uint64_t ds_m = mn_major_desc(ds_addr + L::dq_ds_box(c) * L::kDsBox, L::kDsBox);
@@ -393,11 +390,14 @@ __global__ void __launch_bounds__(kThreads, 1)
             Wgmma<DType::bf16, kWgmmaM>::template mma<1, 1>(dq, desc_advance(ds_m, kk * kMnStep),
                                                             desc_advance(k_n, kk * kMnStep), kk > 0 ? 1u : 0u);
         wgmma_commit();
-        wgmma_wait<0>();
+        const std::uint64_t q_n = mn_major_desc(q_stage, L::kRowBox);
+#pragma unroll
+        for (int kk = 0; kk < R / 16; ++kk)
+            WgmmaRS<DType::bf16, D>::template mma<1>(dk, dsa[kk], desc_advance(q_n, kk * kMnStep), 1u);
+        wgmma_commit();
+        wgmma_wait<1>();  // dV and dQ done
         fence_registers(dv);
-        fence_registers(dk);
         fence_registers(dq);
-        if (t == 0) mbar_arrive(&q_empty[s]);
 
         // The block to the staging boxes, swizzled as TMA reads them: row r = 16 warp + g + 8 h, column
         // 8 n8 + 2 q4 in box n8 / 4, 16-byte chunk (2 (n8 % 4) + q4 / 2) ^ (r % 8), r % 8 = g; its offset
@@ -424,6 +424,9 @@ __global__ void __launch_bounds__(kThreads, 1)
             tma_reduce_add_3d(&map_dq, stage + L::kDqBox, col + kAccBoxCols, row, batch);
             bulk_commit();
         }
+        wgmma_wait<0>();  // dK done: the stage's Q and dO are read
+        fence_registers(dk);
+        if (t == 0) mbar_arrive(&q_empty[s]);
     }
     if (t == 0) bulk_wait<0>();  // the last reductions done before the CTA's shared memory goes
 
