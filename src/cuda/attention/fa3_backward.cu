@@ -183,8 +183,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     float* const stats = reinterpret_cast<float*>(smem + L::kStats);
 
     const int wg = static_cast<int>(threadIdx.x) / kWarpgroup;
-    const int head = static_cast<int>(blockIdx.x) % p.heads, batch = static_cast<int>(blockIdx.x) / p.heads;
-    const int key0 = static_cast<int>(blockIdx.y) * kKeys;
+    // CTA x: key block x % blocks of head x / blocks (heads of all batches in a row), so that the CTAs
+    // running together are the key blocks of a few heads, which read the same Q and dO and add into the
+    // same dQ rows while those are in the L2 (head-major, each wave held two key blocks of every head).
+    const int blocks = (p.seq + kKeys - 1) / kKeys;
+    const int bh = static_cast<int>(blockIdx.x) / blocks;
+    const int head = bh % p.heads, batch = bh / p.heads;
+    const int key0 = (static_cast<int>(blockIdx.x) % blocks) * kKeys;
     // Causal: rows before this CTA's first key see none of its keys (key0 is
     // a multiple of R, so the first tile starts at key0).
     const int first_tile = p.causal ? key0 / R : 0;
@@ -474,7 +479,7 @@ void launch(const rigel::attention::Desc& d, const rigel::attention::BackwardArg
                       .scale = d.scale,
                       .scale_log2 = d.scale * kLog2e,
                       .causal = d.causal};
-    const dim3 grid(static_cast<unsigned>(d.batch * d.heads), static_cast<unsigned>((d.seq + kKeys - 1) / kKeys));
+    const auto grid = static_cast<unsigned>(d.batch * d.heads * ((d.seq + kKeys - 1) / kKeys));
     fa3_backward_kernel<D><<<grid, kThreads, L::kBytes, stream>>>(maps.q, maps.k, maps.v, maps.dout, maps.dq_acc, p);
     RIGEL_CUDA_CHECK_LAUNCH();
     backward_store_dq(d, a, dq_acc, stream);
