@@ -79,6 +79,12 @@
 // instructions a thread at D = 128). As a branch after the exponentials
 // (below): D = 128, S = 4096 0.822x cuDNN (423 Tflop/s), causal 0.899x;
 // D = 64 0.806x; GPT-2's case 0.955x (2026-12-03_a48aaf4_targets_attention.csv).
+// Then three changes, measured together (5ff92c6): dK's A from registers
+// (dS^T packed once, as P^T is for dV; 16 KB less shared memory read a
+// tile), dK issued after dQ so that dQ's block is staged while dK runs, and
+// the grid key-block-major (below). D = 128, S = 4096 0.912x cuDNN
+// (471.9 Tflop/s), causal 0.950x; D = 64 0.988x, causal 1.058x; GPT-2's case
+// 1.072x (2026-12-03_5ff92c6_targets_attention.csv, _gpt2_attention.csv).
 //
 // Shared memory: K, V (D/64 boxes of 128 keys x 128 B each); Q and dO, two
 // stages of D/64 boxes of R rows; dS^T, two buffers of R/64 boxes of 128 keys
