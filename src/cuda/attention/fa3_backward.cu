@@ -85,6 +85,9 @@
 // the grid key-block-major (below). D = 128, S = 4096 0.912x cuDNN
 // (471.9 Tflop/s), causal 0.950x; D = 64 0.988x, causal 1.058x; GPT-2's case
 // 1.072x (2026-12-03_5ff92c6_targets_attention.csv, _gpt2_attention.csv).
+// Without the grid order (6f1c744, a later call): D = 128 0.892x, D = 64
+// 0.825x, GPT-2's case 0.962x; the order is most of D = 64's gain
+// (docs/attention.md, Next).
 //
 // Shared memory: K, V (D/64 boxes of 128 keys x 128 B each); Q and dO, two
 // stages of D/64 boxes of R rows; dS^T, two buffers of R/64 boxes of 128 keys
