@@ -73,6 +73,14 @@ def parse_listing(text):
     return functions
 
 
+def read_listing(listing_file, binary, cuobjdump):
+    """The SASS listing: listing_file's text if given, else what cuobjdump -sass prints for binary."""
+    if listing_file:
+        with open(listing_file) as f:
+            return f.read()
+    return subprocess.run([cuobjdump, "-sass", binary], check=True, capture_output=True, text=True).stdout
+
+
 def opcode(text):
     """The instruction's opcode without its predicate: "@!P0 FFMA.FTZ R1, ..." -> "FFMA.FTZ"."""
     words = text.split()
@@ -136,12 +144,7 @@ def main(argv=None):
     ap.add_argument("--cuobjdump", default="cuobjdump")
     args = ap.parse_args(argv)
     try:
-        if args.listing:
-            with open(args.listing) as f:
-                listing = f.read()
-        else:
-            listing = subprocess.run([args.cuobjdump, "-sass", args.binary], check=True, capture_output=True,
-                                     text=True).stdout
+        listing = read_listing(args.listing, args.binary, args.cuobjdump)
         with open(args.binary, "rb") as f:
             blob = f.read()
         out, report = patch(blob, parse_listing(listing), args.kernel, args.mode)
