@@ -304,6 +304,15 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             wgmma_commit();
         };
+        // dV += P^T dO and dK += dS^T Q: A this consumer's 64 keys x the tile's R rows from registers, B
+        // the stage's R x D tile of dO or Q (N-major), one commit group.
+        const auto keys_by_stage = [&](float(&acc)[D / 2], const std::uint32_t(&a)[R / 16][4], std::uint32_t rows) {
+            const std::uint64_t rows_n = mn_major_desc(rows, L::kRowBox);
+#pragma unroll
+            for (int kk = 0; kk < R / 16; ++kk)
+                WgmmaRS<DType::bf16, D>::template mma<1>(acc, a[kk], desc_advance(rows_n, kk * kMnStep), 1u);
+            wgmma_commit();
+        };
         wgmma_fence();
         keys_by_rows(st, base + L::kK, q_stage);
         keys_by_rows(dpt, base + L::kV, do_stage);
@@ -361,11 +370,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         // dV += P^T dO, A from registers, issued before dS^T goes to shared
         // memory, so that it runs under its stores and the consumers' meeting.
         wgmma_fence();
-        const std::uint64_t do_n = mn_major_desc(do_stage, L::kRowBox);
-#pragma unroll
-        for (int kk = 0; kk < R / 16; ++kk)
-            WgmmaRS<DType::bf16, D>::template mma<1>(dv, pa[kk], desc_advance(do_n, kk * kMnStep), 1u);
-        wgmma_commit();
+        keys_by_stage(dv, pa, do_stage);
 
         // dS^T to shared memory in bf16 for dQ, 128B-swizzled as TMA would
         // have written it: row `key` of a box, 16-byte chunk (row / 8) ^ (key % 8).
@@ -404,11 +409,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             Wgmma<DType::bf16, kWgmmaM>::template mma<1, 1>(dq, desc_advance(ds_m, kk * kMnStep),
                                                             desc_advance(k_n, kk * kMnStep), kk > 0 ? 1u : 0u);
         wgmma_commit();
-        const std::uint64_t q_n = mn_major_desc(q_stage, L::kRowBox);
-#pragma unroll
-        for (int kk = 0; kk < R / 16; ++kk)
-            WgmmaRS<DType::bf16, D>::template mma<1>(dk, dsa[kk], desc_advance(q_n, kk * kMnStep), 1u);
-        wgmma_commit();
+        keys_by_stage(dk, dsa, q_stage);
         wgmma_wait<1>();  // dV and dQ done
         fence_registers(dv);
         fence_registers(dq);
