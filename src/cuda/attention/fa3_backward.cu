@@ -116,7 +116,7 @@ using namespace rigel::cuda::sm90;
 constexpr int kKeys = 128;  // keys per CTA: 64 per consumer warpgroup
 constexpr int kThreads = 3 * kWarpgroup;
 constexpr int kPairBarrier = 1;  // the consumers' meeting once per tile (0 is __syncthreads')
-constexpr int kOwnBarrier = 2;   // + consumer: one warpgroup's dS^T stores done
+constexpr int kOwnBarrier = 2;   // + consumer: one warpgroup's dQ block staged, before its copy
 constexpr float kLog2e = 1.4426950408889634f;
 
 template <int D>
