@@ -171,6 +171,13 @@ struct Choice {
     // kernel's tile order), whose units run first, and runs the others whole (the tail split: a last
     // wave of few tiles spread over every SM, kernel_named "fixed_split_tail"); 0: every tile is split.
     int split_tiles = 0;
+    // With split_tiles and ordered_split: the streamed tail (stream-K's idea on the last wave). The split
+    // tiles' k-tiles, end to end, are cut into one run of equal length per CTA (ctas of them, each
+    // covering the end of one tile and the start of the next), the runs' pieces adding into a tile's slab
+    // in turn; splits is then 2, the pieces per CTA. Where the last wave holds more than half as many
+    // tiles as SMs, which a split of whole tiles cannot spread (4096^3: 1,024 tiles, the last 100 on 132
+    // SMs), kernel_named "fixed_split_stream".
+    bool stream_tail = false;
     // Ping-pong kernels: tile rows of a group in the persistent tile order (the tiles in flight share
     // those rows of A and a few columns of B in L2); 0: the kernel's own, 8. kernel_named "fixed_g16"
     // and "fixed_g32" take 16 and 32.

@@ -52,6 +52,15 @@
 //      slabs of M x N, no second kernel. At 1647f7b: bwd_mlp_down_dw 1.05x and
 //      bwd_mlp_up_dw 1.01x cuBLASLt (0.75x and 0.74x on rule 3's slabs at
 //      2020d30), the 7B fwd_qkv by name 0.97x against 0.95x unsplit.
+//   3b. Where rule 3a finds the last wave more than half full (more tail
+//      tiles than half the SMs: no split gives each SM one unit of them), the
+//      streamed tail (set_stream_tail): the tail tiles' k-tiles, end to end,
+//      cut into one run per SM of equal length, each run the end of one tile
+//      and the start of the next, first; the pieces of a tile add into its
+//      slab in turn, the last storing D; the other tiles whole after them.
+//      Where it takes kMinTailGain off the busiest SM's k-tiles (one k-tile
+//      counted for the fix-ups): 4096^3, 1,024 tiles, the last 100 on 132
+//      SMs, 498 k-tiles against 512. "fixed_split_stream" names it anywhere.
 //   4. bf16 operands, a bf16 D and one of a training step's epilogues: the
 //      ping-pong kernel compiled for that epilogue, whose tiles leave through
 //      TMA stores on calls that tma_stores() allows. For epilogues none and
@@ -232,9 +241,14 @@ bool overlap(const void* p, std::uint64_t p_bytes, const void* q, std::uint64_t 
 // epilogue, adding in split order. False, c untouched, where there is no such tail, K is too short, or
 // the busiest SM's k-tiles shrink by less than min_gain. With fixed false (rule 5's fp32 D): the
 // ping-pong split-K whose units, split or whole, add into D.
+// Where the tail holds more than half as many tiles as SMs, whole tiles cannot be split so that each
+// SM takes one unit; with fixed, the tail is then streamed (set_stream_tail) where that gains min_gain.
+bool set_stream_tail(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms, double min_gain);
 bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms, bool fixed, double min_gain) {
     const std::int64_t tail = tiles % sms;
-    if (tiles <= sms || tail == 0) return false;
+    if (tail == 0) return false;
+    if (tiles < sms || sms / tail < 2)  // no split gives each SM one unit of the tail
+        return fixed && sms / tail < 2 && set_stream_tail(c, tiles, k_tiles, sms, min_gain);
     const std::int64_t splits = std::min<std::int64_t>({sms / tail, k_tiles / kMinSplitKTiles, kMaxSplits});
     if (splits < 2) return false;
     const std::int64_t waves = ceil_div(tiles, sms);
@@ -252,6 +266,35 @@ bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms
             (fixed ? "(the ping-pong kernel compiled for this epilogue and a bf16 D; the split units add into a "
                      "workspace slab in split order, the last storing D)"
                    : "(the ping-pong kernel, every unit added into the fp32 D by atomic reductions: allow_atomics)");
+    return true;
+}
+
+// The streamed tail (rule 3b): the tail's tail x k_tiles k-tiles cut into one run per SM (CTA), each
+// at least kMinSplitKTiles long, so that the busiest SM multiplies (waves - 1) k_tiles + its run, plus
+// one k-tile for its pieces' fix-ups, where whole tiles gave it waves x k_tiles. 4096^3: 1,024 tiles,
+// the last 100 on 132 SMs, runs of 48 or 49 of 64 k-tiles: 498 k-tiles against 512. Fewer tiles than
+// SMs are all tail: GPT-2's bwd_qkv_dw, 108 tiles of 256 k-tiles, runs of 210 instead of 256.
+bool set_stream_tail(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms, double min_gain) {
+    const std::int64_t tail = tiles % sms;
+    const std::int64_t run = ceil_div(tail * k_tiles, sms);
+    if (tail == 0 || tail * k_tiles < sms * kMinSplitKTiles) return false;
+    const std::int64_t waves = ceil_div(tiles, sms);
+    const std::int64_t busiest = (waves - 1) * k_tiles + run + 1;
+    if (static_cast<double>(busiest) > (1.0 - min_gain) * static_cast<double>(waves * k_tiles)) return false;
+    c.splits = 2;
+    c.split_tiles = static_cast<int>(tail);
+    c.stream_tail = true;
+    c.pingpong = true;
+    c.fixed_epilogue = true;
+    c.ordered_split = true;
+    c.ctas = sms;
+    c.why = std::to_string(tiles) + " tiles of 128 x 128 " +
+            (waves > 1 ? "leave the last of " + std::to_string(waves) + " waves on " + std::to_string(sms) + " SMs " +
+                             std::to_string(tail) + " tiles, more than half"
+                       : "fill " + std::to_string(tiles) + " of " + std::to_string(sms) + " SMs") +
+            ": their " + std::to_string(tail * k_tiles) + " k-tiles streamed, one run of " + std::to_string(run) +
+            " or fewer an SM, first, the other tiles whole after them (the ping-pong kernel compiled for this "
+            "epilogue and a bf16 D; a tile's pieces add into a workspace slab in turn, the last storing D)";
     return true;
 }
 
@@ -392,8 +435,11 @@ Choice choose(const Desc& desc, int sms) {
     const auto waves = [&](std::int64_t units) { return static_cast<double>(ceil_div(units, sms)); };
     // Rule 3a: a part-empty last wave and a long K, with a bf16 D and a fixed epilogue: the tail split,
     // where it shortens the busiest SM's k-tiles by at least kMinTailGain.
-    if (c.splits == 1 && has_fixed_epilogue_kernel(d) && set_tail_split(c, tiles, k_tiles, sms, true, kMinTailGain))
+    if (c.splits == 1 && has_fixed_epilogue_kernel(d) && set_tail_split(c, tiles, k_tiles, sms, true, kMinTailGain)) {
+        if (c.stream_tail && has_tma_c_kernel(d))
+            c.why += "; calls with beta != 0 on the unsplit kernel that loads C by TMA (the plan holds both)";
         return c;
+    }
     if (c.splits == 1 && static_cast<double>(tiles) / (waves(tiles) * sms) < kMinWaveUse &&
         k_tiles >= 2 * kMinSplitKTiles) {
         const double slab = 8.0 * static_cast<double>(d.m) * static_cast<double>(d.n) / kSlabBytesPerSecond;
@@ -487,6 +533,7 @@ struct NamedKernel {
     bool split_reduce = false;
     bool ordered = false;       // with fixed and split_reduce: Choice::ordered_split
     bool tail = false;          // with ordered: only the last wave's tiles split (Choice::split_tiles)
+    bool stream = false;        // with tail: the last wave's tiles streamed (Choice::stream_tail)
     bool one_wave = false;      // with ordered: as many splits as give every tile's units one CTA each, one unit a CTA
     bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
     int tile_m = kTileM;        // kShortTileM: with fixed, the 64-row kernel (kShortTileEpilogues)
@@ -514,6 +561,8 @@ constexpr std::array kNamedKernels{
                 .split_reduce = true, .ordered = true},
     NamedKernel{.name = "fixed_split_tail", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true, .ordered = true, .tail = true},
+    NamedKernel{.name = "fixed_split_stream", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
+                .split_reduce = true, .ordered = true, .tail = true, .stream = true},
     NamedKernel{.name = "fixed_split_wave", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true, .ordered = true, .one_wave = true},
     NamedKernel{.name = "fixed_g16", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
@@ -560,10 +609,13 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         const std::int64_t tiles = ceil_div(d.m, k.tile_m) * ceil_div(d.n, k.tile_n);
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
         if (k.tail) {
-            if (set_tail_split(c, tiles, ceil_div(d.k, 64), std::max(sms, 1), true, 0.0)) {
+            const std::int64_t k_tiles = ceil_div(d.k, 64);
+            if (k.stream ? set_stream_tail(c, tiles, k_tiles, std::max(sms, 1), 0.0)
+                         : set_tail_split(c, tiles, k_tiles, std::max(sms, 1), true, 0.0)) {
                 c.why = "asked for: " + c.why;
             } else {
-                c.why = "asked for: the tail split, but " + std::to_string(tiles) +
+                c.why = std::string("asked for: the ") + (k.stream ? "streamed tail" : "tail split") + ", but " +
+                        std::to_string(tiles) +
                         " tiles leave no last wave to split on " + std::to_string(std::max(sms, 1)) +
                         " SMs (or K is too short): the unsplit kernel compiled for this epilogue";
             }

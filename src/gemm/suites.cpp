@@ -386,6 +386,27 @@ std::vector<GemmCase> verify_cases() {
         out.push_back(verify_case(Desc{.m = 1544, .n = 1401, .k = 6152, .a_type = Type::bf16, .b_type = Type::bf16,
                                        .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
                                   1.5f, -0.5f, true, "_split_tail", "fixed_split_tail"));
+    // The streamed tail (rule 3b, the dispatcher's choice for this shape on 132 SMs): 1544 x 2000 is
+    // 208 tiles, the last 76 streamed, their 76 x 48 k-tiles (K = 3016) in runs of 27 or 28, so that
+    // a tile has the pieces of two or three CTAs and many a CTA's second piece is empty. By name in
+    // every fixed epilogue, NT and TN; with C added on 2001 columns (the staged stores); and as the
+    // dispatcher's own choice with bias + GELU, and with bias and C (which the plan runs unsplit).
+    for (const auto& [a, b] : {std::pair{Op::t, Op::n}, std::pair{Op::n, Op::t}})
+        for (Epilogue e : gemm::kFixedEpilogues)
+            out.push_back(verify_case(Desc{.m = 1544, .n = 2000, .k = 3016, .a_type = Type::bf16, .b_type = Type::bf16,
+                                           .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
+                                      1.0f, 0.0f, false, "_split_stream", "fixed_split_stream"));
+    for (Epilogue e : {Epilogue::none, Epilogue::bias})
+        out.push_back(verify_case(Desc{.m = 1544, .n = 2001, .k = 3016, .a_type = Type::bf16, .b_type = Type::bf16,
+                                       .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
+                                  1.5f, -0.5f, true, "_split_stream", "fixed_split_stream"));
+    out.push_back(verify_case(Desc{.m = 1544, .n = 2000, .k = 3016, .a_type = Type::bf16, .b_type = Type::bf16,
+                                   .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = Epilogue::bias_gelu},
+                              1.0f, 0.0f, false, "_stream_tail"));
+    // With C added (a residual): the plan's unsplit kernel that loads C by TMA.
+    out.push_back(verify_case(Desc{.m = 1544, .n = 2000, .k = 3016, .a_type = Type::bf16, .b_type = Type::bf16,
+                                   .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = Epilogue::bias},
+                              1.5f, -0.5f, false, "_stream_tail"));
     // The dispatcher under allow_atomics (rule 5): 15 tiles (rule 2's split) cleared first in every
     // layout; in TN (a weight gradient's), 143 tiles in two waves (rule 3's split) added in place, and
     // both shapes with beta 0.5 into another matrix, which cannot be added into D: there the plan runs
@@ -570,7 +591,8 @@ std::string kernel_text(const Choice& c) {
            (c.ordered_split ? " ordered" : "") +
            (c.cluster_m > 1 ? " cluster " + std::to_string(c.cluster_m) + "x1" : "") +
            (c.group_m > 0 ? " group " + std::to_string(c.group_m) : "") + " splits " +
-           std::to_string(c.splits) + (c.split_tiles > 0 ? " of the last " + std::to_string(c.split_tiles) + " tiles" : "");
+           std::to_string(c.splits) + (c.split_tiles > 0 ? " of the last " + std::to_string(c.split_tiles) + " tiles" : "") +
+           (c.stream_tail ? " streamed" : "");
 }
 
 std::span<const RefusalCase> refusal_cases() {

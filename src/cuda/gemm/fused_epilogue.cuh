@@ -812,7 +812,12 @@ struct AtomicAddF32 {
 //   sets the counter to s + 1 (a release); the last unit's sum goes through
 //   the fixed epilogue. The waits cannot deadlock while every CTA is resident
 //   (the persistent grid): the unpublished unit of lowest index always finds
-//   split s - 1 of its tile published.
+//   split s - 1 of its tile published. In a streamed tail (Params::stream) a
+//   tile's units are the pieces of consecutive CTAs' runs: split 0 starts the
+//   tile and is its CTA's first unit, which waits on nothing; split s > 0 is
+//   the second unit of CTA c (a run's end, or a whole run inside the tile)
+//   and waits on CTA c - 1's split s - 1, which is split 0 or again such a
+//   second unit, so every chain of waits ends at a split 0.
 // Measured on the H200 (GPT-2's dW, 2026-12-03, eefc20b in turn, 43aecb1
 // gathered): under the tail split (bwd_mlp_down_dw and bwd_mlp_up_dw, 11
 // splits) gathering lost 5-8 % to the turns, its last unit reading 11 slabs
@@ -830,6 +835,9 @@ struct SplitFixupParams : FixedEpilogueParams {
     // > 0: only the last split_tiles tiles (of the kernel's tile order) are split, the others run
     // whole and go straight to the inner epilogue (Choice::split_tiles); 0: every tile is split.
     int split_tiles = 0;
+    // With split_tiles: the streamed tail. The split tiles' k-tiles are cut into one run per CTA of
+    // equal length, each run a CTA's first two units (pingpong_kernel's Span); added in turn.
+    bool stream = false;
     bool gather = false;  // Ordered: a slab per split, summed by the last unit; false: one slab, added in turn
 };
 
@@ -858,9 +866,11 @@ struct SplitFixup {
 
     // This unit's partial of split-tile half `half` (the kernel's numbering) into the workspace, then
     // counted; true (the same for the whole warpgroup) where this unit is the half's last to arrive.
+    // `split` of `splits`: the unit's place among its tile's units (p.splits, or fewer in a streamed
+    // tail, where each tile has as many units as CTAs' runs cover it).
     template <int BN>
     static __device__ __forceinline__ bool publish(const Params& p, const float (&acc)[BN / 2], int m, int row0,
-                                                   int half, int split) {
+                                                   int half, int split, int splits) {
         static_assert(BN == kBN, "a slab holds a 64 x 128 half");
         if (row0 >= m) return false;  // the same for every unit of this half: none counts
         const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
@@ -897,13 +907,13 @@ struct SplitFixup {
         __threadfence();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
         if (turns) {
-            const bool last = split == p.splits - 1;
+            const bool last = split == splits - 1;
             if (t == 0 && !last)  // the next split's ticket; the last leaves it for reload() to reset
                 asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p.arrivals + half), "r"(static_cast<unsigned>(split + 1))
                              : "memory");
             return last;
         }
-        if (t == 0) last_flag[consumer] = atomicAdd(p.arrivals + half, 1u) == static_cast<unsigned>(p.splits - 1);
+        if (t == 0) last_flag[consumer] = atomicAdd(p.arrivals + half, 1u) == static_cast<unsigned>(splits - 1);
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
         return last_flag[consumer] != 0u;
     }

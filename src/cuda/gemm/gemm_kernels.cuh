@@ -55,6 +55,7 @@ struct Launch {
     float* workspace = nullptr;  // split rows: splits stacked M x N fp32 slabs; split fixed rows: the halves' slabs
     unsigned* arrivals = nullptr;  // split fixed rows: each half's arrival counter
     bool gather = false;  // ordered split fixed rows: a slab per split, the last unit summing them (SplitFixup)
+    bool stream_tail = false;  // split fixed rows with split_tiles: the streamed tail (SplitFixupParams::stream)
     int m = 0, n = 0, k = 0, tiles_m = 0, tiles_n = 0;
     int group_m = 0;  // ping-pong rows: tile rows of a group in the persistent tile order; 0: the kernel's
     dim3 grid;
@@ -144,6 +145,7 @@ typename Epi::Params epilogue_params(const Launch& l) {
             params.splits = l.splits;
             params.split_tiles = l.split_tiles;
             params.gather = l.gather;
+            params.stream = l.stream_tail;
         }
     }
     return params;

@@ -81,6 +81,10 @@ struct Plan::State {
     // The dispatcher's ping-pong split-K (allow_atomics): the plan without atomics, for the calls
     // whose beta and C it cannot add into D (adds_into_d); its workspace is taken on its first run.
     std::unique_ptr<Plan> without_atomics;
+    // The dispatcher's streamed tail (rule 3b) where the epilogue has a kernel that loads C by TMA: the
+    // plan of that unsplit kernel (rule 4's), for the calls with beta != 0, which the split kernels
+    // would take through the staged stores.
+    std::unique_ptr<Plan> with_c;
 
     ~State() {
         if (workspace) cudaFree(workspace);  // an error here (context already gone) changes nothing
@@ -94,6 +98,8 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {
         plain.allow_atomics = false;
         state_->without_atomics = std::make_unique<Plan>(plain);
     }
+    if (choice_.stream_tail && has_tma_c_kernel(desc_))
+        state_->with_c = std::make_unique<Plan>(d, *kernel_named(d, "fixed_tma_c", state_->sms));
 }
 
 Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dimensions(d)), choice_(forced) {
@@ -163,6 +169,17 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
     const std::int64_t units = forced.split_tiles > 0 ? tiles - forced.split_tiles + forced.split_tiles * forced.splits
                                                       : tiles * forced.splits;
     choice_.ctas = static_cast<int>(split && !forced.pingpong ? units : std::min<std::int64_t>(units, state_->sms));
+    if (forced.stream_tail) {
+        // Each CTA's run must hold a k-tile at least and cover at most two tiles (fewer split tiles than CTAs).
+        if (!(forced.ordered_split && forced.split_tiles > 0 && forced.splits == 2))
+            throw std::invalid_argument("a streamed tail is the ordered tail split's (ordered_split, split_tiles > 0, "
+                                        "splits 2: the pieces per CTA)");
+        if (forced.split_tiles >= choice_.ctas || forced.split_tiles * k_tiles < choice_.ctas)
+            throw std::invalid_argument("a streamed tail of " + std::to_string(forced.split_tiles) + " tiles of " +
+                                        std::to_string(k_tiles) + " k-tiles cannot be cut into one run of at least a "
+                                        "k-tile and at most a tile for each of " + std::to_string(choice_.ctas) +
+                                        " CTAs");
+    }
     if (split && !forced.pingpong) state_->workspace_bytes = static_cast<std::size_t>(forced.splits) * desc_.m * desc_.n * sizeof(float);
     if (split && forced.pingpong && forced.fixed_epilogue)
         state_->workspace_bytes = split_fixup_slabs(forced, tiles) * kHalfSlabFloats * sizeof(float) +
@@ -232,6 +249,7 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
         l.epi = p;
         l.splits = c.splits;
         l.split_tiles = c.split_tiles;
+        l.stream_tail = c.stream_tail;
         tma_maps();
         l.grid = dim3(static_cast<unsigned>(c.ctas));
         kernel.launch(l);
@@ -295,6 +313,7 @@ void refuse_bad_args(const Desc& d, const Args& args) {
 
 void Plan::run(const Args& args, Stream stream) {
     if (state_->without_atomics && !adds_into_d(desc_, args)) return state_->without_atomics->run(args, stream);
+    if (state_->with_c && args.beta != 0.0f) return state_->with_c->run(args, stream);
     refuse_bad_args(desc_, args);
     const auto s = static_cast<cudaStream_t>(stream);
     if (desc_.epilogue == Epilogue::dgelu_bgrad)
@@ -306,6 +325,7 @@ void Plan::run(const Args& args, Stream stream) {
 void Plan::run_decomposed(const Args& args, Stream stream) {
     if (state_->without_atomics && !adds_into_d(desc_, args))
         return state_->without_atomics->run_decomposed(args, stream);
+    if (state_->with_c && args.beta != 0.0f) return state_->with_c->run_decomposed(args, stream);
     refuse_bad_args(desc_, args);
     const auto s = static_cast<cudaStream_t>(stream);
     EpilogueParams gemm_only = epilogue_params(desc_, args);

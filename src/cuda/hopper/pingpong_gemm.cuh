@@ -73,6 +73,15 @@
 // tiles their second, so each SM multiplies 279 k-tiles where whole tiles
 // gave 12 SMs 512 and the rest 256; the split units' fix-up runs under the
 // other consumer's whole tile.
+// The streamed tail (params' stream, with split_tiles): where the last wave
+// holds more tiles than half the CTAs, no whole split gives each CTA one unit
+// (4096^3: 1,024 tiles, the last 100 on 132 SMs). Stream-K's idea on that
+// wave alone: the tail tiles' k-tiles, end to end, are cut into one run per
+// CTA (48 or 49 of 64 at 4096^3), each the start of a tile (the CTA's first
+// unit, empty where the run ends inside one tile) and the end of the one
+// before (its second), so the busiest SM multiplies 7 x 64 + 49 k-tiles
+// instead of 8 x 64. A tile's pieces add into its slab in run order
+// (SplitFixup), the first, which starts the tile, published first.
 #pragma once
 #include <cstdint>
 
@@ -80,6 +89,7 @@
 #include "cuda/hopper/sm90_cluster.cuh"
 #include "cuda/hopper/warp_specialized.cuh"
 #include "cuda/hopper/wgmma.cuh"
+#include "gemm/stream_tail.hpp"
 
 namespace rigel::cuda::sm90 {
 
@@ -146,32 +156,45 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     const std::uint32_t rank = kPair ? cluster_ctarank() : 0u;
     const int tiles_pm = ceil_div(tiles_m, G::kClusterM);
     const int num_tiles = tiles_pm * tiles_n;
+    const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
+    const int first = kPair ? static_cast<int>(cluster_id_x()) : static_cast<int>(blockIdx.x);
+    const int stride = kPair ? static_cast<int>(cluster_count_x()) : static_cast<int>(gridDim.x);
     // SplitK: units of (split, tile) and each unit's k-tiles; else a unit is a tile and all of K.
     // The split units come first: unit u < split_units is split u / split_tiles of tile
     // whole_tiles + u % split_tiles; the units after them are the first whole_tiles tiles, all of K.
+    // The streamed tail (a policy whose params set stream): the split units are two pieces a CTA of
+    // its run of the tail's k-tiles, unit u < 2 stride a piece of CTA u % stride's run (Span below).
     int splits = 1, split_tiles = num_tiles;
+    bool stream = false;
     if constexpr (G::kSplitK) {
         splits = epi.splits;
         if constexpr (requires { epi.split_tiles; })
             if (epi.split_tiles > 0) split_tiles = epi.split_tiles;
+        if constexpr (requires { epi.stream; }) stream = epi.stream;
     }
     const int whole_tiles = num_tiles - split_tiles;
-    const int split_units = split_tiles * splits;
+    const int split_units = stream ? 2 * stride : split_tiles * splits;
     const int num_units = G::kSplitK ? split_units + whole_tiles : num_tiles;
     const int k_tiles = ceil_div(k, G::kBK);
-    [[maybe_unused]] const auto k_first = [&](int unit) {
-        return unit < split_units ? unit / split_tiles * k_tiles / splits : 0;
+    // A unit's tile (in the tile order), its k-tiles [kb, ke), and its place among the tile's units
+    // (split of splits; the fix-up adds them in that order). The streamed tail: stream_piece
+    // (src/gemm/stream_tail.hpp) cuts the tail's k-tiles into one run per CTA, each CTA's first unit
+    // the start of a tile (split 0, which waits on no other), its second the end of the tile before.
+    struct Span {
+        int tile, kb, ke, split, splits;
     };
-    [[maybe_unused]] const auto k_count = [&](int unit) {
-        return unit < split_units ? (unit / split_tiles + 1) * k_tiles / splits - k_first(unit) : k_tiles;
+    [[maybe_unused]] const auto span = [&](int unit) -> Span {
+        if (unit >= split_units) return {unit - split_units, 0, k_tiles, 0, 1};
+        if (!stream) {
+            const int s = unit / split_tiles;
+            return {whole_tiles + unit % split_tiles, s * k_tiles / splits, (s + 1) * k_tiles / splits, s, splits};
+        }
+        const ::rigel::gemm::StreamPiece p = ::rigel::gemm::stream_piece(unit, stride, split_tiles, k_tiles);
+        return {whole_tiles + p.tile, p.kb, p.ke, p.split, p.splits};  // kb == ke: an empty piece
     };
-    const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
-    const int first = kPair ? static_cast<int>(cluster_id_x()) : static_cast<int>(blockIdx.x);
-    const int stride = kPair ? static_cast<int>(cluster_count_x()) : static_cast<int>(gridDim.x);
-    const auto coords = [&](int unit, int& tm, int& tn) {
+    // A tile's place in the grouped tile order (a pair's: its tile row pair and column).
+    const auto coords = [&](int tile, int& tm, int& tn) {
         int pm = 0;
-        int tile = unit;
-        if constexpr (G::kSplitK) tile = unit < split_units ? whole_tiles + unit % split_tiles : unit - split_units;
         tile_coords<Schedule::persistent_grouped>(tile, tiles_pm, tiles_n, group_m / G::kClusterM, pm, tn);
         tm = G::kClusterM * pm + static_cast<int>(rank);
     };
@@ -190,15 +213,17 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             prefetch_tensor_map(&map_a);
             prefetch_tensor_map(&map_b);
             auto ring = PipelineState<kStages>::producer_start();
-            for (int tile = first; tile < num_units; tile += stride) {
+            for (int unit = first; unit < num_units; unit += stride) {
                 int tm = 0, tn = 0;
-                coords(tile, tm, tn);
                 if constexpr (G::kSplitK) {
-                    const int kb = k_first(tile);
-                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kb, (kb + k_count(tile)) * G::kBK);
+                    const Span sp = span(unit);
+                    coords(sp.tile, tm, tn);
+                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, sp.kb, sp.ke * G::kBK);
                 } else if constexpr (!kPair) {
+                    coords(unit, tm, tn);
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, 0, k);
                 } else {
+                    coords(unit, tm, tn);
                     const bool a_valid = tm < tiles_m;
                     const bool b1_valid = tn * G::kBN + G::kBHalfRows < n;  // both CTAs agree on both halves
                     const bool mine_valid = rank == 0 || b1_valid;
@@ -254,6 +279,11 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             }
         };
         auto ring = PipelineState<kStages>::consumer_start();
+        // A unit's k-tile count (SplitK: the ring jumps over the other consumer's units by theirs).
+        [[maybe_unused]] const auto k_count = [&](int unit) {
+            const Span sp = span(unit);
+            return sp.ke - sp.kb;
+        };
         if constexpr (G::kSplitK) {
             if (consumer == 1 && first < num_units) ring.advance(k_count(first));
         } else {
@@ -262,7 +292,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         for (int tile = first + consumer * stride; tile < num_units; tile += 2 * stride) {
             if (consumer == 1 || tile != first) named_barrier_sync<2 * kWarpgroup>(kTurn + consumer);
             int tm = 0, tn = 0;
-            coords(tile, tm, tn);
             int prev_stage = 0;
             // The loop tests the parameter k (a constant-bank operand), not a
             // k-tile count: the count would live across the epilogue, where
@@ -271,8 +300,12 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             // SplitK: the unit's k-tiles [kb, ke); else from 0 while kt * kBK < k.
             int kb = 0, ke = 0;
             if constexpr (G::kSplitK) {
-                kb = k_first(tile);
-                ke = kb + k_count(tile);
+                const Span sp = span(tile);
+                coords(sp.tile, tm, tn);
+                kb = sp.kb;
+                ke = sp.ke;
+            } else {
+                coords(tile, tm, tn);
             }
             const auto more = [&](int kt) {
                 if constexpr (G::kSplitK) return kt < ke;
@@ -307,9 +340,10 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             if (tile + stride < num_units) named_barrier_arrive<2 * kWarpgroup>(kTurn + 1 - consumer);
             wgmma_wait<0>();
             fence_accumulators();
-            release(prev_stage);
+            if (!G::kSplitK || kt > kb) release(prev_stage);  // an empty piece (streamed tail) used no stage
             if constexpr (G::kSplitK) {
                 if (tile + stride < num_units) ring.advance(k_count(tile + stride));  // the other's next unit
+                if (kt == kb) continue;  // an empty piece: nothing to add or store
             } else {
                 ring.advance(kt);  // the other consumer's next tile (kt = its k-tile count)
             }
@@ -323,12 +357,13 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             bool store_top = true, store_bottom = G::kHalves == 2;
             if constexpr (requires { Epi::kUnitStore; }) {
                 if (tile < split_units) {
-                    // The split tiles' halves are numbered 2 (tile % split_tiles) + 0 or 1: the policy's
+                    // The split tiles' halves are numbered 2 (tile - whole_tiles) + 0 or 1: the policy's
                     // workspace holds slabs for them alone (a tail split's few, not all tiles').
-                    const int split = tile / split_tiles;
-                    const int half = 2 * (tile % split_tiles);
-                    store_top = Epi::template publish<G::kBN>(epi, top, m, row0, half, split);
-                    store_bottom = Epi::template publish<G::kBN>(epi, bottom, m, row0 + kWgmmaM, half + 1, split);
+                    const Span sp = span(tile);
+                    const int half = 2 * (sp.tile - whole_tiles);
+                    store_top = Epi::template publish<G::kBN>(epi, top, m, row0, half, sp.split, sp.splits);
+                    store_bottom =
+                        Epi::template publish<G::kBN>(epi, bottom, m, row0 + kWgmmaM, half + 1, sp.split, sp.splits);
                     if (store_top) Epi::template reload<G::kBN>(epi, top, half);
                     if (store_bottom) Epi::template reload<G::kBN>(epi, bottom, half + 1);
                 }
