@@ -60,7 +60,11 @@
 //      slab in turn, the last storing D; the other tiles whole after them.
 //      Where it takes kMinTailGain off the busiest SM's k-tiles (one k-tile
 //      counted for the fix-ups): 4096^3, 1,024 tiles, the last 100 on 132
-//      SMs, 498 k-tiles against 512. "fixed_split_stream" names it anywhere.
+//      SMs, 498 k-tiles against 512. Fewer tiles than SMs but more than half
+//      are all tail (GPT-2's bwd_qkv_dw, 108 tiles of 256 k-tiles: runs of
+//      210); with no whole tiles to run while a tile's pieces wait their
+//      turns, they gather instead (a slab per piece, the last summing them in
+//      order). "fixed_split_stream" names it anywhere.
 //   4. bf16 operands, a bf16 D and one of a training step's epilogues: the
 //      ping-pong kernel compiled for that epilogue, whose tiles leave through
 //      TMA stores on calls that tma_stores() allows. For epilogues none and
@@ -293,8 +297,12 @@ bool set_stream_tail(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sm
                              std::to_string(tail) + " tiles, more than half"
                        : "fill " + std::to_string(tiles) + " of " + std::to_string(sms) + " SMs") +
             ": their " + std::to_string(tail * k_tiles) + " k-tiles streamed, one run of " + std::to_string(run) +
-            " or fewer an SM, first, the other tiles whole after them (the ping-pong kernel compiled for this "
-            "epilogue and a bf16 D; a tile's pieces add into a workspace slab in turn, the last storing D)";
+            (waves > 1 ? " or fewer an SM, first, the other tiles whole after them (the ping-pong kernel compiled for "
+                         "this epilogue and a bf16 D; a tile's pieces add into a workspace slab in turn, the last "
+                         "storing D)"
+                       : " or fewer an SM (the ping-pong kernel compiled for this epilogue and a bf16 D; each piece "
+                         "stores its partial into a workspace slab of its own, the last of a tile summing them in "
+                         "order and storing D)");
     return true;
 }
 
@@ -534,6 +542,7 @@ struct NamedKernel {
     bool ordered = false;       // with fixed and split_reduce: Choice::ordered_split
     bool tail = false;          // with ordered: only the last wave's tiles split (Choice::split_tiles)
     bool stream = false;        // with tail: the last wave's tiles streamed (Choice::stream_tail)
+    bool gather = false;        // with stream: Choice::stream_gather
     bool one_wave = false;      // with ordered: as many splits as give every tile's units one CTA each, one unit a CTA
     bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
     int tile_m = kTileM;        // kShortTileM: with fixed, the 64-row kernel (kShortTileEpilogues)
@@ -563,6 +572,8 @@ constexpr std::array kNamedKernels{
                 .split_reduce = true, .ordered = true, .tail = true},
     NamedKernel{.name = "fixed_split_stream", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true, .ordered = true, .tail = true, .stream = true},
+    NamedKernel{.name = "fixed_split_stream_gather", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false,
+                .fixed = true, .split_reduce = true, .ordered = true, .tail = true, .stream = true, .gather = true},
     NamedKernel{.name = "fixed_split_wave", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true, .ordered = true, .one_wave = true},
     NamedKernel{.name = "fixed_g16", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
@@ -613,6 +624,10 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
             if (k.stream ? set_stream_tail(c, tiles, k_tiles, std::max(sms, 1), 0.0)
                          : set_tail_split(c, tiles, k_tiles, std::max(sms, 1), true, 0.0)) {
                 c.why = "asked for: " + c.why;
+                if (k.gather) {
+                    c.stream_gather = true;
+                    c.why += "; the pieces gathered (a slab each, the last of a tile summing them in order)";
+                }
             } else {
                 c.why = std::string("asked for: the ") + (k.stream ? "streamed tail" : "tail split") + ", but " +
                         std::to_string(tiles) +

@@ -50,4 +50,14 @@ RIGEL_STREAM_HD StreamPiece stream_piece(int unit, int ctas, int tiles, int k_ti
             holder(start + k_tiles - 1) - run0 + 1};
 }
 
+// The most pieces any tile of such a tail has (the gathered fix-up's slabs per half).
+inline int stream_max_pieces(int ctas, int tiles, int k_tiles) {
+    int most = 1;
+    for (int unit = 0; unit < 2 * ctas; ++unit) {
+        const StreamPiece p = stream_piece(unit, ctas, tiles, k_tiles);
+        if (p.kb < p.ke && p.splits > most) most = p.splits;
+    }
+    return most;
+}
+
 }  // namespace rigel::gemm

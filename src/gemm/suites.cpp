@@ -400,6 +400,21 @@ std::vector<GemmCase> verify_cases() {
         out.push_back(verify_case(Desc{.m = 1544, .n = 2001, .k = 3016, .a_type = Type::bf16, .b_type = Type::bf16,
                                        .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
                                   1.5f, -0.5f, true, "_split_stream", "fixed_split_stream"));
+    // The pieces gathered instead of added in turn: by name on the same shape; as the dispatcher's
+    // choice where every tile is streamed (near GPT-2's bwd_qkv_dw: 2296 x 760 x 4104 TN, 108 tiles of
+    // 65 k-tiles, runs of 53 or 54); and by name with 4 or 5 pieces a tile (776 x 760 x 12360: 42
+    // tiles of 194 k-tiles, runs of 61 or 62).
+    for (Epilogue e : {Epilogue::none, Epilogue::bias_gelu_aux, Epilogue::dgelu_bgrad})
+        out.push_back(verify_case(Desc{.m = 1544, .n = 2000, .k = 3016, .a_type = Type::bf16, .b_type = Type::bf16,
+                                       .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e},
+                                  1.0f, 0.0f, false, "_split_stream_gather", "fixed_split_stream_gather"));
+    for (Epilogue e : {Epilogue::none, Epilogue::dgelu_bgrad})
+        out.push_back(verify_case(Desc{.m = 2296, .n = 760, .k = 4104, .a_type = Type::bf16, .b_type = Type::bf16,
+                                       .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e},
+                                  1.0f, 0.0f, false, "_stream_all"));
+    out.push_back(verify_case(Desc{.m = 776, .n = 760, .k = 12360, .a_type = Type::bf16, .b_type = Type::bf16,
+                                   .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16},
+                              1.0f, 0.0f, false, "_split_stream", "fixed_split_stream"));
     out.push_back(verify_case(Desc{.m = 1544, .n = 2000, .k = 3016, .a_type = Type::bf16, .b_type = Type::bf16,
                                    .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = Epilogue::bias_gelu},
                               1.0f, 0.0f, false, "_stream_tail"));
@@ -592,7 +607,7 @@ std::string kernel_text(const Choice& c) {
            (c.cluster_m > 1 ? " cluster " + std::to_string(c.cluster_m) + "x1" : "") +
            (c.group_m > 0 ? " group " + std::to_string(c.group_m) : "") + " splits " +
            std::to_string(c.splits) + (c.split_tiles > 0 ? " of the last " + std::to_string(c.split_tiles) + " tiles" : "") +
-           (c.stream_tail ? " streamed" : "");
+           (c.stream_tail ? (c.stream_gather ? " streamed gathered" : " streamed") : "");
 }
 
 std::span<const RefusalCase> refusal_cases() {

@@ -339,6 +339,11 @@ TEST(GemmChoose, ALastWaveMoreThanHalfFullIsStreamed) {
     const auto dw = kernel_named(bf16_product(1544, 1400, 16384, Op::t, Op::n), "fixed_split_stream", kH200Sms);
     EXPECT_TRUE(dw->stream_tail);
     EXPECT_EQ(dw->split_tiles, 11);
+    EXPECT_FALSE(dw->stream_gather);
+    const auto gathered = kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t), "fixed_split_stream_gather", kH200Sms);
+    ASSERT_TRUE(gathered);
+    EXPECT_TRUE(gathered->stream_tail && gathered->stream_gather);
+    EXPECT_EQ(kernel_text(*gathered), "128x128 pingpong fixed-epilogue ordered splits 2 of the last 100 tiles streamed gathered");
     EXPECT_EQ(named->splits, 2);
     // No tail to stream: the unsplit kernel, saying why.
     const auto whole = kernel_named(bf16_product(128 * 12, 128 * 22, 16384, Op::t, Op::n), "fixed_split_stream", kH200Sms);
@@ -631,7 +636,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_stream, fixed_split_wave, fixed_g16, fixed_g32");
+              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_g16, fixed_g32");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));

@@ -3,9 +3,11 @@
 // the pieces cover each k-tile of each tail tile exactly once, a tile's
 // pieces are its splits 0 .. splits - 1 in k order, and a CTA's first unit
 // only ever starts a tile, so that every chain of the fix-up's waits ends at
-// a split 0 (the kernel's argument against deadlock).
+// a split 0 (the kernel's argument against deadlock); and the most pieces a
+// tile has, which sizes the gathered fix-up's slabs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <tuple>
 #include <vector>
 
@@ -44,6 +46,9 @@ void check_partition(int ctas, int tiles, int k_tiles) {
         EXPECT_LE(run_length, (w + ctas - 1) / ctas);
     }
     for (int v : cover) ASSERT_EQ(v, 1) << "every k-tile once";
+    std::size_t most = 0;
+    for (const auto& pieces : by_tile) most = std::max(most, pieces.size());
+    EXPECT_EQ(rigel::gemm::stream_max_pieces(ctas, tiles, k_tiles), static_cast<int>(most));
     for (const auto& pieces : by_tile) {
         ASSERT_FALSE(pieces.empty());
         const int splits = pieces.front().splits;

@@ -918,16 +918,17 @@ struct SplitFixup {
         return last_flag[consumer] != 0u;
     }
 
-    // The last unit of a half: the sum read back into acc (gathered: every split's slab, added in split
+    // The last unit of a half: the sum read back into acc (gathered: every split's slab, `splits` of
+    // them, the half's units; p.splits is the slabs a half has, the most any tile's units; added in split
     // order; in turn: the one slab as the last split left it; neither to clear, since split 0 stores;
     // unordered: the one slab, then cleared) and the counter reset for the next call; the kernel then
     // stores acc through store(), as a whole tile's.
     template <int BN>
-    static __device__ __forceinline__ void reload(const Params& p, float (&acc)[BN / 2], int half) {
+    static __device__ __forceinline__ void reload(const Params& p, float (&acc)[BN / 2], int half, int splits) {
         __threadfence();
         if constexpr (Ordered) {
             // Split 0's slab, then each later split's added to it (ptxas issues a slab's 16 loads at once).
-            const int slabs = p.gather ? p.splits : 1;
+            const int slabs = p.gather ? splits : 1;
             for (int s = 0; s < slabs; ++s) {
                 const float* const from = slab(p, half, s);
 #pragma unroll

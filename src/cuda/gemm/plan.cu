@@ -11,6 +11,7 @@
 
 #include "cuda/check.cuh"
 #include "cuda/gemm/gemm_kernels.cuh"
+#include "gemm/stream_tail.hpp"
 #include "rigel/gemm.hpp"
 
 namespace rigel::gemm {
@@ -48,15 +49,21 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // counters left zeroed by every run.
 constexpr std::size_t kHalfSlabFloats = 64 * 128;
 // Ordered units gather (a slab per split, summed by the last) where every tile is split (one wave of
-// units, or both consumers' units of every tile), and add in turn into one slab under a tail split, whose
-// fix-ups run beside the other consumer's whole tiles (SplitFixupParams::gather).
-bool gathers(const Choice& c) { return c.ordered_split && c.split_tiles == 0; }
+// units, or both consumers' units of every tile, or a streamed tail that is every tile), and add in
+// turn into one slab under a tail split, whose fix-ups run beside the other consumer's whole tiles
+// (SplitFixupParams::gather): with no whole tiles to run meanwhile, a chain of turns would wait out one
+// L2 round trip per split after the last main loop, where gathering reads the slabs once.
+bool gathers(const Choice& c, std::int64_t tiles) {
+    return c.ordered_split && (c.split_tiles == 0 || (c.stream_tail && (c.split_tiles == tiles || c.stream_gather)));
+}
 // The halves that have a slab (and a counter): those of the split tiles, out of `tiles`.
 std::size_t split_fixup_halves(const Choice& c, std::int64_t tiles) {
     return static_cast<std::size_t>(2 * (c.split_tiles > 0 ? c.split_tiles : tiles));
 }
-std::size_t split_fixup_slabs(const Choice& c, std::int64_t tiles) {
-    return split_fixup_halves(c, tiles) * static_cast<std::size_t>(gathers(c) ? c.splits : 1);
+// Slabs per half: gathered, the most units a tile has (a streamed tail's pieces vary from tile to tile).
+int split_fixup_slabs_per_half(const Choice& c, std::int64_t tiles, std::int64_t k_tiles) {
+    if (!gathers(c, tiles)) return 1;
+    return c.stream_tail ? stream_max_pieces(c.ctas, static_cast<int>(tiles), static_cast<int>(k_tiles)) : c.splits;
 }
 
 bool aligned(const void* p, std::uintptr_t to) { return reinterpret_cast<std::uintptr_t>(p) % to == 0; }
@@ -77,6 +84,7 @@ struct Plan::State {
     cuda::sm90::TensorMapCache maps_c;            // and their TMA loads of C (Choice::tma_load_c)
     float* workspace = nullptr;
     std::size_t workspace_bytes = 0;
+    int slabs_per_half = 1;  // the split fixed kernels' workspace: slabs per half (split_fixup_slabs_per_half)
     int sms = 0;
     // The dispatcher's ping-pong split-K (allow_atomics): the plan without atomics, for the calls
     // whose beta and C it cannot add into D (adds_into_d); its workspace is taken on its first run.
@@ -181,9 +189,12 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                         " CTAs");
     }
     if (split && !forced.pingpong) state_->workspace_bytes = static_cast<std::size_t>(forced.splits) * desc_.m * desc_.n * sizeof(float);
-    if (split && forced.pingpong && forced.fixed_epilogue)
-        state_->workspace_bytes = split_fixup_slabs(forced, tiles) * kHalfSlabFloats * sizeof(float) +
+    if (split && forced.pingpong && forced.fixed_epilogue) {
+        state_->slabs_per_half = split_fixup_slabs_per_half(choice_, tiles, k_tiles);
+        state_->workspace_bytes = split_fixup_halves(forced, tiles) * static_cast<std::size_t>(state_->slabs_per_half) *
+                                      kHalfSlabFloats * sizeof(float) +
                                   split_fixup_halves(forced, tiles) * sizeof(unsigned);
+    }
 }
 
 Plan::~Plan() = default;
@@ -236,7 +247,8 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
     };
     if (c.splits > 1 && c.pingpong && kernel.key.fixed_epilogue) {
         // Units add into the workspace's slabs; the last of each tile stores D through the epilogue.
-        const std::size_t slabs = split_fixup_slabs(c, static_cast<std::int64_t>(l.tiles_m) * l.tiles_n);
+        const std::int64_t tiles = static_cast<std::int64_t>(l.tiles_m) * l.tiles_n;
+        const std::size_t slabs = split_fixup_halves(c, tiles) * static_cast<std::size_t>(s.slabs_per_half);
         if (!s.workspace) {
             s.workspace = static_cast<float*>(cuda::alloc_or_refuse(
                 s.workspace_bytes,
@@ -245,9 +257,9 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
         }
         l.workspace = s.workspace;
         l.arrivals = reinterpret_cast<unsigned*>(s.workspace + slabs * kHalfSlabFloats);
-        l.gather = gathers(c);
+        l.gather = gathers(c, tiles);
         l.epi = p;
-        l.splits = c.splits;
+        l.splits = l.gather && c.stream_tail ? s.slabs_per_half : c.splits;  // gathered: the slabs of a half
         l.split_tiles = c.split_tiles;
         l.stream_tail = c.stream_tail;
         tma_maps();

@@ -364,8 +364,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     store_top = Epi::template publish<G::kBN>(epi, top, m, row0, half, sp.split, sp.splits);
                     store_bottom =
                         Epi::template publish<G::kBN>(epi, bottom, m, row0 + kWgmmaM, half + 1, sp.split, sp.splits);
-                    if (store_top) Epi::template reload<G::kBN>(epi, top, half);
-                    if (store_bottom) Epi::template reload<G::kBN>(epi, bottom, half + 1);
+                    if (store_top) Epi::template reload<G::kBN>(epi, top, half, sp.splits);
+                    if (store_bottom) Epi::template reload<G::kBN>(epi, bottom, half + 1, sp.splits);
                 }
             }
             if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
