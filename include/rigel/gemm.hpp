@@ -174,9 +174,9 @@ struct Choice {
     // With split_tiles and ordered_split: the streamed tail (stream-K's idea on the last wave). The split
     // tiles' k-tiles, end to end, are cut into one run of equal length per CTA (ctas of them, each
     // covering the end of one tile and the start of the next), the runs' pieces adding into a tile's slab
-    // in turn; splits is then 2, the pieces per CTA. Where the last wave holds more than half as many
-    // tiles as SMs, which a split of whole tiles cannot spread (4096^3: 1,024 tiles, the last 100 on 132
-    // SMs), kernel_named "fixed_split_stream".
+    // in turn; splits is then 2, the pieces per CTA. For a last wave more than half full, which a split
+    // of whole tiles cannot spread (4096^3: 1,024 tiles, the last 100 on 132 SMs): kernel_named
+    // "fixed_split_stream" only; the dispatcher does not choose it (slower on the H200, dispatch.cpp).
     bool stream_tail = false;
     // With stream_tail: the pieces store into a slab each, the last of a tile summing them in order (as
     // where every tile is streamed), instead of adding into one slab in turn; kernel_named

@@ -52,19 +52,18 @@
 //      slabs of M x N, no second kernel. At 1647f7b: bwd_mlp_down_dw 1.05x and
 //      bwd_mlp_up_dw 1.01x cuBLASLt (0.75x and 0.74x on rule 3's slabs at
 //      2020d30), the 7B fwd_qkv by name 0.97x against 0.95x unsplit.
-//   3b. Where rule 3a finds the last wave more than half full (more tail
-//      tiles than half the SMs: no split gives each SM one unit of them), the
-//      streamed tail (set_stream_tail): the tail tiles' k-tiles, end to end,
-//      cut into one run per SM of equal length, each run the end of one tile
-//      and the start of the next, first; the pieces of a tile add into its
-//      slab in turn, the last storing D; the other tiles whole after them.
-//      Where it takes kMinTailGain off the busiest SM's k-tiles (one k-tile
-//      counted for the fix-ups): 4096^3, 1,024 tiles, the last 100 on 132
-//      SMs, 498 k-tiles against 512. Fewer tiles than SMs but more than half
-//      are all tail (GPT-2's bwd_qkv_dw, 108 tiles of 256 k-tiles: runs of
-//      210); with no whole tiles to run while a tile's pieces wait their
-//      turns, they gather instead (a slab per piece, the last summing them in
-//      order). "fixed_split_stream" names it anywhere.
+//   (3b, measured and not taken.) Where rule 3a finds the last wave more
+//      than half full (no split gives each SM one unit of it), the streamed
+//      tail (set_stream_tail, "fixed_split_stream"): the tail tiles' k-tiles,
+//      end to end, cut into one run per SM of equal length, each run the start
+//      of one tile and the end of the one before, first; the pieces of a tile
+//      adding into its slab in turn (or gathered: "fixed_split_stream_gather",
+//      and where every tile is streamed), the other tiles whole after them.
+//      4096^3: 1,024 tiles, the last 100 on 132 SMs, 498 k-tiles on the
+//      busiest SM against 512. As the rule at a5755eb, every check passing,
+//      every product it streamed was slower: NT_4096 0.82x cuBLASLt against
+//      0.997x unsplit, GPT-2's bwd_mlp_up_dx 0.81x against 0.98x
+//      (results/h200/experiments/2026-12-03_a5755eb_*; docs/gemm.md).
 //   4. bf16 operands, a bf16 D and one of a training step's epilogues: the
 //      ping-pong kernel compiled for that epilogue, whose tiles leave through
 //      TMA stores on calls that tma_stores() allows. For epilogues none and
@@ -245,14 +244,9 @@ bool overlap(const void* p, std::uint64_t p_bytes, const void* q, std::uint64_t 
 // epilogue, adding in split order. False, c untouched, where there is no such tail, K is too short, or
 // the busiest SM's k-tiles shrink by less than min_gain. With fixed false (rule 5's fp32 D): the
 // ping-pong split-K whose units, split or whole, add into D.
-// Where the tail holds more than half as many tiles as SMs, whole tiles cannot be split so that each
-// SM takes one unit; with fixed, the tail is then streamed (set_stream_tail) where that gains min_gain.
-bool set_stream_tail(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms, double min_gain);
 bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms, bool fixed, double min_gain) {
     const std::int64_t tail = tiles % sms;
-    if (tail == 0) return false;
-    if (tiles < sms || sms / tail < 2)  // no split gives each SM one unit of the tail
-        return fixed && sms / tail < 2 && set_stream_tail(c, tiles, k_tiles, sms, min_gain);
+    if (tiles <= sms || tail == 0) return false;
     const std::int64_t splits = std::min<std::int64_t>({sms / tail, k_tiles / kMinSplitKTiles, kMaxSplits});
     if (splits < 2) return false;
     const std::int64_t waves = ceil_div(tiles, sms);
@@ -273,11 +267,13 @@ bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms
     return true;
 }
 
-// The streamed tail (rule 3b): the tail's tail x k_tiles k-tiles cut into one run per SM (CTA), each
-// at least kMinSplitKTiles long, so that the busiest SM multiplies (waves - 1) k_tiles + its run, plus
-// one k-tile for its pieces' fix-ups, where whole tiles gave it waves x k_tiles. 4096^3: 1,024 tiles,
-// the last 100 on 132 SMs, runs of 48 or 49 of 64 k-tiles: 498 k-tiles against 512. Fewer tiles than
-// SMs are all tail: GPT-2's bwd_qkv_dw, 108 tiles of 256 k-tiles, runs of 210 instead of 256.
+// The streamed tail (kernel_named "fixed_split_stream"; not a rule, see the rules' note): the tail's
+// tail x k_tiles k-tiles cut into one run per SM (CTA), each at least kMinSplitKTiles long, so that the
+// busiest SM multiplies (waves - 1) k_tiles + its run, plus one k-tile for its pieces' fix-ups, where
+// whole tiles gave it waves x k_tiles. 4096^3: 1,024 tiles, the last 100 on 132 SMs, runs of 48 or 49
+// of 64 k-tiles: 498 k-tiles against 512. Fewer tiles than SMs are all tail: GPT-2's bwd_qkv_dw, 108
+// tiles of 256 k-tiles, runs of 210 instead of 256. False, c untouched, where the runs would be short
+// or the busiest SM gains less than min_gain.
 bool set_stream_tail(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms, double min_gain) {
     const std::int64_t tail = tiles % sms;
     const std::int64_t run = ceil_div(tail * k_tiles, sms);
@@ -443,11 +439,8 @@ Choice choose(const Desc& desc, int sms) {
     const auto waves = [&](std::int64_t units) { return static_cast<double>(ceil_div(units, sms)); };
     // Rule 3a: a part-empty last wave and a long K, with a bf16 D and a fixed epilogue: the tail split,
     // where it shortens the busiest SM's k-tiles by at least kMinTailGain.
-    if (c.splits == 1 && has_fixed_epilogue_kernel(d) && set_tail_split(c, tiles, k_tiles, sms, true, kMinTailGain)) {
-        if (c.stream_tail && has_tma_c_kernel(d))
-            c.why += "; calls with beta != 0 on the unsplit kernel that loads C by TMA (the plan holds both)";
+    if (c.splits == 1 && has_fixed_epilogue_kernel(d) && set_tail_split(c, tiles, k_tiles, sms, true, kMinTailGain))
         return c;
-    }
     if (c.splits == 1 && static_cast<double>(tiles) / (waves(tiles) * sms) < kMinWaveUse &&
         k_tiles >= 2 * kMinSplitKTiles) {
         const double slab = 8.0 * static_cast<double>(d.m) * static_cast<double>(d.n) / kSlabBytesPerSecond;

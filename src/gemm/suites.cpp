@@ -386,11 +386,10 @@ std::vector<GemmCase> verify_cases() {
         out.push_back(verify_case(Desc{.m = 1544, .n = 1401, .k = 6152, .a_type = Type::bf16, .b_type = Type::bf16,
                                        .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
                                   1.5f, -0.5f, true, "_split_tail", "fixed_split_tail"));
-    // The streamed tail (rule 3b, the dispatcher's choice for this shape on 132 SMs): 1544 x 2000 is
-    // 208 tiles, the last 76 streamed, their 76 x 48 k-tiles (K = 3016) in runs of 27 or 28, so that
-    // a tile has the pieces of two or three CTAs and many a CTA's second piece is empty. By name in
-    // every fixed epilogue, NT and TN; with C added on 2001 columns (the staged stores); and as the
-    // dispatcher's own choice with bias + GELU, and with bias and C (which the plan runs unsplit).
+    // The streamed tail ("fixed_split_stream", dispatch.cpp's note 3b): 1544 x 2000 is 208 tiles, the
+    // last 76 streamed, their 76 x 48 k-tiles (K = 3016) in runs of 27 or 28, so that a tile has the
+    // pieces of two or three CTAs and many a CTA's first piece is empty. In every fixed epilogue, NT
+    // and TN; with C added on 2001 columns (the staged stores).
     for (const auto& [a, b] : {std::pair{Op::t, Op::n}, std::pair{Op::n, Op::t}})
         for (Epilogue e : gemm::kFixedEpilogues)
             out.push_back(verify_case(Desc{.m = 1544, .n = 2000, .k = 3016, .a_type = Type::bf16, .b_type = Type::bf16,
@@ -400,10 +399,10 @@ std::vector<GemmCase> verify_cases() {
         out.push_back(verify_case(Desc{.m = 1544, .n = 2001, .k = 3016, .a_type = Type::bf16, .b_type = Type::bf16,
                                        .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
                                   1.5f, -0.5f, true, "_split_stream", "fixed_split_stream"));
-    // The pieces gathered instead of added in turn: by name on the same shape; as the dispatcher's
-    // choice where every tile is streamed (near GPT-2's bwd_qkv_dw: 2296 x 760 x 4104 TN, 108 tiles of
-    // 65 k-tiles, runs of 53 or 54); and by name with 4 or 5 pieces a tile (776 x 760 x 12360: 42
-    // tiles of 194 k-tiles, runs of 61 or 62).
+    // The pieces gathered instead of added in turn: on the same shape ("fixed_split_stream_gather");
+    // and where every tile is streamed, which gathers: near GPT-2's bwd_qkv_dw (2296 x 760 x 4104 TN,
+    // 108 tiles of 65 k-tiles, runs of 53 or 54), and with 4 or 5 pieces a tile (776 x 760 x 12360:
+    // 42 tiles of 194 k-tiles, runs of 61 or 62).
     for (Epilogue e : {Epilogue::none, Epilogue::bias_gelu_aux, Epilogue::dgelu_bgrad})
         out.push_back(verify_case(Desc{.m = 1544, .n = 2000, .k = 3016, .a_type = Type::bf16, .b_type = Type::bf16,
                                        .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e},
@@ -411,17 +410,10 @@ std::vector<GemmCase> verify_cases() {
     for (Epilogue e : {Epilogue::none, Epilogue::dgelu_bgrad})
         out.push_back(verify_case(Desc{.m = 2296, .n = 760, .k = 4104, .a_type = Type::bf16, .b_type = Type::bf16,
                                        .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e},
-                                  1.0f, 0.0f, false, "_stream_all"));
+                                  1.0f, 0.0f, false, "_split_stream", "fixed_split_stream"));
     out.push_back(verify_case(Desc{.m = 776, .n = 760, .k = 12360, .a_type = Type::bf16, .b_type = Type::bf16,
                                    .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16},
                               1.0f, 0.0f, false, "_split_stream", "fixed_split_stream"));
-    out.push_back(verify_case(Desc{.m = 1544, .n = 2000, .k = 3016, .a_type = Type::bf16, .b_type = Type::bf16,
-                                   .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = Epilogue::bias_gelu},
-                              1.0f, 0.0f, false, "_stream_tail"));
-    // With C added (a residual): the plan's unsplit kernel that loads C by TMA.
-    out.push_back(verify_case(Desc{.m = 1544, .n = 2000, .k = 3016, .a_type = Type::bf16, .b_type = Type::bf16,
-                                   .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = Epilogue::bias},
-                              1.5f, -0.5f, false, "_stream_tail"));
     // The dispatcher under allow_atomics (rule 5): 15 tiles (rule 2's split) cleared first in every
     // layout; in TN (a weight gradient's), 143 tiles in two waves (rule 3's split) added in place, and
     // both shapes with beta 0.5 into another matrix, which cannot be added into D: there the plan runs

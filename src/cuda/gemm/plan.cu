@@ -89,10 +89,6 @@ struct Plan::State {
     // The dispatcher's ping-pong split-K (allow_atomics): the plan without atomics, for the calls
     // whose beta and C it cannot add into D (adds_into_d); its workspace is taken on its first run.
     std::unique_ptr<Plan> without_atomics;
-    // The dispatcher's streamed tail (rule 3b) where the epilogue has a kernel that loads C by TMA: the
-    // plan of that unsplit kernel (rule 4's), for the calls with beta != 0, which the split kernels
-    // would take through the staged stores.
-    std::unique_ptr<Plan> with_c;
 
     ~State() {
         if (workspace) cudaFree(workspace);  // an error here (context already gone) changes nothing
@@ -106,8 +102,6 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {
         plain.allow_atomics = false;
         state_->without_atomics = std::make_unique<Plan>(plain);
     }
-    if (choice_.stream_tail && has_tma_c_kernel(desc_))
-        state_->with_c = std::make_unique<Plan>(d, *kernel_named(d, "fixed_tma_c", state_->sms));
 }
 
 Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dimensions(d)), choice_(forced) {
@@ -325,7 +319,6 @@ void refuse_bad_args(const Desc& d, const Args& args) {
 
 void Plan::run(const Args& args, Stream stream) {
     if (state_->without_atomics && !adds_into_d(desc_, args)) return state_->without_atomics->run(args, stream);
-    if (state_->with_c && args.beta != 0.0f) return state_->with_c->run(args, stream);
     refuse_bad_args(desc_, args);
     const auto s = static_cast<cudaStream_t>(stream);
     if (desc_.epilogue == Epilogue::dgelu_bgrad)
@@ -337,7 +330,6 @@ void Plan::run(const Args& args, Stream stream) {
 void Plan::run_decomposed(const Args& args, Stream stream) {
     if (state_->without_atomics && !adds_into_d(desc_, args))
         return state_->without_atomics->run_decomposed(args, stream);
-    if (state_->with_c && args.beta != 0.0f) return state_->with_c->run_decomposed(args, stream);
     refuse_bad_args(desc_, args);
     const auto s = static_cast<cudaStream_t>(stream);
     EpilogueParams gemm_only = epilogue_params(desc_, args);
