@@ -63,7 +63,7 @@ std::size_t split_fixup_halves(const Choice& c, std::int64_t tiles) {
 // Slabs per half: gathered, the most units a tile has (a streamed tail's pieces vary from tile to tile).
 int split_fixup_slabs_per_half(const Choice& c, std::int64_t tiles, std::int64_t k_tiles) {
     if (!gathers(c, tiles)) return 1;
-    return c.stream_tail ? stream_max_pieces(c.ctas, static_cast<int>(tiles), static_cast<int>(k_tiles)) : c.splits;
+    return c.stream_tail ? stream_max_pieces(c.ctas, c.split_tiles, static_cast<int>(k_tiles)) : c.splits;
 }
 
 bool aligned(const void* p, std::uintptr_t to) { return reinterpret_cast<std::uintptr_t>(p) % to == 0; }
