@@ -299,7 +299,8 @@ fi
 # The GEMM suites alone (no verify run first): GEMM_SUITES (default gpt2), each
 # on every kernel choice of GEMM_KERNELS (default: the dispatcher's, auto),
 # GEMM_MIN_TIME seconds of paired samples per comparison (default 1),
-# GEMM_CASES the cases whose names contain one of its comma-separated texts.
+# GEMM_CASES the cases whose names contain one of its comma-separated texts (rigel refuses a text that
+# names no case of the suite, so with several suites every text must name a case of each).
 if has gemm_bench; then
   for s in ${GEMM_SUITES:-gpt2}; do
     for kern in ${GEMM_KERNELS:-auto}; do
