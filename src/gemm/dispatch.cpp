@@ -273,14 +273,14 @@ bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms
 // whole tiles gave it waves x k_tiles. 4096^3: 1,024 tiles, the last 100 on 132 SMs, runs of 48 or 49
 // of 64 k-tiles: 498 k-tiles against 512. Fewer tiles than SMs are all tail: GPT-2's bwd_qkv_dw, 108
 // tiles of 256 k-tiles, runs of 210 instead of 256. False, c untouched, where the runs would be short
-// or the busiest SM gains less than min_gain.
-bool set_stream_tail(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms, double min_gain) {
+// or the busiest SM would gain nothing.
+bool set_stream_tail(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms) {
     const std::int64_t tail = tiles % sms;
     const std::int64_t run = ceil_div(tail * k_tiles, sms);
     if (tail == 0 || tail * k_tiles < sms * kMinSplitKTiles) return false;
     const std::int64_t waves = ceil_div(tiles, sms);
     const std::int64_t busiest = (waves - 1) * k_tiles + run + 1;
-    if (static_cast<double>(busiest) > (1.0 - min_gain) * static_cast<double>(waves * k_tiles)) return false;
+    if (busiest >= waves * k_tiles) return false;
     c.splits = 2;
     c.split_tiles = static_cast<int>(tail);
     c.stream_tail = true;
@@ -290,7 +290,7 @@ bool set_stream_tail(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sm
     c.ctas = sms;
     c.why = std::to_string(tiles) + " tiles of 128 x 128 " +
             (waves > 1 ? "leave the last of " + std::to_string(waves) + " waves on " + std::to_string(sms) + " SMs " +
-                             std::to_string(tail) + " tiles, more than half"
+                             std::to_string(tail) + " tiles"
                        : "fill " + std::to_string(tiles) + " of " + std::to_string(sms) + " SMs") +
             ": their " + std::to_string(tail * k_tiles) + " k-tiles streamed, one run of " + std::to_string(run) +
             (waves > 1 ? " or fewer an SM, first, the other tiles whole after them (the ping-pong kernel compiled for "
@@ -614,7 +614,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
         if (k.tail) {
             const std::int64_t k_tiles = ceil_div(d.k, 64);
-            if (k.stream ? set_stream_tail(c, tiles, k_tiles, std::max(sms, 1), 0.0)
+            if (k.stream ? set_stream_tail(c, tiles, k_tiles, std::max(sms, 1))
                          : set_tail_split(c, tiles, k_tiles, std::max(sms, 1), true, 0.0)) {
                 c.why = "asked for: " + c.why;
                 if (k.gather) {
