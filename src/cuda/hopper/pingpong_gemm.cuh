@@ -81,7 +81,10 @@
 // unit, empty where the run ends inside one tile) and the end of the one
 // before (its second), so the busiest SM multiplies 7 x 64 + 49 k-tiles
 // instead of 8 x 64. A tile's pieces add into its slab in run order
-// (SplitFixup), the first, which starts the tile, published first.
+// (SplitFixup), the first, which starts the tile, published first. Verified
+// on the H200 and slower there (a k-tile of a piece costs about a third more
+// than one of a whole tile, waits or none: docs/gemm.md), so only the named
+// kernels "fixed_split_stream" and "fixed_split_stream_gather" run it.
 #pragma once
 #include <cstdint>
 
