@@ -373,32 +373,26 @@ std::vector<GemmCase> verify_cases() {
         out.push_back(verify_case(Desc{.m = 776, .n = 760, .k = 12360, .a_type = Type::bf16, .b_type = Type::bf16,
                                        .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e},
                                   1.0f, 0.0f, false, "_split_wave"));
-    // The tail split (rule 3a, the dispatcher's choice for these shapes on 132 SMs, atomics allowed
-    // or not): 143 tiles, the last 11 split 6 ways (16 or 17 of 97 k-tiles) and run first, the other
-    // 132 whole. By name in every fixed epilogue, TN and NT; with C added (alpha 1.5, beta -0.5) on
-    // 1401 columns, which leaves by the staged stores.
-    for (const auto& [a, b] : {std::pair{Op::t, Op::n}, std::pair{Op::n, Op::t}})
-        for (Epilogue e : gemm::kFixedEpilogues)
-            out.push_back(verify_case(Desc{.m = 1544, .n = 1400, .k = 6152, .a_type = Type::bf16, .b_type = Type::bf16,
-                                           .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
-                                      1.0f, 0.0f, false, "_split_tail", "fixed_split_tail"));
-    for (Epilogue e : {Epilogue::none, Epilogue::bias})
-        out.push_back(verify_case(Desc{.m = 1544, .n = 1401, .k = 6152, .a_type = Type::bf16, .b_type = Type::bf16,
-                                       .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
-                                  1.5f, -0.5f, true, "_split_tail", "fixed_split_tail"));
-    // The streamed tail ("fixed_split_stream", dispatch.cpp's note 3b): 1544 x 2000 is 208 tiles, the
-    // last 76 streamed, their 76 x 48 k-tiles (K = 3016) in runs of 27 or 28, so that a tile has the
-    // pieces of two or three CTAs and many a CTA's first piece is empty. In every fixed epilogue, NT
-    // and TN; with C added on 2001 columns (the staged stores).
-    for (const auto& [a, b] : {std::pair{Op::t, Op::n}, std::pair{Op::n, Op::t}})
-        for (Epilogue e : gemm::kFixedEpilogues)
-            out.push_back(verify_case(Desc{.m = 1544, .n = 2000, .k = 3016, .a_type = Type::bf16, .b_type = Type::bf16,
-                                           .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
-                                      1.0f, 0.0f, false, "_split_stream", "fixed_split_stream"));
-    for (Epilogue e : {Epilogue::none, Epilogue::bias})
-        out.push_back(verify_case(Desc{.m = 1544, .n = 2001, .k = 3016, .a_type = Type::bf16, .b_type = Type::bf16,
-                                       .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
-                                  1.5f, -0.5f, true, "_split_stream", "fixed_split_stream"));
+    // The tail split (rule 3a, the dispatcher's choice for this shape on 132 SMs, atomics allowed or
+    // not): 1544 x 1400 is 143 tiles, the last 11 split 6 ways (16 or 17 of 97 k-tiles, K = 6152) and
+    // run first, the other 132 whole. The streamed tail ("fixed_split_stream", dispatch.cpp's note
+    // 3b): 1544 x 2000 is 208 tiles, the last 76 streamed, their 76 x 48 k-tiles (K = 3016) in runs of
+    // 27 or 28, so that a tile has the pieces of two or three CTAs and many a CTA's first piece is
+    // empty. Each by name in every fixed epilogue, TN and NT; with C added (alpha 1.5, beta -0.5) on
+    // one column more, which leaves by the staged stores.
+    for (const auto& [kernel, suffix, n, k] :
+         {std::tuple<const char*, const char*, std::int64_t, std::int64_t>{"fixed_split_tail", "_split_tail", 1400, 6152},
+          {"fixed_split_stream", "_split_stream", 2000, 3016}}) {
+        for (const auto& [a, b] : {std::pair{Op::t, Op::n}, std::pair{Op::n, Op::t}})
+            for (Epilogue e : gemm::kFixedEpilogues)
+                out.push_back(verify_case(Desc{.m = 1544, .n = n, .k = k, .a_type = Type::bf16, .b_type = Type::bf16,
+                                               .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
+                                          1.0f, 0.0f, false, suffix, kernel));
+        for (Epilogue e : {Epilogue::none, Epilogue::bias})
+            out.push_back(verify_case(Desc{.m = 1544, .n = n + 1, .k = k, .a_type = Type::bf16, .b_type = Type::bf16,
+                                           .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
+                                      1.5f, -0.5f, true, suffix, kernel));
+    }
     // The pieces gathered instead of added in turn: on the same shape ("fixed_split_stream_gather");
     // and where every tile is streamed, which gathers: near GPT-2's bwd_qkv_dw (2296 x 760 x 4104 TN,
     // 108 tiles of 65 k-tiles, runs of 53 or 54), and with 4 or 5 pieces a tile (776 x 760 x 12360:
