@@ -379,21 +379,25 @@ if has ncu_gemm; then
   IFS=, read -r -a ncu_shapes <<< "${NCU_SHAPES:-16384 2304 768 bias,16384 50304 768 none}"
   for kern in ${NCU_KERNELS:-auto}; do
     for shape in "${ncu_shapes[@]}"; do
-      read -r m n k epi <<< "$shape"
+      # A shape is "M N K EPILOGUE [LAYOUT]" (NT unless given); NCU_METRICS adds metrics to the full set
+      # (e.g. sm__cycles_active.min,sm__cycles_active.max: how evenly the SMs were kept busy).
+      read -r m n k epi lay <<< "$shape"
+      lay=${lay:-NT}
+      extra=(); [ -n "${NCU_METRICS:-}" ] && extra=(--metrics "$NCU_METRICS")
       # NCU_DETAILS=0 leaves out the full set's report (the source page alone).
-      if [ "${NCU_DETAILS:-1}" = 1 ] && fits 90 "ncu gemm $m x $n x $k $epi ($kern)"; then
-      log "ncu gemm $m x $n x $k $epi ($kern)"
-      timeout -s INT "$(capped 240)" ncu --clock-control none --set full -k regex:pingpong --launch-skip 2 --launch-count 1 \
-        --print-details all --page details \
-        $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout NT --epilogue "$epi" --kernel "$kern" --warmup 0 \
-        --min-time 0.01 > "$OUT/ncu_gemm_${m}x${n}x${k}_${epi}_${kern}.txt" 2>&1
-      summary+=("ncu gemm $m x $n x $k $epi ($kern): rc $?")
+      if [ "${NCU_DETAILS:-1}" = 1 ] && fits 90 "ncu gemm $m x $n x $k $lay $epi ($kern)"; then
+      log "ncu gemm $m x $n x $k $lay $epi ($kern)"
+      timeout -s INT "$(capped 240)" ncu --clock-control none --set full "${extra[@]}" -k regex:pingpong --launch-skip 2 \
+        --launch-count 1 --print-details all --page details \
+        $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout "$lay" --epilogue "$epi" --kernel "$kern" --warmup 0 \
+        --min-time 0.01 > "$OUT/ncu_gemm_${m}x${n}x${k}_${lay}_${epi}_${kern}.txt" 2>&1
+      summary+=("ncu gemm $m x $n x $k $lay $epi ($kern): rc $?")
       fi
       # NCU_SOURCE=1: the same launch's SASS lines with the most warp-state samples
       # (scripts/ncu_sass_hotspots.py), the page itself being too long to bring back.
       if [ "${NCU_SOURCE:-0}" = 1 ] && fits 90 "ncu gemm source page"; then
-        ncu_source_page "ncu_gemm_${m}x${n}x${k}_${epi}_${kern}" pingpong 2 \
-          $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout NT --epilogue "$epi" --kernel "$kern" --warmup 0 \
+        ncu_source_page "ncu_gemm_${m}x${n}x${k}_${lay}_${epi}_${kern}" pingpong 2 \
+          $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout "$lay" --epilogue "$epi" --kernel "$kern" --warmup 0 \
           --min-time 0.01
       fi
     done
