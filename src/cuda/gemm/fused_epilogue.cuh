@@ -570,12 +570,23 @@ struct FixedEpilogue : FusedEpilogue {
         }
     }
 
+    // The TMA stores' (and C's) tensor maps, fetched at the kernel's start (pingpong_kernel).
+    static __device__ __forceinline__ void prefetch(const Params& p) {
+        if constexpr (kTmaCapable) {
+            if (!p.tma) return;
+            sm90::prefetch_tensor_map(&p.map_d);
+            if constexpr (K == Epilogue::bias_gelu_aux) sm90::prefetch_tensor_map(&p.map_aux);
+            if constexpr (kLoadsAux) sm90::prefetch_tensor_map(&p.map_aux);
+            if constexpr (LoadsC && !kLoadsAux)
+                if (p.tma_c) sm90::prefetch_tensor_map(&p.map_c);
+        }
+    }
+
     // After the consumer's last tile: its copies have read the staging boxes
     // before the CTA's shared memory goes away (wait_group.read). Their writes
     // to D need no wait: the grid's completion covers them, and nothing in the
-    // kernel reads D. Until this commit the CTA waited for the writes
-    // themselves (wait_group), an L2 round trip at the end of every CTA, which
-    // a product of one tile a CTA (512^3) pays in full.
+    // kernel reads D. Waiting for the writes themselves (wait_group, before
+    // 0cf70bf) put an L2 round trip at the end of every CTA.
     static __device__ __forceinline__ void drain(const Params& p) {
         if constexpr (kTmaCapable)
             if (p.tma && threadIdx.x % sm90::kWarpgroup == 0) sm90::bulk_wait_read<0>();
@@ -859,6 +870,7 @@ struct SplitFixup {
         if constexpr (requires { Inner::init(); }) Inner::init();
     }
     static __device__ __forceinline__ void drain(const Params& p) { Inner::drain(p); }
+    static __device__ __forceinline__ void prefetch(const Params& p) { Inner::prefetch(p); }
 
     // A whole tile (Params::split_tiles), or a half's sum after reload(): stored as the unsplit kernel
     // stores it.

@@ -202,6 +202,14 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         tm = G::kClusterM * pm + static_cast<int>(rank);
     };
 
+    // The tensor maps' descriptors fetched while the barriers are set up: the first TMA load (and the
+    // epilogue's first TMA store) would otherwise wait for that fetch. A product of one tile a CTA
+    // (512^3: 32 CTAs, 8 k-tiles each) has nothing to hide it under.
+    if (threadIdx.x == kWarpgroup) {
+        prefetch_tensor_map(&map_a);
+        prefetch_tensor_map(&map_b);
+        if constexpr (requires { Epi::prefetch(epi); }) Epi::prefetch(epi);
+    }
     init_ring(full, empty, G::kEmptyArrivals);  // the 4 warps of the consumer that used the stage (of both CTAs)
     if constexpr (requires { Epi::init(); }) Epi::init();  // the epilogue's own barriers, where it has any
     if constexpr (kPair) {
@@ -213,8 +221,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     if (warpgroup == 0) {
         setmaxnreg_dec<G::kProducerRegs>();
         if (threadIdx.x == 0) {
-            prefetch_tensor_map(&map_a);
-            prefetch_tensor_map(&map_b);
             auto ring = PipelineState<kStages>::producer_start();
             for (int unit = first; unit < num_units; unit += stride) {
                 int tm = 0, tn = 0;
