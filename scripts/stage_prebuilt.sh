@@ -20,4 +20,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITEC
 cmake --build "$BUILD" --target rigel -j "$(nproc)"
 strip -o "$BUILD/rigel.stripped" "$BUILD/src/rigel"
 gzip -9 -c "$BUILD/rigel.stripped" > .visit/rigel.gz
+# The staged headers are for a build on the H200 machine, which a prebuilt visit skips: left behind, so that
+# the export, the binary and the checkout stay inside the 64 MiB a call carries.
+rm -rf .visit/.deps
 echo "staged the rigel binary of $(cat .visit/COMMIT) into .visit/rigel.gz ($(du -h .visit/rigel.gz | cut -f1))"
