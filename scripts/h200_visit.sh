@@ -384,10 +384,14 @@ if has ncu_gemm; then
       read -r m n k epi lay <<< "$shape"
       lay=${lay:-NT}
       extra=(); [ -n "${NCU_METRICS:-}" ] && extra=(--metrics "$NCU_METRICS")
+      # The launch profiled: the third (after two of verification and warm-up) without an epilogue; the
+      # first with one, since `rigel gemm run` then also verifies the decomposed path, whose GEMM (the
+      # same kernel with no epilogue) would be the third launch.
+      skip=2; [ "$epi" = none ] || skip=0
       # NCU_DETAILS=0 leaves out the full set's report (the source page alone).
       if [ "${NCU_DETAILS:-1}" = 1 ] && fits 90 "ncu gemm $m x $n x $k $lay $epi ($kern)"; then
       log "ncu gemm $m x $n x $k $lay $epi ($kern)"
-      timeout -s INT "$(capped 240)" ncu --clock-control none --set full "${extra[@]}" -k regex:pingpong --launch-skip 2 \
+      timeout -s INT "$(capped 240)" ncu --clock-control none --set full "${extra[@]}" -k regex:pingpong --launch-skip "$skip" \
         --launch-count 1 --print-details all --page details \
         $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout "$lay" --epilogue "$epi" --kernel "$kern" --warmup 0 \
         --min-time 0.01 > "$OUT/ncu_gemm_${m}x${n}x${k}_${lay}_${epi}_${kern}.txt" 2>&1
@@ -396,7 +400,7 @@ if has ncu_gemm; then
       # NCU_SOURCE=1: the same launch's SASS lines with the most warp-state samples
       # (scripts/ncu_sass_hotspots.py), the page itself being too long to bring back.
       if [ "${NCU_SOURCE:-0}" = 1 ] && fits 90 "ncu gemm source page"; then
-        ncu_source_page "ncu_gemm_${m}x${n}x${k}_${lay}_${epi}_${kern}" pingpong 2 \
+        ncu_source_page "ncu_gemm_${m}x${n}x${k}_${lay}_${epi}_${kern}" pingpong "$skip" \
           $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout "$lay" --epilogue "$epi" --kernel "$kern" --warmup 0 \
           --min-time 0.01
       fi
