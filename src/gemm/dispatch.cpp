@@ -44,8 +44,9 @@
 //      least kMinTailGain off the busiest SM's k-tiles. Only the last wave's
 //      tiles split K, as many ways as give each SM one unit of them (GPT-2's
 //      dW: 144 tiles, the last 12 split 11 ways, 23 of 256 k-tiles a unit);
-//      those units run first, then the other tiles whole, on the ping-pong
-//      kernel compiled for the epilogue. Each SM multiplies 279 k-tiles where
+//      those units run first, then the other tiles whole (or, where they are
+//      fewer than the SMs, after the whole tiles, so that the waves of whole
+//      tiles keep step), on the ping-pong kernel compiled for the epilogue. Each SM multiplies 279 k-tiles where
 //      the unsplit kernel gave 12 SMs 512, and the split units' fix-up (adding
 //      into one workspace slab in split order, the last storing D: the same
 //      bits every run) runs under the other consumer's whole tile. No fp32
@@ -240,7 +241,8 @@ bool overlap(const void* p, std::uint64_t p_bytes, const void* q, std::uint64_t 
 
 // The tail split (rule 3a, kernel_named "fixed_split_tail"): the tiles of a part-filled last wave split
 // K so that each SM takes at most one of their units (at least kMinSplitKTiles k-tiles a unit, at most
-// kMaxSplits), run first, the other tiles whole after them, on the ping-pong kernel compiled for the
+// kMaxSplits), run first and the other tiles whole after them (after the whole tiles where they are fewer
+// than the SMs: pingpong_gemm.cuh says why), on the ping-pong kernel compiled for the
 // epilogue, adding in split order. False, c untouched, where there is no such tail, K is too short, or
 // the busiest SM's k-tiles shrink by less than min_gain. With fixed false (rule 5's fp32 D): the
 // ping-pong split-K whose units, split or whole, add into D.
@@ -260,7 +262,9 @@ bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms
     c.ctas = sms;
     c.why = std::to_string(tiles) + " tiles of 128 x 128 leave the last of " + std::to_string(waves) + " waves on " +
             std::to_string(sms) + " SMs " + std::to_string(tail) + " tiles: those split K " + std::to_string(splits) +
-            " ways and run first, one unit an SM, the others whole after them " +
+            " ways, one unit an SM, " +
+            (splits * tail >= sms ? std::string("run first, the others whole after them ")
+                                  : std::string("run after the others, whole, so that their waves keep step ")) +
             (fixed ? "(the ping-pong kernel compiled for this epilogue and a bf16 D; the split units add into a "
                      "workspace slab in split order, the last storing D)"
                    : "(the ping-pong kernel, every unit added into the fp32 D by atomic reductions: allow_atomics)");

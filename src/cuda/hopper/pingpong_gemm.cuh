@@ -68,7 +68,8 @@
 // each consumer skips the other's next unit by that unit's own count.
 // The tail split (a policy whose params set split_tiles > 0): only the last
 // split_tiles tiles are split, their units first in the sequence, the other
-// tiles following whole. 144 tiles on 132 SMs: the last 12 tiles split 11
+// tiles following whole (or, with fewer units than CTAs, the whole tiles first:
+// the kernel's comment on lead says why). 144 tiles on 132 SMs: the last 12 tiles split 11
 // ways are the 132 CTAs' first units (23 of 256 k-tiles each), the other 132
 // tiles their second, so each SM multiplies 279 k-tiles where whole tiles
 // gave 12 SMs 512 and the rest 256; the split units' fix-up runs under the
@@ -163,10 +164,17 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     const int first = kPair ? static_cast<int>(cluster_id_x()) : static_cast<int>(blockIdx.x);
     const int stride = kPair ? static_cast<int>(cluster_count_x()) : static_cast<int>(gridDim.x);
     // SplitK: units of (split, tile) and each unit's k-tiles; else a unit is a tile and all of K.
-    // The split units come first: unit u < split_units is split u / split_tiles of tile
-    // whole_tiles + u % split_tiles; the units after them are the first whole_tiles tiles, all of K.
+    // Split unit v (0 .. split_units - 1) is split v / split_tiles of tile whole_tiles + v % split_tiles;
+    // the first whole_tiles tiles run whole, all of K. Where the split units give every CTA one (a
+    // split of every tile, the MLP dW's tail of 132 units), they come first and the whole tiles after
+    // them, so that a tile's later splits wait for their turn under the other consumer's whole tile.
+    // Where they are fewer than the CTAs (lead > 0: the 7B fwd_qkv's 36 tail tiles split 3 ways on 132
+    // CTAs), the whole tiles come first: had 108 CTAs started with a split unit and 24 with a whole
+    // tile, the waves of whole tiles after them would run out of step, and the SMs of a wave would
+    // stop loading the same k-tiles at about the same time (docs/gemm.md: at 4096 x 12288 x 4096 L2
+    // then delivered 23 % more sectors and the kernel took 9.7 % more cycles than the unsplit one).
     // The streamed tail (a policy whose params set stream): the split units are two pieces a CTA of
-    // its run of the tail's k-tiles, unit u < 2 stride a piece of CTA u % stride's run (Span below).
+    // its run of the tail's k-tiles, unit v < 2 stride a piece of CTA v % stride's run (Span below).
     int splits = 1, split_tiles = num_tiles;
     bool stream = false;
     if constexpr (G::kSplitK) {
@@ -178,6 +186,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     const int whole_tiles = num_tiles - split_tiles;
     const int split_units = stream ? 2 * stride : split_tiles * splits;
     const int num_units = G::kSplitK ? split_units + whole_tiles : num_tiles;
+    const int lead = stream || split_units >= stride ? 0 : whole_tiles;  // whole tiles before the split units
+    [[maybe_unused]] const auto is_split = [&](int unit) { return unit >= lead && unit - lead < split_units; };
     const int k_tiles = ceil_div(k, G::kBK);
     // A unit's tile (in the tile order), its k-tiles [kb, ke), and its place among the tile's units
     // (split of splits; the fix-up adds them in that order). The streamed tail: stream_piece
@@ -187,12 +197,13 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         int tile, kb, ke, split, splits;
     };
     [[maybe_unused]] const auto span = [&](int unit) -> Span {
-        if (unit >= split_units) return {unit - split_units, 0, k_tiles, 0, 1};
+        if (!is_split(unit)) return {unit < lead ? unit : unit - split_units, 0, k_tiles, 0, 1};
+        const int v = unit - lead;
         if (!stream) {
-            const int s = unit / split_tiles;
-            return {whole_tiles + unit % split_tiles, s * k_tiles / splits, (s + 1) * k_tiles / splits, s, splits};
+            const int s = v / split_tiles;
+            return {whole_tiles + v % split_tiles, s * k_tiles / splits, (s + 1) * k_tiles / splits, s, splits};
         }
-        const ::rigel::gemm::StreamPiece p = ::rigel::gemm::stream_piece(unit, stride, split_tiles, k_tiles);
+        const ::rigel::gemm::StreamPiece p = ::rigel::gemm::stream_piece(v, stride, split_tiles, k_tiles);
         return {whole_tiles + p.tile, p.kb, p.ke, p.split, p.splits};  // kb == ke: an empty piece
     };
     // A tile's place in the grouped tile order (a pair's: its tile row pair and column).
@@ -365,7 +376,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             // k-loop.
             bool store_top = true, store_bottom = G::kHalves == 2;
             if constexpr (requires { Epi::kUnitStore; }) {
-                if (tile < split_units) {
+                if (is_split(tile)) {
                     // The split tiles' halves are numbered 2 (tile - whole_tiles) + 0 or 1: the policy's
                     // workspace holds slabs for them alone (a tail split's few, not all tiles').
                     const Span sp = span(tile);
