@@ -20,7 +20,12 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITEC
 cmake --build "$BUILD" --target rigel -j "$(nproc)"
 strip -o "$BUILD/rigel.stripped" "$BUILD/src/rigel"
 gzip -9 -c "$BUILD/rigel.stripped" > .visit/rigel.gz
-# The staged headers are for a build on the H200 machine, which a prebuilt visit skips: left behind, so that
-# the export, the binary and the checkout stay inside the 64 MiB a call carries.
+# The staged headers and the sources are for a build on the H200 machine, which a prebuilt visit skips:
+# left behind, so that the export, the binary and the checkout stay inside the 64 MiB a call carries (the
+# binary alone is 38 MB compressed). PREBUILT_KEEP_SOURCES=1 keeps them, for a visit that also builds
+# (its GPU tests).
 rm -rf .visit/.deps
+if [ "${PREBUILT_KEEP_SOURCES:-0}" != 1 ]; then
+  (cd .visit && rm -rf src include tests docs examples cmake reproduce FINDINGS.md README.md)
+fi
 echo "staged the rigel binary of $(cat .visit/COMMIT) into .visit/rigel.gz ($(du -h .visit/rigel.gz | cut -f1))"
