@@ -312,7 +312,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         for (int tile = first + consumer * stride; tile < num_units; tile += 2 * stride) {
             if (consumer == 1 || tile != first) named_barrier_sync<2 * kWarpgroup>(kTurn + consumer);
             int tm = 0, tn = 0;
-            int prev_stage = 0, prev2_stage = 0;  // the stages of k-tiles kt - 1 and kt - 2
+            int prev_stage = 0;
             // The loop tests the parameter k (a constant-bank operand), not a
             // k-tile count: the count would live across the epilogue, where
             // ptxas spills it, and be reloaded from local memory ahead of the
@@ -351,25 +351,20 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                             bottom, operand_k_step<G::kMajorA>(da_low, j), b_step, accumulate);
                 }
                 wgmma_commit();
-                // Two k-tiles' groups in flight: the one before last is done and its stage goes back.
-                // With one (wait<1>), the warp had the running group's time to issue the next one's
-                // wgmmas, and the other consumer's epilogue, issuing beside it on the same SM
-                // sub-partitions, showed in the main loop: GELU's sigmoid on the FMA pipe (25
-                // instructions an element instead of 10) took bias + GELU at 4096^3 from 0.936x to 0.913x
-                // cuBLASLt and GPT-2's fwd_mlp_up from 1.03x to 0.79x (6fa6744, docs/gemm.md).
-                wgmma_wait<2>();
+                // One k-tile's group in flight beside the one being issued. Two (wait_group 2, the stage
+                // of the one before last released) measured slower on nearly every product (1b9ce84:
+                // GPT-2's fwd_lm_head 0.876x cuBLASLt against 0.921x, bwd_attn_proj_dw 0.833x against
+                // 0.883x, NT 4096^3 0.986x against 1.00x; docs/gemm.md).
+                wgmma_wait<1>();  // the previous k-tile's group is done: its stage goes back
                 fence_accumulators();
-                if (kt > kb + 1) release(prev2_stage);
-                prev2_stage = prev_stage;
+                if (kt > kb) release(prev_stage);
                 prev_stage = stage;
                 ring.advance();
             }
             if (tile + stride < num_units) named_barrier_arrive<2 * kWarpgroup>(kTurn + 1 - consumer);
             wgmma_wait<0>();
             fence_accumulators();
-            // The last two k-tiles' stages (an empty piece of a streamed tail used none).
-            if (kt > kb + 1) release(prev2_stage);
-            if (kt > kb) release(prev_stage);
+            if (!G::kSplitK || kt > kb) release(prev_stage);  // an empty piece (streamed tail) used no stage
             if constexpr (G::kSplitK) {
                 if (tile + stride < num_units) ring.advance(k_count(tile + stride));  // the other's next unit
                 if (kt == kb) continue;  // an empty piece: nothing to add or store
