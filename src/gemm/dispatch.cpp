@@ -46,7 +46,8 @@
 //      dW: 144 tiles, the last 12 split 11 ways, 23 of 256 k-tiles a unit);
 //      those units run first, then the other tiles whole (or, where they are
 //      fewer than the SMs, after the whole tiles, so that the waves of whole
-//      tiles keep step), on the ping-pong kernel compiled for the epilogue. Each SM multiplies 279 k-tiles where
+//      tiles keep step), on the ping-pong kernel compiled for the epilogue.
+//      Each SM multiplies 279 k-tiles where
 //      the unsplit kernel gave 12 SMs 512, and the split units' fix-up (adding
 //      into one workspace slab in split order, the last storing D: the same
 //      bits every run) runs under the other consumer's whole tile. No fp32
@@ -264,7 +265,7 @@ bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms
             std::to_string(sms) + " SMs " + std::to_string(tail) + " tiles: those split K " + std::to_string(splits) +
             " ways, one unit an SM, " +
             (splits * tail >= sms ? std::string("run first, the others whole after them ")
-                                  : std::string("run after the others, whole, so that their waves keep step ")) +
+                                  : std::string("run after the whole tiles, so that the waves keep step ")) +
             (fixed ? "(the ping-pong kernel compiled for this epilogue and a bf16 D; the split units add into a "
                      "workspace slab in split order, the last storing D)"
                    : "(the ping-pong kernel, every unit added into the fp32 D by atomic reductions: allow_atomics)");
