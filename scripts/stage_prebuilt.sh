@@ -24,8 +24,8 @@ gzip -9 -c "$BUILD/rigel.stripped" > .visit/rigel.gz
 # left behind, so that the export, the binary and the checkout stay inside the 64 MiB a call carries (the
 # binary alone is 38 MB compressed). PREBUILT_KEEP_SOURCES=1 keeps them, for a visit that also builds
 # (its GPU tests).
-rm -rf .visit/.deps
 if [ "${PREBUILT_KEEP_SOURCES:-0}" != 1 ]; then
-  (cd .visit && rm -rf src include tests docs examples cmake reproduce FINDINGS.md README.md)
+  # What a prebuilt visit reads: the binary, its commit id and the scripts.
+  find .visit -mindepth 1 -maxdepth 1 ! -name rigel.gz ! -name COMMIT ! -name scripts -exec rm -rf {} +
 fi
 echo "staged the rigel binary of $(cat .visit/COMMIT) into .visit/rigel.gz ($(du -h .visit/rigel.gz | cut -f1))"

@@ -139,6 +139,7 @@
 #include <limits>
 #include <string>
 
+#include "gemm/stream_tail.hpp"
 #include "rigel/gemm.hpp"
 
 namespace rigel::gemm {
@@ -264,8 +265,9 @@ bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms
     c.why = std::to_string(tiles) + " tiles of 128 x 128 leave the last of " + std::to_string(waves) + " waves on " +
             std::to_string(sms) + " SMs " + std::to_string(tail) + " tiles: those split K " + std::to_string(splits) +
             " ways, one unit an SM, " +
-            (splits * tail >= sms ? std::string("run first, the others whole after them ")
-                                  : std::string("run after the whole tiles, so that the waves keep step ")) +
+            (split_units_lead(static_cast<int>(tiles - tail), static_cast<int>(splits * tail), sms, false) == 0
+                 ? std::string("run first, the others whole after them ")
+                 : std::string("run after the whole tiles, so that the waves keep step ")) +
             (fixed ? "(the ping-pong kernel compiled for this epilogue and a bf16 D; the split units add into a "
                      "workspace slab in split order, the last storing D)"
                    : "(the ping-pong kernel, every unit added into the fp32 D by atomic reductions: allow_atomics)");

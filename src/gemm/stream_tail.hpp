@@ -50,6 +50,15 @@ RIGEL_STREAM_HD StreamPiece stream_piece(int unit, int ctas, int tiles, int k_ti
             holder(start + k_tiles - 1) - run0 + 1};
 }
 
+// How many whole tiles a split kernel's CTAs run before its split units (pingpong_gemm.cuh's lead):
+// none where every CTA has a split unit (a split of every tile, a tail split into as many units as
+// CTAs, a streamed tail), so that a tile's later splits wait for their turn under the other
+// consumer's whole tile; all of them where the units are fewer than the CTAs, so that the waves of
+// whole tiles start together and keep step (docs/gemm.md, "Split units after the whole tiles").
+RIGEL_STREAM_HD int split_units_lead(int whole_tiles, int split_units, int ctas, bool stream) {
+    return stream || split_units >= ctas ? 0 : whole_tiles;
+}
+
 // The most pieces any tile of such a tail has (the gathered fix-up's slabs per half).
 inline int stream_max_pieces(int ctas, int tiles, int k_tiles) {
     int most = 1;

@@ -374,8 +374,8 @@ std::vector<GemmCase> verify_cases() {
                                        .a_op = Op::t, .b_op = Op::n, .d_type = Type::bf16, .epilogue = e},
                                   1.0f, 0.0f, false, "_split_wave"));
     // The tail split (rule 3a, the dispatcher's choice for this shape on 132 SMs, atomics allowed or
-    // not): 1544 x 1400 is 143 tiles, the last 11 split 6 ways (16 or 17 of 97 k-tiles, K = 6152) and
-    // run first, the other 132 whole. The streamed tail ("fixed_split_stream", dispatch.cpp's note
+    // not): 1544 x 1400 is 143 tiles, the last 11 split 6 ways (16 or 17 of 97 k-tiles, K = 6152),
+    // their 66 units after the other 132 tiles, whole (fewer units than CTAs: split_units_lead). The streamed tail ("fixed_split_stream", dispatch.cpp's note
     // 3b): 1544 x 2000 is 208 tiles, the last 76 streamed, their 76 x 48 k-tiles (K = 3016) in runs of
     // 27 or 28, so that a tile has the pieces of two or three CTAs and many a CTA's first piece is
     // empty. Each by name in every fixed epilogue, TN and NT; with C added (alpha 1.5, beta -0.5) on

@@ -85,3 +85,17 @@ TEST(StreamTail, PiecesCoverTheTailOnceInSplitOrder) {
 }
 
 }  // namespace
+
+// The split kernels' unit order (split_units_lead): split units first where every CTA has one, the
+// whole tiles first where the units are fewer, never for a streamed tail (its pieces are a CTA's
+// first units, which the deadlock argument above needs).
+using rigel::gemm::split_units_lead;
+
+TEST(StreamTail, SplitUnitsLeadOnlyWhereFewerThanTheCtas) {
+    EXPECT_EQ(split_units_lead(132, 132, 132, false), 0);    // GPT-2's MLP dW: 12 tiles x 11 splits
+    EXPECT_EQ(split_units_lead(0, 108, 132, false), 0);      // rule 2a: every tile split, no whole tiles
+    EXPECT_EQ(split_units_lead(3036, 108, 132, false), 3036);  // the 7B fwd_qkv: 36 tiles x 3 splits
+    EXPECT_EQ(split_units_lead(132, 66, 132, false), 132);   // the verify suite's 1544 x 1400 x 6152
+    EXPECT_EQ(split_units_lead(924, 264, 132, true), 0);     // 4096^3 streamed: two pieces a CTA
+    EXPECT_EQ(split_units_lead(924, 100, 132, true), 0);     // streamed, whatever the count
+}

@@ -575,8 +575,7 @@ struct FixedEpilogue : FusedEpilogue {
         if constexpr (kTmaCapable) {
             if (!p.tma) return;
             sm90::prefetch_tensor_map(&p.map_d);
-            if constexpr (K == Epilogue::bias_gelu_aux) sm90::prefetch_tensor_map(&p.map_aux);
-            if constexpr (kLoadsAux) sm90::prefetch_tensor_map(&p.map_aux);
+            if constexpr (K == Epilogue::bias_gelu_aux || kLoadsAux) sm90::prefetch_tensor_map(&p.map_aux);
             if constexpr (LoadsC && !kLoadsAux)
                 if (p.tma_c) sm90::prefetch_tensor_map(&p.map_c);
         }

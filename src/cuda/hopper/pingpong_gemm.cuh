@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     const int whole_tiles = num_tiles - split_tiles;
     const int split_units = stream ? 2 * stride : split_tiles * splits;
     const int num_units = G::kSplitK ? split_units + whole_tiles : num_tiles;
-    const int lead = stream || split_units >= stride ? 0 : whole_tiles;  // whole tiles before the split units
+    const int lead = ::rigel::gemm::split_units_lead(whole_tiles, split_units, stride, stream);
     [[maybe_unused]] const auto is_split = [&](int unit) { return unit >= lead && unit - lead < split_units; };
     const int k_tiles = ceil_div(k, G::kBK);
     // A unit's tile (in the tile order), its k-tiles [kb, ke), and its place among the tile's units
