@@ -19,6 +19,7 @@
 #include "cuda/hopper/sm90.cuh"
 #include "cuda/hopper/sm90_cluster.cuh"
 #include "cuda/hopper/wgmma.cuh"
+#include "cuda/ladder/tensor_rungs.cuh"  // ldmatrix_x4
 #include "rigel/gemm.hpp"
 
 namespace rigel::cuda::gemm_kernels {
@@ -608,11 +609,12 @@ private:
     static __device__ __forceinline__ void store_tma(const Params& p, const float (&acc)[BN / 2], int m, int n,
                                                      int row0, int col0, float* staging) {
         static_assert(BN % 64 == 0 && BN <= TileN, "whole 64-column boxes, inside the staging box");
-        constexpr int kGroups = BN / 8;  // 8-column groups j: this thread's pairs at rows r and r + 8
-        if (row0 >= m) return;           // the same for the whole warpgroup
+        // 8-column groups j: this thread's pairs at rows 16 warp + lane / 4 and 8 below (wgmma's
+        // accumulator layout), columns 8 j + 2 q and one right of it.
+        constexpr int kGroups = BN / 8;
+        if (row0 >= m) return;  // the same for the whole warpgroup
         const int t = sm90::tid_x_here() % sm90::kWarpgroup;  // the addresses below not hoisted out of the tile loop
         const int warp = t / 32, lane = t % 32, q = lane % 4;
-        const int r = 16 * warp + lane / 4;  // rows r and r + 8 of the half (wgmma's accumulator layout)
         // The bias pairs of this thread's columns, loaded ahead in batches of independent 4-byte loads and
         // held packed (16 registers at BN 128), the first batch before the staging box's wait: loaded
         // inside the group loop, each group's load waited out its round trip before the group's math, 16
@@ -666,56 +668,77 @@ private:
             }
             sm90::mbar_wait_state(bar, phase);
         }
+        // Two 8-column groups at a time through stmatrix (C or aux in through ldmatrix): four 8 x 8
+        // matrices, (rows r, group j), (r + 8, j), (r, j + 1), (r + 8, j + 1), each a register of
+        // the thread. Lane l gives the address of row l % 8 of matrix l / 8: row 16 warp + l % 8 +
+        // 8 ((l / 8) % 2) of the half, 16-byte chunk j + l / 16 of the box's 8, stored at chunk
+        // (j % 8 + l / 16) ^ (row % 8) = (j % 8) ^ (l / 16) ^ (l % 8) (j even). So four addresses
+        // a thread (j % 8 = 0, 2, 4, 6), the box (j / 8) an immediate offset. Before (76fa825), each
+        // pair of bf16 went out by its own 4-byte store, two integer instructions computing its
+        // address: three instructions for every two elements of D, beside the epilogue's math.
+        const int lane_row = 16 * warp + lane % 8 + 8 * (lane / 8 % 2);
+        const std::uint32_t chunk_xor = static_cast<std::uint32_t>((lane / 16) ^ (lane % 8));
+        const std::uint32_t row_at = sm90::smem_u32(box) + static_cast<std::uint32_t>(lane_row * sm90::kRowBytes);
+        std::uint32_t pair_at[4];
 #pragma unroll
-        for (int j = 0; j < kGroups; ++j) {
-            [[maybe_unused]] float sums[2] = {};  // dgelu_bgrad: the group's two columns' sums of D
-            float2 bv = make_float2(0.0f, 0.0f);
-            if constexpr (kHoistBias && kBiasBatch < kGroups)
-                if (j > 0 && j % kBiasBatch == 0) load_bias_batch(j);
-            if constexpr (kHoistBias)
-                bv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bias_pairs[j]));
-            else if constexpr (takes_bias(K))
-                bv = load_pair(p, p.bias, col0 + 8 * j + 2 * q, col0 + 8 * j + 2 * q, n);
+        for (int i = 0; i < 4; ++i) pair_at[i] = row_at + ((chunk_xor ^ (2u * i)) << 4);
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int rr = r + 8 * h;
-                // Chunk j % 8 of row rr at chunk (j % 8) ^ (rr % 8): the row's own offset XOR a constant.
-                const int row_at = rr * sm90::kRowBytes + (rr % 8) * 16 + 4 * q;
-                const int at = (j / 8) * kBoxBytes + (row_at ^ ((j % 8) * 16));
-                float x0 = p.alpha * acc[4 * j + 2 * h], x1 = p.alpha * acc[4 * j + 2 * h + 1];
-                if (with_c) {
-                    const float2 c = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(box + at));
-                    x0 += p.beta * c.x;
-                    x1 += p.beta * c.y;
+        for (int j = 0; j < kGroups; j += 2) {
+            const std::uint32_t at = pair_at[(j % 8) / 2] + static_cast<std::uint32_t>((j / 8) * kBoxBytes);
+            [[maybe_unused]] std::uint32_t in[4] = {};  // C's or aux's bf16 pairs, matrix by matrix
+            if (with_c || kLoadsAux) tensor::ldmatrix_x4(in, at);
+            std::uint32_t out[4];
+            [[maybe_unused]] std::uint32_t pre_out[4];
+#pragma unroll
+            for (int g = 0; g < 2; ++g) {
+                const int jg = j + g;
+                [[maybe_unused]] float sums[2] = {};  // dgelu_bgrad: the group's two columns' sums of D
+                float2 bv = make_float2(0.0f, 0.0f);
+                if constexpr (kHoistBias && kBiasBatch < kGroups)
+                    if (jg > 0 && jg % kBiasBatch == 0) load_bias_batch(jg);
+                if constexpr (kHoistBias)
+                    bv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bias_pairs[jg]));
+                else if constexpr (takes_bias(K))
+                    bv = load_pair(p, p.bias, col0 + 8 * jg + 2 * q, col0 + 8 * jg + 2 * q, n);
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int i = 2 * g + h;
+                    float x0 = p.alpha * acc[4 * jg + 2 * h], x1 = p.alpha * acc[4 * jg + 2 * h + 1];
+                    if (with_c) {
+                        const float2 c = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&in[i]));
+                        x0 += p.beta * c.x;
+                        x1 += p.beta * c.y;
+                    }
+                    float2 aux = make_float2(0.0f, 0.0f);
+                    if constexpr (kLoadsAux) aux = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&in[i]));
+                    float pre0 = 0.0f, pre1 = 0.0f;
+                    const float v0 = finish(K, x0, bv.x, aux.x, pre0);
+                    const float v1 = finish(K, x1, bv.y, aux.y, pre1);
+                    if constexpr (kLoadsAux) {
+                        sums[0] += v0;
+                        sums[1] += v1;
+                    }
+                    out[i] = pack(v0, v1);
+                    if constexpr (K == Epilogue::bias_gelu_aux) pre_out[i] = pack(pre0, pre1);
                 }
-                float2 aux = make_float2(0.0f, 0.0f);
-                if constexpr (kLoadsAux) aux = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(box + at));
-                float pre0 = 0.0f, pre1 = 0.0f;
-                const float v0 = finish(K, x0, bv.x, aux.x, pre0);
-                const float v1 = finish(K, x1, bv.y, aux.y, pre1);
+                // bgrad, group by group (a whole half's sums held at once spilled): the 8 lanes of a warp
+                // that hold the same columns (lane % 4) add theirs, then 4 atomic adds per column and warp.
+                // Rows past M and columns past N hold zeros (their A rows and B columns were loaded as
+                // zeros); columns past N are not added.
                 if constexpr (kLoadsAux) {
-                    sums[0] += v0;
-                    sums[1] += v1;
-                }
-                *reinterpret_cast<std::uint32_t*>(box + at) = pack(v0, v1);
-                if constexpr (K == Epilogue::bias_gelu_aux)
-                    *reinterpret_cast<std::uint32_t*>(box + kHalfBytes + at) = pack(pre0, pre1);
-            }
-            // bgrad, group by group (a whole half's sums held at once spilled): the 8 lanes of a warp
-            // that hold the same columns (lane % 4) add theirs, then 4 atomic adds per column and warp.
-            // Rows past M and columns past N hold zeros (their A rows and B columns were loaded as
-            // zeros); columns past N are not added.
-            if constexpr (kLoadsAux) {
 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    float v = sums[e];
-                    v += __shfl_xor_sync(0xffffffffu, v, 4);
-                    v += __shfl_xor_sync(0xffffffffu, v, 8);
-                    v += __shfl_xor_sync(0xffffffffu, v, 16);
-                    const int col = col0 + 8 * j + 2 * q + e;
-                    if (lane < 4 && col < n) atomicAdd(p.bgrad + col, v);
+                    for (int e = 0; e < 2; ++e) {
+                        float v = sums[e];
+                        v += __shfl_xor_sync(0xffffffffu, v, 4);
+                        v += __shfl_xor_sync(0xffffffffu, v, 8);
+                        v += __shfl_xor_sync(0xffffffffu, v, 16);
+                        const int col = col0 + 8 * jg + 2 * q + e;
+                        if (lane < 4 && col < n) atomicAdd(p.bgrad + col, v);
+                    }
                 }
             }
+            sm90::stmatrix_x4(at, out);
+            if constexpr (K == Epilogue::bias_gelu_aux) sm90::stmatrix_x4(at + kHalfBytes, pre_out);
         }
         sm90::fence_proxy_async_smem();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);

@@ -1,6 +1,6 @@
 // The PTX that the cluster rungs (k35, k36) add to sm90.cuh: thread-block
 // clusters and their shared memory, TMA multicast, the TMA store and named
-// barriers, and an mbarrier wait with a suspend-time hint.
+// barriers, an mbarrier wait with a suspend-time hint, and stmatrix.
 //
 // Sources, PTX ISA 9.0 (CUDA 13.0), cited by section title:
 //   "Cluster of Cooperative Thread Arrays", special registers %cluster_ctarank,
@@ -10,7 +10,7 @@
 //   "cp.async.bulk.tensor" (.multicast::cluster with a ctaMask; the
 //   global <- shared::cta direction with .bulk_group completion)
 //   "cp.async.bulk.commit_group", "cp.async.bulk.wait_group" (.read)
-//   "bar.sync" (named barriers)
+//   "bar.sync" (named barriers); "stmatrix"
 #pragma once
 #include <cstdint>
 
@@ -120,6 +120,18 @@ __device__ __forceinline__ void bulk_wait() {
 
 // fence_proxy_async_smem (before the copy engine reads what threads stored):
 // wgmma.cuh.
+
+// Four 8 x 8 matrices of 16-bit values from a warp's registers into shared
+// memory ("stmatrix", sm_90): lane 8 i + r gives the address of row r of
+// matrix i (16 bytes), and register i of lane l holds row l / 4, columns
+// 2 (l % 4) and 2 (l % 4) + 1 of matrix i, which is how wgmma's accumulator
+// holds an 8-column group of rows r and r + 8. ldmatrix (tensor_rungs.cuh)
+// is its mirror.
+__device__ __forceinline__ void stmatrix_x4(std::uint32_t addr, const std::uint32_t (&r)[4]) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r[0]),
+                 "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+}
 
 // A barrier among `Threads` threads (whole warps) only: a consumer warpgroup
 // synchronizes its epilogue without stopping the producer or the other
