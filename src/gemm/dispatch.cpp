@@ -545,7 +545,6 @@ struct NamedKernel {
     bool gather = false;        // with stream: Choice::stream_gather
     bool one_wave = false;      // with ordered: as many splits as give every tile's units one CTA each, one unit a CTA
     bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
-    bool slab_split = false;    // not ping-pong: rule 2's split (fp32 slabs, then the elementwise pass) on these tiles
     int tile_m = kTileM;        // kShortTileM: with fixed, the 64-row kernel (kShortTileEpilogues)
     int group_m = 0;            // Choice::group_m
 };
@@ -553,7 +552,6 @@ struct NamedKernel {
 constexpr std::array kNamedKernels{
     NamedKernel{.name = "128x256", .tile_n = kWideTileN, .pingpong = false, .fp8 = false},
     NamedKernel{.name = "128x128", .tile_n = kNarrowTileN, .pingpong = false, .fp8 = true},
-    NamedKernel{.name = "128x256_split", .tile_n = kWideTileN, .pingpong = false, .fp8 = false, .slab_split = true},
     NamedKernel{.name = "pingpong", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false},
     NamedKernel{.name = "pingpong_cluster", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .cluster_m = 2},
     NamedKernel{.name = "fixed", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true},
@@ -636,16 +634,6 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
                         " tiles leave no last wave to split on " + std::to_string(std::max(sms, 1)) +
                         " SMs (or K is too short): the unsplit kernel compiled for this epilogue";
             }
-            return c;
-        }
-        if (k.slab_split) {
-            // Rule 2's split count on these tiles (one wave of CTAs at most), whatever the tile count.
-            c.splits = static_cast<int>(
-                std::max<std::int64_t>(1, few_tile_splits(d, tiles, ceil_div(d.k, 64), std::max(sms, 1))));
-            c.ctas = static_cast<int>(c.splits > 1 ? tiles * c.splits : std::min<std::int64_t>(tiles, std::max(sms, 1)));
-            c.why = "asked for: cooperative " + std::to_string(k.tile_m) + " x " + std::to_string(k.tile_n) +
-                    " tiles, " + std::to_string(tiles) + " of them, K split " + std::to_string(c.splits) +
-                    " ways (fp32 partials in slabs, then the elementwise pass sums them through the epilogue)";
             return c;
         }
         if (k.one_wave) {

@@ -275,23 +275,6 @@ std::vector<GemmCase> verify_cases() {
             out.push_back(verify_case(Desc{.m = 2104, .n = 2104, .k = 1000, .a_type = Type::bf16, .b_type = Type::bf16,
                                            .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
                                       1.0f, beta, false, "_multitile"));
-    // The cooperative 128 x 256 split by name ("128x256_split"): 300 x 520 x 2000 (3 x 3 tiles, the last
-    // tile column 8 wide; 14 splits of the 32 k-tiles, 2 each and the last 6, its last k-tile partial) in
-    // every layout with a bf16 D and the training step's epilogues, and an f32 D with C added; about
-    // GPT-2's bwd_attn_proj_dw with a shorter K, 776 x 760 x 3000 (7 x 3 tiles, 6 splits of 7 k-tiles,
-    // the last 12).
-    for (const auto& [a, b] : kLayouts) {
-        for (Epilogue e : {Epilogue::none, Epilogue::bias_gelu_aux, Epilogue::dgelu_bgrad})
-            out.push_back(verify_case(Desc{.m = 300, .n = 520, .k = 2000, .a_type = Type::bf16, .b_type = Type::bf16,
-                                           .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
-                                      1.0f, 0.0f, true, "_128x256_split", "128x256_split"));
-        out.push_back(verify_case(Desc{.m = 300, .n = 520, .k = 2000, .a_type = Type::bf16, .b_type = Type::bf16,
-                                       .a_op = a, .b_op = b, .d_type = Type::f32, .epilogue = Epilogue::bias},
-                                  1.5f, -0.5f, true, "_128x256_split", "128x256_split"));
-        out.push_back(verify_case(Desc{.m = 776, .n = 760, .k = 3000, .a_type = Type::bf16, .b_type = Type::bf16,
-                                       .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::none},
-                                  1.0f, 0.0f, false, "_128x256_split", "128x256_split"));
-    }
     // The tile order in groups of 16 and 32 tile rows (fixed_g16, fixed_g32): 17 rows of tiles, so the
     // last group is a short one.
     for (const char* kernel : {"fixed_g16", "fixed_g32"})

@@ -623,7 +623,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "pingpong_cluster", kH200Sms));
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
-    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, 128x256_split, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
+    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
               "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_g16, fixed_g32");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
@@ -1066,26 +1066,6 @@ TEST(GemmCheckArgs, RefusesAliasingThatWouldOverwriteOperands) {
     a.beta = 0.0f;  // C is not read: nothing to refuse
     a.c = buf.d + 64;
     EXPECT_EQ(check_args(d, a), "");
-}
-
-// The cooperative 128 x 256 split by name: rule 2's split count on 128 x 256 tiles. GPT-2's
-// bwd_attn_proj_dw (768 x 768 x 16384, TN): 18 tiles, 7 splits of 36 or 37 k-tiles, 126 CTAs, where
-// 128 x 128 tiles give 36 tiles in 3 splits on 108. Past one wave of tiles it is the unsplit
-// cooperative kernel; fp8 has no such kernel.
-TEST(GemmKernelNamed, WideSlabSplit) {
-    const auto proj_dw = kernel_named(bf16_product(768, 768, 16384, Op::t, Op::n), "128x256_split", kH200Sms);
-    ASSERT_TRUE(proj_dw);
-    EXPECT_EQ(proj_dw->tile_n, 256);
-    EXPECT_FALSE(proj_dw->pingpong);
-    EXPECT_FALSE(proj_dw->fixed_epilogue);
-    EXPECT_EQ(proj_dw->splits, 7);
-    EXPECT_EQ(proj_dw->ctas, 126);
-    EXPECT_TRUE(contains(proj_dw->why, "18 of them, K split 7 ways")) << proj_dw->why;
-    const auto big = kernel_named(square(4096), "128x256_split", kH200Sms);
-    ASSERT_TRUE(big);
-    EXPECT_EQ(big->splits, 1);
-    EXPECT_EQ(big->ctas, kH200Sms);
-    EXPECT_FALSE(kernel_named(square(4096, Type::e4m3), "128x256_split", kH200Sms));
 }
 
 }  // namespace

@@ -12,9 +12,9 @@
 //     of gemm::kFixedEpilogues with a bf16 D, FixedEpilogue compiled in, with
 //     64 x 128 tiles for each of gemm::kShortTileEpilogues, and the
 //     cooperative 128 x 256 kernel for each of gemm::kWideEpilogues;
-//   split rows: 128 x 128 or cooperative 128 x 256 tiles ("128x256_split"),
-//     Schedule::split_k, fp32 partial tiles stored to the plan's workspace
-//     (StoreF32); epilogue_kernel then sums them and applies the epilogue;
+//   split rows: 128 x 128 tiles, Schedule::split_k, fp32 partial tiles stored
+//     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
+//     applies the epilogue;
 //   ping-pong split rows (fp32 D, no epilogue): the ping-pong kernel over
 //     units of (split, tile), each added into D by reductions (AtomicAddF32);
 //   split fixed rows (bf16 only): the same units for a bf16 D, each added
@@ -186,16 +186,14 @@ void launch_pingpong_cluster(const Launch& l) {
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-// The seven rows of one 16-bit type and layout: wide fused, narrow fused,
-// ping-pong fused (alone and in pairs), split (128 x 128 and 128 x 256),
-// ping-pong split (reductions).
+// The six rows of one 16-bit type and layout: wide fused, narrow fused,
+// ping-pong fused (alone and in pairs), split, ping-pong split (reductions).
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
-constexpr std::array<KernelEntry, 7> half_rows() {
+constexpr std::array<KernelEntry, 6> half_rows() {
     constexpr Major MA = major_a(OA), MB = major_b(OB);
     using Wide = WarpSpecialized<T, 256, 4, Schedule::persistent_grouped, Accumulation::tensor_core, MA, MB>;
     using Narrow = WarpSpecialized<T, 128, 6, Schedule::persistent_grouped, Accumulation::tensor_core, MA, MB>;
     using Split = WarpSpecialized<T, 128, 6, Schedule::split_k, Accumulation::tensor_core, MA, MB>;
-    using WideSplit = WarpSpecialized<T, 256, 4, Schedule::split_k, Accumulation::tensor_core, MA, MB>;
     using Pong = sm90::PingPong<T, 6, MA, MB>;
     using PongPair = sm90::PingPong<T, 6, MA, MB, 2>;
     using PongSplit = sm90::PingPong<T, 6, MA, MB, 1, true>;
@@ -204,7 +202,6 @@ constexpr std::array<KernelEntry, 7> half_rows() {
             KernelEntry{{Tg, OA, OB, 128, false, true}, launch_pingpong<Pong>, Pong::kBK},
             KernelEntry{{Tg, OA, OB, 128, false, true, 2}, launch_pingpong_cluster<PongPair>, PongPair::kBK},
             KernelEntry{{Tg, OA, OB, 128, true, false}, launch_kernel<Split, sm90::StoreF32>, Split::kBK},
-            KernelEntry{{Tg, OA, OB, 256, true, false}, launch_kernel<WideSplit, sm90::StoreF32>, WideSplit::kBK},
             KernelEntry{{Tg, OA, OB, 128, true, true}, launch_pingpong<PongSplit, AtomicAddF32>, PongSplit::kBK}};
 }
 
