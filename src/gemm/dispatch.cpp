@@ -576,6 +576,8 @@ constexpr std::array kNamedKernels{
                 .fixed = true, .split_reduce = true, .ordered = true, .tail = true, .stream = true, .gather = true},
     NamedKernel{.name = "fixed_split_wave", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true, .ordered = true, .one_wave = true},
+    NamedKernel{.name = "fixed_split_pair", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .cluster_m = 2,
+                .fixed = true, .split_reduce = true, .ordered = true, .one_wave = true},
     NamedKernel{.name = "fixed_g16", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .group_m = 16},
     NamedKernel{.name = "fixed_g32", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
@@ -638,15 +640,22 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         }
         if (k.one_wave) {
             // Rule 2's split count (one wave of CTAs) on the ordered split fixed kernel, whatever K: one
-            // unit a CTA on its first consumer, the fix-up in the kernel (rule 2a's kernel).
+            // unit a CTA on its first consumer, the fix-up in the kernel (rule 2a's kernel). The split pair
+            // (cluster_m 2): the same units on 2 x 1 clusters sharing B; compiled for epilogue none only,
+            // on an even number of tile rows, every tile split.
             c.splits = static_cast<int>(
                 std::max<std::int64_t>(1, few_tile_splits(d, tiles, ceil_div(d.k, 64), std::max(sms, 1))));
+            if (k.cluster_m > 1 &&
+                (d.epilogue != Epilogue::none || ceil_div(d.m, k.tile_m) % k.cluster_m != 0 || c.splits < 2))
+                return std::nullopt;
             c.ordered_split = c.splits > 1;
             c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, std::max(sms, 1)));
             c.why = "asked for: ping-pong split-K, " + std::to_string(tiles) + " tiles of 128 x 128 in " +
-                    std::to_string(c.splits) + " splits, one unit a CTA, each storing its partial into a slab of "
-                    "its own, the last of a tile summing them in split order and storing D through the kernel "
-                    "compiled for this epilogue";
+                    std::to_string(c.splits) + " splits, one unit a CTA" +
+                    (k.cluster_m > 1 ? " (pairs of CTAs on the two tile rows of a unit, sharing B by TMA multicast)"
+                                     : "") +
+                    ", each storing its partial into a slab of its own, the last of a tile summing them in split "
+                    "order and storing D through the kernel compiled for this epilogue";
             return c;
         }
         if (k.split_reduce) {

@@ -275,6 +275,13 @@ std::vector<GemmCase> verify_cases() {
             out.push_back(verify_case(Desc{.m = 2104, .n = 2104, .k = 1000, .a_type = Type::bf16, .b_type = Type::bf16,
                                            .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
                                       1.0f, beta, false, "_multitile"));
+    // The split pair by name ("fixed_split_pair", epilogue none): 700 x 760 x 3000 in every layout, 6 x 6
+    // tiles (the last row 60 rows deep, the last column 120 wide) in 3 splits of 15 k-tiles, the last 17
+    // with its last k-tile partial; 54 pairs of CTAs, each loading its A and half of B.
+    for (const auto& [a, b] : kLayouts)
+        out.push_back(verify_case(Desc{.m = 700, .n = 760, .k = 3000, .a_type = Type::bf16, .b_type = Type::bf16,
+                                       .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::none},
+                                  1.0f, 0.0f, true, "_fixed_split_pair", "fixed_split_pair"));
     // The tile order in groups of 16 and 32 tile rows (fixed_g16, fixed_g32): 17 rows of tiles, so the
     // last group is a short one.
     for (const char* kernel : {"fixed_g16", "fixed_g32"})

@@ -624,7 +624,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_g16, fixed_g32");
+              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_split_pair, fixed_g16, fixed_g32");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));
@@ -1066,6 +1066,24 @@ TEST(GemmCheckArgs, RefusesAliasingThatWouldOverwriteOperands) {
     a.beta = 0.0f;  // C is not read: nothing to refuse
     a.c = buf.d + 64;
     EXPECT_EQ(check_args(d, a), "");
+}
+
+// The split pair by name: rule 2a's units on 2 x 1 clusters sharing B. GPT-2's bwd_attn_proj_dw (768 x 768
+// x 16384, TN): 36 tiles in 3 splits, 108 CTAs in 54 pairs; compiled for epilogue none only, and only on
+// an even number of tile rows.
+TEST(GemmKernelNamed, SplitPair) {
+    const auto proj_dw = kernel_named(bf16_product(768, 768, 16384, Op::t, Op::n), "fixed_split_pair", kH200Sms);
+    ASSERT_TRUE(proj_dw);
+    EXPECT_EQ(proj_dw->cluster_m, 2);
+    EXPECT_EQ(proj_dw->splits, 3);
+    EXPECT_EQ(proj_dw->ctas, 108);
+    EXPECT_TRUE(proj_dw->ordered_split && proj_dw->fixed_epilogue && proj_dw->pingpong);
+    EXPECT_EQ(proj_dw->split_tiles, 0);
+    EXPECT_EQ(kernel_text(*proj_dw), "128x128 pingpong fixed-epilogue ordered cluster 2x1 splits 3");
+    EXPECT_TRUE(contains(proj_dw->why, "sharing B by TMA multicast")) << proj_dw->why;
+    EXPECT_FALSE(kernel_named(bf16_product(768, 768, 16384, Op::t, Op::n, Epilogue::bias), "fixed_split_pair", kH200Sms));
+    EXPECT_FALSE(kernel_named(bf16_product(640, 768, 16384, Op::t, Op::n), "fixed_split_pair", kH200Sms));  // 5 rows
+    EXPECT_FALSE(kernel_named(square(4096), "fixed_split_pair", kH200Sms));  // one wave of tiles: no split
 }
 
 }  // namespace

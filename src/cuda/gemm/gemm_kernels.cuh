@@ -169,20 +169,21 @@ void launch_pingpong(const Launch& l) {
 }
 
 // The ping-pong pair: 2 x 1 clusters, as many as fit at once (the GPCs' SM
-// counts decide), each walking tile-row pairs; the plan's grid is ignored.
-template <class G>
+// counts decide), each walking tile-row pairs (a split pair: units of a split
+// and a pair of tiles, l.splits a tile); the plan's grid is ignored.
+template <class G, class Epi = FusedEpilogue>
 void launch_pingpong_cluster(const Launch& l) {
-    constexpr int kSmem = sm90::pingpong_smem_bytes<G, FusedEpilogue>;
-    const auto kernel = sm90::pingpong_kernel<G, FusedEpilogue>;
+    constexpr int kSmem = sm90::pingpong_smem_bytes<G, Epi>;
+    const auto kernel = sm90::pingpong_kernel<G, Epi>;
     static const int max_clusters = sm90::max_active_clusters(kernel, G::kThreads, kSmem, G::kClusterM);
-    const std::int64_t pair_tiles =
-        static_cast<std::int64_t>((l.tiles_m + G::kClusterM - 1) / G::kClusterM) * l.tiles_n;
-    const std::int64_t clusters = std::min<std::int64_t>(pair_tiles, max_clusters);
+    const std::int64_t pair_units = static_cast<std::int64_t>((l.tiles_m + G::kClusterM - 1) / G::kClusterM) *
+                                    l.tiles_n * (G::kSplitK ? l.splits : 1);
+    const std::int64_t clusters = std::min<std::int64_t>(pair_units, max_clusters);
     cudaLaunchAttribute attr{};
     const cudaLaunchConfig_t cfg = sm90::cluster_launch_config(static_cast<unsigned>(G::kClusterM * clusters),
                                                                G::kThreads, kSmem, l.stream, G::kClusterM, &attr);
-    RIGEL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, l.map_a, l.map_b, l.epi, l.m, l.n, l.k, l.tiles_m, l.tiles_n,
-                                        l.group_m > 0 ? l.group_m : G::kGroupM));
+    RIGEL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, l.map_a, l.map_b, epilogue_params<Epi>(l), l.m, l.n, l.k,
+                                        l.tiles_m, l.tiles_n, l.group_m > 0 ? l.group_m : G::kGroupM));
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
@@ -277,8 +278,22 @@ constexpr auto split_fixed_rows() {
     });
 }
 
+// The split pair (bf16 only): the ordered split fixed kernel on 2 x 1 clusters sharing B, epilogue none
+// ("fixed_split_pair", named only).
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
+constexpr auto split_pair_rows() {
+    if constexpr (Tg != Type::bf16) {
+        return std::array<KernelEntry, 0>{};
+    } else {
+        using Epi = SplitFixup<FixedEpilogue<__nv_bfloat16, Epilogue::none>, true>;
+        using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 2, true>;
+        return std::array<KernelEntry, 1>{KernelEntry{{Tg, OA, OB, 128, true, true, 2, true, Epilogue::none, false, true},
+                                                      launch_pingpong_cluster<Pong, Epi>, Pong::kBK}};
+    }
+}
+
 // The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, short_tile_rows, wide_fixed_rows,
-// split_fixed_rows.
+// split_fixed_rows, split_pair_rows.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto table_rows() {
     constexpr auto a = half_rows<T, Tg, OA, OB>();
@@ -288,12 +303,14 @@ constexpr auto table_rows() {
     constexpr auto f = split_fixed_rows<T, Tg, OA, OB, false>();
     constexpr auto o = split_fixed_rows<T, Tg, OA, OB, true>();
     constexpr auto s = short_tile_rows<T, Tg, OA, OB>();
-    std::array<KernelEntry, a.size() + b.size() + c.size() + s.size() + w.size() + f.size() + o.size()> out{};
+    constexpr auto q = split_pair_rows<T, Tg, OA, OB>();
+    std::array<KernelEntry, a.size() + b.size() + c.size() + s.size() + w.size() + f.size() + o.size() + q.size()>
+        out{};
     std::size_t at = 0;
     for (const auto& part : {std::span<const KernelEntry>(a), std::span<const KernelEntry>(b),
                              std::span<const KernelEntry>(c), std::span<const KernelEntry>(s),
-                             std::span<const KernelEntry>(w),
-                             std::span<const KernelEntry>(f), std::span<const KernelEntry>(o)})
+                             std::span<const KernelEntry>(w), std::span<const KernelEntry>(f),
+                             std::span<const KernelEntry>(o), std::span<const KernelEntry>(q)})
         for (const KernelEntry& e : part) out[at++] = e;
     return out;
 }

@@ -120,10 +120,16 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                     name(desc_.epilogue) + " with " + name(desc_.a_type) + " operands and a " +
                                     name(desc_.d_type) +
                                     " D (those of gemm::kWideEpilogues, bf16 operands and D, single CTAs, K not split)");
-    if (forced.fixed_epilogue && !wide_fixed && !(forced.cluster_m == 1 && has_fixed_epilogue_kernel(desc_)))
+    if (forced.fixed_epilogue && !wide_fixed &&
+        !((forced.cluster_m == 1 || (split && forced.ordered_split)) && has_fixed_epilogue_kernel(desc_)))
         throw std::invalid_argument(std::string("no ping-pong kernel compiled for epilogue ") + name(desc_.epilogue) +
                                     " with " + name(desc_.a_type) + " operands and a " + name(desc_.d_type) +
                                     " D (those of gemm::kFixedEpilogues, bf16 operands and D, single CTAs)");
+    if (forced.cluster_m > 1 && split &&
+        (forced.split_tiles != 0 || ceil_div(desc_.m, forced.tile_m) % forced.cluster_m != 0))
+        throw std::invalid_argument("a split pair splits every tile, and M must hold an even number of " +
+                                    std::to_string(forced.tile_m) + "-row tiles (" + std::to_string(desc_.m) +
+                                    " rows hold " + std::to_string(ceil_div(desc_.m, forced.tile_m)) + ")");
     if (split && forced.fixed_epilogue && forced.tma_load_c)
         throw std::invalid_argument("the split fixed kernels do not load C by TMA");
     if (forced.tma_load_c && !(forced.fixed_epilogue && has_tma_c_kernel(desc_)))

@@ -55,7 +55,13 @@
 // consumer that used it has released it in BOTH CTAs (8 warp arrivals, each
 // warp arriving on its own and its peer's barrier), so the pair moves in
 // lockstep; a tile row past M or a B half past N loads nothing and both CTAs
-// leave its bytes out of expect_tx (cluster_gemm.cuh's rules).
+// leave its bytes out of expect_tx (cluster_gemm.cuh's rules). With SplitK
+// (the library's "fixed_split_pair", rule 2a's units on pairs): every tile
+// split, the pair's unit a (split, pair of tiles), each CTA loading the
+// unit's k-tiles of its A and half of B. Why: GPT-2's bwd_attn_proj_dw ran
+// each CTA's 86 k-tiles 36 % slower on 108 CTAs than on 36 at the same clock
+// (docs/gemm.md), where cuBLASLt's kernel on 108 CTAs in multicast clusters
+// did not slow down.
 //
 // SplitK (the library's "pingpong_splitk"): the sequence is of units, not
 // tiles: unit u is split s = u / T of tile u % T (T tiles; splits = Epi's
@@ -129,7 +135,8 @@ struct PingPong {
 
     static_assert(elem_bytes(T) == 2, "the ping-pong kernel is for f16/bf16");
     static_assert(ClusterM == 1 || ClusterM == 2, "a ping-pong cluster is one CTA or a pair");
-    static_assert(!SplitK || ClusterM == 1, "split-K units run on single CTAs");
+    // A split pair ("fixed_split_pair"): every tile split, each pair's two CTAs the two tile rows of one
+    // unit's pair of tiles (the same split), so that they load the same k-tiles of B.
     static_assert(TileM == 2 * kWgmmaM || (TileM == kWgmmaM && ClusterM == 1 && !SplitK),
                   "128-row tiles, or 64-row ones on single CTAs without split-K");
     static_assert(kBHalfRows == 64, "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
@@ -235,7 +242,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             auto ring = PipelineState<kStages>::producer_start();
             for (int unit = first; unit < num_units; unit += stride) {
                 int tm = 0, tn = 0;
-                if constexpr (G::kSplitK) {
+                if constexpr (G::kSplitK && !kPair) {
                     const Span sp = span(unit);
                     coords(sp.tile, tm, tn);
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, sp.kb, sp.ke * G::kBK);
@@ -243,13 +250,22 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     coords(unit, tm, tn);
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, 0, k);
                 } else {
-                    coords(unit, tm, tn);
+                    // A split pair: the unit's k-tiles [kb, ke); else all of K.
+                    int kb = 0, k_end = k;
+                    if constexpr (G::kSplitK) {
+                        const Span sp = span(unit);
+                        coords(sp.tile, tm, tn);
+                        kb = sp.kb;
+                        k_end = sp.ke * G::kBK;
+                    } else {
+                        coords(unit, tm, tn);
+                    }
                     const bool a_valid = tm < tiles_m;
                     const bool b1_valid = tn * G::kBN + G::kBHalfRows < n;  // both CTAs agree on both halves
                     const bool mine_valid = rank == 0 || b1_valid;
                     const std::uint32_t bytes = (a_valid ? G::kABytes : 0) + G::kBHalfBytes * (b1_valid ? 2 : 1);
                     const int b_row = tn * G::kBN + static_cast<int>(rank) * G::kBHalfRows;
-                    for (int kt = 0; kt * G::kBK < k; ++kt) {  // k itself: load_tile's reason
+                    for (int kt = kb; kt * G::kBK < k_end; ++kt) {  // k itself: load_tile's reason
                         const int stage = ring.stage();
                         mbar_wait(&empty[stage], ring.phase());
                         mbar_arrive_expect_tx(&full[stage], bytes);
@@ -381,10 +397,11 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             bool store_top = true, store_bottom = G::kHalves == 2;
             if constexpr (requires { Epi::kUnitStore; }) {
                 if (is_split(tile)) {
-                    // The split tiles' halves are numbered 2 (tile - whole_tiles) + 0 or 1: the policy's
-                    // workspace holds slabs for them alone (a tail split's few, not all tiles').
+                    // The split tiles' halves are numbered 2 (tile - whole_tiles) + 0 or 1 (a split pair's:
+                    // 2 (2 pair tile + rank) + 0 or 1): the policy's workspace holds slabs for them alone (a
+                    // tail split's few, not all tiles').
                     const Span sp = span(tile);
-                    const int half = 2 * (sp.tile - whole_tiles);
+                    const int half = 2 * (G::kClusterM * (sp.tile - whole_tiles) + static_cast<int>(rank));
                     store_top = Epi::template publish<G::kBN>(epi, top, m, row0, half, sp.split, sp.splits);
                     store_bottom =
                         Epi::template publish<G::kBN>(epi, bottom, m, row0 + kWgmmaM, half + 1, sp.split, sp.splits);
