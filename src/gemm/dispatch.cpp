@@ -645,8 +645,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
             // on an even number of tile rows, every tile split.
             c.splits = static_cast<int>(
                 std::max<std::int64_t>(1, few_tile_splits(d, tiles, ceil_div(d.k, 64), std::max(sms, 1))));
-            if (k.cluster_m > 1 &&
-                (d.epilogue != Epilogue::none || ceil_div(d.m, k.tile_m) % k.cluster_m != 0 || c.splits < 2))
+            if (k.cluster_m > 1 && (d.epilogue != Epilogue::none || ceil_div(d.m, k.tile_m) % k.cluster_m != 0))
                 return std::nullopt;
             c.ordered_split = c.splits > 1;
             c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, std::max(sms, 1)));
