@@ -1,9 +1,11 @@
-// The streamed tail's partition (the dispatcher's rule 3b; pingpong_gemm.cuh
-// runs it): which k-tiles of which tail tile each unit of a CTA multiplies,
-// and where that piece stands among its tile's pieces. Plain C++, compiled
-// into the ping-pong kernel and into the host tests, which check on many
-// shapes that the pieces cover every k-tile once and that every chain of the
-// fix-up's waits ends at a piece that waits on none.
+// The split kernels' partition of the work into units (pingpong_gemm.cuh
+// runs it): which k-tiles of which tile each unit multiplies, where it stands
+// among its tile's units, in which order a CTA meets them, and which
+// workspace halves it adds into; among them the streamed tail's (the
+// dispatcher's rule 3b). Plain C++, compiled into the ping-pong kernel and
+// into the host tests, which check on many shapes that the units cover every
+// k-tile once and that every chain of the fix-up's waits ends at a piece that
+// waits on none.
 //
 // The tail's `tiles` x `k_tiles` k-tiles, laid end to end (tile by tile), are
 // cut into `ctas` runs of equal length (within one): CTA c takes
@@ -57,6 +59,36 @@ RIGEL_STREAM_HD StreamPiece stream_piece(int unit, int ctas, int tiles, int k_ti
 // whole tiles start together and keep step (docs/gemm.md, "Split units after the whole tiles").
 RIGEL_STREAM_HD int split_units_lead(int whole_tiles, int split_units, int ctas, bool stream) {
     return stream || split_units >= ctas ? 0 : whole_tiles;
+}
+
+// A split kernel's unit (pingpong_gemm.cuh, SplitK): its tile in the kernel's tile order, its k-tiles
+// [kb, ke), and its place among the tile's units (split of splits; the fix-up adds them in that order).
+struct UnitSpan {
+    int tile = 0, kb = 0, ke = 0, split = 0, splits = 1;
+};
+
+// Unit `unit` of a split kernel whose last `split_tiles` tiles are split (after `whole_tiles` whole
+// ones): the first `lead` units (split_units_lead) are whole tiles 0 .. lead - 1, the next
+// `split_units` the split units, the rest the other whole tiles, all of K. Split unit v is split
+// v / split_tiles of tile whole_tiles + v % split_tiles, k-tiles [s kt / splits, (s + 1) kt / splits);
+// streamed (split_units = 2 ctas), the piece stream_piece gives (kb == ke: an empty piece).
+RIGEL_STREAM_HD UnitSpan unit_span(int unit, int lead, int split_units, int whole_tiles, int split_tiles, int splits,
+                                   int k_tiles, bool stream, int ctas) {
+    if (unit < lead || unit - lead >= split_units) return {unit < lead ? unit : unit - split_units, 0, k_tiles, 0, 1};
+    const int v = unit - lead;
+    if (!stream) {
+        const int s = v / split_tiles;
+        return {whole_tiles + v % split_tiles, s * k_tiles / splits, (s + 1) * k_tiles / splits, s, splits};
+    }
+    const StreamPiece p = stream_piece(v, ctas, split_tiles, k_tiles);
+    return {whole_tiles + p.tile, p.kb, p.ke, p.split, p.splits};
+}
+
+// The workspace half (of 2 per split tile) that the upper (h = 0) or lower (h = 1) 64 rows of a split
+// unit's tile add into: split tiles numbered from 0 after the whole ones; a split pair's CTAs (cluster_m
+// 2, `tile` the pair's) the two tile rows of it, 2 tile + rank.
+RIGEL_STREAM_HD int split_half(int tile, int whole_tiles, int cluster_m, int rank, int h) {
+    return 2 * (cluster_m * (tile - whole_tiles) + rank) + h;
 }
 
 // The most pieces any tile of such a tail has (the gathered fix-up's slabs per half).

@@ -197,21 +197,14 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     [[maybe_unused]] const auto is_split = [&](int unit) { return unit >= lead && unit - lead < split_units; };
     const int k_tiles = ceil_div(k, G::kBK);
     // A unit's tile (in the tile order), its k-tiles [kb, ke), and its place among the tile's units
-    // (split of splits; the fix-up adds them in that order). The streamed tail: stream_piece
-    // (src/gemm/stream_tail.hpp) cuts the tail's k-tiles into one run per CTA, each CTA's first unit
-    // the start of a tile (split 0, which waits on no other), its second the end of the tile before.
-    struct Span {
-        int tile, kb, ke, split, splits;
-    };
+    // (split of splits; the fix-up adds them in that order): unit_span (src/gemm/stream_tail.hpp,
+    // host-tested). The streamed tail: stream_piece cuts the tail's k-tiles into one run per CTA, each
+    // CTA's first unit the start of a tile (split 0, which waits on no other), its second the end of the
+    // tile before.
+    using Span = ::rigel::gemm::UnitSpan;
     [[maybe_unused]] const auto span = [&](int unit) -> Span {
-        if (!is_split(unit)) return {unit < lead ? unit : unit - split_units, 0, k_tiles, 0, 1};
-        const int v = unit - lead;
-        if (!stream) {
-            const int s = v / split_tiles;
-            return {whole_tiles + v % split_tiles, s * k_tiles / splits, (s + 1) * k_tiles / splits, s, splits};
-        }
-        const ::rigel::gemm::StreamPiece p = ::rigel::gemm::stream_piece(v, stride, split_tiles, k_tiles);
-        return {whole_tiles + p.tile, p.kb, p.ke, p.split, p.splits};  // kb == ke: an empty piece
+        return ::rigel::gemm::unit_span(unit, lead, split_units, whole_tiles, split_tiles, splits, k_tiles, stream,
+                                        stride);
     };
     // A tile's place in the grouped tile order (a pair's: its tile row pair and column).
     const auto coords = [&](int tile, int& tm, int& tn) {
@@ -397,11 +390,11 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             bool store_top = true, store_bottom = G::kHalves == 2;
             if constexpr (requires { Epi::kUnitStore; }) {
                 if (is_split(tile)) {
-                    // The split tiles' halves are numbered 2 (tile - whole_tiles) + 0 or 1 (a split pair's:
-                    // 2 (2 pair tile + rank) + 0 or 1): the policy's workspace holds slabs for them alone (a
-                    // tail split's few, not all tiles').
+                    // The split tiles' halves (split_half): the policy's workspace holds slabs for them
+                    // alone (a tail split's few, not all tiles').
                     const Span sp = span(tile);
-                    const int half = 2 * (G::kClusterM * (sp.tile - whole_tiles) + static_cast<int>(rank));
+                    const int half =
+                        ::rigel::gemm::split_half(sp.tile, whole_tiles, G::kClusterM, static_cast<int>(rank), 0);
                     store_top = Epi::template publish<G::kBN>(epi, top, m, row0, half, sp.split, sp.splits);
                     store_bottom =
                         Epi::template publish<G::kBN>(epi, bottom, m, row0 + kWgmmaM, half + 1, sp.split, sp.splits);
