@@ -131,6 +131,11 @@ constexpr bool has_tma_c_kernel(const Desc& d) { return bf16_with_epilogue_in(d,
 // small fused product would otherwise run on 128-row tiles (aux needs a second staging box: not here).
 inline constexpr std::array<Epilogue, 3> kShortTileEpilogues{Epilogue::none, Epilogue::bias, Epilogue::bias_gelu};
 constexpr bool has_short_tile_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kShortTileEpilogues); }
+// Those of the fixed epilogues also compiled into the ping-pong pair ("fixed_pair": 2 x 1 clusters, each
+// CTA loading its A and half of B multicast to both, K not split): the plain product and bias + GELU, the
+// forms cuBLASLt's picks for 4096^3 run on 128 x 128 tiles in pairs.
+inline constexpr std::array<Epilogue, 2> kPairEpilogues{Epilogue::none, Epilogue::bias_gelu};
+constexpr bool has_pair_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kPairEpilogues); }
 
 // How a plan computes: the kernel the dispatcher chose for the shape.
 struct Choice {

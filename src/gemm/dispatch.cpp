@@ -576,6 +576,8 @@ constexpr std::array kNamedKernels{
                 .fixed = true, .split_reduce = true, .ordered = true, .tail = true, .stream = true, .gather = true},
     NamedKernel{.name = "fixed_split_wave", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true, .ordered = true, .one_wave = true},
+    NamedKernel{.name = "fixed_pair", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .cluster_m = 2,
+                .fixed = true},
     NamedKernel{.name = "fixed_split_pair", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .cluster_m = 2,
                 .fixed = true, .split_reduce = true, .ordered = true, .one_wave = true},
     NamedKernel{.name = "fixed_g16", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
@@ -607,6 +609,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         if (is_fp8(d.a_type) && !k.fp8) return std::nullopt;
         const bool wide = k.fixed && k.tile_n == kWideTileN;
         if (k.fixed && !(wide ? has_wide_kernel(d) : has_fixed_epilogue_kernel(d))) return std::nullopt;
+        if (k.fixed && k.cluster_m > 1 && !k.split_reduce && !has_pair_kernel(d)) return std::nullopt;
         if (k.tma_load_c && !has_tma_c_kernel(d)) return std::nullopt;
         if (k.tile_m != kTileM && !has_short_tile_kernel(d)) return std::nullopt;
         if (k.split_reduce && !k.fixed && (d.d_type != Type::f32 || d.epilogue != Epilogue::none)) return std::nullopt;

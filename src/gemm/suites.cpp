@@ -275,6 +275,17 @@ std::vector<GemmCase> verify_cases() {
             out.push_back(verify_case(Desc{.m = 2104, .n = 2104, .k = 1000, .a_type = Type::bf16, .b_type = Type::bf16,
                                            .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
                                       1.0f, beta, false, "_multitile"));
+    // The pair by name ("fixed_pair", K not split), each of gemm::kPairEpilogues in every layout: 1100 x 760 x
+    // 1000, 9 tile rows (the last 76 deep, so the last pair's second CTA has no rows: its A left out, its
+    // stores clipped) and 6 tile columns (the last 120 wide: its B's second half cut at 56 columns), the
+    // last k-tile partial; with 760 columns the tiles leave by TMA stores, with 757 (beta 0.5) staged.
+    for (const auto& [a, b] : kLayouts)
+        for (Epilogue e : gemm::kPairEpilogues)
+            for (const auto& [n, beta] : {std::pair{760, 0.0f}, std::pair{757, 0.5f}})
+                out.push_back(verify_case(Desc{.m = 1100, .n = n, .k = 1000, .a_type = Type::bf16,
+                                               .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
+                                               .epilogue = e},
+                                          1.0f, beta, true, "_fixed_pair", "fixed_pair"));
     // The split pair by name ("fixed_split_pair", epilogue none): 700 x 760 x 3000 in every layout, 6 x 6
     // tiles (the last row 60 rows deep, the last column 120 wide) in 3 splits of 15 k-tiles, the last 17
     // with its last k-tile partial; 54 pairs of CTAs, each loading its A and half of B.

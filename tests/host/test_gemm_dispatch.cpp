@@ -624,7 +624,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_split_pair, fixed_g16, fixed_g32");
+              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));
@@ -1084,6 +1084,23 @@ TEST(GemmKernelNamed, SplitPair) {
     EXPECT_FALSE(kernel_named(bf16_product(768, 768, 16384, Op::t, Op::n, Epilogue::bias), "fixed_split_pair", kH200Sms));
     EXPECT_FALSE(kernel_named(bf16_product(640, 768, 16384, Op::t, Op::n), "fixed_split_pair", kH200Sms));  // 5 rows
     EXPECT_EQ(kernel_named(square(4096), "fixed_split_pair", kH200Sms)->splits, 1);  // no split: the plan refuses
+}
+
+// The pair by name, K not split: 2 x 1 clusters sharing B, the unsplit fixed kernel, for the epilogues of
+// gemm::kPairEpilogues only (an odd number of tile rows allowed: the last pair's second CTA loads no A).
+TEST(GemmKernelNamed, Pair) {
+    const auto gelu = kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t, Epilogue::bias_gelu), "fixed_pair",
+                                   kH200Sms);
+    ASSERT_TRUE(gelu);
+    EXPECT_EQ(gelu->cluster_m, 2);
+    EXPECT_EQ(gelu->splits, 1);
+    EXPECT_TRUE(gelu->fixed_epilogue && gelu->pingpong && !gelu->ordered_split);
+    EXPECT_EQ(kernel_text(*gelu), "128x128 pingpong fixed-epilogue cluster 2x1 splits 1");
+    EXPECT_TRUE(contains(gelu->why, "pairs of CTAs sharing B by TMA multicast")) << gelu->why;
+    EXPECT_TRUE(kernel_named(bf16_product(1100, 760, 1000, Op::t, Op::n), "fixed_pair", kH200Sms));
+    EXPECT_FALSE(kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t, Epilogue::bias), "fixed_pair", kH200Sms));
+    EXPECT_FALSE(kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t, Epilogue::bias_gelu_aux), "fixed_pair",
+                              kH200Sms));
 }
 
 }  // namespace

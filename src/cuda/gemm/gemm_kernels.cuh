@@ -278,22 +278,31 @@ constexpr auto split_fixed_rows() {
     });
 }
 
-// The split pair (bf16 only): the ordered split fixed kernel on 2 x 1 clusters sharing B, epilogue none
-// ("fixed_split_pair", named only).
+// The pair rows of one layout (bf16 only), 2 x 1 clusters sharing B: the unsplit fixed kernel once for
+// each of gemm::kPairEpilogues ("fixed_pair"), and the ordered split fixed kernel with epilogue none
+// ("fixed_split_pair"); named only.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
-constexpr auto split_pair_rows() {
+constexpr auto pair_rows() {
+    constexpr auto whole = per_epilogue<Tg, gemm::kPairEpilogues>([]<Epilogue e>() {
+        using Epi = FixedEpilogue<__nv_bfloat16, e>;
+        using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 2>;
+        return KernelEntry{{Tg, OA, OB, 128, false, true, 2, true, e}, launch_pingpong_cluster<Pong, Epi>, Pong::kBK};
+    });
     if constexpr (Tg != Type::bf16) {
-        return std::array<KernelEntry, 0>{};
+        return whole;
     } else {
         using Epi = SplitFixup<FixedEpilogue<__nv_bfloat16, Epilogue::none>, true>;
         using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 2, true>;
-        return std::array<KernelEntry, 1>{KernelEntry{{Tg, OA, OB, 128, true, true, 2, true, Epilogue::none, false, true},
-                                                      launch_pingpong_cluster<Pong, Epi>, Pong::kBK}};
+        std::array<KernelEntry, whole.size() + 1> out{};
+        for (std::size_t i = 0; i < whole.size(); ++i) out[i] = whole[i];
+        out[whole.size()] = KernelEntry{{Tg, OA, OB, 128, true, true, 2, true, Epilogue::none, false, true},
+                                        launch_pingpong_cluster<Pong, Epi>, Pong::kBK};
+        return out;
     }
 }
 
 // The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, short_tile_rows, wide_fixed_rows,
-// split_fixed_rows, split_pair_rows.
+// split_fixed_rows, pair_rows.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto table_rows() {
     constexpr auto a = half_rows<T, Tg, OA, OB>();
@@ -303,7 +312,7 @@ constexpr auto table_rows() {
     constexpr auto f = split_fixed_rows<T, Tg, OA, OB, false>();
     constexpr auto o = split_fixed_rows<T, Tg, OA, OB, true>();
     constexpr auto s = short_tile_rows<T, Tg, OA, OB>();
-    constexpr auto q = split_pair_rows<T, Tg, OA, OB>();
+    constexpr auto q = pair_rows<T, Tg, OA, OB>();
     std::array<KernelEntry, a.size() + b.size() + c.size() + s.size() + w.size() + f.size() + o.size() + q.size()>
         out{};
     std::size_t at = 0;

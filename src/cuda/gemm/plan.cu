@@ -120,8 +120,12 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                     name(desc_.epilogue) + " with " + name(desc_.a_type) + " operands and a " +
                                     name(desc_.d_type) +
                                     " D (those of gemm::kWideEpilogues, bf16 operands and D, single CTAs, K not split)");
+    if (forced.fixed_epilogue && !wide_fixed && forced.cluster_m > 1 && !split && !has_pair_kernel(desc_))
+        throw std::invalid_argument(std::string("no ping-pong pair compiled for epilogue ") + name(desc_.epilogue) +
+                                    " with " + name(desc_.a_type) + " operands and a " + name(desc_.d_type) +
+                                    " D (those of gemm::kPairEpilogues, bf16 operands and D, K not split)");
     if (forced.fixed_epilogue && !wide_fixed &&
-        !((forced.cluster_m == 1 || (split && forced.ordered_split)) && has_fixed_epilogue_kernel(desc_)))
+        !((forced.cluster_m == 1 || split == forced.ordered_split) && has_fixed_epilogue_kernel(desc_)))
         throw std::invalid_argument(std::string("no ping-pong kernel compiled for epilogue ") + name(desc_.epilogue) +
                                     " with " + name(desc_.a_type) + " operands and a " + name(desc_.d_type) +
                                     " D (those of gemm::kFixedEpilogues, bf16 operands and D, single CTAs)");
