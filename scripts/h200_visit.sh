@@ -410,20 +410,25 @@ fi
 
 # ncu_time: each kernel's own duration (Nsight Compute's gpu__time_duration,
 # clocks left alone) for the first launches of `rigel gemm run` on each case of
-# NCU_TIME_CASES ("M N K KERNEL", comma-separated; default the small suite's
-# 512^3 and 1024^3 on the dispatcher's choice and on the fixed kernel), rigel's
-# kernels and the baselines' alike: what a small product's time is made of,
-# beside the paired bench's per-call time.
+# NCU_TIME_CASES ("M N K KERNEL [EPILOGUE [LAYOUT]]", comma-separated; default
+# the small suite's 512^3 and 1024^3 on the dispatcher's choice and on the
+# fixed kernel, no epilogue, NT), rigel's kernels and the baselines' alike:
+# what a product's time is made of, beside the paired bench's per-call time.
+# NCU_TIME_METRICS adds metrics (e.g. the SM clock and the tensor pipe's
+# share); NCU_TIME_LAUNCHES the launches profiled (default 60).
 if has ncu_time; then
   IFS=, read -r -a time_cases <<< "${NCU_TIME_CASES:-512 512 512 auto,512 512 512 fixed,1024 1024 1024 auto,1024 1024 1024 fixed}"
   for tc in "${time_cases[@]}"; do
-    read -r m n k kern <<< "$tc"
-    fits 40 "ncu time $m x $n x $k ($kern)" || continue
-    log "ncu time $m x $n x $k ($kern)"
-    timeout -s INT "$(capped 120)" ncu --clock-control none --metrics gpu__time_duration.sum --csv --launch-count 60 \
-      $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout NT --kernel "$kern" --warmup 0 --min-time 0.01 \
-      > "$OUT/ncu_time_${m}x${n}x${k}_${kern}.csv" 2>&1
-    summary+=("ncu time $m x $n x $k ($kern): rc $?")
+    read -r m n k kern epi lay <<< "$tc"
+    epi=${epi:-none}; lay=${lay:-NT}
+    tag="${m}x${n}x${k}_${kern}"; [ "$epi" != none ] && tag+="_$epi"; [ "$lay" != NT ] && tag+="_$lay"
+    fits 40 "ncu time $tag" || continue
+    log "ncu time $tag"
+    timeout -s INT "$(capped 150)" ncu --clock-control none --csv --launch-count "${NCU_TIME_LAUNCHES:-60}" \
+      --metrics "gpu__time_duration.sum${NCU_TIME_METRICS:+,$NCU_TIME_METRICS}" \
+      $RIGEL gemm run --m "$m" --n "$n" --k "$k" --layout "$lay" --epilogue "$epi" --kernel "$kern" \
+      --warmup 0 --min-time 0.01 > "$OUT/ncu_time_$tag.csv" 2>&1
+    summary+=("ncu time $tag: rc $?")
   done
 fi
 
