@@ -167,7 +167,11 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     const std::uint32_t rank = kPair ? cluster_ctarank() : 0u;
     const int tiles_pm = ceil_div(tiles_m, G::kClusterM);
     const int num_tiles = tiles_pm * tiles_n;
-    const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
+    // Warp-uniform by a shuffle from lane 0: ptxas then knows it (and the ring's stage and phase, the
+    // tile loop and the operand descriptors derived from it) is the same in every lane, and keeps them
+    // in uniform registers; from threadIdx.x alone it computed them per thread and moved each wgmma's
+    // descriptors into uniform registers one R2UR at a time (103 SASS instructions a k-tile).
+    const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / kWarpgroup, 0);
     const int first = kPair ? static_cast<int>(cluster_id_x()) : static_cast<int>(blockIdx.x);
     const int stride = kPair ? static_cast<int>(cluster_count_x()) : static_cast<int>(gridDim.x);
     // SplitK: units of (split, tile) and each unit's k-tiles; else a unit is a tile and all of K.
