@@ -278,31 +278,33 @@ constexpr auto split_fixed_rows() {
     });
 }
 
-// The pair rows of one layout (bf16 only), 2 x 1 clusters sharing B: the unsplit fixed kernel once for
-// each of gemm::kPairEpilogues ("fixed_pair"), and the ordered split fixed kernel with epilogue none
-// ("fixed_split_pair"); named only.
+// The pair rows of one layout ("fixed_pair", named only): the unsplit fixed kernel on 2 x 1 clusters
+// sharing B, once for each of gemm::kPairEpilogues.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto pair_rows() {
-    constexpr auto whole = per_epilogue<Tg, gemm::kPairEpilogues>([]<Epilogue e>() {
+    return per_epilogue<Tg, gemm::kPairEpilogues>([]<Epilogue e>() {
         using Epi = FixedEpilogue<__nv_bfloat16, e>;
         using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 2>;
         return KernelEntry{{Tg, OA, OB, 128, false, true, 2, true, e}, launch_pingpong_cluster<Pong, Epi>, Pong::kBK};
     });
+}
+
+// The split pair (bf16 only): the ordered split fixed kernel on 2 x 1 clusters sharing B, epilogue none
+// ("fixed_split_pair", named only).
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
+constexpr auto split_pair_rows() {
     if constexpr (Tg != Type::bf16) {
-        return whole;
+        return std::array<KernelEntry, 0>{};
     } else {
         using Epi = SplitFixup<FixedEpilogue<__nv_bfloat16, Epilogue::none>, true>;
         using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 2, true>;
-        std::array<KernelEntry, whole.size() + 1> out{};
-        for (std::size_t i = 0; i < whole.size(); ++i) out[i] = whole[i];
-        out[whole.size()] = KernelEntry{{Tg, OA, OB, 128, true, true, 2, true, Epilogue::none, false, true},
-                                        launch_pingpong_cluster<Pong, Epi>, Pong::kBK};
-        return out;
+        return std::array<KernelEntry, 1>{KernelEntry{{Tg, OA, OB, 128, true, true, 2, true, Epilogue::none, false, true},
+                                                      launch_pingpong_cluster<Pong, Epi>, Pong::kBK}};
     }
 }
 
 // The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, short_tile_rows, wide_fixed_rows,
-// split_fixed_rows, pair_rows.
+// split_fixed_rows, pair_rows, split_pair_rows.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto table_rows() {
     constexpr auto a = half_rows<T, Tg, OA, OB>();
@@ -312,14 +314,17 @@ constexpr auto table_rows() {
     constexpr auto f = split_fixed_rows<T, Tg, OA, OB, false>();
     constexpr auto o = split_fixed_rows<T, Tg, OA, OB, true>();
     constexpr auto s = short_tile_rows<T, Tg, OA, OB>();
-    constexpr auto q = pair_rows<T, Tg, OA, OB>();
-    std::array<KernelEntry, a.size() + b.size() + c.size() + s.size() + w.size() + f.size() + o.size() + q.size()>
+    constexpr auto p = pair_rows<T, Tg, OA, OB>();
+    constexpr auto q = split_pair_rows<T, Tg, OA, OB>();
+    std::array<KernelEntry,
+               a.size() + b.size() + c.size() + s.size() + w.size() + f.size() + o.size() + p.size() + q.size()>
         out{};
     std::size_t at = 0;
     for (const auto& part : {std::span<const KernelEntry>(a), std::span<const KernelEntry>(b),
                              std::span<const KernelEntry>(c), std::span<const KernelEntry>(s),
                              std::span<const KernelEntry>(w), std::span<const KernelEntry>(f),
-                             std::span<const KernelEntry>(o), std::span<const KernelEntry>(q)})
+                             std::span<const KernelEntry>(o), std::span<const KernelEntry>(p),
+                             std::span<const KernelEntry>(q)})
         for (const KernelEntry& e : part) out[at++] = e;
     return out;
 }
