@@ -150,6 +150,7 @@ constexpr int kTileM = 128;
 constexpr int kShortTileM = 64;  // rule 7
 constexpr int kWideTileN = 256;
 constexpr int kNarrowTileN = 128;
+constexpr int kN192TileN = 192;  // "fixed_n192" only
 constexpr int kMaxSplits = 16;
 constexpr int kMinKTilesPerSplit = 2;
 // Rule 2 for a bf16 D with a fixed epilogue: only from this many k-tiles (K = 2048). On the H200 the
@@ -584,6 +585,7 @@ constexpr std::array kNamedKernels{
                 .group_m = 16},
     NamedKernel{.name = "fixed_g32", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .group_m = 32},
+    NamedKernel{.name = "fixed_n192", .tile_n = kN192TileN, .pingpong = true, .fp8 = false, .fixed = true},
 };
 
 }  // namespace
@@ -608,7 +610,9 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         if (kernel != k.name) continue;
         if (is_fp8(d.a_type) && !k.fp8) return std::nullopt;
         const bool wide = k.fixed && k.tile_n == kWideTileN;
-        if (k.fixed && !(wide ? has_wide_kernel(d) : has_fixed_epilogue_kernel(d))) return std::nullopt;
+        const bool n192 = k.fixed && k.tile_n == kN192TileN;
+        if (k.fixed && !(wide ? has_wide_kernel(d) : n192 ? has_n192_kernel(d) : has_fixed_epilogue_kernel(d)))
+            return std::nullopt;
         if (k.fixed && k.cluster_m > 1 && !k.split_reduce && !has_pair_kernel(d)) return std::nullopt;
         if (k.tma_load_c && !has_tma_c_kernel(d)) return std::nullopt;
         if (k.tile_m != kTileM && !has_short_tile_kernel(d)) return std::nullopt;
@@ -679,7 +683,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
                 (k.cluster_m > 1 ? ", pairs of CTAs sharing B by TMA multicast" : "") +
                 (k.group_m > 0 ? ", groups of " + std::to_string(k.group_m) + " tile rows in the tile order" : "") +
                 (k.fixed ? std::string(", the kernel compiled for this epilogue and a bf16 D") +
-                               (wide ? ", 3 ring stages" : "") +
+                               (wide ? ", 3 ring stages" : n192 ? ", 4 ring stages" : "") +
                                (k.tma_store ? "" : ", staged stores") +
                                (k.tma_load_c ? ", C loaded by TMA where beta is not 0" : "")
                          : "") +

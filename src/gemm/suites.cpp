@@ -293,6 +293,17 @@ std::vector<GemmCase> verify_cases() {
         out.push_back(verify_case(Desc{.m = 700, .n = 760, .k = 3000, .a_type = Type::bf16, .b_type = Type::bf16,
                                        .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::none},
                                   1.0f, 0.0f, true, "_fixed_split_pair", "fixed_split_pair"));
+    // The 128 x 192 tiles by name ("fixed_n192", epilogue none) in every layout: 296 columns, the second
+    // tile 104 wide (its second box cut at 40, its third past N), with TMA stores (beta 0); 289 with C
+    // added (beta 1, staged stores); and 2104 x 2104 x 1000, 17 x 11 tiles on the persistent CTAs (the
+    // last column 184 wide, its third box cut at 56; each consumer's staging box reused tile after tile).
+    for (const auto& [a, b] : kLayouts)
+        for (const auto& [m, n, k, beta] : {std::tuple{300, 296, 136, 0.0f}, std::tuple{300, 289, 136, 1.0f},
+                                            std::tuple{2104, 2104, 1000, 0.0f}})
+            out.push_back(verify_case(Desc{.m = m, .n = n, .k = k, .a_type = Type::bf16, .b_type = Type::bf16,
+                                           .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::none},
+                                      1.0f, beta, m < 1000, m < 1000 ? "_fixed_n192" : "_multitile_fixed_n192",
+                                      "fixed_n192"));
     // The tile order in groups of 16 and 32 tile rows (fixed_g16, fixed_g32): 17 rows of tiles, so the
     // last group is a short one.
     for (const char* kernel : {"fixed_g16", "fixed_g32"})

@@ -624,7 +624,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32");
+              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32, fixed_n192");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));
@@ -1101,6 +1101,30 @@ TEST(GemmKernelNamed, Pair) {
     EXPECT_FALSE(kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t, Epilogue::bias), "fixed_pair", kH200Sms));
     EXPECT_FALSE(kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t, Epilogue::bias_gelu_aux), "fixed_pair",
                               kH200Sms));
+}
+
+TEST(GemmKernelNamed, N192) {
+    // 4096 x 12288: 32 x 64 tiles of 128 x 192 on 132 SMs.
+    const auto c = kernel_named(bf16_product(4096, 12288, 4096, Op::n, Op::t), "fixed_n192", kH200Sms);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->tile_m, 128);
+    EXPECT_EQ(c->tile_n, 192);
+    EXPECT_EQ(c->cluster_m, 1);
+    EXPECT_EQ(c->splits, 1);
+    EXPECT_EQ(c->ctas, kH200Sms);
+    EXPECT_TRUE(c->fixed_epilogue && c->pingpong && c->tma_store);
+    EXPECT_EQ(kernel_text(*c), "128x192 pingpong fixed-epilogue splits 1");
+    EXPECT_TRUE(contains(c->why, "4 ring stages")) << c->why;
+    // Every layout; one tile: one CTA.
+    const auto one = kernel_named(bf16_product(100, 150, 64, Op::t, Op::n), "fixed_n192", kH200Sms);
+    ASSERT_TRUE(one);
+    EXPECT_EQ(one->ctas, 1);
+    // Epilogue none with bf16 operands and D only.
+    EXPECT_FALSE(kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t, Epilogue::bias), "fixed_n192", kH200Sms));
+    EXPECT_FALSE(kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t, Epilogue::bias_gelu), "fixed_n192",
+                              kH200Sms));
+    EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "fixed_n192", kH200Sms));
+    EXPECT_FALSE(kernel_named(square(512, Type::f16), "fixed_n192", kH200Sms));
 }
 
 }  // namespace

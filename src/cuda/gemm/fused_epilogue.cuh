@@ -518,9 +518,10 @@ struct FixedEpilogueParams : EpilogueParams {
 // dGELU kernel 65 local-memory accesses, and fwd_qkv fell from 0.88x to
 // 0.78x cuBLASLt (2026-12-02_4d201d3_gpt2_gemm.csv against fa5f109's).
 // TileN: the columns of the 64-row halves the kernel hands over, 128 (the
-// ping-pong kernel) or 256 (the cooperative 128 x 256 kernel, "fixed_wide":
-// a consumer's 64 x 256 share of the tile, four boxes); the staging box holds
-// one half.
+// ping-pong kernel), 192 (the ping-pong kernel's 128 x 192 tiles,
+// "fixed_n192": three boxes) or 256 (the cooperative 128 x 256 kernel,
+// "fixed_wide": a consumer's 64 x 256 share of the tile, four boxes); the
+// staging box holds one half.
 template <class T, Epilogue K, bool LoadsC = false, int TileN = 128>
 struct FixedEpilogue : FusedEpilogue {
     using Params = FixedEpilogueParams;
@@ -536,7 +537,7 @@ struct FixedEpilogue : FusedEpilogue {
     static constexpr int kStages = K == Epilogue::bias_gelu_aux ? 5 : 6;  // ring stages of its kernel
     static_assert(kStagingBytes >= FusedEpilogue::kStagingBytes, "the staged path shares the region");
     static_assert(kStagingBytes % sm90::kSwizzleAtom == 0, "staging boxes start on swizzle atoms");
-    static_assert(TileN == 128 || TileN == 256, "the ping-pong kernel's halves, or the wide kernel's");
+    static_assert(TileN == 128 || TileN == 192 || TileN == 256, "the ping-pong kernel's halves, or the wide kernel's");
 
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,

@@ -12,6 +12,8 @@
 //     of gemm::kFixedEpilogues with a bf16 D, FixedEpilogue compiled in, with
 //     64 x 128 tiles for each of gemm::kShortTileEpilogues, and the
 //     cooperative 128 x 256 kernel for each of gemm::kWideEpilogues;
+//   128 x 192 rows (bf16 only, by name: "fixed_n192"): the fixed ping-pong
+//     kernel with 192-column tiles, for each of gemm::kN192Epilogues;
 //   split rows: 128 x 128 tiles, Schedule::split_k, fp32 partial tiles stored
 //     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
 //     applies the epilogue;
@@ -278,6 +280,19 @@ constexpr auto split_fixed_rows() {
     });
 }
 
+// The 128 x 192 rows of one layout ("fixed_n192", named only): the fixed ping-pong kernel with 192-column
+// tiles, two m64n192 accumulators a consumer, for each of gemm::kN192Epilogues. A stage is 40 KB and each
+// consumer's staging box 24 KB (three 64 x 64 boxes), so the ring holds 4 stages (209 KB in all).
+inline constexpr int kN192Stages = 4;
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
+constexpr auto n192_rows() {
+    return per_epilogue<Tg, gemm::kN192Epilogues>([]<Epilogue e>() {
+        using Epi = FixedEpilogue<__nv_bfloat16, e, false, 192>;
+        using Pong = sm90::PingPong<T, kN192Stages, major_a(OA), major_b(OB), 1, false, 128, 192>;
+        return KernelEntry{{Tg, OA, OB, 192, false, true, 1, true, e}, launch_pingpong<Pong, Epi>, Pong::kBK};
+    });
+}
+
 // The pair rows of one layout ("fixed_pair", named only): the unsplit fixed kernel on 2 x 1 clusters
 // sharing B, once for each of gemm::kPairEpilogues.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
@@ -304,7 +319,7 @@ constexpr auto split_pair_rows() {
 }
 
 // The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, short_tile_rows, wide_fixed_rows,
-// split_fixed_rows, pair_rows, split_pair_rows.
+// split_fixed_rows, pair_rows, split_pair_rows, n192_rows.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto table_rows() {
     constexpr auto a = half_rows<T, Tg, OA, OB>();
@@ -316,15 +331,16 @@ constexpr auto table_rows() {
     constexpr auto s = short_tile_rows<T, Tg, OA, OB>();
     constexpr auto p = pair_rows<T, Tg, OA, OB>();
     constexpr auto q = split_pair_rows<T, Tg, OA, OB>();
-    std::array<KernelEntry,
-               a.size() + b.size() + c.size() + s.size() + w.size() + f.size() + o.size() + p.size() + q.size()>
+    constexpr auto r = n192_rows<T, Tg, OA, OB>();
+    std::array<KernelEntry, a.size() + b.size() + c.size() + s.size() + w.size() + f.size() + o.size() + p.size() +
+                                q.size() + r.size()>
         out{};
     std::size_t at = 0;
     for (const auto& part : {std::span<const KernelEntry>(a), std::span<const KernelEntry>(b),
                              std::span<const KernelEntry>(c), std::span<const KernelEntry>(s),
                              std::span<const KernelEntry>(w), std::span<const KernelEntry>(f),
                              std::span<const KernelEntry>(o), std::span<const KernelEntry>(p),
-                             std::span<const KernelEntry>(q)})
+                             std::span<const KernelEntry>(q), std::span<const KernelEntry>(r)})
         for (const KernelEntry& e : part) out[at++] = e;
     return out;
 }

@@ -120,6 +120,12 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                     name(desc_.epilogue) + " with " + name(desc_.a_type) + " operands and a " +
                                     name(desc_.d_type) +
                                     " D (those of gemm::kWideEpilogues, bf16 operands and D, single CTAs, K not split)");
+    if (forced.pingpong && forced.tile_n == 192 &&
+        !(forced.fixed_epilogue && forced.cluster_m == 1 && forced.tile_m == 128 && !split && has_n192_kernel(desc_)))
+        throw std::invalid_argument(std::string("no ping-pong kernel with 128 x 192 tiles for epilogue ") +
+                                    name(desc_.epilogue) + " with " + name(desc_.a_type) + " operands and a " +
+                                    name(desc_.d_type) +
+                                    " D (those of gemm::kN192Epilogues, bf16 operands and D, single CTAs, K not split)");
     if (forced.fixed_epilogue && !wide_fixed && forced.cluster_m > 1 && !split && !has_pair_kernel(desc_))
         throw std::invalid_argument(std::string("no ping-pong pair compiled for epilogue ") + name(desc_.epilogue) +
                                     " with " + name(desc_.a_type) + " operands and a " + name(desc_.d_type) +

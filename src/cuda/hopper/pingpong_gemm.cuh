@@ -43,6 +43,16 @@
 // on 128 x 128 tiles), 1024^3 at 0.92x (0.75x), f1b72cf's visit; 64 x 64
 // tiles ran 512^3 no faster (d31041b, dispatch.cpp's rule 7).
 //
+// TileN = 192 (the library's "fixed_n192"): a consumer's tile is 128 x 192,
+// two m64n192 accumulators (192 registers a thread), B's stage 24 KB (192
+// rows of 128 bytes K-major, three 64-column boxes MN-major). Why: at
+// 4096 x 11008 x 4096 and 4096 x 12288 x 4096 cuBLASLt's fastest kernels
+// are ping-pong ones with N-tiles of 144-192, which read 30 % fewer bytes from
+// L2 than the 128 x 128 tiles and run the SMs at a 1-2 % higher clock under
+// the power cap with as many cycles (docs/gemm.md). A 128 x 192 tile asks L2
+// for 40 KB a k-tile for 1.5 times the work of 32 KB: 17 % less a flop. The
+// ring keeps 4 stages of 40 KB beside the two 24 KB staging boxes.
+//
 // ClusterM = 2 (the library's "pingpong_cluster"): k35's pairing on top of
 // the ping-pong. Two CTAs of a 2 x 1 cluster compute vertically adjacent
 // tiles (tile rows 2p and 2p + 1, one tile column) in the same sequence, so
@@ -104,7 +114,7 @@
 namespace rigel::cuda::sm90 {
 
 template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k, int ClusterM = 1, bool SplitK = false,
-          int TileM = 128>
+          int TileM = 128, int TileN = 128>
 struct PingPong {
     static constexpr DType kType = T;
     static constexpr int kStages = Stages;
@@ -115,7 +125,7 @@ struct PingPong {
 
     static constexpr int kBM = TileM;                 // one consumer's tile: two m64 halves, or one
     static constexpr int kHalves = TileM / kWgmmaM;
-    static constexpr int kBN = 128;
+    static constexpr int kBN = TileN;                 // 192: the library's "fixed_n192"
     static constexpr int kBK = kRowBytes / elem_bytes(T);
     static constexpr int kABytes = kBM * kRowBytes;
     static constexpr int kBBytes = kBN * kRowBytes;
@@ -139,7 +149,10 @@ struct PingPong {
     // unit's pair of tiles (the same split), so that they load the same k-tiles of B.
     static_assert(TileM == 2 * kWgmmaM || (TileM == kWgmmaM && ClusterM == 1 && !SplitK),
                   "128-row tiles, or 64-row ones on single CTAs without split-K");
-    static_assert(kBHalfRows == 64, "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
+    static_assert(TileN == 128 || (TileN == 192 && TileM == 128 && ClusterM == 1 && !SplitK),
+                  "128-column tiles, or 192-column ones on single CTAs of 128-row tiles without split-K");
+    static_assert(ClusterM == 1 || kBHalfRows == 64,
+                  "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
 };
