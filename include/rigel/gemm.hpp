@@ -139,7 +139,8 @@ constexpr bool has_pair_kernel(const Desc& d) { return bf16_with_epilogue_in(d, 
 // Those of the fixed epilogues also compiled into the ping-pong kernel with 128 x 192 tiles ("fixed_n192":
 // a consumer's tile two m64n192 accumulators, 192 registers a thread; single CTAs, K not split): the
 // plain product, for the wide products whose fastest cuBLASLt kernels take N-tiles of 144-192, asking
-// less of L2 per flop than 128 x 128 tiles (docs/gemm.md).
+// less of L2 per flop than 128 x 128 tiles; the dispatcher's choice for an LM head's shape (rule 8,
+// docs/gemm.md).
 inline constexpr std::array<Epilogue, 1> kN192Epilogues{Epilogue::none};
 constexpr bool has_n192_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kN192Epilogues); }
 

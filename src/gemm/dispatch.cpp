@@ -125,6 +125,15 @@
 //      epilogue loaded its bias ahead (89aca92), where 12c21e1 split them on
 //      128-row tiles at 0.31x and 0.36x (2026-12-02_0612f4a_fused_gemm.csv,
 //      _89aca92_fused_gemm.csv).
+//   8. Where rule 4's kernel takes a bf16 D with epilogue none, N is a
+//      multiple of 192, K at most kN192MaxK and the 128 x 192 tiles make at
+//      least kN192MinWaves waves (GPT-2's LM head: 16384 x 50304 x 768):
+//      the ping-pong kernel with 128 x 192 tiles ("fixed_n192"), whose tile
+//      asks L2 for 40 KB a k-tile where two 128 x 128 tiles ask 64 KB for
+//      4/3 of its work. fwd_lm_head: 0.990x cuBLASLt against 0.967x on
+//      128 x 128 tiles in the same call. That kernel has no path for C by
+//      TMA, so the plan runs calls with beta != 0 on rule 4's kernel that
+//      loads C (Plan's residual plan).
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
@@ -150,7 +159,14 @@ constexpr int kTileM = 128;
 constexpr int kShortTileM = 64;  // rule 7
 constexpr int kWideTileN = 256;
 constexpr int kNarrowTileN = 128;
-constexpr int kN192TileN = 192;  // "fixed_n192" only
+constexpr int kN192TileN = 192;  // rule 8 and "fixed_n192"
+// Rule 8: measured on GPT-2's fwd_lm_head (16384 x 50304 x 768, 33,536 tiles of 128 x 192, 254 waves):
+// 0.990x cuBLASLt against 0.967x on 128 x 128 tiles in the same call (experiments/
+// 2026-12-04_db806f7_gpt2_*subset_gemm.csv); the 7B fwd_qkv (K = 4096) read 0.974x on it against the
+// dispatcher's 0.976x in another call, so K stays short, and many waves keep the wider tiles' coarser
+// last wave small.
+constexpr std::int64_t kN192MaxK = 1024;
+constexpr std::int64_t kN192MinWaves = 16;
 constexpr int kMaxSplits = 16;
 constexpr int kMinKTilesPerSplit = 2;
 // Rule 2 for a bf16 D with a fixed epilogue: only from this many k-tiles (K = 2048). On the H200 the
@@ -522,6 +538,21 @@ Choice choose(const Desc& desc, int sms) {
         if (c.splits == 1 && c.tile_m == kTileM && (d.epilogue == Epilogue::none || d.epilogue == Epilogue::bias)) {
             c.tma_load_c = true;
             c.why += "; calls with beta != 0 on the kernel that loads C by TMA";
+        }
+        // Rule 8: the LM head's class of product on 128 x 192 tiles.
+        if (c.splits == 1 && c.tile_m == kTileM && has_n192_kernel(d) && d.n % kN192TileN == 0 &&
+            d.k <= kN192MaxK) {
+            const std::int64_t wide_tiles = ceil_div(d.m, kTileM) * (d.n / kN192TileN);
+            if (wide_tiles >= kN192MinWaves * sms) {
+                c.tile_n = kN192TileN;
+                c.tma_load_c = false;  // Plan's residual plan runs the calls with beta != 0
+                c.ctas = sms;
+                c.why = std::to_string(wide_tiles) + " tiles of 128 x 192 (N a multiple of 192, K at most " +
+                        std::to_string(kN192MaxK) + ", at least " + std::to_string(kN192MinWaves) +
+                        " waves): the ping-pong kernel with 192-column tiles compiled for this epilogue and a bf16 "
+                        "D, its tiles leaving by TMA stores (N and the rows multiples of 8); calls with beta != 0 "
+                        "on the 128 x 128 kernel that loads C by TMA";
+            }
         }
     }
     return c;

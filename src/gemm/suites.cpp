@@ -304,6 +304,16 @@ std::vector<GemmCase> verify_cases() {
                                            .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::none},
                                       1.0f, beta, m < 1000, m < 1000 ? "_fixed_n192" : "_multitile_fixed_n192",
                                       "fixed_n192"));
+    // The dispatcher's rule 8 (128 x 192 tiles for epilogue none, N a multiple of 192, K at most 1024, 16
+    // waves at least): 6000 x 8640 x 136, 47 x 45 tiles (16.02 waves on 132 SMs; the last tile row 112
+    // deep, no dimension a multiple of 128), in NT and NN, beta 0; and beta 1, which the plan runs on the
+    // 128 x 128 kernel that loads C by TMA (its residual plan).
+    for (const auto& [a, b] : {std::pair{Op::n, Op::t}, std::pair{Op::n, Op::n}})
+        for (float beta : {0.0f, 1.0f})
+            out.push_back(verify_case(Desc{.m = 6000, .n = 8640, .k = 136, .a_type = Type::bf16,
+                                           .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
+                                           .epilogue = Epilogue::none},
+                                      1.0f, beta, false, "_rule8"));
     // The tile order in groups of 16 and 32 tile rows (fixed_g16, fixed_g32): 17 rows of tiles, so the
     // last group is a short one.
     for (const char* kernel : {"fixed_g16", "fixed_g32"})

@@ -1103,6 +1103,30 @@ TEST(GemmKernelNamed, Pair) {
                               kH200Sms));
 }
 
+// Rule 8: GPT-2's LM head (16384 x 50304 x 768, NT, epilogue none) on 128 x 192 tiles; not where K is
+// long (the 7B fwd_qkv), the waves few (bwd_attn_proj_dx: 512 tiles of 128 x 192), N not a multiple of
+// 192, or an epilogue other than none.
+TEST(GemmDispatch, WideTilesForTheLmHead) {
+    const Choice head = choose(bf16_product(16384, 50304, 768, Op::n, Op::t), kH200Sms);
+    EXPECT_EQ(head.tile_n, 192);
+    EXPECT_EQ(head.tile_m, 128);
+    EXPECT_EQ(head.splits, 1);
+    EXPECT_TRUE(head.pingpong && head.fixed_epilogue && !head.tma_load_c);
+    EXPECT_EQ(head.ctas, kH200Sms);
+    EXPECT_TRUE(contains(head.why, "33536 tiles of 128 x 192")) << head.why;
+    EXPECT_TRUE(contains(head.why, "beta != 0 on the 128 x 128 kernel")) << head.why;
+    // 16 waves and 3 tiles (the verify suite's case: 47 x 45 tiles), and one tile row fewer.
+    EXPECT_EQ(choose(bf16_product(6000, 8640, 136, Op::n, Op::n), kH200Sms).tile_n, 192);
+    EXPECT_EQ(choose(bf16_product(5888, 8640, 136, Op::n, Op::n), kH200Sms).tile_n, 128);
+    EXPECT_EQ(choose(bf16_product(4096, 12288, 4096, Op::n, Op::t), kH200Sms).tile_n, 128);
+    EXPECT_EQ(choose(bf16_product(16384, 768, 768, Op::n, Op::n), kH200Sms).tile_n, 128);
+    EXPECT_EQ(choose(bf16_product(16384, 50256, 768, Op::n, Op::t), kH200Sms).tile_n, 128);
+    EXPECT_EQ(choose(bf16_product(16384, 50304, 768, Op::n, Op::t, Epilogue::bias), kH200Sms).tile_n, 128);
+    Desc f32_out = bf16_product(16384, 50304, 768, Op::n, Op::t);
+    f32_out.d_type = Type::f32;
+    EXPECT_NE(choose(f32_out, kH200Sms).tile_n, 192);
+}
+
 TEST(GemmKernelNamed, N192) {
     // 4096 x 12288: 32 x 64 tiles of 128 x 192 on 132 SMs.
     const auto c = kernel_named(bf16_product(4096, 12288, 4096, Op::n, Op::t), "fixed_n192", kH200Sms);

@@ -12,7 +12,7 @@
 //     of gemm::kFixedEpilogues with a bf16 D, FixedEpilogue compiled in, with
 //     64 x 128 tiles for each of gemm::kShortTileEpilogues, and the
 //     cooperative 128 x 256 kernel for each of gemm::kWideEpilogues;
-//   128 x 192 rows (bf16 only, by name: "fixed_n192"): the fixed ping-pong
+//   128 x 192 rows (bf16 only, "fixed_n192", the dispatcher's rule 8): the fixed ping-pong
 //     kernel with 192-column tiles, for each of gemm::kN192Epilogues;
 //   split rows: 128 x 128 tiles, Schedule::split_k, fp32 partial tiles stored
 //     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
@@ -280,9 +280,10 @@ constexpr auto split_fixed_rows() {
     });
 }
 
-// The 128 x 192 rows of one layout ("fixed_n192", named only): the fixed ping-pong kernel with 192-column
-// tiles, two m64n192 accumulators a consumer, for each of gemm::kN192Epilogues. A stage is 40 KB and each
-// consumer's staging box 24 KB (three 64 x 64 boxes), so the ring holds 4 stages (209 KB in all).
+// The 128 x 192 rows of one layout ("fixed_n192", the dispatcher's rule 8): the fixed ping-pong kernel
+// with 192-column tiles, two m64n192 accumulators a consumer, for each of gemm::kN192Epilogues. A stage is
+// 40 KB and each consumer's staging box 24 KB (three 64 x 64 boxes), so the ring holds 4 stages (209 KB in
+// all).
 inline constexpr int kN192Stages = 4;
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto n192_rows() {

@@ -89,6 +89,9 @@ struct Plan::State {
     // The dispatcher's ping-pong split-K (allow_atomics): the plan without atomics, for the calls
     // whose beta and C it cannot add into D (adds_into_d); its workspace is taken on its first run.
     std::unique_ptr<Plan> without_atomics;
+    // The dispatcher's 128 x 192 tiles (rule 8), whose kernel has no path for C by TMA: the plan on
+    // rule 4's 128 x 128 kernel that loads C, for the calls with beta != 0.
+    std::unique_ptr<Plan> residual;
 
     ~State() {
         if (workspace) cudaFree(workspace);  // an error here (context already gone) changes nothing
@@ -101,6 +104,13 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {
         Desc plain = d;
         plain.allow_atomics = false;
         state_->without_atomics = std::make_unique<Plan>(plain);
+    }
+    if (choice_.pingpong && choice_.tile_n == 192) {
+        Choice with_c = choice_;
+        with_c.tile_n = 128;
+        with_c.tma_load_c = true;
+        with_c.why = "rule 4's kernel for the calls with beta != 0 of a product on 128 x 192 tiles";
+        state_->residual = std::make_unique<Plan>(d, with_c);
     }
 }
 
@@ -213,7 +223,8 @@ Plan& Plan::operator=(Plan&&) noexcept = default;
 
 std::size_t Plan::workspace_bytes() const {
     if (!state_) return 0;
-    return state_->workspace_bytes + (state_->without_atomics ? state_->without_atomics->workspace_bytes() : 0);
+    return state_->workspace_bytes + (state_->without_atomics ? state_->without_atomics->workspace_bytes() : 0) +
+           (state_->residual ? state_->residual->workspace_bytes() : 0);
 }
 
 namespace {
@@ -335,6 +346,7 @@ void refuse_bad_args(const Desc& d, const Args& args) {
 
 void Plan::run(const Args& args, Stream stream) {
     if (state_->without_atomics && !adds_into_d(desc_, args)) return state_->without_atomics->run(args, stream);
+    if (state_->residual && args.beta != 0.0f) return state_->residual->run(args, stream);
     refuse_bad_args(desc_, args);
     const auto s = static_cast<cudaStream_t>(stream);
     if (desc_.epilogue == Epilogue::dgelu_bgrad)
@@ -346,6 +358,7 @@ void Plan::run(const Args& args, Stream stream) {
 void Plan::run_decomposed(const Args& args, Stream stream) {
     if (state_->without_atomics && !adds_into_d(desc_, args))
         return state_->without_atomics->run_decomposed(args, stream);
+    if (state_->residual && args.beta != 0.0f) return state_->residual->run_decomposed(args, stream);
     refuse_bad_args(desc_, args);
     const auto s = static_cast<cudaStream_t>(stream);
     EpilogueParams gemm_only = epilogue_params(desc_, args);
