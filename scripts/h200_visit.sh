@@ -299,14 +299,27 @@ fi
 # The GEMM suites alone (no verify run first): GEMM_SUITES (default gpt2), each
 # on every kernel choice of GEMM_KERNELS (default: the dispatcher's, auto),
 # GEMM_MIN_TIME seconds of paired samples per comparison (default 1),
-# GEMM_CASES the cases whose names contain one of its comma-separated texts (rigel refuses a text that
-# names no case of the suite, so with several suites every text must name a case of each).
+# GEMM_CASES the cases whose names contain one of its comma-separated texts: each suite gets the texts
+# that name a case of its own (`rigel gemm list`), and a suite none of them names is skipped (rigel
+# itself refuses a text that names no case of the suite).
 if has gemm_bench; then
   for s in ${GEMM_SUITES:-gpt2}; do
+    suite_texts=""
+    if [ -n "${GEMM_CASES:-}" ]; then
+      suite_cases=$($RIGEL gemm list --suite "$s" 2>/dev/null | awk '{print $1}')
+      IFS=, read -r -a texts <<< "$GEMM_CASES"
+      for t in "${texts[@]}"; do
+        grep -qF -- "$t" <<< "$suite_cases" && suite_texts+="${suite_texts:+,}$t"
+      done
+      if [ -z "$suite_texts" ]; then
+        summary+=("gemm bench (suite $s): skipped, no case named by GEMM_CASES=$GEMM_CASES")
+        continue
+      fi
+    fi
     for kern in ${GEMM_KERNELS:-auto}; do
       fits 75 "gemm bench $s --kernel $kern" || continue
       log "gemm bench $s --kernel $kern"
-      bench_cases=(); [ -n "${GEMM_CASES:-}" ] && bench_cases=(--cases "$GEMM_CASES")
+      bench_cases=(); [ -n "$suite_texts" ] && bench_cases=(--cases "$suite_texts")
       timeout -s INT "$(capped 240)" $RIGEL gemm bench --suite "$s" --kernel "$kern" "${bench_cases[@]}" --min-time "${GEMM_MIN_TIME:-1}" --out "$OUT" \
         >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
       summary+=("gemm bench (suite $s, kernel $kern): rc $?")

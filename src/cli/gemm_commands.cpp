@@ -374,10 +374,11 @@ int run_bench(const BenchArgs& b, const CLI::App& cmd) {
         baselines.push_back(s->baselines);
     }
     if (!b.cases.empty()) {
-        // Each text must name a case of some suite (checked over all of them); each suite keeps its cases
-        // that match one.
+        // Each text must name a case of some suite (checked over all of them, before --kernel left any out,
+        // so that a text naming only cases without that kernel leaves them out, said so, instead of
+        // refusing the run); each suite keeps its cases that match one.
         std::vector<GemmCase> all;
-        for (const auto& [name, list] : work) all.insert(all.end(), list.begin(), list.end());
+        for (const GemmSuite* s : suites) all.insert(all.end(), s->cases.begin(), s->cases.end());
         (void)gemm::cases_matching(all, b.cases, b.suite);
         const std::vector<std::string> texts = case_filter_texts(b.cases);
         for (auto& [name, list] : work)

@@ -321,6 +321,10 @@ std::vector<GemmCase> verify_cases() {
                                        .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16,
                                        .epilogue = Epilogue::bias_gelu_aux},
                                   1.0f, 0.0f, false, std::string("_multitile_") + kernel, kernel));
+    // The 128 x 192 tiles in groups of 16 tile rows (fixed_n192_g16, epilogue none): 17 rows of 11 tiles.
+    out.push_back(verify_case(Desc{.m = 2104, .n = 2104, .k = 1000, .a_type = Type::bf16, .b_type = Type::bf16,
+                                   .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = Epilogue::none},
+                              1.0f, 0.0f, false, "_multitile_fixed_n192_g16", "fixed_n192_g16"));
     // C by TMA over many tiles (each consumer's barrier for C through many phases): the residual bias
     // product in every layout, and in place (C is D) in NT, as a projection adds into its stream.
     for (const auto& [a, b] : kLayouts) {

@@ -624,7 +624,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32, fixed_n192");
+              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32, fixed_n192, fixed_n192_g16");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));
@@ -1149,6 +1149,11 @@ TEST(GemmKernelNamed, N192) {
                               kH200Sms));
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "fixed_n192", kH200Sms));
     EXPECT_FALSE(kernel_named(square(512, Type::f16), "fixed_n192", kH200Sms));
+    const auto g16 = kernel_named(bf16_product(4096, 12288, 4096, Op::n, Op::t), "fixed_n192_g16", kH200Sms);
+    ASSERT_TRUE(g16);
+    EXPECT_EQ(g16->tile_n, 192);
+    EXPECT_EQ(g16->group_m, 16);
+    EXPECT_TRUE(contains(g16->why, "groups of 16 tile rows")) << g16->why;
 }
 
 }  // namespace
