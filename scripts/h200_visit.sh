@@ -429,6 +429,7 @@ fi
 # what a product's time is made of, beside the paired bench's per-call time.
 # NCU_TIME_METRICS adds metrics (e.g. the SM clock and the tensor pipe's
 # share); NCU_TIME_LAUNCHES the launches profiled (default 60).
+# scripts/ncu_time_table.py sets the files out as one table, kernel by kernel.
 if has ncu_time; then
   IFS=, read -r -a time_cases <<< "${NCU_TIME_CASES:-512 512 512 auto,512 512 512 fixed,1024 1024 1024 auto,1024 1024 1024 fixed}"
   for tc in "${time_cases[@]}"; do
