@@ -160,6 +160,7 @@ constexpr int kShortTileM = 64;  // rule 7
 constexpr int kWideTileN = 256;
 constexpr int kNarrowTileN = 128;
 constexpr int kN192TileN = 192;  // rule 8 and "fixed_n192"
+constexpr int kN168TileN = 168;  // "fixed_n168"
 // Rule 8: measured on GPT-2's fwd_lm_head (16384 x 50304 x 768, 33,536 tiles of 128 x 192, 254 waves):
 // 0.990x cuBLASLt against 0.967x on 128 x 128 tiles in the same call (experiments/
 // 2026-12-04_db806f7_gpt2_*subset_gemm.csv); the 7B fwd_qkv (K = 4096) read 0.974x on it against the
@@ -621,6 +622,10 @@ constexpr std::array kNamedKernels{
     // B (fixed_n192's 8-row groups read 12 % more from DRAM than 128 x 128 tiles at 4096 x 12288 x 4096).
     NamedKernel{.name = "fixed_n192_g16", .tile_n = kN192TileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .group_m = 16},
+    // 128 x 168 tiles: 11008 columns are 66 of them (65.5), so 4096 x 11008 makes 2,112 tiles, 16 full waves
+    // on 132 SMs, as cuBLASLt's fastest kernels there cut it; a K-major B tile is 21 KB against 128 x 128's
+    // 16 KB for 1.31 times the work.
+    NamedKernel{.name = "fixed_n168", .tile_n = kN168TileN, .pingpong = true, .fp8 = false, .fixed = true},
 };
 
 }  // namespace
@@ -645,7 +650,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         if (kernel != k.name) continue;
         if (is_fp8(d.a_type) && !k.fp8) return std::nullopt;
         const bool wide = k.fixed && k.tile_n == kWideTileN;
-        const bool n192 = k.fixed && k.tile_n == kN192TileN;
+        const bool n192 = k.fixed && (k.tile_n == kN192TileN || k.tile_n == kN168TileN);  // the same epilogues
         if (k.fixed && !(wide ? has_wide_kernel(d) : n192 ? has_n192_kernel(d) : has_fixed_epilogue_kernel(d)))
             return std::nullopt;
         if (k.fixed && k.cluster_m > 1 && !k.split_reduce && !has_pair_kernel(d)) return std::nullopt;

@@ -304,6 +304,17 @@ std::vector<GemmCase> verify_cases() {
                                            .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::none},
                                       1.0f, beta, m < 1000, m < 1000 ? "_fixed_n192" : "_multitile_fixed_n192",
                                       "fixed_n192"));
+    // The 128 x 168 tiles by name ("fixed_n168", epilogue none) in every layout: 320 columns, the second
+    // tile 152 wide (its 40-column last box cut at 24), with TMA stores (beta 0); 313 with C added (beta 1,
+    // staged stores, the last 32-column chunk of a tile 8 wide); and 2104 x 2104 x 1000, 17 x 13 tiles on
+    // the persistent CTAs (the last column 88 wide: its second box cut at 24, its last box past N).
+    for (const auto& [a, b] : kLayouts)
+        for (const auto& [m, n, k, beta] : {std::tuple{300, 320, 136, 0.0f}, std::tuple{300, 313, 136, 1.0f},
+                                            std::tuple{2104, 2104, 1000, 0.0f}})
+            out.push_back(verify_case(Desc{.m = m, .n = n, .k = k, .a_type = Type::bf16, .b_type = Type::bf16,
+                                           .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::none},
+                                      1.0f, beta, m < 1000, m < 1000 ? "_fixed_n168" : "_multitile_fixed_n168",
+                                      "fixed_n168"));
     // The dispatcher's rule 8 (128 x 192 tiles for epilogue none, N a multiple of 192, K at most 1024, 16
     // waves at least): 6000 x 8640 x 136, 47 x 45 tiles (16.02 waves on 132 SMs; the last tile row 112
     // deep, no dimension a multiple of 128), in NT and NN, beta 0; and beta 1, which the plan runs on the

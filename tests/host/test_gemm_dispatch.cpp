@@ -624,7 +624,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32, fixed_n192, fixed_n192_g16");
+              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32, fixed_n192, fixed_n192_g16, fixed_n168");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));
@@ -1154,6 +1154,22 @@ TEST(GemmKernelNamed, N192) {
     EXPECT_EQ(g16->tile_n, 192);
     EXPECT_EQ(g16->group_m, 16);
     EXPECT_TRUE(contains(g16->why, "groups of 16 tile rows")) << g16->why;
+}
+
+TEST(GemmKernelNamed, N168) {
+    // 4096 x 11008: 32 x 66 tiles of 128 x 168 (the last column 88 wide), 2,112 tiles: 16 waves of 132.
+    const auto c = kernel_named(bf16_product(4096, 11008, 4096, Op::n, Op::t), "fixed_n168", kH200Sms);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->tile_n, 168);
+    EXPECT_EQ(c->splits, 1);
+    EXPECT_EQ(c->ctas, kH200Sms);
+    EXPECT_TRUE(c->fixed_epilogue && c->pingpong && c->tma_store);
+    EXPECT_EQ(kernel_text(*c), "128x168 pingpong fixed-epilogue splits 1");
+    // Every layout (an MN-major B loads whole 64-column boxes); epilogue none, bf16 operands and D only.
+    EXPECT_TRUE(kernel_named(bf16_product(100, 150, 64, Op::t, Op::n), "fixed_n168", kH200Sms));
+    EXPECT_FALSE(kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t, Epilogue::bias), "fixed_n168", kH200Sms));
+    EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "fixed_n168", kH200Sms));
+    EXPECT_FALSE(kernel_named(square(512, Type::f16), "fixed_n168", kH200Sms));
 }
 
 }  // namespace

@@ -230,10 +230,10 @@ struct FusedEpilogue {
     template <int BN, int C = 0>
     static __device__ __forceinline__ void stage(const float (&acc)[BN / 2], int chunk, float* staging, int warp,
                                                  int lane) {
-        if constexpr (C < BN / kChunkCols) {
+        if constexpr (C < (BN + kChunkCols - 1) / kChunkCols) {
             if (chunk != C) return stage<BN, C + 1>(acc, chunk, staging, warp, lane);
 #pragma unroll
-            for (int jj = 0; jj < 4; ++jj) {
+            for (int jj = 0; jj < 4 && 4 * C + jj < BN / 8; ++jj) {  // a 168-column tile's last chunk: one group
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const int j = 4 * C + jj;
@@ -420,23 +420,25 @@ struct FusedEpilogue {
         // Named barriers 2 and 3, one per consumer (0 is __syncthreads'; the producer never takes part).
         const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;
 #pragma unroll 1
-        for (int chunk_index = 0; chunk_index < BN / kChunkCols; ++chunk_index) {
+        for (int chunk_index = 0; chunk_index < (BN + kChunkCols - 1) / kChunkCols; ++chunk_index) {
             const int chunk_col0 = col0 + chunk_index * kChunkCols;
             if (chunk_col0 >= n) break;
+            // The chunk's columns inside N and inside the tile (a 168-column tile's last chunk has 8).
+            const int cols_left = min(n - chunk_col0, BN - chunk_index * kChunkCols);
             stage<BN>(acc, chunk_index, staging, warp, lane);
             sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
-            if (p.octets && n - chunk_col0 >= kChunkCols) {
+            if (p.octets && cols_left >= kChunkCols) {
                 octets(rows_left, chunk_col0);
                 sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
                 continue;
             }
-            const float2 sum = chunk(rows_left, n - chunk_col0, chunk_col0);
+            const float2 sum = chunk(rows_left, cols_left, chunk_col0);
             if (p.kind == Epilogue::dgelu_bgrad) {
                 const float sx = sum.x + __shfl_xor_sync(0xffffffffu, sum.x, 16);
                 const float sy = sum.y + __shfl_xor_sync(0xffffffffu, sum.y, 16);
                 const int col = 2 * (lane % 16);
-                if (lane < 16 && col < n - chunk_col0) atomicAdd(p.bgrad + chunk_col0 + col, sx);
-                if (lane < 16 && col + 1 < n - chunk_col0) atomicAdd(p.bgrad + chunk_col0 + col + 1, sy);
+                if (lane < 16 && col < cols_left) atomicAdd(p.bgrad + chunk_col0 + col, sx);
+                if (lane < 16 && col + 1 < cols_left) atomicAdd(p.bgrad + chunk_col0 + col + 1, sy);
             }
             sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);  // the chunk is read before the next one is staged
         }
@@ -506,6 +508,9 @@ struct FusedEpilogue {
 // which takes every call with beta != 0.
 struct FixedEpilogueParams : EpilogueParams {
     CUtensorMap map_d{}, map_aux{};  // boxes of 64 rows x 64 bf16, 128B swizzle (p.tma)
+    // A tile's last box where its width is no multiple of 64 (128 x 168 tiles: 64 rows x 40 bf16), unswizzled:
+    // D's next tile begins where it ends, so a 64-column box would write over that tile's first columns.
+    CUtensorMap map_d_tail{};
     CUtensorMap map_c{};             // the same boxes of C (p.tma_c)
     bool tma = false;
     bool tma_c = false;  // with tma and beta != 0: C loaded by TMA into the staging box, D written over it
@@ -518,10 +523,14 @@ struct FixedEpilogueParams : EpilogueParams {
 // dGELU kernel 65 local-memory accesses, and fwd_qkv fell from 0.88x to
 // 0.78x cuBLASLt (2026-12-02_4d201d3_gpt2_gemm.csv against fa5f109's).
 // TileN: the columns of the 64-row halves the kernel hands over, 128 (the
-// ping-pong kernel), 192 (the ping-pong kernel's 128 x 192 tiles,
-// "fixed_n192": three boxes) or 256 (the cooperative 128 x 256 kernel,
-// "fixed_wide": a consumer's 64 x 256 share of the tile, four boxes); the
-// staging box holds one half.
+// ping-pong kernel), 168 or 192 (the ping-pong kernel's 128 x 168 and
+// 128 x 192 tiles, "fixed_n168", "fixed_n192": three boxes) or 256 (the
+// cooperative 128 x 256 kernel, "fixed_wide": a consumer's 64 x 256 share of
+// the tile, four boxes); the staging box holds one half. 168 columns are two
+// 64-column boxes and a last one of 40 (kTailCols), written unswizzled (its
+// rows 80 bytes apart: the 8 rows of an stmatrix matrix then fall on 8
+// different groups of 4 banks) and stored through p.map_d_tail; its 21
+// 8-column groups end with one stored by stmatrix x2.
 template <class T, Epilogue K, bool LoadsC = false, int TileN = 128>
 struct FixedEpilogue : FusedEpilogue {
     using Params = FixedEpilogueParams;
@@ -532,12 +541,19 @@ struct FixedEpilogue : FusedEpilogue {
          (LoadsC && K == Epilogue::dgelu_bgrad));
     static constexpr bool kLoadsAux = LoadsC && K == Epilogue::dgelu_bgrad;
     static constexpr int kBoxBytes = sm90::kWgmmaM * sm90::kRowBytes;  // 64 rows x 64 bf16
-    static constexpr int kHalfBytes = TileN / 64 * kBoxBytes;          // a 64 x TileN half of the tile
+    static constexpr int kFullBoxes = TileN / 64;                      // 64-column boxes, 128B swizzle
+    static constexpr int kTailCols = TileN % 64;                       // the narrow last box's columns, if any
+    static constexpr int kTailRowBytes = kTailCols * 2;                // its rows, unswizzled
+    static constexpr int kBoxes = kFullBoxes + (kTailCols > 0 ? 1 : 0);
+    static constexpr int kHalfBytes = kBoxes * kBoxBytes;              // a 64 x TileN half of the tile
     static constexpr int kStagingBytes = K == Epilogue::bias_gelu_aux ? 2 * kHalfBytes : kHalfBytes;
     static constexpr int kStages = K == Epilogue::bias_gelu_aux ? 5 : 6;  // ring stages of its kernel
     static_assert(kStagingBytes >= FusedEpilogue::kStagingBytes, "the staged path shares the region");
     static_assert(kStagingBytes % sm90::kSwizzleAtom == 0, "staging boxes start on swizzle atoms");
-    static_assert(TileN == 128 || TileN == 192 || TileN == 256, "the ping-pong kernel's halves, or the wide kernel's");
+    static_assert(TileN == 128 || TileN == 168 || TileN == 192 || TileN == 256,
+                  "the ping-pong kernel's halves, or the wide kernel's");
+    static_assert(kTailCols == 0 || (!LoadsC && K != Epilogue::bias_gelu_aux),
+                  "a narrow last box for D alone: C's and aux's maps have 64-column boxes");
 
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
@@ -577,6 +593,7 @@ struct FixedEpilogue : FusedEpilogue {
         if constexpr (kTmaCapable) {
             if (!p.tma) return;
             sm90::prefetch_tensor_map(&p.map_d);
+            if constexpr (kTailCols > 0) sm90::prefetch_tensor_map(&p.map_d_tail);
             if constexpr (K == Epilogue::bias_gelu_aux || kLoadsAux) sm90::prefetch_tensor_map(&p.map_aux);
             if constexpr (LoadsC && !kLoadsAux)
                 if (p.tma_c) sm90::prefetch_tensor_map(&p.map_c);
@@ -609,7 +626,7 @@ private:
     template <int BN>
     static __device__ __forceinline__ void store_tma(const Params& p, const float (&acc)[BN / 2], int m, int n,
                                                      int row0, int col0, float* staging) {
-        static_assert(BN % 64 == 0 && BN <= TileN, "whole 64-column boxes, inside the staging box");
+        static_assert(BN <= TileN && (BN % 64 == 0 || BN == TileN), "whole 64-column boxes, or the tile's tail");
         // 8-column groups j: this thread's pairs at rows 16 warp + lane / 4 and 8 below (wgmma's
         // accumulator layout), columns 8 j + 2 q and one right of it.
         constexpr int kGroups = BN / 8;
@@ -683,16 +700,26 @@ private:
         std::uint32_t pair_at[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) pair_at[i] = row_at + ((chunk_xor ^ (2u * i)) << 4);
+        // The narrow last box (kTailCols): row lane_row kTailRowBytes apart, chunk (group - its first) + l / 16.
+        constexpr int kTailGroup0 = 8 * kFullBoxes;
+        [[maybe_unused]] const std::uint32_t tail_at =
+            sm90::smem_u32(box) + static_cast<std::uint32_t>(kFullBoxes * kBoxBytes + lane_row * kTailRowBytes +
+                                                             (lane / 16) * 16);
 #pragma unroll
         for (int j = 0; j < kGroups; j += 2) {
-            const std::uint32_t at = pair_at[(j % 8) / 2] + static_cast<std::uint32_t>((j / 8) * kBoxBytes);
+            const bool two = j + 1 < kGroups;  // else the tile's last group alone (stmatrix x2)
+            const std::uint32_t at =
+                kTailCols > 0 && j >= kTailGroup0
+                    ? tail_at + static_cast<std::uint32_t>(16 * (j - kTailGroup0))
+                    : pair_at[(j % 8) / 2] + static_cast<std::uint32_t>((j / 8) * kBoxBytes);
             [[maybe_unused]] std::uint32_t in[4] = {};  // C's or aux's bf16 pairs, matrix by matrix
             if (with_c || kLoadsAux) tensor::ldmatrix_x4(in, at);
-            std::uint32_t out[4];
+            std::uint32_t out[4] = {};
             [[maybe_unused]] std::uint32_t pre_out[4];
 #pragma unroll
             for (int g = 0; g < 2; ++g) {
                 const int jg = j + g;
+                if (jg >= kGroups) break;
                 [[maybe_unused]] float sums[2] = {};  // dgelu_bgrad: the group's two columns' sums of D
                 float2 bv = make_float2(0.0f, 0.0f);
                 if constexpr (kHoistBias && kBiasBatch < kGroups)
@@ -738,16 +765,23 @@ private:
                     }
                 }
             }
-            sm90::stmatrix_x4(at, out);
+            if (two) {
+                sm90::stmatrix_x4(at, out);
+            } else {
+                const std::uint32_t last[2] = {out[0], out[1]};
+                sm90::stmatrix_x2(at, last);
+            }
             if constexpr (K == Epilogue::bias_gelu_aux) sm90::stmatrix_x4(at + kHalfBytes, pre_out);
         }
         sm90::fence_proxy_async_smem();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
         if (issuer) {
 #pragma unroll
-            for (int b = 0; b < BN / 64; ++b) {
+            for (int b = 0; b < (BN + 63) / 64; ++b) {
                 if (col0 + 64 * b >= n) break;  // boxes past N are not stored
-                sm90::tma_store_2d(&p.map_d, sm90::smem_u32(box + b * kBoxBytes), col0 + 64 * b, row0);
+                const bool tail = kTailCols > 0 && b == kFullBoxes;
+                sm90::tma_store_2d(tail ? &p.map_d_tail : &p.map_d, sm90::smem_u32(box + b * kBoxBytes),
+                                   col0 + 64 * b, row0);
                 if constexpr (K == Epilogue::bias_gelu_aux)
                     sm90::tma_store_2d(&p.map_aux, sm90::smem_u32(box + kHalfBytes + b * kBoxBytes), col0 + 64 * b,
                                        row0);

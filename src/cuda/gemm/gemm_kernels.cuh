@@ -49,6 +49,7 @@ struct Launch {
     EpilogueParams epi;          // fused rows
     // Fixed-epilogue rows: D's and aux's maps (64 x 64 boxes) when the epilogue leaves by TMA stores.
     CUtensorMap map_d{}, map_aux{};
+    CUtensorMap map_d_tail{};  // tiles whose width is no multiple of 64 (128 x 168): D's last box, unswizzled
     bool tma_store = false;
     CUtensorMap map_c{};  // with tma_store and beta != 0: C's boxes, loaded by TMA (Choice::tma_load_c)
     bool tma_load_c = false;
@@ -136,6 +137,7 @@ typename Epi::Params epilogue_params(const Launch& l) {
         static_cast<EpilogueParams&>(params) = l.epi;
         if constexpr (std::is_base_of_v<FixedEpilogueParams, typename Epi::Params>) {
             params.map_d = l.map_d;
+            params.map_d_tail = l.map_d_tail;
             params.map_aux = l.map_aux;
             params.tma = l.tma_store;
             params.map_c = l.map_c;
@@ -280,17 +282,17 @@ constexpr auto split_fixed_rows() {
     });
 }
 
-// The 128 x 192 rows of one layout ("fixed_n192", the dispatcher's rule 8): the fixed ping-pong kernel
-// with 192-column tiles, two m64n192 accumulators a consumer, for each of gemm::kN192Epilogues. A stage is
-// 40 KB and each consumer's staging box 24 KB (three 64 x 64 boxes), so the ring holds 4 stages (209 KB in
-// all).
+// The 128 x 192 and 128 x 168 rows of one layout ("fixed_n192", "fixed_n168", the dispatcher's rules 8
+// and 9): the fixed ping-pong kernel with TileN-column tiles, two m64nTileN accumulators a consumer, for
+// each of gemm::kN192Epilogues. A stage is 40 KB (168, K-major B: 37 KB) and each consumer's staging box
+// 24 KB (three 64 x 64 boxes; 168 columns use 40 of the third), so the ring holds 4 stages (209 KB in all).
 inline constexpr int kN192Stages = 4;
-template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
-constexpr auto n192_rows() {
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB, int TileN>
+constexpr auto wide_n_rows() {
     return per_epilogue<Tg, gemm::kN192Epilogues>([]<Epilogue e>() {
-        using Epi = FixedEpilogue<__nv_bfloat16, e, false, 192>;
-        using Pong = sm90::PingPong<T, kN192Stages, major_a(OA), major_b(OB), 1, false, 128, 192>;
-        return KernelEntry{{Tg, OA, OB, 192, false, true, 1, true, e}, launch_pingpong<Pong, Epi>, Pong::kBK};
+        using Epi = FixedEpilogue<__nv_bfloat16, e, false, TileN>;
+        using Pong = sm90::PingPong<T, kN192Stages, major_a(OA), major_b(OB), 1, false, 128, TileN>;
+        return KernelEntry{{Tg, OA, OB, TileN, false, true, 1, true, e}, launch_pingpong<Pong, Epi>, Pong::kBK};
     });
 }
 
@@ -320,7 +322,7 @@ constexpr auto split_pair_rows() {
 }
 
 // The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, short_tile_rows, wide_fixed_rows,
-// split_fixed_rows, pair_rows, split_pair_rows, n192_rows.
+// split_fixed_rows, pair_rows, split_pair_rows, wide_n_rows (192, 168).
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto table_rows() {
     constexpr auto a = half_rows<T, Tg, OA, OB>();
@@ -332,16 +334,18 @@ constexpr auto table_rows() {
     constexpr auto s = short_tile_rows<T, Tg, OA, OB>();
     constexpr auto p = pair_rows<T, Tg, OA, OB>();
     constexpr auto q = split_pair_rows<T, Tg, OA, OB>();
-    constexpr auto r = n192_rows<T, Tg, OA, OB>();
+    constexpr auto r = wide_n_rows<T, Tg, OA, OB, 192>();
+    constexpr auto n = wide_n_rows<T, Tg, OA, OB, 168>();
     std::array<KernelEntry, a.size() + b.size() + c.size() + s.size() + w.size() + f.size() + o.size() + p.size() +
-                                q.size() + r.size()>
+                                q.size() + r.size() + n.size()>
         out{};
     std::size_t at = 0;
     for (const auto& part : {std::span<const KernelEntry>(a), std::span<const KernelEntry>(b),
                              std::span<const KernelEntry>(c), std::span<const KernelEntry>(s),
                              std::span<const KernelEntry>(w), std::span<const KernelEntry>(f),
                              std::span<const KernelEntry>(o), std::span<const KernelEntry>(p),
-                             std::span<const KernelEntry>(q), std::span<const KernelEntry>(r)})
+                             std::span<const KernelEntry>(q), std::span<const KernelEntry>(r),
+                             std::span<const KernelEntry>(n)})
         for (const KernelEntry& e : part) out[at++] = e;
     return out;
 }

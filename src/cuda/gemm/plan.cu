@@ -81,6 +81,7 @@ struct Plan::State {
     const KernelEntry* gemm_only_c_kernel = nullptr;  // and its c_kernel's
     cuda::sm90::TensorMapCache maps_a, maps_b;
     cuda::sm90::TensorMapCache maps_d, maps_aux;  // the fixed-epilogue kernels' TMA stores
+    cuda::sm90::TensorMapCache maps_d_tail;       // and D's last box of a 168-column tile
     cuda::sm90::TensorMapCache maps_c;            // and their TMA loads of C (Choice::tma_load_c)
     float* workspace = nullptr;
     std::size_t workspace_bytes = 0;
@@ -89,8 +90,8 @@ struct Plan::State {
     // The dispatcher's ping-pong split-K (allow_atomics): the plan without atomics, for the calls
     // whose beta and C it cannot add into D (adds_into_d); its workspace is taken on its first run.
     std::unique_ptr<Plan> without_atomics;
-    // The dispatcher's 128 x 192 tiles (rule 8), whose kernel has no path for C by TMA: the plan on
-    // rule 4's 128 x 128 kernel that loads C, for the calls with beta != 0.
+    // The dispatcher's 128 x 192 and 128 x 168 tiles (rules 8, 9), whose kernels have no path for C by
+    // TMA: the plan on rule 4's 128 x 128 kernel that loads C, for the calls with beta != 0.
     std::unique_ptr<Plan> residual;
 
     ~State() {
@@ -105,11 +106,12 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {
         plain.allow_atomics = false;
         state_->without_atomics = std::make_unique<Plan>(plain);
     }
-    if (choice_.pingpong && choice_.tile_n == 192) {
+    if (choice_.pingpong && (choice_.tile_n == 192 || choice_.tile_n == 168)) {
         Choice with_c = choice_;
         with_c.tile_n = 128;
         with_c.tma_load_c = true;
-        with_c.why = "rule 4's kernel for the calls with beta != 0 of a product on 128 x 192 tiles";
+        with_c.why = "rule 4's kernel for the calls with beta != 0 of a product on 128 x " +
+                     std::to_string(choice_.tile_n) + " tiles";
         state_->residual = std::make_unique<Plan>(d, with_c);
     }
 }
@@ -130,9 +132,10 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                     name(desc_.epilogue) + " with " + name(desc_.a_type) + " operands and a " +
                                     name(desc_.d_type) +
                                     " D (those of gemm::kWideEpilogues, bf16 operands and D, single CTAs, K not split)");
-    if (forced.pingpong && forced.tile_n == 192 &&
+    if (forced.pingpong && (forced.tile_n == 192 || forced.tile_n == 168) &&
         !(forced.fixed_epilogue && forced.cluster_m == 1 && forced.tile_m == 128 && !split && has_n192_kernel(desc_)))
-        throw std::invalid_argument(std::string("no ping-pong kernel with 128 x 192 tiles for epilogue ") +
+        throw std::invalid_argument("no ping-pong kernel with 128 x " + std::to_string(forced.tile_n) +
+                                    " tiles for epilogue " +
                                     name(desc_.epilogue) + " with " + name(desc_.a_type) + " operands and a " +
                                     name(desc_.d_type) +
                                     " D (those of gemm::kN192Epilogues, bf16 operands and D, single CTAs, K not split)");
@@ -258,6 +261,8 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
         constexpr int kBoxRows = 64;  // FixedEpilogue's staging boxes: 64 rows x 64 bf16
         l.tma_store = true;
         l.map_d = s.maps_d.get(args.d, DType::bf16, d.m, d.n, d.ldd, kBoxRows);
+        if (c.tile_n % 64 != 0)  // 128 x 168 tiles: their last 40 columns through an unswizzled box
+            l.map_d_tail = s.maps_d_tail.get(args.d, DType::bf16, d.m, d.n, d.ldd, kBoxRows, c.tile_n % 64);
         // aux: bias_gelu_aux stores it, dgelu_bgrad loads it (tma_stores allows that with tma_load_c).
         if (kernel.key.epilogue == Epilogue::bias_gelu_aux || kernel.key.epilogue == Epilogue::dgelu_bgrad)
             l.map_aux = s.maps_aux.get(args.aux, DType::bf16, d.m, d.n, d.ldaux, kBoxRows);

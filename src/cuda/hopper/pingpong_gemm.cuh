@@ -53,6 +53,16 @@
 // for 40 KB a k-tile for 1.5 times the work of 32 KB: 17 % less a flop. The
 // ring keeps 4 stages of 40 KB beside the two 24 KB staging boxes.
 //
+// TileN = 168 (the library's "fixed_n168"): the same with two m64n168
+// accumulators (168 registers a thread). Why: 11008 columns (the 7B MLP's)
+// are 65.5 tiles of 168, so 4096 x 11008 makes 2,112 tiles, 16 full waves on
+// 132 SMs, where 192 leaves the last column a third full (92.7 % of 15 waves
+// used); cuBLASLt's fastest kernels there cut N the same way. A K-major B
+// tile is one box of 168 rows (21 KB, still whole 1024-byte swizzle atoms);
+// an MN-major one loads three 64-column boxes (24 KB, the last 24 columns
+// the next tile's, which the wgmma does not read), so only the K-major
+// layouts ask less of L2 per flop than 128 x 128 tiles.
+//
 // ClusterM = 2 (the library's "pingpong_cluster"): k35's pairing on top of
 // the ping-pong. Two CTAs of a 2 x 1 cluster compute vertically adjacent
 // tiles (tile rows 2p and 2p + 1, one tile column) in the same sequence, so
@@ -125,10 +135,13 @@ struct PingPong {
 
     static constexpr int kBM = TileM;                 // one consumer's tile: two m64 halves, or one
     static constexpr int kHalves = TileM / kWgmmaM;
-    static constexpr int kBN = TileN;                 // 192: the library's "fixed_n192"
+    static constexpr int kBN = TileN;                 // 168, 192: the library's "fixed_n168", "fixed_n192"
     static constexpr int kBK = kRowBytes / elem_bytes(T);
     static constexpr int kABytes = kBM * kRowBytes;
-    static constexpr int kBBytes = kBN * kRowBytes;
+    // B's rows a stage loads: the tile's (K-major: one box of kBN rows), or whole 64-column boxes (MN-major:
+    // a 168-column tile loads three, the last 24 columns the next tile's, which its wgmma does not read).
+    static constexpr int kBLoadRows = MB == Major::k ? kBN : (kBN + 63) / 64 * 64;
+    static constexpr int kBBytes = kBLoadRows * kRowBytes;
     static constexpr int kStageBytes = kABytes + kBBytes;
     static constexpr int kSmemBytes = Stages * kStageBytes + kSwizzleAtom;
     static constexpr int kThreads = 3 * kWarpgroup;
@@ -149,8 +162,8 @@ struct PingPong {
     // unit's pair of tiles (the same split), so that they load the same k-tiles of B.
     static_assert(TileM == 2 * kWgmmaM || (TileM == kWgmmaM && ClusterM == 1 && !SplitK),
                   "128-row tiles, or 64-row ones on single CTAs without split-K");
-    static_assert(TileN == 128 || (TileN == 192 && TileM == 128 && ClusterM == 1 && !SplitK),
-                  "128-column tiles, or 192-column ones on single CTAs of 128-row tiles without split-K");
+    static_assert(TileN == 128 || ((TileN == 168 || TileN == 192) && TileM == 128 && ClusterM == 1 && !SplitK),
+                  "128-column tiles, or 168- and 192-column ones on single CTAs of 128-row tiles without split-K");
     static_assert(ClusterM == 1 || kBHalfRows == 64,
                   "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");

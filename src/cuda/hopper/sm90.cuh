@@ -332,18 +332,22 @@ inline CUtensorMapDataType tensor_map_type(DType t) {
 // (the library's transposed operands) is stored K x M and has box_rows = the
 // k-tile. The map is a 128-byte struct passed to the kernel by value as a
 // __grid_constant__ parameter.
+// box_cols > 0: boxes of box_rows rows x box_cols elements instead, unswizzled
+// (box_cols x element bytes a multiple of 16: the 128 x 168 tiles' last 40
+// columns of D).
 inline CUtensorMap make_map_128b(const void* base, DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
-                                 int box_rows) {
+                                 int box_rows, int box_cols = 0) {
     const int eb = elem_bytes(t);
     CUtensorMap map{};
     const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
     const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * static_cast<cuuint64_t>(eb)};
-    const cuuint32_t box[2] = {static_cast<cuuint32_t>(kRowBytes / eb), static_cast<cuuint32_t>(box_rows)};
+    const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols > 0 ? box_cols : kRowBytes / eb),
+                               static_cast<cuuint32_t>(box_rows)};
     const cuuint32_t elem_strides[2] = {1, 1};
-    const CUresult r = tensor_map_encoder()(&map, tensor_map_type(t), 2, const_cast<void*>(base), dims, strides,
-                                            box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const CUresult r = tensor_map_encoder()(
+        &map, tensor_map_type(t), 2, const_cast<void*>(base), dims, strides, box, elem_strides,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, box_cols > 0 ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
+        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         throw std::runtime_error("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
                                  ") for a " + std::to_string(rows) + " x " + std::to_string(cols) + " " +
@@ -365,11 +369,12 @@ public:
     const CUtensorMap& get(const void* base, DType t, std::int64_t rows, std::int64_t k, int box_rows) {
         return get(base, t, rows, k, k, box_rows);
     }
+    // box_cols > 0: make_map_128b's unswizzled boxes of box_cols elements.
     const CUtensorMap& get(const void* base, DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
-                           int box_rows) {
-        const Key key{base, t, rows, cols, ld, box_rows};
+                           int box_rows, int box_cols = 0) {
+        const Key key{base, t, rows, cols, ld, box_rows, box_cols};
         if (!valid_ || !(key == key_)) {
-            map_ = make_map_128b(base, t, rows, cols, ld, box_rows);
+            map_ = make_map_128b(base, t, rows, cols, ld, box_rows, box_cols);
             key_ = key;
             valid_ = true;
         }
@@ -381,7 +386,7 @@ private:
         const void* base;
         DType t;
         std::int64_t rows, cols, ld;
-        int box_rows;
+        int box_rows, box_cols;
         bool operator==(const Key&) const = default;
     };
     Key key_{};

@@ -132,6 +132,12 @@ __device__ __forceinline__ void stmatrix_x4(std::uint32_t addr, const std::uint3
                  "r"(r[1]), "r"(r[2]), "r"(r[3])
                  : "memory");
 }
+// Two of them (matrix i's row r from lane 8 i + r, lanes 16-31 giving none): the last 8-column group of a
+// tile whose width is an odd number of groups (the library's 128 x 168 tiles).
+__device__ __forceinline__ void stmatrix_x2(std::uint32_t addr, const std::uint32_t (&r)[2]) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};" ::"r"(addr), "r"(r[0]), "r"(r[1])
+                 : "memory");
+}
 
 // A barrier among `Threads` threads (whole warps) only: a consumer warpgroup
 // synchronizes its epilogue without stopping the producer or the other

@@ -90,6 +90,7 @@ struct WarpSpecialized {
     static constexpr int kBM = 2 * kWgmmaM;                  // two consumers, 64 rows each
     static constexpr int kBK = kRowBytes / elem_bytes(T);    // K elements per stage: 64 or 128
     static constexpr int kABytes = kBM * kRowBytes;
+    static constexpr int kBLoadRows = BN;  // B's rows a stage loads (load_tile): the tile's
     static constexpr int kBBytes = BN * kRowBytes;
     static constexpr int kStageBytes = kABytes + kBBytes;
     static constexpr int kSmemBytes = Stages * kStageBytes + kSwizzleAtom;  // + alignment slack
@@ -224,7 +225,7 @@ __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::
         mbar_wait(&empty[stage], ring.phase());
         mbar_arrive_expect_tx(&full[stage], G::kStageBytes);
         tma_load_operand<G::kMajorA, G::kBM, G::kBK>(a_tile, map_a, &full[stage], kt, tm * G::kBM);
-        tma_load_operand<G::kMajorB, G::kBN, G::kBK>(a_tile + G::kABytes, map_b, &full[stage], kt, tn * G::kBN);
+        tma_load_operand<G::kMajorB, G::kBLoadRows, G::kBK>(a_tile + G::kABytes, map_b, &full[stage], kt, tn * G::kBN);
         ring.advance();
     }
 }
