@@ -72,6 +72,11 @@ const std::array kHopperRungs{
          .lesson = "k34 with DeepSeek-V3's block scales (A per 1 x 128, B per 128 x 128) applied by an FFMA at each "
                    "promotion; all 1.0 here (rigel gemm blockscaled runs real ones)",
          .run = k38_wgmma_fp8_block_scaled, .check = hopper_tma_check},
+    Rung{.id = "k39_wgmma_pingpong", .backend = Backend::cuda, .group = "hopper", .dtypes = kHalf | kFp8,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "ping-pong: each consumer owns a 128 x 128 tile and the two take turns, so one's epilogue runs "
+                   "under the other's main loop",
+         .run = k39_wgmma_pingpong, .check = hopper_tma_check},
 };
 
 }  // namespace

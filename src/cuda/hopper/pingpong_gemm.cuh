@@ -31,9 +31,12 @@
 //       Each stage is released by the 4 warps of the consumer that used it.
 //
 // Operand majors, descriptors and TMA boxes are k32's (warp_specialized.cuh):
-// rows 64-127 of an A tile start 8 KB in for either major. 16-bit types only:
-// fp8 stays on the promoted cooperative kernel (its two accumulator sets of a
-// 128 x 128 tile would not fit beside each other here).
+// rows 64-127 of an A tile start 8 KB in for either major. The library runs
+// it for 16-bit types only: its fp8 path promotes, and stays on the
+// cooperative kernel (the promotion's two accumulator sets of a 128 x 128
+// tile would not fit beside each other here). fp8 accumulated in the tensor
+// core alone (k33's way, K-major operands, k-tiles of 128) runs on it as the
+// ladder's rung k39_wgmma_pingpong.
 //
 // TileM = 64 (the library's "fixed_m64"): a consumer's tile is 64 x 128, one
 // m64n128 accumulator (64 registers) and one wgmma per k-step, A's stage 8 KB.
@@ -156,7 +159,9 @@ struct PingPong {
     static constexpr int kProducerRegs = 40;
     static constexpr int kConsumerRegs = 232;
 
-    static_assert(elem_bytes(T) == 2, "the ping-pong kernel is for f16/bf16");
+    // fp8 (k39, the ladder's rung): accumulated in the tensor core, K-major operands only (fp8 wgmma's rule).
+    static_assert(elem_bytes(T) == 2 || (MA == Major::k && MB == Major::k && TileN == 128 && !SplitK),
+                  "the ping-pong kernel is for f16/bf16, and fp8 with K-major operands on 128 x 128 tiles");
     static_assert(ClusterM == 1 || ClusterM == 2, "a ping-pong cluster is one CTA or a pair");
     // A split pair ("fixed_split_pair"): every tile split, each pair's two CTAs the two tile rows of one
     // unit's pair of tiles (the same split), so that they load the same k-tiles of B.

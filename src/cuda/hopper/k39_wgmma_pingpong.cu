@@ -1,0 +1,85 @@
+// k39_wgmma_pingpong: k32's producer and ring with the ping-pong schedule:
+// each consumer warpgroup owns a whole 128 x 128 tile and the two take turns.
+// Kernel: pingpong_gemm.cuh (the library's ping-pong kernel, the one its
+// dispatcher runs for bf16 products), 128 x 128 x 64 tiles (bf16, f16) or
+// 128 x 128 x 128 (e4m3, e5m2, accumulated in the tensor core as k33), 6
+// stages, one producer and 2 consumer warpgroups, one CTA per SM, tile rows
+// in groups of 8; the fp32 output stored from the registers.
+// Run alone: rigel ladder --backend cuda --rungs k39_wgmma_pingpong --dtype bf16 --sizes 4096
+//
+// Adds over k32 (and k35): in k32's cooperative schedule both consumers share
+// one 128 x 256 tile, so while they store it no wgmma of the CTA is in
+// flight; here consumer 0 multiplies the CTA's tiles 0, 2, 4, ... and
+// consumer 1 tiles 1, 3, 5, ..., their main loops handed over in turn, so one
+// consumer's epilogue runs under the other's main loop and the tensor cores
+// wait for no store. The price: a tile of 128 x 128 asks L2 for 32 KB a
+// k-tile for half the work of k32's 48 KB, and each consumer holds 128
+// accumulators of one tile. The library runs this kernel with its epilogues
+// fused and a bf16 D (docs/gemm.md); the rung is the same kernel writing the
+// ladder's fp32 C, so that the ladder's sweep sets it beside k32 and k35 on
+// the same problems, and fp8 without promotion runs on it too (the library's
+// fp8 path promotes, k34's way).
+// Prediction: bf16 4096^3 at cuBLAS's rate or better (the library's kernel
+// with a bf16 D read 1.006x-1.012x cuBLAS in every layout at 4096^3, where
+// k35 reads 0.97x; an fp32 C doubles the bytes each epilogue writes, still
+// under the other consumer's main loop), 8192^3 at 1.00-1.02x; e4m3 at
+// 8192^3 within 1 % of cuBLASLt's FAST_ACCUM either way (k35: 0.99x), since
+// an fp8 k-tile's wgmma takes as long as a bf16 one and the epilogue is then
+// twice as large a share of a tile.
+// Measured: README.md, "Hopper rungs against cuBLAS across shapes", column
+// k39_wgmma_pingpong.
+#include <algorithm>
+
+#include "cuda/hopper/hopper_rungs.cuh"
+#include "cuda/hopper/pingpong_gemm.cuh"
+
+namespace rigel::cuda {
+namespace {
+
+// StoreF32 (direct stores of this thread's fp32 pairs), with the ping-pong
+// kernel's end-of-kernel hook: nothing is in flight to wait for.
+struct PingPongStoreF32 : sm90::StoreF32 {
+    static __device__ __forceinline__ void drain(const Params&) {}
+};
+
+template <DType T>
+using K39 = sm90::PingPong<T, 6>;
+
+template <class G>
+void launch(const GemmProblem& p, const char* rung) {
+    using Epi = PingPongStoreF32;
+    constexpr int kSmem = sm90::pingpong_smem_bytes<G, Epi>;
+    static sm90::TensorMapCache maps_a, maps_b;
+    static const int sms = [] {
+        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::pingpong_kernel<G, Epi>,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+        return sm90::sm_count();
+    }();
+    sm90::require_alignment(p, rung);
+    const CUtensorMap& ma = maps_a.get(p.a, G::kType, p.m, p.k, G::kBM);
+    const CUtensorMap& mb = maps_b.get(p.b, G::kType, p.n, p.k, G::kBN);
+    const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
+    const int tiles_m = sm90::ceil_div(m, G::kBM), tiles_n = sm90::ceil_div(n, G::kBN);
+    const std::int64_t tiles = static_cast<std::int64_t>(tiles_m) * tiles_n;
+    sm90::pingpong_kernel<G, Epi>
+        <<<static_cast<unsigned>(std::min<std::int64_t>(tiles, sms)), G::kThreads, kSmem, sm90::stream_of(p)>>>(
+            ma, mb, Epi::Params{static_cast<float*>(p.c)}, m, n, k, tiles_m, tiles_n, G::kGroupM);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void k39_wgmma_pingpong(const GemmProblem& p) {
+    constexpr const char* kRung = "k39_wgmma_pingpong";
+    switch (p.type) {
+        case DType::bf16: return launch<K39<DType::bf16>>(p, kRung);
+        case DType::f16: return launch<K39<DType::f16>>(p, kRung);
+        case DType::e4m3: return launch<K39<DType::e4m3>>(p, kRung);
+        case DType::e5m2: return launch<K39<DType::e5m2>>(p, kRung);
+        default:
+            throw std::invalid_argument(std::string(kRung) + " takes bf16, f16, e4m3 and e5m2, not " +
+                                        std::string(name(p.type)));
+    }
+}
+
+}  // namespace rigel::cuda
