@@ -205,11 +205,11 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
 
 
-def ratio_spread(r):
+def ratio_spread(r, digits=2):
     if not r.measured:
         return "-"
-    spread = f" [{r.p10:.2f}, {r.p90:.2f}]" if math.isfinite(r.p10) and math.isfinite(r.p90) else ""
-    return f"{r.ratio:.2f}x{spread}"
+    spread = f" [{r.p10:.{digits}f}, {r.p90:.{digits}f}]" if math.isfinite(r.p10) and math.isfinite(r.p90) else ""
+    return f"{r.ratio:.{digits}f}x{spread}"
 
 
 def tflops(v):
@@ -375,7 +375,7 @@ def find_row(rows, size, baseline, epilogue):
 def ratio_target(text, row, threshold):
     if row is None or not row.measured:
         return Target(text)
-    return Target(text, ratio_spread(row), meets_ratio(row.ratio, threshold))
+    return Target(text, ratio_spread(row, 3), meets_ratio(row.ratio, threshold))  # 0.988x, not "0.99x" beside "not met"
 
 
 def suite_targets(label, rows, baseline):
@@ -384,7 +384,8 @@ def suite_targets(label, rows, baseline):
     mean = Target(f"{label} suite: geometric mean >= {SUITE_GEOMEAN_TARGET:.2f}x {SHOWN_NAME[baseline]}")
     floor = Target(f"{label} suite: no product below {SUITE_FLOOR_TARGET:.2f}x {SHOWN_NAME[baseline]}")
     if s.lowest:
-        mean.measured = f"{s.geomean:.2f}x over {products(s.measured)}"
+        # Three decimals: a geometric mean of 0.9967 would read "1.00x" beside "not met" at two.
+        mean.measured = f"{s.geomean:.3f}x over {products(s.measured)}"
         mean.met = meets_ratio(s.geomean, SUITE_GEOMEAN_TARGET)
         below = [r for r in vs if r.measured and not meets_ratio(r.ratio, SUITE_FLOOR_TARGET)]
         floor.measured = (f"lowest {s.lowest.ratio:.2f}x ({findings.md_cell(s.lowest.case)}); "
