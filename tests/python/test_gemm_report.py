@@ -235,7 +235,7 @@ class Targets(Fixture):
         self.assertEqual(v["512^3 >= 0.90x cuBLAS"].measured, "0.660x [0.640, 0.680]")
         block = self.blocks(bench=fixture_rows(False))["gemm-targets"]
         self.assertIn("**4 of 9 met**.", block)
-        self.assertIn("| 512^3 >= 0.90x cuBLAS | 0.66x [0.64, 0.68] | **not met** |", block)
+        self.assertIn("| 512^3 >= 0.90x cuBLAS | 0.660x [0.640, 0.680] | **not met** |", block)
         self.assertIn("| 1024^3 >= 0.90x cuBLAS | 0.92x [0.90, 0.94] | met |", block)
 
     def test_a_passing_run_meets_every_target_and_the_layout_boundary_counts_as_within(self):
