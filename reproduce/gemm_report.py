@@ -165,9 +165,10 @@ def bench_rows(f):
 
 def whole_run(f):
     """Whether a file holds its suites whole: `--cases` runs a few of them (its
-    sidecar names the filter, its file name says _subset_); the README's
-    blocks come from whole runs."""
-    return not f.side("cases_filter")
+    sidecar names the filter, its file name says _subset_), and a run stopped
+    by its time limit or a signal holds the cases it reached (its sidecar says
+    complete false); the README's blocks come from whole runs."""
+    return not f.side("cases_filter") and f.side("complete") != "false"
 
 
 def dispatcher_run(f):

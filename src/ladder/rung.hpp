@@ -57,6 +57,10 @@ struct Rung {
     int min_sm = 0;               // minimum compute capability x10 (90 = sm_90); 0 = any
     bool parallel = false;        // CPU: uses GemmProblem::threads
     VendorRank vendor = VendorRank::none;
+    // fp8 sums promoted out of the tensor core into fp32 (k34, k36, k38): judged, and paired by --paired,
+    // against the vendor's default path; every other own rung against the vendor's variant where the run
+    // has one (cuBLASLt's FAST_ACCUM, which keeps the sums in the tensor core as they do).
+    bool promotes = false;
     double max_work = 0;          // M*N*K above which the default ladder skips it (too slow); 0 = no limit
     std::string_view lesson;      // one line: what this rung adds over the one below
     RunFn run;

@@ -253,20 +253,27 @@ ResultRow run_one(const PlannedRun& p, GroupInputs& in, const LadderOptions& opt
 }
 
 // LadderOptions::paired: each passing, timed rung of a group against the
-// primary vendor rung of its backend (on the CPU, with the same threading),
-// both on the group's inputs in buffers of their own, in paired samples.
+// vendor rung of its backend it is judged by (on the CPU, with the same
+// threading): the variant (cuBLASLt's FAST_ACCUM) where the group has one and
+// the rung does not promote (Rung::promotes), else the primary; both on the
+// group's inputs in buffers of their own, in paired samples.
 void pair_with_vendor(const PlannedGroup& g, std::span<ResultRow> rows, GroupInputs& in, const LadderOptions& opts,
                       int threads, Progress& progress) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
         ResultRow& row = rows[i];
         if (row.status != Status::pass || row.timing.reps == 0 || row.vendor != VendorRank::none) continue;
-        std::size_t v = rows.size();
-        for (std::size_t j = 0; j < rows.size(); ++j)
-            if (rows[j].vendor == VendorRank::primary && rows[j].status == Status::pass &&
-                rows[j].backend == row.backend && (row.backend != "cpu" || rows[j].parallel == row.parallel))
-                v = j;
-        if (v == rows.size()) continue;
         const Rung& r = *g.runs[i].rung;
+        const auto vendor_row = [&](VendorRank rank) {
+            std::size_t v = rows.size();
+            for (std::size_t j = 0; j < rows.size(); ++j)
+                if (rows[j].vendor == rank && rows[j].status == Status::pass && rows[j].backend == row.backend &&
+                    (row.backend != "cpu" || rows[j].parallel == row.parallel))
+                    v = j;
+            return v;
+        };
+        std::size_t v = r.promotes ? rows.size() : vendor_row(VendorRank::variant);
+        if (v == rows.size()) v = vendor_row(VendorRank::primary);
+        if (v == rows.size()) continue;
         const Rung& vendor = *g.runs[v].rung;
         Executor& ex = *g.runs[i].executor;
         const auto problem = [&](const Rung& x, DeviceBuffer& da, DeviceBuffer& db, DeviceBuffer& dc) {

@@ -283,6 +283,15 @@ class Verify(Fixture):
         line = self.blocks(verify=verify_csv(), extra=extra)["gemm-verify"]
         self.assertTrue(line.startswith("**6/6 library combinations verified"), line)
 
+    def test_a_run_stopped_before_its_end_does_not_stand_for_the_suite(self):
+        # A newer whole-suite run that its time limit stopped after 4 cases (sidecar complete false).
+        side = json.loads(sidecar("gemm_verify", "20261204T090000Z-cut", "c0ffee0"))
+        side["complete"] = False
+        extra = [("2026-12-04_c0ffee0_verify_gemm_verify.csv", verify_csv(total=4)),
+                 ("2026-12-04_c0ffee0_verify_gemm_verify.json", json.dumps(side) + "\n")]
+        line = self.blocks(verify=verify_csv(), extra=extra)["gemm-verify"]
+        self.assertTrue(line.startswith("**6/6 library combinations verified"), line)
+
     def test_a_pass_cell_that_is_neither_1_nor_0_is_refused_naming_the_file(self):
         with self.assertRaises(findings.FindingsError) as e:
             self.results(verify=verify_csv(pass_word="maybe"))

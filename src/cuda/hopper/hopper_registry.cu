@@ -49,7 +49,7 @@ const std::array kHopperRungs{
                    "the tensor core",
          .run = k33_wgmma_fp8, .check = hopper_tma_check},
     Rung{.id = "k34_wgmma_fp8_promoted", .backend = Backend::cuda, .group = "hopper", .dtypes = kFp8,
-         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90, .promotes = true,
          .lesson = "fp8 with the tensor core's partial sums promoted into fp32 every 128 of K (DeepSeek-V3, block "
                    "scales 1)",
          .run = k34_wgmma_fp8_promoted, .check = hopper_tma_check},
@@ -59,7 +59,7 @@ const std::array kHopperRungs{
                    "by TMA store",
          .run = k35_wgmma_cluster_multicast, .check = hopper_tma_check},
     Rung{.id = "k36_wgmma_fp8_promoted_cluster", .backend = Backend::cuda, .group = "hopper", .dtypes = kFp8,
-         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90, .promotes = true,
          .lesson = "fp8 promoted into fp32 every 128 of K in two half-width partials, so k35's 128 x 256 cluster tile "
                    "fits",
          .run = k36_wgmma_fp8_promoted_cluster, .check = hopper_tma_check},
@@ -68,7 +68,7 @@ const std::array kHopperRungs{
          .lesson = "split K across CTAs when the output has too few tiles to fill the GPU",
          .run = k37_wgmma_splitk, .check = hopper_tma_check},
     Rung{.id = "k38_wgmma_fp8_block_scaled", .backend = Backend::cuda, .group = "hopper", .dtypes = kFp8,
-         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90, .promotes = true,
          .lesson = "k34 with DeepSeek-V3's block scales (A per 1 x 128, B per 128 x 128) applied by an FFMA at each "
                    "promotion; all 1.0 here (rigel gemm blockscaled runs real ones)",
          .run = k38_wgmma_fp8_block_scaled, .check = hopper_tma_check},
