@@ -277,7 +277,7 @@ def vendor_sweep_data(rows):
     entries = []
     for key in sorted(lines, key=volume):
         rs = lines[key]
-        ratios, paired, rates, best, files = {}, set(), {}, None, []
+        ratios, paired, rates, runs, best, files = {}, set(), {}, {}, None, []
         for rid in own_ids:
             r = next((x for x in rs if x["rung"] == rid), None)
             base = baseline_for(rid, vendors_of_run[(r["run_id"], key[0], key[1])]) if r else None
@@ -289,13 +289,14 @@ def vendor_sweep_data(rows):
                 paired.add(rid)
             ratios[rid] = ratio
             rates[rid] = r["_rate"]
+            runs[rid] = r["run_id"]
             if r["_file"] not in files:
                 files.append(r["_file"])
             if best is None or ratio > best[0]:
                 best = (ratio, rid, base["rung"])
         latest_run = max(rs, key=lambda x: x["run_id"])["run_id"]
         entries.append({"dtype": key[0], "shape": key[1], "ratios": ratios, "paired": paired, "rates": rates,
-                        "best": best,
+                        "runs": runs, "best": best,
                         "vendors": vendors_of_run[(latest_run, key[0], key[1])], "files": files,
                         "machine": rs[0]["_machine"]})
     return own_ids, entries
@@ -337,6 +338,73 @@ def vendor_sweep_table(rows, ceilings=None):
         out.append(f"| {e['dtype']} | {e['shape']} | {vtext} | " + " | ".join(cells) + f" | {btext} | "
                    + ", ".join(f"{e['machine']}/{f}" for f in e["files"]) + " |")
     return "\n".join(out), len(entries)
+
+
+# Issue 11's targets, read off the sweep (vendor_sweep_data): each the best own rung's ratio to the
+# baseline it is judged by, paired where the run took pairs.
+ISSUE11_SQUARES = (2048, 4096, 8192, 16384)
+
+
+def issue11_targets(rows):
+    """[(target, measured, met)] for issue 11; met None where nothing measured it."""
+    _, entries = vendor_sweep_data(rows)
+    by = {(e["dtype"], e["shape"]): e for e in entries}
+
+    def cube(n):
+        return f"{n}x{n}x{n}"
+
+    def best(dtype, n, keep=lambda rid: True):
+        e = by.get((dtype, cube(n)))
+        got = [(ratio, rid) for rid, ratio in (e["ratios"].items() if e else []) if keep(rid)]
+        return (max(got), e) if got else (None, e)
+
+    def said(found):
+        (ratio, rid), e = found
+        return f"{ratio:.3f}x{' (paired)' if rid in e['paired'] else ''}, {rid}"
+
+    out = []
+    for n, goal in ((4096, 1.05), (8192, 1.03)):
+        f = best("bf16", n)
+        out.append((f"bf16 {n}^3 >= {goal:.2f}x cuBLAS", said(f) if f[0] else "-",
+                    f[0][0] >= goal if f[0] else None))
+    unpromoted = lambda rid: not any(w in rid for w in ("promoted", "block_scaled"))
+    f = best("e4m3", 8192, unpromoted)
+    out.append(("e4m3 8192^3 without promotion >= 1.02x cuBLASLt FAST_ACCUM", said(f) if f[0] else "-",
+                f[0][0] >= 1.02 if f[0] else None))
+    promoted = [best("e4m3", n, lambda rid: "promoted" in rid) for n in (4096, 8192)]
+    out.append(("e4m3 with promotion >= 0.95x cuBLASLt's default at 4096^3 and 8192^3",
+                "; ".join(f"{n}^3 {said(f)}" for n, f in zip((4096, 8192), promoted) if f[0]) or "-",
+                all(f[0][0] >= 0.95 for f in promoted) if all(f[0] for f in promoted) else None))
+    scaled = []
+    for n in (4096, 8192):
+        e = by.get(("e4m3", cube(n)))
+        r = e["ratios"] if e else {}
+        a, b = "k38_wgmma_fp8_block_scaled", "k34_wgmma_fp8_promoted"
+        if a in r and b in r and e["runs"][a] == e["runs"][b]:
+            scaled.append((n, r[a] / r[b]))
+    out.append(("block-scaled fp8 (k38) within 5 % of promoted fp8 (k34), same run",
+                "; ".join(f"{n}^3 {q:.3f}x k34" for n, q in scaled) or "-",
+                all(q >= 0.95 for _, q in scaled) if len(scaled) == 2 else None))
+    squares = [(n, best("bf16", n)) for n in ISSUE11_SQUARES]
+    have = [(n, f) for n, f in squares if f[0]]
+    low = min(have, key=lambda x: x[1][0][0]) if have else None
+    missing = [str(n) for n, f in squares if not f[0]]
+    out.append(("no bf16 square from 2048^3 to 16384^3 below 1.00x cuBLAS",
+                (f"lowest {low[0]}^3: {said(low[1])}" if low else "-")
+                + (f"; {', '.join(missing)} not measured" if missing else ""),
+                (low[1][0][0] >= 1.0 if not missing else (False if low and low[1][0][0] < 1.0 else None))
+                if low else None))
+    return out
+
+
+def issue11_block(rows):
+    ts = issue11_targets(rows)
+    met = sum(m is True for _, _, m in ts)
+    lines = [f"Issue 11's targets on the H200 machine (the best own rung of the sweep above against the baseline "
+             f"it is judged by): **{met} of {len(ts)} met**.", "", "| target | measured | verdict |", "|---|---|---|"]
+    lines += [f"| {t} | {m} | {'not measured' if ok is None else ('met' if ok else '**not met**')} |"
+              for t, m, ok in ts]
+    return "\n".join(lines)
 
 
 def write_if_changed(path, data):
@@ -456,6 +524,7 @@ def main():
     if n:
         parts += ["\n## Hopper rungs against cuBLAS across shapes\n", table + "\n"]
         readme = replace_block(readme, "hopper-sweep", table)
+        readme = replace_block(readme, "issue11-targets", issue11_block(rows))
     for name, body in gemm_report.readme_blocks(fin).items():
         readme = replace_block(readme, name, body)
     readme = replace_block(readme, "emulate", emulate_block)

@@ -52,5 +52,49 @@ class VendorSweep(unittest.TestCase):
         self.assertEqual(entries[0]["paired"], set())
 
 
+
+def cube_row(rung, rate, dtype, n, **kw):
+    r = row(rung, rate, **kw)
+    r.update(dtype=dtype, m=str(n), n=str(n), k=str(n))
+    return r
+
+
+class Issue11Targets(unittest.TestCase):
+    def verdicts(self, rows):
+        return {t: (m, ok) for t, m, ok in reproduce.issue11_targets(rows)}
+
+    def test_each_target_reads_the_best_own_rung_against_its_baseline(self):
+        rows = [cube_row("vendor_cublas_bf16", 600.0, "bf16", 4096, vendor="1"),
+                cube_row("k35_wgmma_cluster_multicast", 590.0, "bf16", 4096),
+                cube_row("k39_wgmma_pingpong", 610.0, "bf16", 4096, paired_vendor="vendor_cublas_bf16",
+                         paired="1.031"),
+                cube_row("vendor_cublaslt_e4m3", 1000.0, "e4m3", 8192, vendor="1"),
+                cube_row("vendor_cublaslt_e4m3_fastacc", 1100.0, "e4m3", 8192, vendor="1"),
+                cube_row("k39_wgmma_pingpong", 1180.0, "e4m3", 8192, paired_vendor="vendor_cublaslt_e4m3_fastacc",
+                         paired="1.078"),
+                cube_row("k34_wgmma_fp8_promoted", 970.0, "e4m3", 8192),  # 0.97x the default, unpaired
+                cube_row("k38_wgmma_fp8_block_scaled", 700.0, "e4m3", 8192)]
+        v = self.verdicts(rows)
+        self.assertEqual(v["bf16 4096^3 >= 1.05x cuBLAS"], ("1.031x (paired), k39_wgmma_pingpong", False))
+        self.assertEqual(v["bf16 8192^3 >= 1.03x cuBLAS"], ("-", None))
+        self.assertEqual(v["e4m3 8192^3 without promotion >= 1.02x cuBLASLt FAST_ACCUM"],
+                         ("1.078x (paired), k39_wgmma_pingpong", True))
+        # 4096^3 has no promoted rung: not measured, whatever 8192^3 says.
+        self.assertIsNone(v["e4m3 with promotion >= 0.95x cuBLASLt's default at 4096^3 and 8192^3"][1])
+        self.assertEqual(v["block-scaled fp8 (k38) within 5 % of promoted fp8 (k34), same run"],
+                         ("8192^3 0.722x k34", None))
+        low = v["no bf16 square from 2048^3 to 16384^3 below 1.00x cuBLAS"]
+        self.assertEqual(low, ("lowest 4096^3: 1.031x (paired), k39_wgmma_pingpong; 2048, 8192, 16384 not measured",
+                               None))
+        self.assertIn("**1 of 6 met**", reproduce.issue11_block(rows))
+
+    def test_a_square_below_one_fails_the_sweep_target_even_with_others_unmeasured(self):
+        rows = [cube_row("vendor_cublas_bf16", 600.0, "bf16", 2048, vendor="1"),
+                cube_row("k39_wgmma_pingpong", 580.0, "bf16", 2048)]
+        m, ok = self.verdicts(rows)["no bf16 square from 2048^3 to 16384^3 below 1.00x cuBLAS"]
+        self.assertTrue(m.startswith("lowest 2048^3: 0.967x, k39_wgmma_pingpong"), m)
+        self.assertFalse(ok)
+
+
 if __name__ == "__main__":
     unittest.main()
