@@ -36,7 +36,13 @@
 // too timid for fp8: the epilogue's larger share of an fp8 tile is what the
 // ping-pong hides. Single-sided rates in the same runs put k39 below cuBLAS at
 // 4096^3 (643.7 against 668.8 Tflop/s), measured seconds apart at SM clocks of
-// 1500 and 1635 MHz: the paired ratio is the one to read. Issue 11's 4096^3
+// 1500 and 1635 MHz: the paired ratio is the one to read. Where it loses
+// (_b3ce812_ladder_20261204T030203Z-66b37c.csv): small squares, 0.71x cuBLAS
+// at 512^3 and 0.78x at 1024^3 (16 and 64 tiles: most SMs idle, which the
+// library's 64-row tiles and k37's split address), and e4m3 at 8192 x 8192 x
+// 1024, 0.905x FAST_ACCUM (8 k-tiles of 128 a tile: the pipeline's fill is
+// not hidden); where it wins most, bf16 4096 x 11008 x 4096 1.123x and
+// 8192 x 8192 x 1024 1.172x, e4m3 4096 x 11008 x 4096 1.171x. Issue 11's 4096^3
 // target (1.05x) is still short; the cells are in README.md, "Hopper rungs
 // against cuBLAS across shapes", column k39_wgmma_pingpong.
 #include <algorithm>
