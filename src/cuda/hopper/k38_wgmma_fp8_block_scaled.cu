@@ -73,6 +73,7 @@
 
 #include "cuda/hopper/block_scaled.hpp"
 #include "cuda/hopper/hopper_rungs.cuh"
+#include "cuda/hopper/rung_launch.cuh"
 #include "cuda/hopper/warp_specialized.cuh"
 
 namespace rigel::cuda {
@@ -107,17 +108,11 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
                                               sm90::kernel_smem_bytes<G, StoreF32Scaled>));
         return sm90::sm_count();
     }();
-    sm90::require_alignment(p, rung);
-    const CUtensorMap& ma = maps_a.get(p.a, G::kType, p.m, p.k, G::kBM);
-    const CUtensorMap& mb = maps_b.get(p.b, G::kType, p.n, p.k, G::kBN);
-    const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
-    const int tiles_m = sm90::ceil_div(m, G::kBM), tiles_n = sm90::ceil_div(n, G::kBN);
-    const std::int64_t tiles = static_cast<std::int64_t>(tiles_m) * tiles_n;
-    const StoreF32Scaled::Params params{static_cast<float*>(p.c), scale_a, scale_b, sm90::ceil_div(k, G::kBK)};
+    const sm90::RungLaunch l = sm90::prepare_rung_launch<G>(p, maps_a, maps_b, sms, rung);
+    const StoreF32Scaled::Params params{static_cast<float*>(p.c), scale_a, scale_b, sm90::ceil_div(l.k, G::kBK)};
     sm90::warp_specialized_kernel<G, StoreF32Scaled>
-        <<<static_cast<unsigned>(std::min<std::int64_t>(tiles, sms)), G::kThreads,
-           sm90::kernel_smem_bytes<G, StoreF32Scaled>, sm90::stream_of(p)>>>(ma, mb, params, m, n, k, tiles_m,
-                                                                             tiles_n);
+        <<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, StoreF32Scaled>, sm90::stream_of(p)>>>(
+            *l.map_a, *l.map_b, params, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 

@@ -45,10 +45,9 @@
 // 8192 x 8192 x 1024 1.172x, e4m3 4096 x 11008 x 4096 1.171x. Issue 11's 4096^3
 // target (1.05x) is still short; the cells are in README.md, "Hopper rungs
 // against cuBLAS across shapes", column k39_wgmma_pingpong.
-#include <algorithm>
-
 #include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/hopper/pingpong_gemm.cuh"
+#include "cuda/hopper/rung_launch.cuh"
 
 namespace rigel::cuda {
 namespace {
@@ -72,15 +71,9 @@ void launch(const GemmProblem& p, const char* rung) {
                                               cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
         return sm90::sm_count();
     }();
-    sm90::require_alignment(p, rung);
-    const CUtensorMap& ma = maps_a.get(p.a, G::kType, p.m, p.k, G::kBM);
-    const CUtensorMap& mb = maps_b.get(p.b, G::kType, p.n, p.k, G::kBN);
-    const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
-    const int tiles_m = sm90::ceil_div(m, G::kBM), tiles_n = sm90::ceil_div(n, G::kBN);
-    const std::int64_t tiles = static_cast<std::int64_t>(tiles_m) * tiles_n;
-    sm90::pingpong_kernel<G, Epi>
-        <<<static_cast<unsigned>(std::min<std::int64_t>(tiles, sms)), G::kThreads, kSmem, sm90::stream_of(p)>>>(
-            ma, mb, Epi::Params{static_cast<float*>(p.c)}, m, n, k, tiles_m, tiles_n, G::kGroupM);
+    const sm90::RungLaunch l = sm90::prepare_rung_launch<G>(p, maps_a, maps_b, sms, rung);
+    sm90::pingpong_kernel<G, Epi><<<l.grid, G::kThreads, kSmem, sm90::stream_of(p)>>>(
+        *l.map_a, *l.map_b, Epi::Params{static_cast<float*>(p.c)}, l.m, l.n, l.k, l.tiles_m, l.tiles_n, G::kGroupM);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
