@@ -650,8 +650,9 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         if (kernel != k.name) continue;
         if (is_fp8(d.a_type) && !k.fp8) return std::nullopt;
         const bool wide = k.fixed && k.tile_n == kWideTileN;
-        const bool n192 = k.fixed && (k.tile_n == kN192TileN || k.tile_n == kN168TileN);  // the same epilogues
-        if (k.fixed && !(wide ? has_wide_kernel(d) : n192 ? has_n192_kernel(d) : has_fixed_epilogue_kernel(d)))
+        // 168- and 192-column tiles: compiled for the same epilogues (kN192Epilogues), with 4 ring stages.
+        const bool wide_n = k.fixed && (k.tile_n == kN192TileN || k.tile_n == kN168TileN);
+        if (k.fixed && !(wide ? has_wide_kernel(d) : wide_n ? has_n192_kernel(d) : has_fixed_epilogue_kernel(d)))
             return std::nullopt;
         if (k.fixed && k.cluster_m > 1 && !k.split_reduce && !has_pair_kernel(d)) return std::nullopt;
         if (k.tma_load_c && !has_tma_c_kernel(d)) return std::nullopt;
@@ -723,7 +724,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
                 (k.cluster_m > 1 ? ", pairs of CTAs sharing B by TMA multicast" : "") +
                 (k.group_m > 0 ? ", groups of " + std::to_string(k.group_m) + " tile rows in the tile order" : "") +
                 (k.fixed ? std::string(", the kernel compiled for this epilogue and a bf16 D") +
-                               (wide ? ", 3 ring stages" : n192 ? ", 4 ring stages" : "") +
+                               (wide ? ", 3 ring stages" : wide_n ? ", 4 ring stages" : "") +
                                (k.tma_store ? "" : ", staged stores") +
                                (k.tma_load_c ? ", C loaded by TMA where beta is not 0" : "")
                          : "") +

@@ -23,6 +23,10 @@ using cuda::gemm_kernels::Launch;
 
 namespace {
 
+// The ping-pong kernel's 168- and 192-column tiles ("fixed_n168", "fixed_n192"; rule 8): compiled for
+// gemm::kN192Epilogues alone, with no path for C by TMA.
+bool wide_n_tiles(const Choice& c) { return c.pingpong && (c.tile_n == 192 || c.tile_n == 168); }
+
 DType dtype_of(Type t) {
     switch (t) {
         case Type::bf16: return DType::bf16;
@@ -106,7 +110,7 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {
         plain.allow_atomics = false;
         state_->without_atomics = std::make_unique<Plan>(plain);
     }
-    if (choice_.pingpong && (choice_.tile_n == 192 || choice_.tile_n == 168)) {
+    if (wide_n_tiles(choice_)) {
         Choice with_c = choice_;
         with_c.tile_n = 128;
         with_c.tma_load_c = true;
@@ -132,7 +136,7 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                     name(desc_.epilogue) + " with " + name(desc_.a_type) + " operands and a " +
                                     name(desc_.d_type) +
                                     " D (those of gemm::kWideEpilogues, bf16 operands and D, single CTAs, K not split)");
-    if (forced.pingpong && (forced.tile_n == 192 || forced.tile_n == 168) &&
+    if (wide_n_tiles(forced) &&
         !(forced.fixed_epilogue && forced.cluster_m == 1 && forced.tile_m == 128 && !split && has_n192_kernel(desc_)))
         throw std::invalid_argument("no ping-pong kernel with 128 x " + std::to_string(forced.tile_n) +
                                     " tiles for epilogue " +
