@@ -293,21 +293,26 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         for (int i = 0; i < G::kAcc; ++i) part0[i] = part1[i] = 0.0f;
 
         // block_scaled: this thread's scales for one k-tile, its two rows r,
-        // r + 8 (past M: scale 0, never stored) and the tile's B block; read
-        // when the k-tile's wgmma is issued, used a k-tile later.
+        // r + 8 (past M: scale 0, never stored) and the tile's B block. The
+        // loads are volatile asm so that they stay where they are written:
+        // after the promotion that used the set they overwrite (see turn).
         struct Scales {
             float a0 = 0.0f, a1 = 0.0f, b = 0.0f;
         };
-        const auto scales_of = [&](int tile_m, int tile_n, int kt) {
-            Scales sc;
+        const auto load_scale = [](const float* p) {
+            float v;
+            asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
+            return v;
+        };
+        const auto scales_of = [&](int tile_m, int tile_n, int kt, Scales& sc) {
             if constexpr (G::kAccumulation == Accumulation::block_scaled) {
+                if (kt >= kt_end) return;  // past the tile's last k-tile: never promoted
                 const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
                 const int r = tile_m * G::kBM + consumer * kWgmmaM + 16 * (t / 32) + (t % 32) / 4;
-                sc.b = epi.scale_b[static_cast<std::int64_t>(tile_n) * epi.k_blocks + kt];
-                if (r < m) sc.a0 = epi.scale_a[static_cast<std::int64_t>(r) * epi.k_blocks + kt];
-                if (r + 8 < m) sc.a1 = epi.scale_a[static_cast<std::int64_t>(r + 8) * epi.k_blocks + kt];
+                sc.b = load_scale(epi.scale_b + static_cast<std::int64_t>(tile_n) * epi.k_blocks + kt);
+                sc.a0 = r < m ? load_scale(epi.scale_a + static_cast<std::int64_t>(r) * epi.k_blocks + kt) : 0.0f;
+                sc.a1 = r + 8 < m ? load_scale(epi.scale_a + static_cast<std::int64_t>(r + 8) * epi.k_blocks + kt) : 0.0f;
             }
-            return sc;
         };
 
         auto ring = PipelineState<kStages>::consumer_start();
@@ -334,7 +339,15 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             fence_registers(part);
             if (arriving_lane) mbar_arrive(&empty[stage]);
             if constexpr (G::kAccumulation == Accumulation::block_scaled) {
-                const float s0 = sc.a0 * sc.b, s1 = sc.a1 * sc.b;
+                // The products wait for the partial sum: B's scale is OR-ed
+                // with its first element masked by a zero the compiler cannot
+                // prove is one (k_blocks > 0, so k_blocks >> 31 is 0). Without
+                // that dependency ptxas hoisted a multiply between the next
+                // k-tile's wgmma instructions, where it held their issue until
+                // the newest scale loads had landed (its scoreboard counts them all).
+                const std::uint32_t zero = static_cast<std::uint32_t>(epi.k_blocks) >> 31;
+                const float b = __uint_as_float(__float_as_uint(sc.b) | (__float_as_uint(part[0]) & zero));
+                const float s0 = sc.a0 * b, s1 = sc.a1 * b;
                 // Accumulator i holds row r + 8 ((i % 4) / 2) (store_accumulators' layout).
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] = fmaf(part[i], (i % 4) < 2 ? s0 : s1, acc[i]);
@@ -385,25 +398,31 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 // other consumer's used to be all that filled that gap). The
                 // sums are added in k order, as before: the same bits.
                 int kt = kt_begin;
+                Scales sc0, sc1;
+                scales_of(tm, tn, kt, sc0);
+                scales_of(tm, tn, kt + 1, sc1);
                 int stage0 = issue_partial(part0), stage1 = 0;
-                Scales sc0 = scales_of(tm, tn, kt), sc1;
                 // One turn: k-tile kt is in `cur`; issue kt + 1 into `next` (unless kt is the
                 // last), then promote kt. True when the tile's k-tiles are done.
+                // block_scaled: the set kt used is free after its promotion and
+                // takes k-tile kt + 2's scales (cur's next k-tile), loaded two
+                // turns ahead of their use and after every multiply that waits
+                // on older loads.
                 const auto turn = [&](float(&cur)[G::kAcc], int& cur_stage, Scales& cur_sc, float(&next)[G::kAcc],
-                                      int& next_stage, Scales& next_sc) {
+                                      int& next_stage) {
                     if (kt + 1 == kt_end) {
                         wgmma_wait<0>();
                         promote(cur, cur_stage, cur_sc);
                         return true;
                     }
                     next_stage = issue_partial(next);
-                    next_sc = scales_of(tm, tn, kt + 1);
                     wgmma_wait<1>();
                     promote(cur, cur_stage, cur_sc);
+                    scales_of(tm, tn, kt + 2, cur_sc);
                     ++kt;
                     return false;
                 };
-                while (!turn(part0, stage0, sc0, part1, stage1, sc1) && !turn(part1, stage1, sc1, part0, stage0, sc0)) {
+                while (!turn(part0, stage0, sc0, part1, stage1) && !turn(part1, stage1, sc1, part0, stage0)) {
                 }
             }
 
