@@ -463,7 +463,8 @@ int run_block_scaled(const BlockScaledArgs& a, const CLI::App& cmd) {
             sa(*ex, c.a.scales.size() * sizeof(float)), sb(*ex, c.b.scales.size() * sizeof(float));
         ex->upload(da.get(), c.a.bytes.data(), c.a.bytes.size());
         ex->upload(db.get(), c.b.bytes.data(), c.b.bytes.size());
-        ex->upload(sa.get(), c.a.scales.data(), c.a.scales.size() * sizeof(float));
+        const std::vector<float> a_scales = c.a.scales_block_major();  // the kernel's layout for A (block_scaled.hpp)
+        ex->upload(sa.get(), a_scales.data(), a_scales.size() * sizeof(float));
         ex->upload(sb.get(), c.b.scales.data(), c.b.scales.size() * sizeof(float));
         ex->poison(dd.get(), d_bytes);
         cuda::fp8_block_scaled_gemm({.gemm = {.type = type, .m = m, .n = n, .k = k, .a = da.get(), .b = db.get(),

@@ -32,6 +32,16 @@ struct BlockScaled {
     float scale_of(std::size_t r, std::size_t c) const {
         return scales[(r / block_rows) * block_grid_cols() + c / block_cols];
     }
+    // The scales in block-column-major order (the grid's column b, then b + 1:
+    // s at b block_grid_rows() + row block), what fp8_block_scaled_gemm reads for A.
+    std::size_t block_grid_rows() const { return (rows + block_rows - 1) / block_rows; }
+    std::vector<float> scales_block_major() const {
+        const std::size_t gr = block_grid_rows(), gc = block_grid_cols();
+        std::vector<float> out(scales.size());
+        for (std::size_t r = 0; r < gr; ++r)
+            for (std::size_t b = 0; b < gc; ++b) out[b * gr + r] = scales[r * gc + b];
+        return out;
+    }
     // What element (r, c) stands for: q s, exact in float64.
     double dequantized(std::size_t r, std::size_t c) const {
         return values[r * cols + c] * static_cast<double>(scale_of(r, c));

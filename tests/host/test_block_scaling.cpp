@@ -61,6 +61,19 @@ TEST(BlockScaling, ABlockOfZerosHasScaleOneAndE5m2WorksToo) {
     EXPECT_EQ(q.scales[2], 1.0f);  // the second row: all zeros
 }
 
+TEST(BlockScaling, BlockMajorScalesPutOneBlockOfKsRowsSideBySide) {
+    // 5 rows of 1 x 128 blocks over K = 300 (3 blocks, the last partial): the
+    // kernel's order for A is block 0's 5 scales, then block 1's, then block 2's.
+    const std::size_t m = 5, k = 300;
+    const BlockScaled a = quantize_blocks(random_matrix(m, k, 3, 1.0f), m, k, 1, 128);
+    const std::vector<float> t = a.scales_block_major();
+    ASSERT_EQ(a.block_grid_rows(), m);
+    ASSERT_EQ(t.size(), m * 3);
+    for (std::size_t r = 0; r < m; ++r)
+        for (std::size_t b = 0; b < 3; ++b) EXPECT_EQ(t[b * m + r], a.scale_of(r, 128 * b)) << r << ", " << b;
+    EXPECT_NE(t[1], a.scales[1]);  // row 0 block 1 in row-major, row 1 block 0 here: different blocks
+}
+
 TEST(BlockScaling, TheReferenceIsTheProductOfTheDequantizedOperands) {
     const std::size_t m = 5, n = 3, k = 300;
     const BlockScaled a = quantize_blocks(random_matrix(m, k, 1, 1.0f), m, k, 1, 128);

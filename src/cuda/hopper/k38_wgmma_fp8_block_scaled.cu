@@ -87,7 +87,7 @@ using K38 = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped,
 struct StoreF32Scaled {
     struct Params {
         float* c;
-        const float* scale_a;  // M x k_blocks, row-major
+        const float* scale_a;  // k_blocks x M: block b's M scales side by side
         const float* scale_b;  // ceil(N / 128) x k_blocks, row-major
         int k_blocks;
     };

@@ -59,8 +59,8 @@
 // unscaled, so those scales are 1.0 and the multiply is left out.
 // block_scaled (k38) is promoted with that multiply: each k-tile is one
 // 128-wide block of K, and its partial is added as an FFMA times s_A(row,
-// block) s_B(column / 128, block), the scales read from global memory a
-// k-tile ahead of their use. The scale pointers travel in the epilogue's
+// block) s_B(column / 128, block), the scales read from global memory two
+// k-tiles ahead of their use (A's k-block-major: block_scaled.hpp). The scale pointers travel in the epilogue's
 // parameters (Epi::Params::scale_a, scale_b, k_blocks: the kernel's one
 // by-value struct); BN is 128, one B block per tile.
 #pragma once
@@ -310,8 +310,12 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
                 const int r = tile_m * G::kBM + consumer * kWgmmaM + 16 * (t / 32) + (t % 32) / 4;
                 sc.b = load_scale(epi.scale_b + static_cast<std::int64_t>(tile_n) * epi.k_blocks + kt);
-                sc.a0 = r < m ? load_scale(epi.scale_a + static_cast<std::int64_t>(r) * epi.k_blocks + kt) : 0.0f;
-                sc.a1 = r + 8 < m ? load_scale(epi.scale_a + static_cast<std::int64_t>(r + 8) * epi.k_blocks + kt) : 0.0f;
+                // A's scales are k-block-major (block kt's M scales side by
+                // side), so a warp's 16 rows read 64 contiguous bytes: two
+                // L1 wavefronts a k-tile, where rows M x k_blocks apart took 16.
+                const float* const col = epi.scale_a + static_cast<std::int64_t>(kt) * m;
+                sc.a0 = r < m ? load_scale(col + r) : 0.0f;
+                sc.a1 = r + 8 < m ? load_scale(col + r + 8) : 0.0f;
             }
         };
 
