@@ -67,7 +67,6 @@
 // (ce2b677, experiments/2026-12-02_ce2b677_blockscaled_e4m3.csv).
 #include <cuda_runtime.h>
 
-#include <cstdlib>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -100,41 +99,21 @@ struct StoreF32Scaled {
     }
 };
 
-// EXPERIMENT: the promotion variants of warp_specialized.cuh's scale_variant, chosen by RIGEL_K38_VARIANT.
-template <int V>
-struct StoreF32ScaledV : StoreF32Scaled {
-    static constexpr int kScaleVariant = V;
-};
-
-template <class G, class Epi>
-void launch_epi(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
+template <class G>
+void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
     static sm90::TensorMapCache maps_a, maps_b;
     static const int sms = [] {
-        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::warp_specialized_kernel<G, Epi>,
+        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::warp_specialized_kernel<G, StoreF32Scaled>,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              sm90::kernel_smem_bytes<G, Epi>));
+                                              sm90::kernel_smem_bytes<G, StoreF32Scaled>));
         return sm90::sm_count();
     }();
     const sm90::RungLaunch l = sm90::prepare_rung_launch<G>(p, maps_a, maps_b, sms, rung);
-    const typename Epi::Params params{static_cast<float*>(p.c), scale_a, scale_b, sm90::ceil_div(l.k, G::kBK)};
-    sm90::warp_specialized_kernel<G, Epi>
-        <<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, Epi>, sm90::stream_of(p)>>>(
+    const StoreF32Scaled::Params params{static_cast<float*>(p.c), scale_a, scale_b, sm90::ceil_div(l.k, G::kBK)};
+    sm90::warp_specialized_kernel<G, StoreF32Scaled>
+        <<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, StoreF32Scaled>, sm90::stream_of(p)>>>(
             *l.map_a, *l.map_b, params, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
     RIGEL_CUDA_CHECK_LAUNCH();
-}
-
-template <class G>
-void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
-    static const int variant = [] {
-        const char* v = std::getenv("RIGEL_K38_VARIANT");
-        return v ? std::atoi(v) : 0;
-    }();
-    switch (variant) {
-        case 1: return launch_epi<G, StoreF32ScaledV<1>>(p, scale_a, scale_b, rung);
-        case 2: return launch_epi<G, StoreF32ScaledV<2>>(p, scale_a, scale_b, rung);
-        case 3: return launch_epi<G, StoreF32ScaledV<3>>(p, scale_a, scale_b, rung);
-        default: return launch_epi<G, StoreF32Scaled>(p, scale_a, scale_b, rung);
-    }
 }
 
 void dispatch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {

@@ -73,13 +73,6 @@
 namespace rigel::cuda::sm90 {
 
 enum class Accumulation : std::uint8_t { tensor_core, promoted, block_scaled };
-// EXPERIMENT: k38's promotion variants (0: as built; 1: FADD, the scale loads kept; 2: FFMA times a
-// run-time 1.0, no loads; 3: FFMA, one scale register for both rows).
-template <class Epi>
-constexpr int scale_variant() {
-    if constexpr (requires { Epi::kScaleVariant; }) return Epi::kScaleVariant;
-    else return 0;
-}
 enum class Major : std::uint8_t { k, mn };
 
 template <DType T, int BN, int Stages, Schedule S, Accumulation A, Major MA = Major::k, Major MB = Major::k>
@@ -314,7 +307,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         const auto scales_of = [&](int tile_m, int tile_n, int kt, Scales& sc) {
             if constexpr (G::kAccumulation == Accumulation::block_scaled) {
                 if (kt >= kt_end) return;  // past the tile's last k-tile: never promoted
-                if constexpr (scale_variant<Epi>() == 2) return;  // EXPERIMENT: no loads
                 const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
                 const int r = tile_m * G::kBM + consumer * kWgmmaM + 16 * (t / 32) + (t % 32) / 4;
                 sc.b = load_scale(epi.scale_b + static_cast<std::int64_t>(tile_n) * epi.k_blocks + kt);
@@ -359,18 +351,10 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 // the newest scale loads had landed (its scoreboard counts them all).
                 const std::uint32_t zero = static_cast<std::uint32_t>(epi.k_blocks) >> 31;
                 const float b = __uint_as_float(__float_as_uint(sc.b) | (__float_as_uint(part[0]) & zero));
-                float s0 = sc.a0 * b, s1 = sc.a1 * b;
-                constexpr int kV = scale_variant<Epi>();  // EXPERIMENT
-                if constexpr (kV == 2) s0 = s1 = 1.0f + static_cast<float>(zero);
-                if constexpr (kV == 3) s1 = s0;
-                if constexpr (kV == 1) {
-#pragma unroll
-                    for (int i = 0; i < G::kAcc; ++i) acc[i] = i == 0 ? fmaf(part[i], s0, acc[i]) : i == 2 ? fmaf(part[i], s1, acc[i]) : acc[i] + part[i];
-                } else {
+                const float s0 = sc.a0 * b, s1 = sc.a1 * b;
                 // Accumulator i holds row r + 8 ((i % 4) / 2) (store_accumulators' layout).
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] = fmaf(part[i], (i % 4) < 2 ? s0 : s1, acc[i]);
-                }
             } else {
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] += part[i];
