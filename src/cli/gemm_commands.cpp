@@ -459,13 +459,15 @@ int run_block_scaled(const BlockScaledArgs& a, const CLI::App& cmd) {
         const int m = static_cast<int>(shapes[i].m), n = static_cast<int>(shapes[i].n), k = static_cast<int>(shapes[i].k);
         const gemm::BlockScaledCase c = gemm::make_block_scaled_case(type, m, n, k, seed + i);
         const std::size_t d_bytes = static_cast<std::size_t>(m) * n * sizeof(float);
+        // The kernel's scale layouts (src/cuda/hopper/block_scaled.hpp): k-block-major, rows padded to 4.
+        const std::vector<float> a_scales = c.a.scales_block_major(cuda::scale_ld(m)),
+                                 b_scales = c.b.scales_block_major(cuda::scale_ld(c.b.block_grid_rows()));
         DeviceBuffer da(*ex, c.a.bytes.size()), db(*ex, c.b.bytes.size()), dd(*ex, d_bytes),
-            sa(*ex, c.a.scales.size() * sizeof(float)), sb(*ex, c.b.scales.size() * sizeof(float));
+            sa(*ex, a_scales.size() * sizeof(float)), sb(*ex, b_scales.size() * sizeof(float));
         ex->upload(da.get(), c.a.bytes.data(), c.a.bytes.size());
         ex->upload(db.get(), c.b.bytes.data(), c.b.bytes.size());
-        const std::vector<float> a_scales = c.a.scales_block_major();  // the kernel's layout for A (block_scaled.hpp)
         ex->upload(sa.get(), a_scales.data(), a_scales.size() * sizeof(float));
-        ex->upload(sb.get(), c.b.scales.data(), c.b.scales.size() * sizeof(float));
+        ex->upload(sb.get(), b_scales.data(), b_scales.size() * sizeof(float));
         ex->poison(dd.get(), d_bytes);
         cuda::fp8_block_scaled_gemm({.gemm = {.type = type, .m = m, .n = n, .k = k, .a = da.get(), .b = db.get(),
                                               .c = dd.get(), .stream = ex->stream()},

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -32,14 +33,16 @@ struct BlockScaled {
     float scale_of(std::size_t r, std::size_t c) const {
         return scales[(r / block_rows) * block_grid_cols() + c / block_cols];
     }
-    // The scales in block-column-major order (the grid's column b, then b + 1:
-    // s at b block_grid_rows() + row block), what fp8_block_scaled_gemm reads for A.
+    // The scales in block-column-major order, each column of the grid a row of
+    // `ld` >= block_grid_rows() floats (s at b ld + row block, the padding 0):
+    // what fp8_block_scaled_gemm reads (src/cuda/hopper/block_scaled.hpp).
     std::size_t block_grid_rows() const { return (rows + block_rows - 1) / block_rows; }
-    std::vector<float> scales_block_major() const {
+    std::vector<float> scales_block_major(std::size_t ld) const {
         const std::size_t gr = block_grid_rows(), gc = block_grid_cols();
-        std::vector<float> out(scales.size());
+        if (ld < gr) throw std::invalid_argument("scales_block_major: a row stride below the grid's rows");
+        std::vector<float> out(gc * ld, 0.0f);
         for (std::size_t r = 0; r < gr; ++r)
-            for (std::size_t b = 0; b < gc; ++b) out[b * gr + r] = scales[r * gc + b];
+            for (std::size_t b = 0; b < gc; ++b) out[b * ld + r] = scales[r * gc + b];
         return out;
     }
     // What element (r, c) stands for: q s, exact in float64.

@@ -62,16 +62,23 @@ TEST(BlockScaling, ABlockOfZerosHasScaleOneAndE5m2WorksToo) {
 }
 
 TEST(BlockScaling, BlockMajorScalesPutOneBlockOfKsRowsSideBySide) {
-    // 5 rows of 1 x 128 blocks over K = 300 (3 blocks, the last partial): the
-    // kernel's order for A is block 0's 5 scales, then block 1's, then block 2's.
-    const std::size_t m = 5, k = 300;
+    // 5 rows of 1 x 128 blocks over K = 300 (3 blocks, the last partial), rows
+    // padded to 8: block 0's 5 scales and 3 zeros, then block 1's, then block 2's.
+    const std::size_t m = 5, k = 300, ld = 8;
     const BlockScaled a = quantize_blocks(random_matrix(m, k, 3, 1.0f), m, k, 1, 128);
-    const std::vector<float> t = a.scales_block_major();
+    const std::vector<float> t = a.scales_block_major(ld);
     ASSERT_EQ(a.block_grid_rows(), m);
-    ASSERT_EQ(t.size(), m * 3);
-    for (std::size_t r = 0; r < m; ++r)
-        for (std::size_t b = 0; b < 3; ++b) EXPECT_EQ(t[b * m + r], a.scale_of(r, 128 * b)) << r << ", " << b;
-    EXPECT_NE(t[1], a.scales[1]);  // row 0 block 1 in row-major, row 1 block 0 here: different blocks
+    ASSERT_EQ(t.size(), ld * 3);
+    for (std::size_t b = 0; b < 3; ++b) {
+        for (std::size_t r = 0; r < m; ++r) EXPECT_EQ(t[b * ld + r], a.scale_of(r, 128 * b)) << r << ", " << b;
+        for (std::size_t r = m; r < ld; ++r) EXPECT_EQ(t[b * ld + r], 0.0f) << r << ", " << b;
+    }
+    // B's 128 x 128 blocks: 260 rows are 3 blocks of rows.
+    const BlockScaled b = quantize_blocks(random_matrix(260, k, 4, 0.01f), 260, k, 128, 128);
+    const std::vector<float> tb = b.scales_block_major(4);
+    for (std::size_t kb = 0; kb < 3; ++kb)
+        for (std::size_t j = 0; j < 3; ++j) EXPECT_EQ(tb[kb * 4 + j], b.scale_of(128 * j, 128 * kb)) << j << ", " << kb;
+    EXPECT_THROW(a.scales_block_major(4), std::invalid_argument);
 }
 
 TEST(BlockScaling, TheReferenceIsTheProductOfTheDequantizedOperands) {

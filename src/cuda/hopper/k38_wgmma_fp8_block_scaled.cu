@@ -67,7 +67,10 @@
 // (ce2b677, experiments/2026-12-02_ce2b677_blockscaled_e4m3.csv).
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -82,14 +85,14 @@ namespace {
 template <DType T>
 using K38 = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped, sm90::Accumulation::block_scaled>;
 
-// StoreF32 with the block scales beside it: the kernel's by-value parameters
-// carry them to the main loop (warp_specialized.cuh, block_scaled).
+// StoreF32 with the block scales' tensor maps beside it: the kernel's by-value
+// parameters carry them to the producer (warp_specialized.cuh, block_scaled).
 struct StoreF32Scaled {
     struct Params {
         float* c;
-        const float* scale_a;  // k_blocks x M: block b's M scales side by side
-        const float* scale_b;  // ceil(N / 128) x k_blocks, row-major
         int k_blocks;
+        CUtensorMap map_scale_a;  // k_blocks x M, boxes of 128 (a tile's rows)
+        CUtensorMap map_scale_b;  // k_blocks x ceil(N / 128), boxes of 4
     };
     static constexpr int kStagingBytes = 0;
     template <int BN>
@@ -98,6 +101,25 @@ struct StoreF32Scaled {
         sm90::store_accumulators<BN>(acc, p.c, m, n, row0, col0);
     }
 };
+
+// The map of a k-block-major scale array (block_scaled.hpp): k_blocks rows of
+// `count` fp32 scales, row stride scale_ld(count), boxes of `box` scales of one
+// block of K, unswizzled; scales past `count` read as 0.
+CUtensorMap make_scale_map(const float* base, std::int64_t count, std::int64_t k_blocks, int box) {
+    CUtensorMap map{};
+    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(count), static_cast<cuuint64_t>(k_blocks)};
+    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(scale_ld(count)) * sizeof(float)};
+    const cuuint32_t boxes[2] = {static_cast<cuuint32_t>(box), 1};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    const CUresult r = sm90::tensor_map_encoder()(
+        &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), dims, strides, boxes, elem_strides,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        throw std::runtime_error("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
+                                 ") for block scales of " + std::to_string(count) + " x " + std::to_string(k_blocks));
+    return map;
+}
 
 template <class G>
 void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
@@ -109,7 +131,12 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
         return sm90::sm_count();
     }();
     const sm90::RungLaunch l = sm90::prepare_rung_launch<G>(p, maps_a, maps_b, sms, rung);
-    const StoreF32Scaled::Params params{static_cast<float*>(p.c), scale_a, scale_b, sm90::ceil_div(l.k, G::kBK)};
+    const int k_blocks = sm90::ceil_div(l.k, G::kBK);
+    // The scale maps are encoded per call (about a microsecond of host work,
+    // inside the timed region), keyed on nothing: the pointers change per call.
+    const StoreF32Scaled::Params params{static_cast<float*>(p.c), k_blocks,
+                                        make_scale_map(scale_a, l.m, k_blocks, G::kBM),
+                                        make_scale_map(scale_b, l.tiles_n, k_blocks, 4)};
     sm90::warp_specialized_kernel<G, StoreF32Scaled>
         <<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, StoreF32Scaled>, sm90::stream_of(p)>>>(
             *l.map_a, *l.map_b, params, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
@@ -144,13 +171,16 @@ const float* unit_scales(std::size_t count) {
 
 void k38_wgmma_fp8_block_scaled(const GemmProblem& p) {
     const std::int64_t k_blocks = (p.k + 127) / 128, n_blocks = (p.n + 127) / 128;
-    const float* ones = unit_scales(static_cast<std::size_t>(std::max(p.m, n_blocks) * k_blocks));
+    const float* ones = unit_scales(static_cast<std::size_t>(scale_ld(std::max(p.m, n_blocks)) * k_blocks));
     dispatch(p, ones, ones, "k38_wgmma_fp8_block_scaled");
 }
 
 void fp8_block_scaled_gemm(const BlockScaledProblem& p) {
     if (p.scale_a == nullptr || p.scale_b == nullptr)
         throw std::invalid_argument("fp8_block_scaled_gemm: the block scales of A and of B are both needed");
+    for (const float* s : {p.scale_a, p.scale_b})
+        if (reinterpret_cast<std::uintptr_t>(s) % 16 != 0)
+            throw std::invalid_argument("fp8_block_scaled_gemm: a block-scale array is not 16-byte aligned (TMA reads it)");
     if (const std::string why = hopper_tma_check(p.gemm); !why.empty())
         throw std::invalid_argument("fp8_block_scaled_gemm: " + why);
     dispatch(p.gemm, p.scale_a, p.scale_b, "fp8_block_scaled_gemm");

@@ -59,10 +59,11 @@
 // unscaled, so those scales are 1.0 and the multiply is left out.
 // block_scaled (k38) is promoted with that multiply: each k-tile is one
 // 128-wide block of K, and its partial is added as an FFMA times s_A(row,
-// block) s_B(column / 128, block), the scales read from global memory two
-// k-tiles ahead of their use (A's k-block-major: block_scaled.hpp). The scale pointers travel in the epilogue's
-// parameters (Epi::Params::scale_a, scale_b, k_blocks: the kernel's one
-// by-value struct); BN is 128, one B block per tile.
+// block) s_B(column / 128, block), the scales loaded by TMA into each stage
+// beside its operands (their layouts: block_scaled.hpp) and read from there.
+// The scales' tensor maps travel in the epilogue's parameters
+// (Epi::Params::map_scale_a, map_scale_b: the kernel's one by-value struct);
+// BN is 128, one B block per tile.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -93,7 +94,13 @@ struct WarpSpecialized {
     static constexpr int kBLoadRows = BN;  // B's rows a stage loads (load_tile): the tile's
     static constexpr int kBBytes = BN * kRowBytes;
     static constexpr int kStageBytes = kABytes + kBBytes;
-    static constexpr int kSmemBytes = Stages * kStageBytes + kSwizzleAtom;  // + alignment slack
+    // block_scaled: each stage's scales after the ring, by TMA with its operands: A's 128 (one per
+    // tile row, 512 bytes) and a 16-byte box of B's holding the tile's, padded to 640 bytes per
+    // stage so that every box starts on 128 bytes.
+    static constexpr int kScaleABytes = kBM * 4;
+    static constexpr int kScaleBBytes = 16;
+    static constexpr int kScaleStageBytes = A == Accumulation::block_scaled ? kScaleABytes + 128 : 0;
+    static constexpr int kSmemBytes = Stages * (kStageBytes + kScaleStageBytes) + kSwizzleAtom;  // + alignment slack
     static constexpr int kThreads = 3 * kWarpgroup;
     static constexpr int kConsumerWarps = 2 * kWarpgroup / 32;  // arrivals that free a stage
     static constexpr int kAcc = BN / 2;                         // fp32 accumulators per thread
@@ -211,10 +218,20 @@ __device__ __forceinline__ void init_ring(std::uint64_t (&full)[Stages], std::ui
 // kt_end) of A's tile row and B's tile column into the ring, each stage once
 // the consumers have released it. G is a kernel configuration with k32's
 // stage layout (A tile, then B tile).
+// True for a kernel whose stages carry block scales (WarpSpecialized's block_scaled; the
+// ping-pong kernel, which shares load_tile, has no Accumulation).
+template <class G>
+constexpr bool loads_block_scales() {
+    if constexpr (requires { G::kAccumulation; }) return G::kAccumulation == Accumulation::block_scaled;
+    else return false;
+}
+
 template <class G>
 __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::uint64_t* full, std::uint64_t* empty,
                                           unsigned char* smem, const CUtensorMap* map_a, const CUtensorMap* map_b,
-                                          int tm, int tn, int kt_begin, int k_end) {
+                                          int tm, int tn, int kt_begin, int k_end,
+                                          const CUtensorMap* map_scale_a = nullptr,
+                                          const CUtensorMap* map_scale_b = nullptr) {
     // k_end in elements of K, not k-tiles: the ping-pong kernel passes its
     // parameter k itself, which the loop test reads from the constant bank
     // (a k-tile count computed from it would be spilled across the epilogue
@@ -223,7 +240,16 @@ __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::
         const int stage = ring.stage();
         unsigned char* const a_tile = smem + stage * G::kStageBytes;
         mbar_wait(&empty[stage], ring.phase());
-        mbar_arrive_expect_tx(&full[stage], G::kStageBytes);
+        if constexpr (loads_block_scales<G>()) {
+            // The k-tile's scales (block_scaled.hpp's layouts: k-block-major), in the same
+            // transaction: A's for the tile's rows and the 4 B blocks around the tile's.
+            unsigned char* const scales = smem + G::kStages * G::kStageBytes + stage * G::kScaleStageBytes;
+            mbar_arrive_expect_tx(&full[stage], G::kStageBytes + G::kScaleABytes + G::kScaleBBytes);
+            tma_load_2d(scales, map_scale_a, &full[stage], tm * G::kBM, kt);
+            tma_load_2d(scales + G::kScaleABytes, map_scale_b, &full[stage], tn & ~3, kt);
+        } else {
+            mbar_arrive_expect_tx(&full[stage], G::kStageBytes);
+        }
         tma_load_operand<G::kMajorA, G::kBM, G::kBK>(a_tile, map_a, &full[stage], kt, tm * G::kBM);
         tma_load_operand<G::kMajorB, G::kBLoadRows, G::kBK>(a_tile + G::kABytes, map_b, &full[stage], kt, tn * G::kBN);
         ring.advance();
@@ -268,14 +294,19 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
                 int tm = 0, tn = 0;
                 tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
-                load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kt_begin, kt_end * G::kBK);
+                if constexpr (G::kAccumulation == Accumulation::block_scaled)
+                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kt_begin, kt_end * G::kBK,
+                                 &epi.map_scale_a, &epi.map_scale_b);
+                else
+                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kt_begin, kt_end * G::kBK);
             }
         }
     } else {
         setmaxnreg_inc<G::kConsumerRegs>();
         const int consumer = warpgroup - 1;
         const bool arriving_lane = (threadIdx.x % 32) == 0;
-        float* const staging = reinterpret_cast<float*>(smem + kStages * G::kStageBytes + consumer * Epi::kStagingBytes);
+        float* const staging = reinterpret_cast<float*>(smem + kStages * (G::kStageBytes + G::kScaleStageBytes) +
+                                                        consumer * Epi::kStagingBytes);
         static_assert(kernel_smem_bytes<G, Epi> <= 227 * 1024, "the per-block shared-memory limit of sm_90");
         // Rows 64c..64c+63 of the A tile start 8 KB in: 64 rows x 128 B
         // (K-major), or the second box of 64 K-rows x 128 B (MN-major, BK = 64).
@@ -293,38 +324,33 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         for (int i = 0; i < G::kAcc; ++i) part0[i] = part1[i] = 0.0f;
 
         // block_scaled: this thread's scales for one k-tile, its two rows r,
-        // r + 8 (past M: scale 0, never stored) and the tile's B block. The
-        // loads are volatile asm so that they stay where they are written:
-        // after the promotion that used the set they overwrite (see turn).
+        // r + 8 (past M: 0 from TMA's fill, never stored) and the tile's B
+        // block, read from the k-tile's stage once it is full (the producer
+        // loads them by TMA with the operands, as far ahead as the ring reaches:
+        // read from global memory a k-tile or two ahead instead, the loads took
+        // longer than the k-tiles between, and the promotion waited for them).
         struct Scales {
             float a0 = 0.0f, a1 = 0.0f, b = 0.0f;
         };
-        const auto load_scale = [](const float* p) {
-            float v;
-            asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
-            return v;
-        };
-        const auto scales_of = [&](int tile_m, int tile_n, int kt, Scales& sc) {
+        const auto scales_of = [&](int stage, int tile_n, Scales& sc) {
             if constexpr (G::kAccumulation == Accumulation::block_scaled) {
-                if (kt >= kt_end) return;  // past the tile's last k-tile: never promoted
                 const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
-                const int r = tile_m * G::kBM + consumer * kWgmmaM + 16 * (t / 32) + (t % 32) / 4;
-                sc.b = load_scale(epi.scale_b + static_cast<std::int64_t>(tile_n) * epi.k_blocks + kt);
-                // A's scales are k-block-major (block kt's M scales side by
-                // side), so a warp's 16 rows read 64 contiguous bytes: two
-                // L1 wavefronts a k-tile, where rows M x k_blocks apart took 16.
-                const float* const col = epi.scale_a + static_cast<std::int64_t>(kt) * m;
-                sc.a0 = r < m ? load_scale(col + r) : 0.0f;
-                sc.a1 = r + 8 < m ? load_scale(col + r + 8) : 0.0f;
+                const float* const sa = reinterpret_cast<const float*>(smem + kStages * G::kStageBytes +
+                                                                       stage * G::kScaleStageBytes);
+                const int r = consumer * kWgmmaM + 16 * (t / 32) + (t % 32) / 4;
+                sc.a0 = sa[r];
+                sc.a1 = sa[r + 8];
+                sc.b = sa[G::kBM + (tile_n & 3)];
             }
         };
 
         auto ring = PipelineState<kStages>::consumer_start();
         // Promoted modes: k-tile kt's product into a fresh partial sum (4
         // wgmma k-steps, one commit group); returns the stage it reads.
-        const auto issue_partial = [&](float (&part)[G::kAcc]) {
+        const auto issue_partial = [&](float (&part)[G::kAcc], Scales& sc, int tile_n) {
             const int stage = ring.stage();
             mbar_wait(&full[stage], ring.phase());
+            scales_of(stage, tile_n, sc);
             const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + a_offset);
             const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
             fence_registers(part);
@@ -403,30 +429,23 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 // sums are added in k order, as before: the same bits.
                 int kt = kt_begin;
                 Scales sc0, sc1;
-                scales_of(tm, tn, kt, sc0);
-                scales_of(tm, tn, kt + 1, sc1);
-                int stage0 = issue_partial(part0), stage1 = 0;
+                int stage0 = issue_partial(part0, sc0, tn), stage1 = 0;
                 // One turn: k-tile kt is in `cur`; issue kt + 1 into `next` (unless kt is the
                 // last), then promote kt. True when the tile's k-tiles are done.
-                // block_scaled: the set kt used is free after its promotion and
-                // takes k-tile kt + 2's scales (cur's next k-tile), loaded two
-                // turns ahead of their use and after every multiply that waits
-                // on older loads.
                 const auto turn = [&](float(&cur)[G::kAcc], int& cur_stage, Scales& cur_sc, float(&next)[G::kAcc],
-                                      int& next_stage) {
+                                      int& next_stage, Scales& next_sc) {
                     if (kt + 1 == kt_end) {
                         wgmma_wait<0>();
                         promote(cur, cur_stage, cur_sc);
                         return true;
                     }
-                    next_stage = issue_partial(next);
+                    next_stage = issue_partial(next, next_sc, tn);
                     wgmma_wait<1>();
                     promote(cur, cur_stage, cur_sc);
-                    scales_of(tm, tn, kt + 2, cur_sc);
                     ++kt;
                     return false;
                 };
-                while (!turn(part0, stage0, sc0, part1, stage1) && !turn(part1, stage1, sc1, part0, stage0)) {
+                while (!turn(part0, stage0, sc0, part1, stage1, sc1) && !turn(part1, stage1, sc1, part0, stage0, sc0)) {
                 }
             }
 
