@@ -332,11 +332,16 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         struct Scales {
             float a0 = 0.0f, a1 = 0.0f, b = 0.0f;
         };
-        const auto scales_of = [&](int stage, int tile_n, Scales& sc) {
+        // `after`: a value the reads must wait for (they take its bits masked
+        // by a zero the compiler cannot prove is one: k_blocks > 0, so
+        // k_blocks >> 31 is 0), so that ptxas does not hoist them between the
+        // wgmma instructions of the turn, whose issue they would hold up.
+        const auto scales_of = [&](int stage, int tile_n, Scales& sc, float after) {
             if constexpr (G::kAccumulation == Accumulation::block_scaled) {
                 const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
-                const float* const sa = reinterpret_cast<const float*>(smem + kStages * G::kStageBytes +
-                                                                       stage * G::kScaleStageBytes);
+                const std::uint32_t zero = static_cast<std::uint32_t>(epi.k_blocks) >> 31;
+                const float* const sa = reinterpret_cast<const float*>(
+                    smem + kStages * G::kStageBytes + stage * G::kScaleStageBytes + (__float_as_uint(after) & zero));
                 const int r = consumer * kWgmmaM + 16 * (t / 32) + (t % 32) / 4;
                 sc.a0 = sa[r];
                 sc.a1 = sa[r + 8];
@@ -347,10 +352,9 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         auto ring = PipelineState<kStages>::consumer_start();
         // Promoted modes: k-tile kt's product into a fresh partial sum (4
         // wgmma k-steps, one commit group); returns the stage it reads.
-        const auto issue_partial = [&](float (&part)[G::kAcc], Scales& sc, int tile_n) {
+        const auto issue_partial = [&](float (&part)[G::kAcc]) {
             const int stage = ring.stage();
             mbar_wait(&full[stage], ring.phase());
-            scales_of(stage, tile_n, sc);
             const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + a_offset);
             const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
             fence_registers(part);
@@ -429,7 +433,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 // sums are added in k order, as before: the same bits.
                 int kt = kt_begin;
                 Scales sc0, sc1;
-                int stage0 = issue_partial(part0, sc0, tn), stage1 = 0;
+                int stage0 = issue_partial(part0), stage1 = 0;
+                scales_of(stage0, tn, sc0, 0.0f);
                 // One turn: k-tile kt is in `cur`; issue kt + 1 into `next` (unless kt is the
                 // last), then promote kt. True when the tile's k-tiles are done.
                 const auto turn = [&](float(&cur)[G::kAcc], int& cur_stage, Scales& cur_sc, float(&next)[G::kAcc],
@@ -439,9 +444,12 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                         promote(cur, cur_stage, cur_sc);
                         return true;
                     }
-                    next_stage = issue_partial(next, next_sc, tn);
+                    next_stage = issue_partial(next);
                     wgmma_wait<1>();
                     promote(cur, cur_stage, cur_sc);
+                    // k-tile kt + 1's scales, for its promotion in the next turn: read
+                    // after this one (its stage is held until then).
+                    scales_of(next_stage, tn, next_sc, cur[0]);
                     ++kt;
                     return false;
                 };
