@@ -12,59 +12,38 @@
 // makes them: s = amax / max(type) per block). A k-tile is one block of K:
 // its partial sum, promoted out of the tensor core as in k34, is added to the
 // fp32 total times s_A(row) s_B(tile) with one FFMA where k34 has an FADD.
-// Each consumer thread holds two rows of its 64-row slice, so it reads two A
-// scales and the tile's one B scale per k-tile (12 bytes, from L2), loaded
-// one k-tile ahead of their use. Issued beside the k-tile's own wgmma
-// instead, k38 ran at 0.85x k34 (4096^3: 888 against 1047 Tflop/s,
-// 2026-12-01_740373c_ladder.csv); loading them a k-tile ahead changed
-// nothing (849 against 1006, 0.84x, 2026-12-01_da76df2_ladder.csv), so the
-// L2 round trip is not what k38 pays for.
+// The scales are k-block-major (block_scaled.hpp): the producer loads each
+// k-tile's 128 A scales and B's by TMA into its stage beside the operands,
+// under the same full barrier, and each consumer thread reads its two rows'
+// and the tile's from there after the promotion before (tied to that partial
+// sum so that ptxas keeps the reads and the scale products out of the turn's
+// wgmma issue).
 // Why a rung of its own: the scales are the one thing the ladder's GemmProblem
 // does not carry. In the ladder k38 runs with every scale 1.0 (so its numbers
 // and its error are k34's, the scale loads and the FFMA being its whole cost);
 // `rigel gemm blockscaled` runs it on operands quantized with real block
 // scales and holds D to float64 of the dequantized operands.
-// Prediction: within 5 % of k34 at 4096^3 and 8192^3 (the loads are 12 bytes
-// per thread per 128 of K against 32 KB of operands per stage; the FFMA costs
-// what the FADD did).
-// Measured: 0.81x k34 at 4096^3 and 0.78x at 8192^3 in paired samples with
-// real block scales (e4m3; e5m2 the same), 0.69x and 0.64x cuBLASLt's default
-// fp8 (2026-12-01_da76df2_blockscaled_e4m3.csv): the prediction (within 5 %)
-// failed.
-// Where the scales come from does not matter (results/h200/experiments/,
-// 2026-12-02, all 16 block-scaled checks passing in each): a second producer
-// warp copying each stage's scales beside the ring (cp.async, its landing an
-// arrival on the full barrier) and the consumers reading them from shared
-// memory ran at 0.82x and 0.77x k34 (4096^3, 8192^3; e96cb6b, a build of bb4cbeb), and read at
-// each promotion instead 0.79x and 0.74x (11db1ff), as from global memory
-// here. What the promotion's instruction costs: k34 built to promote with an
-// FFMA times a run-time 1.0 ran at 0.92x and 0.91x cuBLASLt's default fp8
-// (paired, 4096^3 and 8192^3; aa0e6ed), where its FADD build ran at 0.97x and
-// 0.97x in the calls before and after (70b3261, 11db1ff): about 5 %,
-// and k38 promoting with an FMUL then an FADD ran slower than with the FFMA
-// (879 against 941-950 Tflop/s at 4096^3). Nsight Compute (70b3261, 4096^3):
-// the tensor pipe 55 % active against k34's 73 %, the same FMA-pipe work, no
-// stall reason standing out on any line. So the FFMA with three per-thread
-// register operands, issued while the other partial sum's wgmma runs, is the
-// suspect: DeepGEMM reports 10 % and more from editing the yield and reuse
-// bits of exactly these FFMAs in the SASS, which is the next experiment. In
-// this file's SASS (CUDA 13.0, sm_90a; cuobjdump -sass) 181 of the e4m3
-// kernel's 256 FFMAs carry an operand-reuse flag with control bit 45 set and
-// 65 have bit 45 clear; k34's 256 FADDs have no reuse flag, 64 with bit 45
-// clear. scripts/sass_ffma_yield.py makes the edit in a built binary
-// (docs/gemm.md says how to time it). Timed on dbf9f68's binary with those
-// 181 FFMAs edited in both k38 kernels (reuse flags and bit 45 cleared,
-// nothing else): every block-scaled check passed, and k38 ran at 0.745x and
-// 0.694x k34 (paired, 4096^3 and 8192^3), where the unedited kernel ran at
-// 0.778x and 0.727x in 1020efd's call
-// (experiments/2026-12-02_dbf9f68_k38_sass_edit_blockscaled_e4m3.csv). Not
-// paired with the unedited kernel, but no gain: the bits are not what k38
-// lacks, and the build keeps ptxas's SASS.
-// The shared-memory form was taken out again: same speed, more machinery.
-// One partial sum at a time instead of two in turn (DeepGEMM's order: issue,
-// wait, promote, the other consumer's wgmma filling the gap; 128 accumulator
-// registers a thread instead of 192) ran slower: 0.72x and 0.70x k34
-// (ce2b677, experiments/2026-12-02_ce2b677_blockscaled_e4m3.csv).
+// Prediction: within 5 % of k34 at 4096^3 and 8192^3 (the scales are 516
+// bytes a stage against 32 KB of operands; the FFMA costs what the FADD did).
+// Measured: 0.884x and 0.889x k34 at 4096^3 and 8192^3 in paired samples
+// with real scales (e4m3; e5m2 0.883x, 0.887x), 0.87x and 0.86x cuBLASLt's
+// default fp8 (results/h200/2026-12-04_ed269c6_blockscaled_e4m3.csv and
+// _ladder.csv): the prediction failed, by about 11 %.
+// How it got there (results/h200/experiments/README.md has every run): with
+// the scales read from global memory (row-major A scales) k38 ran at 0.78x
+// and 0.73x k34, and neither loading them a k-tile ahead, nor two, nor
+// copying them into shared memory by a second producer warp, nor editing the
+// FFMAs' SASS bits moved it. Four builds chosen at run time (3b40581) split
+// the cost: an FADD promotion with the loads kept 0.80x and 0.75x k34; the
+// FFMA times a run-time 1.0 with no loads 0.95x and 0.93x. Nsight Compute's
+// source page put the largest stall on the scales' first use after the wait
+// (a long scoreboard), on loads issued a whole k-tile earlier: under the
+// operands' TMA traffic a load from L2 outlasted a k-tile. Loaded by TMA with
+// their stage, as far ahead as the ring reaches, the scales cost 0.89x
+// (43f705a, ed269c6; where in the turn they are read made no difference).
+// What is left: the FFMA, about 5 % against k34's FADD in every build that
+// has one (its third register operand, beside a running wgmma), and about
+// 5 % more between the load-free build and this one, not yet explained.
 #include <cuda_runtime.h>
 
 #include <cstdint>
