@@ -47,9 +47,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <map>
-#include <type_traits>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -102,22 +100,13 @@ CUtensorMap make_scale_map(const float* base, std::int64_t count, std::int64_t k
     return map;
 }
 
-// EXPERIMENT: RIGEL_K38_VARIANT=1 runs a build whose consumers leave the scales unread (1.0).
-struct StoreF32ScaledUnread : StoreF32Scaled {
-    static constexpr int kScaleVariant = 1;
-};
-
-template <class G, class Epi = StoreF32Scaled>
+template <class G>
 void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
-    if constexpr (!std::is_same_v<Epi, StoreF32ScaledUnread>) {
-        static const bool unread = std::getenv("RIGEL_K38_VARIANT") && std::atoi(std::getenv("RIGEL_K38_VARIANT")) == 1;
-        if (unread) return launch<G, StoreF32ScaledUnread>(p, scale_a, scale_b, rung);
-    }
     static sm90::TensorMapCache maps_a, maps_b;
     static const int sms = [] {
-        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::warp_specialized_kernel<G, Epi>,
+        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::warp_specialized_kernel<G, StoreF32Scaled>,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              sm90::kernel_smem_bytes<G, Epi>));
+                                              sm90::kernel_smem_bytes<G, StoreF32Scaled>));
         return sm90::sm_count();
     }();
     const sm90::RungLaunch l = sm90::prepare_rung_launch<G>(p, maps_a, maps_b, sms, rung);
@@ -127,8 +116,8 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
     const StoreF32Scaled::Params params{static_cast<float*>(p.c), k_blocks,
                                         make_scale_map(scale_a, l.m, k_blocks, G::kBM),
                                         make_scale_map(scale_b, l.tiles_n, k_blocks, 4)};
-    sm90::warp_specialized_kernel<G, Epi>
-        <<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, Epi>, sm90::stream_of(p)>>>(
+    sm90::warp_specialized_kernel<G, StoreF32Scaled>
+        <<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, StoreF32Scaled>, sm90::stream_of(p)>>>(
             *l.map_a, *l.map_b, params, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
     RIGEL_CUDA_CHECK_LAUNCH();
 }

@@ -343,14 +343,9 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 const float* const sa = reinterpret_cast<const float*>(
                     smem + kStages * G::kStageBytes + stage * G::kScaleStageBytes + (__float_as_uint(after) & zero));
                 const int r = consumer * kWgmmaM + 16 * (t / 32) + (t % 32) / 4;
-                if constexpr (requires { Epi::kScaleVariant; }) {  // EXPERIMENT: the scales arrive, unread
-                    sc.a0 = sc.a1 = sc.b = 1.0f + static_cast<float>(zero);
-                    (void)sa, (void)r;
-                } else {
                 sc.a0 = sa[r];
                 sc.a1 = sa[r + 8];
                 sc.b = sa[G::kBM + (tile_n & 3)];
-                }
             }
         };
 
