@@ -43,7 +43,12 @@
 // (43f705a, ed269c6; where in the turn they are read made no difference).
 // What is left: the FFMA, about 5 % against k34's FADD in every build that
 // has one (its third register operand, beside a running wgmma), and about
-// 5 % more between the load-free build and this one, not yet explained.
+// 5 % more that comes with the scales' TMA traffic itself: a build whose
+// consumers left the TMA'd scales unread ran 0.90x and 0.89x k34 in calls
+// alternating with this one's 0.88x and 0.89x (f5cf42b), where the build
+// with no scale traffic at all ran 0.95x and 0.93x. Two more TMA boxes a
+// stage (512 and 16 bytes, their maps not prefetched) are what to look at
+// next: the scale maps' prefetch, and B's scales loaded once a tile.
 #include <cuda_runtime.h>
 
 #include <cstdint>
