@@ -52,9 +52,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <map>
-#include <type_traits>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -107,22 +105,13 @@ CUtensorMap make_scale_map(const float* base, std::int64_t count, std::int64_t k
     return map;
 }
 
-// EXPERIMENT: RIGEL_K38_VARIANT=2 runs a build whose producer prefetches the scale maps too.
-struct StoreF32ScaledPrefetch : StoreF32Scaled {
-    static constexpr int kScaleVariant = 2;
-};
-
-template <class G, class Epi = StoreF32Scaled>
+template <class G>
 void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
-    if constexpr (!std::is_same_v<Epi, StoreF32ScaledPrefetch>) {
-        static const bool pf = std::getenv("RIGEL_K38_VARIANT") && std::atoi(std::getenv("RIGEL_K38_VARIANT")) == 2;
-        if (pf) return launch<G, StoreF32ScaledPrefetch>(p, scale_a, scale_b, rung);
-    }
     static sm90::TensorMapCache maps_a, maps_b;
     static const int sms = [] {
-        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::warp_specialized_kernel<G, Epi>,
+        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::warp_specialized_kernel<G, StoreF32Scaled>,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              sm90::kernel_smem_bytes<G, Epi>));
+                                              sm90::kernel_smem_bytes<G, StoreF32Scaled>));
         return sm90::sm_count();
     }();
     const sm90::RungLaunch l = sm90::prepare_rung_launch<G>(p, maps_a, maps_b, sms, rung);
@@ -132,8 +121,8 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
     const StoreF32Scaled::Params params{static_cast<float*>(p.c), k_blocks,
                                         make_scale_map(scale_a, l.m, k_blocks, G::kBM),
                                         make_scale_map(scale_b, l.tiles_n, k_blocks, 4)};
-    sm90::warp_specialized_kernel<G, Epi>
-        <<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, Epi>, sm90::stream_of(p)>>>(
+    sm90::warp_specialized_kernel<G, StoreF32Scaled>
+        <<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, StoreF32Scaled>, sm90::stream_of(p)>>>(
             *l.map_a, *l.map_b, params, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
     RIGEL_CUDA_CHECK_LAUNCH();
 }

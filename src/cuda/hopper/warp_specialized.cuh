@@ -290,12 +290,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         if (threadIdx.x == 0) {
             prefetch_tensor_map(&map_a);
             prefetch_tensor_map(&map_b);
-            if constexpr (loads_block_scales<G>()) {
-                if constexpr (requires { Epi::kScaleVariant; }) {  // EXPERIMENT: the scale maps prefetched too
-                    prefetch_tensor_map(&epi.map_scale_a);
-                    prefetch_tensor_map(&epi.map_scale_b);
-                }
-            }
             auto ring = PipelineState<kStages>::producer_start();
             for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
                 int tm = 0, tn = 0;
