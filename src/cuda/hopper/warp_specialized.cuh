@@ -332,16 +332,24 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         struct Scales {
             float a0 = 0.0f, a1 = 0.0f, b = 0.0f;
         };
-        // `after`: a value the reads must wait for (they take its bits masked
-        // by a zero the compiler cannot prove is one: k_blocks > 0, so
-        // k_blocks >> 31 is 0), so that ptxas does not hoist them between the
-        // wgmma instructions of the turn, whose issue they would hold up.
+        // tie(v): 0, computed from v's bits and a zero the compiler cannot
+        // prove is one (k_blocks > 0, so k_blocks >> 31 is 0). Added to an
+        // address or OR-ed into an operand, it makes an instruction wait for v
+        // without changing it, so that ptxas does not hoist the scales' reads
+        // and products between a turn's wgmma instructions, whose issue they
+        // held up (their scoreboard counts every load in flight).
+        const auto tie = [&](float v) -> std::uint32_t {
+            if constexpr (G::kAccumulation == Accumulation::block_scaled)
+                return __float_as_uint(v) & (static_cast<std::uint32_t>(epi.k_blocks) >> 31);
+            else
+                return 0;
+        };
+        // The reads wait for `after` (tie).
         const auto scales_of = [&](int stage, int tile_n, Scales& sc, float after) {
             if constexpr (G::kAccumulation == Accumulation::block_scaled) {
                 const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
-                const std::uint32_t zero = static_cast<std::uint32_t>(epi.k_blocks) >> 31;
                 const float* const sa = reinterpret_cast<const float*>(
-                    smem + kStages * G::kStageBytes + stage * G::kScaleStageBytes + (__float_as_uint(after) & zero));
+                    smem + kStages * G::kStageBytes + stage * G::kScaleStageBytes + tie(after));
                 const int r = consumer * kWgmmaM + 16 * (t / 32) + (t % 32) / 4;
                 sc.a0 = sa[r];
                 sc.a1 = sa[r + 8];
@@ -373,14 +381,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             fence_registers(part);
             if (arriving_lane) mbar_arrive(&empty[stage]);
             if constexpr (G::kAccumulation == Accumulation::block_scaled) {
-                // The products wait for the partial sum: B's scale is OR-ed
-                // with its first element masked by a zero the compiler cannot
-                // prove is one (k_blocks > 0, so k_blocks >> 31 is 0). Without
-                // that dependency ptxas hoisted a multiply between the next
-                // k-tile's wgmma instructions, where it held their issue until
-                // the newest scale loads had landed (its scoreboard counts them all).
-                const std::uint32_t zero = static_cast<std::uint32_t>(epi.k_blocks) >> 31;
-                const float b = __uint_as_float(__float_as_uint(sc.b) | (__float_as_uint(part[0]) & zero));
+                // The products wait for the partial sum (tie).
+                const float b = __uint_as_float(__float_as_uint(sc.b) | tie(part[0]));
                 const float s0 = sc.a0 * b, s1 = sc.a1 * b;
                 // Accumulator i holds row r + 8 ((i % 4) / 2) (store_accumulators' layout).
 #pragma unroll
