@@ -87,28 +87,12 @@ struct StoreF32Scaled {
     }
 };
 
-// The map of a k-block-major scale array (block_scaled.hpp): k_blocks rows of
-// `count` fp32 scales, row stride scale_ld(count), boxes of `box` scales of one
-// block of K, unswizzled; scales past `count` read as 0.
-CUtensorMap make_scale_map(const float* base, std::int64_t count, std::int64_t k_blocks, int box) {
-    CUtensorMap map{};
-    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(count), static_cast<cuuint64_t>(k_blocks)};
-    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(scale_ld(count)) * sizeof(float)};
-    const cuuint32_t boxes[2] = {static_cast<cuuint32_t>(box), 1};
-    const cuuint32_t elem_strides[2] = {1, 1};
-    const CUresult r = sm90::tensor_map_encoder()(
-        &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), dims, strides, boxes, elem_strides,
-        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        throw std::runtime_error("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
-                                 ") for block scales of " + std::to_string(count) + " x " + std::to_string(k_blocks));
-    return map;
-}
-
 template <class G>
 void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
-    static sm90::TensorMapCache maps_a, maps_b;
+    // The scale arrays' maps (block_scaled.hpp's layout): k_blocks rows of M or
+    // ceil(N / 128) scales, row stride scale_ld of that, unswizzled boxes of a
+    // tile's 128 rows and of 4 B blocks; scales past the end read as 0.
+    static sm90::TensorMapCache maps_a, maps_b, maps_scale_a, maps_scale_b;
     static const int sms = [] {
         RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::warp_specialized_kernel<G, StoreF32Scaled>,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -117,11 +101,10 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
     }();
     const sm90::RungLaunch l = sm90::prepare_rung_launch<G>(p, maps_a, maps_b, sms, rung);
     const int k_blocks = sm90::ceil_div(l.k, G::kBK);
-    // The scale maps are encoded per call (about a microsecond of host work,
-    // inside the timed region), keyed on nothing: the pointers change per call.
-    const StoreF32Scaled::Params params{static_cast<float*>(p.c), k_blocks,
-                                        make_scale_map(scale_a, l.m, k_blocks, G::kBM),
-                                        make_scale_map(scale_b, l.tiles_n, k_blocks, 4)};
+    const StoreF32Scaled::Params params{
+        static_cast<float*>(p.c), k_blocks,
+        maps_scale_a.get(scale_a, DType::f32, k_blocks, l.m, scale_ld(l.m), 1, G::kBM),
+        maps_scale_b.get(scale_b, DType::f32, k_blocks, l.tiles_n, scale_ld(l.tiles_n), 1, 4)};
     sm90::warp_specialized_kernel<G, StoreF32Scaled>
         <<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, StoreF32Scaled>, sm90::stream_of(p)>>>(
             *l.map_a, *l.map_b, params, l.m, l.n, l.k, l.tiles_m, l.tiles_n);

@@ -321,6 +321,7 @@ inline CUtensorMapDataType tensor_map_type(DType t) {
         case DType::f16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
         case DType::e4m3:
         case DType::e5m2: return CU_TENSOR_MAP_DATA_TYPE_UINT8;  // TMA only moves the bytes
+        case DType::f32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;  // k38's block scales (box_cols boxes)
         default: throw std::invalid_argument("no Hopper rung takes type " + std::string(name(t)));
     }
 }
@@ -334,7 +335,7 @@ inline CUtensorMapDataType tensor_map_type(DType t) {
 // __grid_constant__ parameter.
 // box_cols > 0: boxes of box_rows rows x box_cols elements instead, unswizzled
 // (box_cols x element bytes a multiple of 16: the 128 x 168 tiles' last 40
-// columns of D).
+// columns of D, k38's fp32 block scales).
 inline CUtensorMap make_map_128b(const void* base, DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                                  int box_rows, int box_cols = 0) {
     const int eb = elem_bytes(t);
