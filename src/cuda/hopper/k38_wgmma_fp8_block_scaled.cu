@@ -53,7 +53,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -79,9 +78,6 @@ struct StoreF32Scaled {
         int k_blocks;
         CUtensorMap map_scale_a;  // k_blocks x M, boxes of 128 (a tile's rows)
         CUtensorMap map_scale_b;  // k_blocks x ceil(N / 128), boxes of 4
-        const float* scale_b;     // EXPERIMENT: variant 1's loads, once a tile
-        int ld_b;
-        int variant;
     };
     static constexpr int kStagingBytes = 0;
     template <int BN>
@@ -105,18 +101,10 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
     }();
     const sm90::RungLaunch l = sm90::prepare_rung_launch<G>(p, maps_a, maps_b, sms, rung);
     const int k_blocks = sm90::ceil_div(l.k, G::kBK);
-    // EXPERIMENT: RIGEL_K38_VARIANT=1 loads B's scales once a tile (K up to 64 blocks), 2 issues the
-    // scale boxes after the operands', 3 promotes with FMUL and FADD instead of the FFMA.
-    static const int asked = [] {
-        const char* v = std::getenv("RIGEL_K38_VARIANT");
-        return v ? std::atoi(v) : 0;
-    }();
-    const int variant = asked == 1 && k_blocks > 64 ? 0 : asked;
     const StoreF32Scaled::Params params{
         static_cast<float*>(p.c), k_blocks,
         maps_scale_a.get(scale_a, DType::f32, k_blocks, l.m, scale_ld(l.m), 1, G::kBM),
-        maps_scale_b.get(scale_b, DType::f32, k_blocks, l.tiles_n, scale_ld(l.tiles_n), 1, 4), scale_b,
-        static_cast<int>(scale_ld(l.tiles_n)), variant};
+        maps_scale_b.get(scale_b, DType::f32, k_blocks, l.tiles_n, scale_ld(l.tiles_n), 1, 4)};
     sm90::warp_specialized_kernel<G, StoreF32Scaled>
         <<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, StoreF32Scaled>, sm90::stream_of(p)>>>(
             *l.map_a, *l.map_b, params, l.m, l.n, l.k, l.tiles_m, l.tiles_n);

@@ -231,7 +231,7 @@ __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::
                                           unsigned char* smem, const CUtensorMap* map_a, const CUtensorMap* map_b,
                                           int tm, int tn, int kt_begin, int k_end,
                                           const CUtensorMap* map_scale_a = nullptr,
-                                          const CUtensorMap* map_scale_b = nullptr, int scale_variant = 0) {
+                                          const CUtensorMap* map_scale_b = nullptr) {
     // k_end in elements of K, not k-tiles: the ping-pong kernel passes its
     // parameter k itself, which the loop test reads from the constant bank
     // (a k-tile count computed from it would be spilled across the epilogue
@@ -244,25 +244,14 @@ __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::
             // The k-tile's scales (block_scaled.hpp's layouts: k-block-major), in the same
             // transaction: A's for the tile's rows and the 4 B blocks around the tile's.
             unsigned char* const scales = smem + G::kStages * G::kStageBytes + stage * G::kScaleStageBytes;
-            // EXPERIMENT: variant 1 leaves B's box out (the consumers load B's scales once a tile);
-            // variant 2 issues the scale boxes after the operands'.
-            mbar_arrive_expect_tx(&full[stage], G::kStageBytes + G::kScaleABytes + (scale_variant == 1 ? 0 : G::kScaleBBytes));
-            if (scale_variant != 2) {
-                tma_load_2d(scales, map_scale_a, &full[stage], tm * G::kBM, kt);
-                if (scale_variant == 0) tma_load_2d(scales + G::kScaleABytes, map_scale_b, &full[stage], tn & ~3, kt);
-            }
+            mbar_arrive_expect_tx(&full[stage], G::kStageBytes + G::kScaleABytes + G::kScaleBBytes);
+            tma_load_2d(scales, map_scale_a, &full[stage], tm * G::kBM, kt);
+            tma_load_2d(scales + G::kScaleABytes, map_scale_b, &full[stage], tn & ~3, kt);
         } else {
             mbar_arrive_expect_tx(&full[stage], G::kStageBytes);
         }
         tma_load_operand<G::kMajorA, G::kBM, G::kBK>(a_tile, map_a, &full[stage], kt, tm * G::kBM);
         tma_load_operand<G::kMajorB, G::kBLoadRows, G::kBK>(a_tile + G::kABytes, map_b, &full[stage], kt, tn * G::kBN);
-        if constexpr (loads_block_scales<G>()) {
-            if (scale_variant == 2) {
-                unsigned char* const scales = smem + G::kStages * G::kStageBytes + stage * G::kScaleStageBytes;
-                tma_load_2d(scales, map_scale_a, &full[stage], tm * G::kBM, kt);
-                tma_load_2d(scales + G::kScaleABytes, map_scale_b, &full[stage], tn & ~3, kt);
-            }
-        }
         ring.advance();
     }
 }
@@ -307,7 +296,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
                 if constexpr (G::kAccumulation == Accumulation::block_scaled)
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kt_begin, kt_end * G::kBK,
-                                 &epi.map_scale_a, &epi.map_scale_b, epi.variant);
+                                 &epi.map_scale_a, &epi.map_scale_b);
                 else
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kt_begin, kt_end * G::kBK);
             }
@@ -342,7 +331,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         // longer than the k-tiles between, and the promotion waited for them).
         struct Scales {
             float a0 = 0.0f, a1 = 0.0f, b = 0.0f;
-            int kb = 0;
         };
         // tie(v): 0, computed from v's bits and a zero the compiler cannot
         // prove is one (k_blocks > 0, so k_blocks >> 31 is 0). Added to an
@@ -357,9 +345,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 return 0;
         };
         // The reads wait for `after` (tie).
-        // EXPERIMENT (variant 1): B's scales of the tile's column, lane l holding blocks l and l + 32.
-        [[maybe_unused]] float sb_lo = 0.0f, sb_hi = 0.0f;
-        const auto scales_of = [&](int stage, int tile_n, Scales& sc, float after, int kb) {
+        const auto scales_of = [&](int stage, int tile_n, Scales& sc, float after) {
             if constexpr (G::kAccumulation == Accumulation::block_scaled) {
                 const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
                 const float* const sa = reinterpret_cast<const float*>(
@@ -367,8 +353,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 const int r = consumer * kWgmmaM + 16 * (t / 32) + (t % 32) / 4;
                 sc.a0 = sa[r];
                 sc.a1 = sa[r + 8];
-                sc.kb = kb;
-                if (epi.variant != 1) sc.b = sa[G::kBM + (tile_n & 3)];
+                sc.b = sa[G::kBM + (tile_n & 3)];
             }
         };
 
@@ -397,17 +382,11 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             if (arriving_lane) mbar_arrive(&empty[stage]);
             if constexpr (G::kAccumulation == Accumulation::block_scaled) {
                 // The products wait for the partial sum (tie).
-                const float sb = epi.variant == 1 ? __shfl_sync(0xffffffffu, sc.kb < 32 ? sb_lo : sb_hi, sc.kb & 31) : sc.b;
-                const float b = __uint_as_float(__float_as_uint(sb) | tie(part[0]));
+                const float b = __uint_as_float(__float_as_uint(sc.b) | tie(part[0]));
                 const float s0 = sc.a0 * b, s1 = sc.a1 * b;
                 // Accumulator i holds row r + 8 ((i % 4) / 2) (store_accumulators' layout).
-                if (epi.variant == 3) {  // EXPERIMENT: a multiply and an add instead of the FFMA
 #pragma unroll
-                    for (int i = 0; i < G::kAcc; ++i) acc[i] = __fadd_rn(acc[i], __fmul_rn(part[i], (i % 4) < 2 ? s0 : s1));
-                } else {
-#pragma unroll
-                    for (int i = 0; i < G::kAcc; ++i) acc[i] = fmaf(part[i], (i % 4) < 2 ? s0 : s1, acc[i]);
-                }
+                for (int i = 0; i < G::kAcc; ++i) acc[i] = fmaf(part[i], (i % 4) < 2 ? s0 : s1, acc[i]);
             } else {
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] += part[i];
@@ -456,15 +435,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 // sums are added in k order, as before: the same bits.
                 int kt = kt_begin;
                 Scales sc0, sc1;
-                if constexpr (G::kAccumulation == Accumulation::block_scaled) {
-                    if (epi.variant == 1) {
-                        const int lane = static_cast<int>(threadIdx.x) % 32;
-                        sb_lo = lane < epi.k_blocks ? epi.scale_b[lane * epi.ld_b + tn] : 0.0f;
-                        sb_hi = lane + 32 < epi.k_blocks ? epi.scale_b[(lane + 32) * epi.ld_b + tn] : 0.0f;
-                    }
-                }
                 int stage0 = issue_partial(part0), stage1 = 0;
-                scales_of(stage0, tn, sc0, 0.0f, kt);
+                scales_of(stage0, tn, sc0, 0.0f);
                 // One turn: k-tile kt is in `cur`; issue kt + 1 into `next` (unless kt is the
                 // last), then promote kt. True when the tile's k-tiles are done.
                 const auto turn = [&](float(&cur)[G::kAcc], int& cur_stage, Scales& cur_sc, float(&next)[G::kAcc],
@@ -479,7 +451,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     promote(cur, cur_stage, cur_sc);
                     // k-tile kt + 1's scales, for its promotion in the next turn: read
                     // after this one (its stage is held until then).
-                    scales_of(next_stage, tn, next_sc, cur[0], kt + 1);
+                    scales_of(next_stage, tn, next_sc, cur[0]);
                     ++kt;
                     return false;
                 };
