@@ -91,8 +91,10 @@ template <class G>
 void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
     // The scale arrays' maps (block_scaled.hpp's layout): k_blocks rows of M or
     // ceil(N / 128) scales, row stride scale_ld of that, unswizzled boxes of a
-    // tile's 128 rows and of 4 B blocks; scales past the end read as 0.
+    // tile's 128 rows and of 4 B blocks, no L2 promotion (make_map_128b says
+    // why); scales past the end read as 0.
     static sm90::TensorMapCache maps_a, maps_b, maps_scale_a, maps_scale_b;
+    constexpr CUtensorMapL2promotion kNoPromotion = CU_TENSOR_MAP_L2_PROMOTION_NONE;
     static const int sms = [] {
         RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::warp_specialized_kernel<G, StoreF32Scaled>,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -103,8 +105,8 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
     const int k_blocks = sm90::ceil_div(l.k, G::kBK);
     const StoreF32Scaled::Params params{
         static_cast<float*>(p.c), k_blocks,
-        maps_scale_a.get(scale_a, DType::f32, k_blocks, l.m, scale_ld(l.m), 1, G::kBM),
-        maps_scale_b.get(scale_b, DType::f32, k_blocks, l.tiles_n, scale_ld(l.tiles_n), 1, 4)};
+        maps_scale_a.get(scale_a, DType::f32, k_blocks, l.m, scale_ld(l.m), 1, G::kBM, kNoPromotion),
+        maps_scale_b.get(scale_b, DType::f32, k_blocks, l.tiles_n, scale_ld(l.tiles_n), 1, 4, kNoPromotion)};
     sm90::warp_specialized_kernel<G, StoreF32Scaled>
         <<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, StoreF32Scaled>, sm90::stream_of(p)>>>(
             *l.map_a, *l.map_b, params, l.m, l.n, l.k, l.tiles_m, l.tiles_n);

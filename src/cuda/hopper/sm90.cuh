@@ -336,8 +336,12 @@ inline CUtensorMapDataType tensor_map_type(DType t) {
 // box_cols > 0: boxes of box_rows rows x box_cols elements instead, unswizzled
 // (box_cols x element bytes a multiple of 16: the 128 x 168 tiles' last 40
 // columns of D, k38's fp32 block scales).
+// l2: how much L2 fetches around each request (256 bytes for the operands).
+// k38's scale arrays take none: the driver refused 256 for a 9 x 9 scale array
+// of 48-byte rows (CUresult 1), which it encodes without promotion.
 inline CUtensorMap make_map_128b(const void* base, DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
-                                 int box_rows, int box_cols = 0) {
+                                 int box_rows, int box_cols = 0,
+                                 CUtensorMapL2promotion l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
     const int eb = elem_bytes(t);
     CUtensorMap map{};
     const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
@@ -347,8 +351,8 @@ inline CUtensorMap make_map_128b(const void* base, DType t, std::int64_t rows, s
     const cuuint32_t elem_strides[2] = {1, 1};
     const CUresult r = tensor_map_encoder()(
         &map, tensor_map_type(t), 2, const_cast<void*>(base), dims, strides, box, elem_strides,
-        CU_TENSOR_MAP_INTERLEAVE_NONE, box_cols > 0 ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
-        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        CU_TENSOR_MAP_INTERLEAVE_NONE, box_cols > 0 ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B, l2,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         throw std::runtime_error("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
                                  ") for a " + std::to_string(rows) + " x " + std::to_string(cols) + " " +
@@ -370,12 +374,13 @@ public:
     const CUtensorMap& get(const void* base, DType t, std::int64_t rows, std::int64_t k, int box_rows) {
         return get(base, t, rows, k, k, box_rows);
     }
-    // box_cols > 0: make_map_128b's unswizzled boxes of box_cols elements.
+    // box_cols > 0: make_map_128b's unswizzled boxes of box_cols elements; l2: its L2 promotion.
     const CUtensorMap& get(const void* base, DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
-                           int box_rows, int box_cols = 0) {
-        const Key key{base, t, rows, cols, ld, box_rows, box_cols};
+                           int box_rows, int box_cols = 0,
+                           CUtensorMapL2promotion l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
+        const Key key{base, t, rows, cols, ld, box_rows, box_cols, l2};
         if (!valid_ || !(key == key_)) {
-            map_ = make_map_128b(base, t, rows, cols, ld, box_rows, box_cols);
+            map_ = make_map_128b(base, t, rows, cols, ld, box_rows, box_cols, l2);
             key_ = key;
             valid_ = true;
         }
@@ -388,6 +393,7 @@ private:
         DType t;
         std::int64_t rows, cols, ld;
         int box_rows, box_cols;
+        CUtensorMapL2promotion l2;
         bool operator==(const Key&) const = default;
     };
     Key key_{};
