@@ -53,7 +53,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -95,11 +94,7 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
     // tile's 128 rows and of 4 B blocks, no L2 promotion (make_map_128b says
     // why); scales past the end read as 0.
     static sm90::TensorMapCache maps_a, maps_b, maps_scale_a, maps_scale_b;
-    // EXPERIMENT: RIGEL_K38_SCALE_L2=0..3 (none, 64, 128, 256 bytes) for both scale maps.
-    static const CUtensorMapL2promotion kNoPromotion = [] {
-        const char* v = std::getenv("RIGEL_K38_SCALE_L2");
-        return static_cast<CUtensorMapL2promotion>(v ? std::atoi(v) : 0);
-    }();
+    constexpr CUtensorMapL2promotion kNoPromotion = CU_TENSOR_MAP_L2_PROMOTION_NONE;
     static const int sms = [] {
         RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::warp_specialized_kernel<G, StoreF32Scaled>,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
