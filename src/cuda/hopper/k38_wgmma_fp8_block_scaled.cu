@@ -91,8 +91,8 @@ template <class G>
 void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
     // The scale arrays' maps (block_scaled.hpp's layout): k_blocks rows of M or
     // ceil(N / 128) scales, row stride scale_ld of that, unswizzled boxes of a
-    // tile's 128 rows and of 4 B blocks, no L2 promotion (make_map_128b says
-    // why); scales past the end read as 0.
+    // tile's 128 rows and of 4 B blocks, no L2 promotion (make_map_128b);
+    // scales past the end read as 0.
     static sm90::TensorMapCache maps_a, maps_b, maps_scale_a, maps_scale_b;
     constexpr CUtensorMapL2promotion kNoPromotion = CU_TENSOR_MAP_L2_PROMOTION_NONE;
     static const int sms = [] {

@@ -54,7 +54,12 @@ constexpr int kWgmmaKBytes = 32;     // K bytes per wgmma: k16 x 2 B or k32 x 1 
 constexpr int kKStepsPerTile = kRowBytes / kWgmmaKBytes;  // 4 wgmma k-steps per 128-byte tile row
 constexpr int kWarpgroup = 128;
 
-constexpr int elem_bytes(DType t) { return (t == DType::e4m3 || t == DType::e5m2) ? 1 : 2; }
+constexpr int elem_bytes(DType t) {
+    if (t == DType::f32) return 4;  // k38's block scales (make_map_128b's row strides are ld x this)
+    return (t == DType::e4m3 || t == DType::e5m2) ? 1 : 2;
+}
+static_assert(elem_bytes(DType::f32) == 4 && elem_bytes(DType::bf16) == 2 && elem_bytes(DType::f16) == 2 &&
+              elem_bytes(DType::e4m3) == 1 && elem_bytes(DType::e5m2) == 1);
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a - 1) / b + 1; }  // a >= 1
 
@@ -336,9 +341,9 @@ inline CUtensorMapDataType tensor_map_type(DType t) {
 // box_cols > 0: boxes of box_rows rows x box_cols elements instead, unswizzled
 // (box_cols x element bytes a multiple of 16: the 128 x 168 tiles' last 40
 // columns of D, k38's fp32 block scales).
-// l2: how much L2 fetches around each request (256 bytes for the operands).
-// k38's scale arrays take none: the driver refused 256 for a 9 x 9 scale array
-// of 48-byte rows (CUresult 1), which it encodes without promotion.
+// l2: how much L2 fetches around each request (256 bytes for the operands;
+// k38's scale arrays keep the none they had before they came here: with none,
+// 64, 128 or 256 bytes k38 ran at the same rate, results/h200/experiments).
 inline CUtensorMap make_map_128b(const void* base, DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                                  int box_rows, int box_cols = 0,
                                  CUtensorMapL2promotion l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
