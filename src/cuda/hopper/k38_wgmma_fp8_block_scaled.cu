@@ -25,10 +25,11 @@
 // scales and holds D to float64 of the dequantized operands.
 // Prediction: within 5 % of k34 at 4096^3 and 8192^3 (the scales are 516
 // bytes a stage against 32 KB of operands; the FFMA costs what the FADD did).
-// Measured: 0.884x and 0.889x k34 at 4096^3 and 8192^3 in paired samples
-// with real scales (e4m3; e5m2 0.883x, 0.887x), 0.87x and 0.86x cuBLASLt's
-// default fp8 (results/h200/2026-12-04_ed269c6_blockscaled_e4m3.csv and
-// _ladder.csv): the prediction failed, by about 11 %.
+// Measured: 0.885x and 0.885x k34 at 4096^3 and 8192^3 in paired samples
+// with real scales (e4m3; e5m2 0.884x, 0.884x), 0.87x and 0.85x cuBLASLt's
+// default fp8 (results/h200/2026-12-04_25ee3fc_blockscaled_e4m3.csv and
+// _ladder.csv; ed269c6's visit read the same): the prediction failed, by
+// about 11 %.
 // How it got there (results/h200/experiments/README.md has every run): with
 // the scales read from global memory (row-major A scales) k38 ran at 0.78x
 // and 0.73x k34, and neither loading them a k-tile ahead, nor two, nor
@@ -47,9 +48,16 @@
 // consumers left the TMA'd scales unread ran 0.90x and 0.89x k34 in calls
 // alternating with this one's 0.88x and 0.89x (f5cf42b), where the build
 // with no scale traffic at all ran 0.95x and 0.93x. Two more TMA boxes a
-// stage (512 and 16 bytes) are what to look at next; prefetching their maps'
-// descriptors changed nothing (aa2bb48), so B's scales loaded once a tile
-// instead of a 16-byte box a stage is the next experiment.
+// stage (512 and 16 bytes) were what to look at next, and neither is it:
+// prefetching their maps' descriptors changed nothing (aa2bb48), nor did B's
+// scales loaded once a tile by the consumers instead of a 16-byte box a stage,
+// nor the boxes issued after the operands' (122c841), nor the maps' L2
+// promotion, none to 256 bytes (7be9420). What 122c841 did show: the same
+// kernel with three uniform run-time branches and a shuffle in its promotion
+// ran 8-9 % slower than without them, so k38's rate hangs on the few
+// instructions around the promotion, not on bytes moved; Nsight Compute's
+// source page (c99f38d) has instruction-fetch stalls (stall_no_inst) in k38
+// and none in k34. The promotion's code, not its data, is what to shrink next.
 #include <cuda_runtime.h>
 
 #include <cstdint>
