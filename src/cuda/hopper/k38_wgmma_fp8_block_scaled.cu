@@ -55,9 +55,10 @@
 // promotion, none to 256 bytes (7be9420). What 122c841 did show: the same
 // kernel with three uniform run-time branches and a shuffle in its promotion
 // ran 8-9 % slower than without them, so k38's rate hangs on the few
-// instructions around the promotion, not on bytes moved; Nsight Compute's
-// source page (c99f38d) has instruction-fetch stalls (stall_no_inst) in k38
-// and none in k34. The promotion's code, not its data, is what to shrink next.
+// instructions around the promotion, not on bytes moved (Nsight Compute's
+// source page of c99f38d lists instruction-fetch stalls, stall_no_inst, among
+// k38's 80 busiest instructions, 1.4 % of the samples, and none among k34's).
+// The promotion's code, not its data, is what to shrink next.
 #include <cuda_runtime.h>
 
 #include <cstdint>
