@@ -7,7 +7,7 @@
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
 # [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention] [emulate_fp8]
-# [train_det] [ncu_train] [ncu_time]
+# [train_det] [ncu_train] [ncu_time] [ncu_rungs]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -387,6 +387,22 @@ ncu_source_page() {
   if [ "$rc" != 0 ]; then gzip -c "$OUT/ncu_page.csv" > "$OUT/${name}_page.csv.gz"; fi
   rm -f "$OUT/ncu_page.csv"
 }
+
+# ncu_rungs: the source page (clocks left alone) of the second launch of each ladder rung of NCU_RUNGS
+# (default k34 and k38, the fp8 promotion without and with block scales) at NCU_RUNG_SIZE^3 (4096) in
+# NCU_RUNG_DTYPE (e4m3), the kernel matched by NCU_RUNG_KERNEL (warp_specialized): ncu_rung_<rung>_sass.txt,
+# the stall reasons over the whole kernel first. The ladder's own files of these runs are dropped (timed
+# under the profiler).
+if has ncu_rungs; then
+  for rung in ${NCU_RUNGS:-k34_wgmma_fp8_promoted k38_wgmma_fp8_block_scaled}; do
+    fits 90 "ncu source page $rung" || continue
+    log "ncu source page $rung"
+    ncu_source_page "ncu_rung_$rung" "${NCU_RUNG_KERNEL:-warp_specialized}" 1 $RIGEL ladder --backend cuda \
+      --rungs "$rung" --dtype "${NCU_RUNG_DTYPE:-e4m3}" --sizes "${NCU_RUNG_SIZE:-4096}" --min-time 0.05 \
+      --out "$OUT/ncu_rung_scratch"
+    rm -rf "$OUT/ncu_rung_scratch"
+  done
+fi
 
 if has ncu_gemm; then
   IFS=, read -r -a ncu_shapes <<< "${NCU_SHAPES:-16384 2304 768 bias,16384 50304 768 none}"

@@ -12,7 +12,9 @@ GEMM library's ping-pong kernel with its epilogue variants) makes that page
 too long to read or to commit; this keeps the N lines with the most samples,
 each with its address, its instruction, its share of all samples and its
 largest stall reasons, and sums the samples of the lines between two
-addresses the caller names as regions (--region NAME:FIRST-LAST, hex).
+addresses the caller names as regions (--region NAME:FIRST-LAST, hex). Above
+the lines, each stall reason's samples summed over every instruction of the
+page (the whole kernel's breakdown, which the listed lines alone leave out).
 
 The page's columns are found by name: the instruction's address ("Address"),
 its text ("Source"), all samples ("Warp Stall Sampling (All Samples)") and
@@ -78,6 +80,10 @@ def report(rows, total_col, reasons, top, regions):
     samples = [number(r[total_col]) for r in rows]
     grand = sum(samples) or 1.0
     out = [f"{len(rows)} instructions, {int(sum(samples))} warp-state samples", ""]
+    totals = sorted(((sum(number(r[c]) for r in rows), c) for c in reasons), reverse=True)
+    out.append("all instructions, by reason: " +
+               ", ".join(f"{c} {int(v)} ({v / grand:.1%})" for v, c in totals if v > 0))
+    out.append("")
     for name, first, last in regions:
         inside = sum(s for r, s in zip(rows, samples) if first <= int(r["Address"], 16) <= last)
         out.append(f"region {name} [{first:#x}, {last:#x}]: {inside / grand:.1%} of the samples")

@@ -1,7 +1,7 @@
 """scripts/ncu_sass_hotspots.py on a small source page laid out as Nsight
 Compute prints it: ncu's messages before the header skipped, the lines with
 the most samples first with their largest reasons, a region's share summed,
-and a page without the header refused with its first lines."""
+each reason's samples over every line, and a page without the header refused with its first lines."""
 import importlib.util
 import io
 import os
@@ -39,6 +39,8 @@ class Hotspots(TempDirTest):
         self.assertEqual(rc, 0)
         self.assertIn("4 instructions, 1000 warp-state samples", out)
         self.assertIn("region mainloop [0xb30, 0x1250]: 91.0% of the samples", out)
+        # Every line's reasons summed, the lines left out of the top 2 (MOV, STG) included.
+        self.assertIn("all instructions, by reason: stall_wait 252 (25.2%), stall_long_sb 70 (7.0%)", out)
         lines = [l for l in out.splitlines() if l.strip().startswith("0x")]
         self.assertEqual(len(lines), 2)
         self.assertIn("TRYWAIT", lines[0])
