@@ -55,10 +55,14 @@
 // promotion, none to 256 bytes (7be9420). What 122c841 did show: the same
 // kernel with three uniform run-time branches and a shuffle in its promotion
 // ran 8-9 % slower than without them, so k38's rate hangs on the few
-// instructions around the promotion, not on bytes moved (Nsight Compute's
-// source page of c99f38d lists instruction-fetch stalls, stall_no_inst, among
-// k38's 80 busiest instructions, 1.4 % of the samples, and none among k34's).
-// The promotion's code, not its data, is what to shrink next.
+// instructions around the promotion, not on bytes moved. Nsight Compute's
+// source page summed over the whole kernel (5086db5, k34 beside k38 at
+// 4096^3): k38's 14 % more warp-state samples are dispatch stalls more than
+// anything else (771 of the 1,433 extra), and among the busiest lines of both
+// kernels those sit on the promotion's FADDs or FFMAs, issued beside the other
+// k-tile's wgmma; instruction-fetch stalls are the same in both. An FFMA reads
+// three registers where the FADD reads two: the promotion's register reads,
+// beside a running wgmma, are what to shrink next.
 #include <cuda_runtime.h>
 
 #include <cstdint>
