@@ -7,7 +7,7 @@
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
 # [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention] [emulate_fp8]
-# [train_det] [ncu_train] [ncu_time] [ncu_rungs]
+# [train_det] [ncu_train] [ncu_time] [ncu_rungs] [sass_edit]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -294,6 +294,43 @@ if has blockscaled; then
   timeout -s INT "$(capped 300)" $RIGEL ladder --backend cuda --rungs k34_wgmma_fp8_promoted k38_wgmma_fp8_block_scaled vendor \
     --dtype e4m3 --sizes 4096 8192 --paired --out "$OUT" > "$OUT/ladder_blockscaled.txt" 2>&1
   summary+=("ladder k34/k38 e4m3: rc $?")
+fi
+
+# sass_edit: the binary with one kernel's FFMA scheduling bits edited (scripts/sass_ffma_yield.py,
+# SASS_EDIT_KERNEL, default k38's block-scaled kernels; SASS_EDIT_MODES, default chain and reused),
+# each edited binary's block-scaled checks against float64 (odd shapes, real scales), then the
+# ladder's k34, k38 and cuBLASLt pairs on the built and the edited binaries in turn, twice
+# (built, edits..., built, edits...), each call into sass_edit_<binary>_<round>/. The listing is
+# sass_edit_listing.txt in the export where the development machine staged it (the kernels' SASS,
+# `cuobjdump -sass -fun`), else this machine's cuobjdump of the whole binary.
+if has sass_edit; then
+  read -r -a edit_modes <<< "${SASS_EDIT_MODES:-chain reused}"
+  listing=(); [ -f sass_edit_listing.txt ] && listing=(--listing sass_edit_listing.txt)
+  edited=()
+  for mode in "${edit_modes[@]}"; do
+    log "sass edit $mode"
+    if python3 scripts/sass_ffma_yield.py "$RIGEL" "$BUILD/rigel.$mode" --kernel "${SASS_EDIT_KERNEL:-AccumulationE2}" \
+        --mode "$mode" "${listing[@]}" >> "$OUT/sass_edit.txt" 2>&1; then
+      edited+=("$mode")
+      fits 120 "sass edit $mode checks" || continue
+      timeout -s INT "$(capped 200)" "$BUILD/rigel.$mode" gemm blockscaled --type e4m3 --shapes 1000x1030x1104,129x300x272,4096 \
+        --out "$OUT/sass_edit_${mode}_checks" >> "$OUT/sass_edit.txt" 2>&1
+      summary+=("sass edit $mode: block-scaled checks rc $?")
+    else
+      summary+=("sass edit $mode: the edit failed (sass_edit.txt)")
+    fi
+  done
+  for round in 1 2; do
+    for v in built "${edited[@]}"; do
+      bin="$BUILD/rigel.$v"; [ "$v" = built ] && bin=$RIGEL
+      fits 150 "sass edit ladder $v $round" || continue
+      log "sass edit ladder $v $round"
+      timeout -s INT "$(capped 240)" "$bin" ladder --backend cuda --rungs k34_wgmma_fp8_promoted k38_wgmma_fp8_block_scaled vendor \
+        --dtype e4m3 --sizes 4096 8192 --paired --out "$OUT/sass_edit_${v}_$round" >> "$OUT/sass_edit_ladder.txt" 2>&1
+      summary+=("sass edit ladder $v $round: rc $?")
+    done
+  done
+  [ -f "$OUT/sass_edit_ladder.txt" ] && grep -E "k38|k34" "$OUT/sass_edit_ladder.txt" | tail -24
 fi
 
 # The GEMM suites alone (no verify run first): GEMM_SUITES (default gpt2), each

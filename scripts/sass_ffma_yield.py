@@ -2,7 +2,7 @@
 """Edit the scheduling bits of a kernel's FFMA instructions in a built binary:
 the experiment k38's opening comment names as next.
 
-    scripts/sass_ffma_yield.py BINARY OUT --kernel TEXT [--mode reused|all]
+    scripts/sass_ffma_yield.py BINARY OUT --kernel TEXT [--mode reused|all|chain]
                                [--listing FILE] [--cuobjdump PATH]
 
 Why: k38 (block-scaled fp8) promotes each k-tile's partial sum with an FFMA
@@ -26,7 +26,14 @@ instructions; it must occur exactly once.
 Modes: `reused` (the default) edits each FFMA that has a reuse flag and bit
 45 set: both cleared, so the instruction yields and caches no operand (a
 yielding warp cannot keep its operand cache). `all` clears bit 45 and the
-reuse flags of every FFMA. Nothing else is touched, so the kernel computes
+reuse flags of every FFMA. `chain` goes the other way: along each run of
+adjacent FFMAs, every FFMA but the run's last gets bit 45 set (the warp keeps
+issuing), and each whose second source register is the next FFMA's second
+source (a promotion's scale) and not its own destination gets that slot's
+reuse flag (bit 59), so that the run reads the shared register from the
+operand cache: two register-file reads an FFMA, as an FADD has, where ptxas
+alternates the yield bit and caches it for every other FFMA only. Nothing
+else is touched, so the kernel computes
 what it did; rigel's own checks (the ladder's float64 check, `rigel gemm
 blockscaled`) are what show it. OUT gets a copy of BINARY with the edits;
 BINARY is never written. A kernel not found, or found more than once, is one
@@ -89,8 +96,32 @@ def opcode(text):
     return words[0] if words else ""
 
 
+REUSE_B = 1 << 59  # the second source slot's reuse flag
+REGISTER = re.compile(r"^R\d+$")
+
+
+def operands(text):
+    """An instruction's operands, destination first, reuse suffixes dropped:
+    "@P0 FFMA R1, R2, R3.reuse, R1" -> ["R1", "R2", "R3", "R1"]."""
+    words = text.split(None, 2 if text.startswith("@") else 1)
+    return [o.strip().split(".reuse")[0] for o in words[-1].split(",")] if len(words) > 1 else []
+
+
+def chained(code, i):
+    """mode chain: instruction i's control word after the edit, or None (see the module's comment)."""
+    text, control = code[i][1], code[i][3]
+    if i + 1 >= len(code) or not opcode(code[i + 1][1]).startswith("FFMA"):
+        return None  # the run's last FFMA (or a lone one) keeps its bits
+    new = control | YIELD_BIT
+    mine, theirs = operands(text), operands(code[i + 1][1])
+    if len(mine) == 4 and len(theirs) == 4 and REGISTER.match(mine[2]) and mine[2] == theirs[2] \
+            and mine[0] != mine[2]:
+        new |= REUSE_B
+    return new if new != control else None
+
+
 def edited(control, mode):
-    """The control word after the edit, or None where the mode leaves it."""
+    """The control word after the edit, or None where the mode leaves it (modes reused and all)."""
     if mode == "all":
         new = control & ~(YIELD_BIT | REUSE_BITS)
     elif control & REUSE_BITS and control & YIELD_BIT:
@@ -119,11 +150,11 @@ def patch(blob, functions, kernel_text, mode):
         if blob.find(body, at + 1) >= 0:
             raise PatchError(f"{name}: its code occurs more than once in the binary")
         seen = changed = 0
-        for address, text, _, control in code:
+        for i, (address, text, _, control) in enumerate(code):
             if not opcode(text).startswith("FFMA"):
                 continue
             seen += 1
-            new = edited(control, mode)
+            new = chained(code, i) if mode == "chain" else edited(control, mode)
             if new is None:
                 continue
             offset = at + address + 8
@@ -139,7 +170,7 @@ def main(argv=None):
     ap.add_argument("binary")
     ap.add_argument("out")
     ap.add_argument("--kernel", required=True, help="text the mangled names of the functions to edit contain")
-    ap.add_argument("--mode", choices=("reused", "all"), default="reused")
+    ap.add_argument("--mode", choices=("reused", "all", "chain"), default="reused")
     ap.add_argument("--listing", help="the SASS listing of BINARY, instead of running cuobjdump")
     ap.add_argument("--cuobjdump", default="cuobjdump")
     args = ap.parse_args(argv)

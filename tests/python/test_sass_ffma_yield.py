@@ -97,6 +97,29 @@ class SassFfmaYield(TempDirTest):
         self.assertEqual([w & mask for w in words[1:4]], [0, 0, 0])
         self.assertEqual(words[4], REUSED_NO_YIELD)
 
+    def test_chain_mode_keeps_a_run_issuing_and_caches_its_shared_register(self):
+        run = ("_Z6k38_chainv", [
+            ("LDC R1, c[0x0][0x28]", 0x00000A00FF017B82, 0x000FE20000000800),
+            ("FFMA R1, R24, R157, R1", 0x0000009D18017223, PLAIN_YIELD),             # -> no yield, reuse b
+            ("FFMA R2, R25, R157.reuse, R2", 0x0000009D19027223, REUSED_NO_YIELD),   # already so: left
+            ("FFMA R3, R26, R157, R3", 0x0000009D1A037223, PLAIN_YIELD),             # next reads R158: no reuse
+            ("@P0 FFMA R4, R27, R158, R4", 0x0000009E1B048223, PLAIN_YIELD),         # -> no yield, reuse b
+            ("FFMA R158, R28, R158, R5", 0x0000009E1C9E7223, PLAIN_YIELD),           # writes R158: no reuse
+            ("FFMA R6, R29, R158, R6", 0x0000009E1D067223, PLAIN_YIELD),             # the run's last: left
+            ("LDS R7, [R8]", 0x0000000008077984, PLAIN_YIELD),
+        ])
+        blob = b"\x7fELF" + code_bytes(run[1]) + b"tail"
+        rc, data, out, _ = self.run_tool(blob, listing(run), "--kernel", "chain", "--mode", "chain")
+        self.assertEqual(rc, 0)
+        self.assertIn("4 of 6 FFMAs edited (chain)", out)
+        words = self.control_words(data, run[1])
+        y, b = 1 << 45, 1 << 59
+        self.assertEqual(words[0], 0x000FE20000000800)
+        self.assertEqual(words[1], PLAIN_YIELD | y | b)
+        self.assertEqual(words[2], REUSED_NO_YIELD)
+        self.assertEqual(words[3:7], [PLAIN_YIELD | y, PLAIN_YIELD | y | b, PLAIN_YIELD | y, PLAIN_YIELD])
+        self.assertEqual(words[7], PLAIN_YIELD)
+
     def test_a_kernel_not_in_the_binary_or_twice_is_refused_and_out_not_written(self):
         rc, data, _, err = self.run_tool(self.blob(), listing(OTHER, KERNEL), "--kernel", "absent")
         self.assertEqual((rc, data), (2, None))
