@@ -61,8 +61,15 @@
 // anything else (771 of the 1,433 extra), and among the busiest lines of both
 // kernels those sit on the promotion's FADDs or FFMAs, issued beside the other
 // k-tile's wgmma; instruction-fetch stalls are the same in both. An FFMA reads
-// three registers where the FADD reads two: the promotion's register reads,
-// beside a running wgmma, are what to shrink next.
+// three registers where the FADD reads two, so the next try cut the reads:
+// the FFMAs' control bits edited in the binary so that each run issues
+// without yielding and reads its scale from the operand cache (two register
+// reads an FFMA) ran 5 % and 9 % slower at 4096^3 and 8192^3, and the
+// opposite edit (every FFMA yields, none caches) 3 % and 6 % slower (bacebc4,
+// `scripts/h200_visit.sh sass_edit`): ptxas's schedule, which alternates the
+// two, is the best of the three, and register reads are not the cost. What is
+// left untried is the shape of the schedule itself (DeepGEMM's one partial
+// sum a consumer, promoted while the other consumer's wgmma runs).
 #include <cuda_runtime.h>
 
 #include <cstdint>
