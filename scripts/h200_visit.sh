@@ -7,7 +7,7 @@
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
 # [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention] [emulate_fp8]
-# [train_det] [ncu_train] [ncu_time] [ncu_rungs] [sass_edit]
+# [train_det] [ncu_train] [ncu_time] [ncu_rungs] [sass_edit] [env_variants]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -331,6 +331,42 @@ if has sass_edit; then
     done
   done
   [ -f "$OUT/sass_edit_ladder.txt" ] && grep -E "k38|k34" "$OUT/sass_edit_ladder.txt" | tail -24
+fi
+
+# env_variants: the same ladder call under each setting of ENV_VARIANTS (space-separated; each
+# "none" or comma-separated VAR=VALUE pairs, for builds that choose a variant at run time), in
+# turn, ENV_ROUNDS times (default 2), each call into env_<n>_<round>/ (n: the setting's place in
+# the list); ENV_LADDER holds the ladder's arguments (default k34, k38 and cuBLASLt, e4m3, 4096^3
+# and 8192^3, paired). Before the timed calls each setting runs `rigel gemm blockscaled` on
+# ENV_CHECK_SHAPES (default two odd shapes; "none" skips it), its checks against float64.
+if has env_variants; then
+  read -r -a env_settings <<< "${ENV_VARIANTS:-none}"
+  read -r -a env_ladder <<< "${ENV_LADDER:---rungs k34_wgmma_fp8_promoted k38_wgmma_fp8_block_scaled vendor --dtype e4m3 --sizes 4096 8192 --paired}"
+  with_env() {  # with_env SETTING CMD...: CMD with SETTING's variables set
+    local setting=$1; shift
+    if [ "$setting" = none ]; then "$@"; else env ${setting//,/ } "$@"; fi
+  }
+  if [ "${ENV_CHECK_SHAPES:-}" != none ]; then
+    for i in "${!env_settings[@]}"; do
+      fits 90 "env checks ${env_settings[$i]}" || continue
+      log "env checks ${env_settings[$i]}"
+      echo "== ${env_settings[$i]}" >> "$OUT/env_checks.txt"
+      with_env "${env_settings[$i]}" timeout -s INT "$(capped 150)" $RIGEL gemm blockscaled --type e4m3 \
+        --shapes "${ENV_CHECK_SHAPES:-1000x1030x1104,129x300x272}" --out "$OUT/env_${i}_checks" >> "$OUT/env_checks.txt" 2>&1
+      summary+=("env checks ${env_settings[$i]}: rc $?")
+    done
+  fi
+  for round in $(seq 1 "${ENV_ROUNDS:-2}"); do
+    for i in "${!env_settings[@]}"; do
+      fits 120 "env ladder ${env_settings[$i]} $round" || continue
+      log "env ladder ${env_settings[$i]} $round"
+      echo "== ${env_settings[$i]} round $round" >> "$OUT/env_ladder.txt"
+      with_env "${env_settings[$i]}" timeout -s INT "$(capped 240)" $RIGEL ladder --backend cuda "${env_ladder[@]}" \
+        --out "$OUT/env_${i}_$round" >> "$OUT/env_ladder.txt" 2>&1
+      summary+=("env ladder ${env_settings[$i]} $round: rc $?")
+    done
+  done
+  [ -f "$OUT/env_ladder.txt" ] && grep -E "^== |paired with" "$OUT/env_ladder.txt" | sed 's/^rigel: \[[^]]*\] //' | tail -40
 fi
 
 # The GEMM suites alone (no verify run first): GEMM_SUITES (default gpt2), each
