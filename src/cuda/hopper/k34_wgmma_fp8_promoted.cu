@@ -31,8 +31,6 @@
 // default (promoted) fp8 it stays short of parity; k36 says why.
 // Measured: README.md, "4096 x 4096 x 4096" and "Hopper rungs against cuBLAS
 // across shapes", rows k34_wgmma_fp8_promoted (baseline: cuBLASLt's default).
-#include <cstdlib>
-
 #include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/hopper/warp_specialized.cuh"
 
@@ -42,25 +40,9 @@ namespace {
 template <DType T>
 using K34 = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped, sm90::Accumulation::promoted>;
 
-// EXPERIMENT (to be reverted): RIGEL_K34_CARVEOUT=percent sets the kernel's preferred
-// shared-memory carveout (100: the largest, 228 KB, which k38's 201 KB need, leaving L1
-// 28 KB; k34's 198 KB fit the 196 KB one, L1 60 KB).
-template <DType T>
-void carveout_once() {
-    static const bool done = [] {
-        if (const char* v = std::getenv("RIGEL_K34_CARVEOUT"))
-            RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::warp_specialized_kernel<K34<T>>,
-                                                  cudaFuncAttributePreferredSharedMemoryCarveout, std::atoi(v)));
-        return true;
-    }();
-    (void)done;
-}
-
 }  // namespace
 
 void k34_wgmma_fp8_promoted(const GemmProblem& p) {
-    if (p.type == DType::e4m3) carveout_once<DType::e4m3>();
-    if (p.type == DType::e5m2) carveout_once<DType::e5m2>();
     switch (p.type) {
         case DType::e4m3: return sm90::launch_warp_specialized<K34<DType::e4m3>>(p, "k34_wgmma_fp8_promoted");
         case DType::e5m2: return sm90::launch_warp_specialized<K34<DType::e5m2>>(p, "k34_wgmma_fp8_promoted");

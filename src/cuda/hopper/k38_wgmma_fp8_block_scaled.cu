@@ -73,7 +73,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -88,8 +87,8 @@
 namespace rigel::cuda {
 namespace {
 
-template <DType T, int Stages = 6>
-using K38 = sm90::WarpSpecialized<T, 128, Stages, sm90::Schedule::persistent_grouped, sm90::Accumulation::block_scaled>;
+template <DType T>
+using K38 = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped, sm90::Accumulation::block_scaled>;
 
 // StoreF32 with the block scales' tensor maps beside it: the kernel's by-value
 // parameters carry them to the producer (warp_specialized.cuh, block_scaled).
@@ -135,14 +134,6 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
 }
 
 void dispatch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
-    // EXPERIMENT (to be reverted): RIGEL_K38_STAGES=5 runs a 5-stage ring (167 KB: the 196 KB
-    // carveout, L1 60 KB, as k34's; 6 stages need 201 KB, the 228 KB carveout, L1 28 KB).
-    static const bool five = [] {
-        const char* v = std::getenv("RIGEL_K38_STAGES");
-        return v != nullptr && std::string(v) == "5";
-    }();
-    if (five && p.type == DType::e4m3) return launch<K38<DType::e4m3, 5>>(p, scale_a, scale_b, rung);
-    if (five && p.type == DType::e5m2) return launch<K38<DType::e5m2, 5>>(p, scale_a, scale_b, rung);
     switch (p.type) {
         case DType::e4m3: return launch<K38<DType::e4m3>>(p, scale_a, scale_b, rung);
         case DType::e5m2: return launch<K38<DType::e5m2>>(p, scale_a, scale_b, rung);
