@@ -297,7 +297,8 @@ if has blockscaled; then
 fi
 
 # sass_edit: the binary with one kernel's FFMA scheduling bits edited (scripts/sass_ffma_yield.py,
-# SASS_EDIT_KERNEL, default k38's block-scaled kernels; SASS_EDIT_MODES, default chain and reused),
+# SASS_EDIT_KERNEL, default k38's block-scaled kernels; SASS_EDIT_MODES, default chain and reused;
+# chain:N is mode chain with --chain-length N),
 # each edited binary's block-scaled checks against float64 (odd shapes, real scales), then the
 # ladder's k34, k38 and cuBLASLt pairs on the built and the edited binaries in turn, twice
 # (built, edits..., built, edits...), each call into sass_edit_<binary>_<round>/. The listing is
@@ -307,10 +308,14 @@ if has sass_edit; then
   read -r -a edit_modes <<< "${SASS_EDIT_MODES:-chain reused}"
   listing=(); [ -f sass_edit_listing.txt ] && listing=(--listing sass_edit_listing.txt)
   edited=()
-  for mode in "${edit_modes[@]}"; do
-    log "sass edit $mode"
-    if python3 scripts/sass_ffma_yield.py "$RIGEL" "$BUILD/rigel.$mode" --kernel "${SASS_EDIT_KERNEL:-AccumulationE2}" \
-        --mode "$mode" "${listing[@]}" >> "$OUT/sass_edit.txt" 2>&1; then
+  for spec in "${edit_modes[@]}"; do
+    # A mode, or chain:N (mode chain with --chain-length N); the copy is named by it (chain4).
+    mode=${spec%%:*}; length=0; [ "$spec" != "$mode" ] && length=${spec#*:}
+    [ "$length" != 0 ] && mode_name="$mode$length" || mode_name=$mode
+    log "sass edit $spec"
+    if python3 scripts/sass_ffma_yield.py "$RIGEL" "$BUILD/rigel.$mode_name" --kernel "${SASS_EDIT_KERNEL:-AccumulationE2}" \
+        --mode "$mode" --chain-length "$length" "${listing[@]}" >> "$OUT/sass_edit.txt" 2>&1; then
+      mode=$mode_name
       edited+=("$mode")
       fits 120 "sass edit $mode checks" || continue
       timeout -s INT "$(capped 200)" "$BUILD/rigel.$mode" gemm blockscaled --type e4m3 --shapes 1000x1030x1104,129x300x272,4096 \

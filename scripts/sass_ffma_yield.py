@@ -3,6 +3,7 @@
 the experiment k38's opening comment names as next.
 
     scripts/sass_ffma_yield.py BINARY OUT --kernel TEXT [--mode reused|all|chain]
+                               [--chain-length N]
                                [--listing FILE] [--cuobjdump PATH]
 
 Why: k38 (block-scaled fp8) promotes each k-tile's partial sum with an FFMA
@@ -32,8 +33,10 @@ issuing), and each whose second source register is the next FFMA's second
 source (a promotion's scale) and not its own destination gets that slot's
 reuse flag (bit 59), so that the run reads the shared register from the
 operand cache: two register-file reads an FFMA, as an FADD has, where ptxas
-alternates the yield bit and caches it for every other FFMA only. Nothing
-else is touched, so the kernel computes
+alternates the yield bit and caches it for every other FFMA only. With
+--chain-length N, every N-th FFMA of a run (the N-th, 2N-th, ...) is left to
+yield instead, uncached, so the warp lets the others issue after N FFMAs
+(N = 2 is ptxas's own pattern). Nothing else is touched, so the kernel computes
 what it did; rigel's own checks (the ladder's float64 check, `rigel gemm
 blockscaled`) are what show it. OUT gets a copy of BINARY with the edits;
 BINARY is never written. A kernel not found, or found more than once, is one
@@ -107,11 +110,15 @@ def operands(text):
     return [o.strip().split(".reuse")[0] for o in words[-1].split(",")] if len(words) > 1 else []
 
 
-def chained(code, i):
-    """mode chain: instruction i's control word after the edit, or None (see the module's comment)."""
+def chained(code, i, place, length):
+    """mode chain: instruction i's control word after the edit, or None (see the module's
+    comment). place: its index in its run of adjacent FFMAs; length: --chain-length (0: none)."""
     text, control = code[i][1], code[i][3]
     if i + 1 >= len(code) or not opcode(code[i + 1][1]).startswith("FFMA"):
         return None  # the run's last FFMA (or a lone one) keeps its bits
+    if length and place % length == length - 1:
+        new = control & ~(YIELD_BIT | REUSE_B)  # this one yields, so it caches nothing
+        return new if new != control else None
     new = control | YIELD_BIT
     mine, theirs = operands(text), operands(code[i + 1][1])
     if len(mine) == 4 and len(theirs) == 4 and REGISTER.match(mine[2]) and mine[2] == theirs[2] \
@@ -135,7 +142,7 @@ def encode(instructions):
     return b"".join(lo.to_bytes(8, "little") + hi.to_bytes(8, "little") for _, _, lo, hi in instructions)
 
 
-def patch(blob, functions, kernel_text, mode):
+def patch(blob, functions, kernel_text, mode, chain_length=0):
     """(the edited bytes, [(function, FFMAs seen, FFMAs edited)])."""
     chosen = {name: code for name, code in functions.items() if kernel_text in name}
     if not chosen:
@@ -149,12 +156,14 @@ def patch(blob, functions, kernel_text, mode):
             raise PatchError(f"{name}: its code is not in the binary as the listing gives it (compressed, or another build)")
         if blob.find(body, at + 1) >= 0:
             raise PatchError(f"{name}: its code occurs more than once in the binary")
-        seen = changed = 0
+        seen = changed = place = 0
         for i, (address, text, _, control) in enumerate(code):
             if not opcode(text).startswith("FFMA"):
+                place = 0
                 continue
             seen += 1
-            new = chained(code, i) if mode == "chain" else edited(control, mode)
+            new = chained(code, i, place, chain_length) if mode == "chain" else edited(control, mode)
+            place += 1
             if new is None:
                 continue
             offset = at + address + 8
@@ -171,6 +180,8 @@ def main(argv=None):
     ap.add_argument("out")
     ap.add_argument("--kernel", required=True, help="text the mangled names of the functions to edit contain")
     ap.add_argument("--mode", choices=("reused", "all", "chain"), default="reused")
+    ap.add_argument("--chain-length", type=int, default=0,
+                    help="mode chain: every N-th FFMA of a run yields (0: none does)")
     ap.add_argument("--listing", help="the SASS listing of BINARY, instead of running cuobjdump")
     ap.add_argument("--cuobjdump", default="cuobjdump")
     args = ap.parse_args(argv)
@@ -178,7 +189,9 @@ def main(argv=None):
         listing = read_listing(args.listing, args.binary, args.cuobjdump)
         with open(args.binary, "rb") as f:
             blob = f.read()
-        out, report = patch(blob, parse_listing(listing), args.kernel, args.mode)
+        if args.chain_length < 0 or args.chain_length == 1:
+            raise PatchError("--chain-length is 0 (no yields) or at least 2")
+        out, report = patch(blob, parse_listing(listing), args.kernel, args.mode, args.chain_length)
     except (OSError, subprocess.CalledProcessError, PatchError) as e:
         print(f"sass_ffma_yield: {e}", file=sys.stderr)
         return 2
@@ -189,7 +202,8 @@ def main(argv=None):
     os.chmod(f.name, os.stat(args.binary).st_mode & 0o777)
     os.replace(f.name, args.out)
     for name, seen, changed in report:
-        print(f"{name}: {changed} of {seen} FFMAs edited ({args.mode})")
+        mode = f"{args.mode}, length {args.chain_length}" if args.mode == "chain" and args.chain_length else args.mode
+        print(f"{name}: {changed} of {seen} FFMAs edited ({mode})")
     return 0
 
 

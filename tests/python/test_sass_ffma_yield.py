@@ -120,6 +120,27 @@ class SassFfmaYield(TempDirTest):
         self.assertEqual(words[3:7], [PLAIN_YIELD | y, PLAIN_YIELD | y | b, PLAIN_YIELD | y, PLAIN_YIELD])
         self.assertEqual(words[7], PLAIN_YIELD)
 
+    def test_chain_length_lets_every_nth_ffma_of_a_run_yield(self):
+        run = ("_Z6k38_lengthv", [("LDC R1, c[0x0][0x28]", 0x00000A00FF017B82, 0x000FE20000000800)] +
+               [(f"FFMA R{10 + j}, R{30 + j}, R157, R{10 + j}", 0x0000009D1E0A7223 + (j << 32), PLAIN_YIELD)
+                for j in range(6)] +
+               [("LDS R7, [R8]", 0x0000000008077984, PLAIN_YIELD)])
+        blob = b"\x7fELF" + code_bytes(run[1]) + b"tail"
+        rc, data, out, _ = self.run_tool(blob, listing(run), "--kernel", "length", "--mode", "chain",
+                                         "--chain-length", "3")
+        self.assertEqual(rc, 0)
+        self.assertIn("4 of 6 FFMAs edited (chain, length 3)", out)
+        words = self.control_words(data, run[1])
+        y, b = 1 << 45, 1 << 59
+        # places 0 1 2 3 4 5: cached, cached, yields, cached, cached, the run's last (left)
+        self.assertEqual(words[1:7], [PLAIN_YIELD | y | b, PLAIN_YIELD | y | b, PLAIN_YIELD,
+                                      PLAIN_YIELD | y | b, PLAIN_YIELD | y | b, PLAIN_YIELD])
+        os.remove(os.path.join(self.dir, "out"))
+        rc, data, _, err = self.run_tool(blob, listing(run), "--kernel", "length", "--mode", "chain",
+                                         "--chain-length", "1")
+        self.assertEqual((rc, data), (2, None))
+        self.assertIn("--chain-length", err)
+
     def test_a_kernel_not_in_the_binary_or_twice_is_refused_and_out_not_written(self):
         rc, data, _, err = self.run_tool(self.blob(), listing(OTHER, KERNEL), "--kernel", "absent")
         self.assertEqual((rc, data), (2, None))
