@@ -172,11 +172,13 @@ def whole_run(f):
 
 
 def dispatcher_run(f):
-    """Whether a bench file timed the dispatcher's choices on whole suites:
-    `rigel gemm bench --kernel NAME` forces one kernel for comparison, and says
-    so in its sidecar; the README's tables and targets come from the
-    dispatcher's runs."""
-    return f.side("kernel") in ("", "auto") and whole_run(f)
+    """Whether a bench file timed the dispatcher's choices on whole suites in
+    paired samples: `rigel gemm bench --kernel NAME` forces one kernel for
+    comparison, and `--blocks SECONDS` times in blocks instead of pairs, each
+    saying so in its sidecar; the README's tables and targets come from the
+    dispatcher's paired runs."""
+    blocked = findings.parse_number(f.side("block_s")) or 0
+    return f.side("kernel") in ("", "auto") and not blocked > 0 and whole_run(f)
 
 
 def newest_per_suite(bench_files):

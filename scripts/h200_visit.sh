@@ -375,7 +375,8 @@ if has env_variants; then
 fi
 
 # The GEMM suites alone (no verify run first): GEMM_SUITES (default gpt2), each
-# on every kernel choice of GEMM_KERNELS (default: the dispatcher's, auto),
+# on every kernel choice of GEMM_KERNELS (default: the dispatcher's, auto), in
+# each timing of GEMM_TIMINGS (default paired; blocks:S times in blocks of S s),
 # GEMM_MIN_TIME seconds of paired samples per comparison (default 1),
 # GEMM_CASES the cases whose names contain one of its comma-separated texts: each suite gets the texts
 # that name a case of its own (`rigel gemm list`), and a suite none of them names is skipped (rigel
@@ -395,12 +396,20 @@ if has gemm_bench; then
       fi
     fi
     for kern in ${GEMM_KERNELS:-auto}; do
-      fits 75 "gemm bench $s --kernel $kern" || continue
-      log "gemm bench $s --kernel $kern"
-      bench_cases=(); [ -n "$suite_texts" ] && bench_cases=(--cases "$suite_texts")
-      timeout -s INT "$(capped 240)" $RIGEL gemm bench --suite "$s" --kernel "$kern" "${bench_cases[@]}" --min-time "${GEMM_MIN_TIME:-1}" --out "$OUT" \
-        >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
-      summary+=("gemm bench (suite $s, kernel $kern): rc $?")
+      # GEMM_TIMINGS: paired (the default) and/or blocks:S (--blocks S, with 4 pairs of blocks: --min-time 8 S).
+      for timing in ${GEMM_TIMINGS:-paired}; do
+        fits 75 "gemm bench $s --kernel $kern ($timing)" || continue
+        log "gemm bench $s --kernel $kern ($timing)"
+        bench_cases=(); [ -n "$suite_texts" ] && bench_cases=(--cases "$suite_texts")
+        timing_args=(--min-time "${GEMM_MIN_TIME:-1}")
+        if [ "$timing" != paired ]; then
+          block=${timing#blocks:}
+          timing_args=(--blocks "$block" --min-time "$(awk -v b="$block" 'BEGIN { print 8 * b }')")
+        fi
+        timeout -s INT "$(capped 240)" $RIGEL gemm bench --suite "$s" --kernel "$kern" "${bench_cases[@]}" "${timing_args[@]}" --out "$OUT" \
+          >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
+        summary+=("gemm bench (suite $s, kernel $kern, $timing): rc $?")
+      done
     done
   done
 fi

@@ -53,7 +53,7 @@ struct VerifyArgs {
     CommonArgs common;
 };
 struct BenchArgs {
-    std::string suite, kernel = "auto", cases;
+    std::string suite, kernel = "auto", cases, blocks;
     CommonArgs common;
 };
 
@@ -62,7 +62,7 @@ struct BenchArgs {
 std::string subset_tag(const std::string& cases) { return cases.empty() ? "" : "_subset"; }
 struct RunArgs {
     std::string m, n, k, layout = "NT", type = "bf16", out_type = "bf16", epilogue = "none", alpha = "1", beta = "0";
-    std::string kernel = "auto";
+    std::string kernel = "auto", blocks;
     bool allow_atomics = false;
     CommonArgs common;
 };
@@ -277,6 +277,15 @@ void print_bench_table(const std::vector<TimedRow>& rows) {
     std::fflush(stdout);
 }
 
+// --blocks SECONDS: blocked timing (harness/paired.hpp) instead of single samples in turn.
+PairedConfig with_blocks(PairedConfig t, const CLI::App& cmd, const std::string& blocks) {
+    if (cmd.count("--blocks")) {
+        t.block_s = parse_seconds("--blocks", blocks);
+        if (t.block_s <= 0) throw std::invalid_argument("--blocks must be more than 0 seconds");
+    }
+    return t;
+}
+
 // Verifies and times `cases` of each suite against its baselines; the printed
 // table comes last.
 int run_bench_cases(const std::vector<std::pair<std::string, std::vector<GemmCase>>>& work,
@@ -288,7 +297,9 @@ int run_bench_cases(const std::vector<std::pair<std::string, std::vector<GemmCas
     install_stop_handlers();
     // A forced kernel's files are named after it, and their sidecar says so:
     // the report takes only the dispatcher's runs.
-    const std::string tag = (kernel == "auto" ? suite_name : suite_name + "_" + kernel) + subset_tag(cases_filter);
+    // Blocked timing (--blocks) names its files ..._blocked_..., and its sidecar holds block_s.
+    const std::string tag = (kernel == "auto" ? suite_name : suite_name + "_" + kernel) + subset_tag(cases_filter) +
+                            (timing.block_s > 0 ? "_blocked" : "");
     RunFiles files(out, bench_header(), "gemm_bench", tag + "_gemm", tag, seed, *ex);
 
     std::vector<TimedRow> timed;
@@ -306,6 +317,7 @@ int run_bench_cases(const std::vector<std::pair<std::string, std::vector<GemmCas
             .num("min_time_s", timing.min_time_s)
             .integer("min_pairs", timing.min_pairs)
             .integer("max_pairs", timing.max_pairs)
+            .num("block_s", timing.block_s)
             .array_of_str("verification_failures", failures)
             .array_of_str("baselines_skipped", skipped);
         files.write(cells, d, complete);
@@ -364,7 +376,7 @@ int run_bench(const BenchArgs& b, const CLI::App& cmd) {
         suites.push_back(&s);
     }
     check_kernel_option(b.kernel);
-    const PairedConfig timing = timing_of(cmd, a);
+    const PairedConfig timing = with_blocks(timing_of(cmd, a), cmd, b.blocks);
     const std::uint64_t seed = parse_seed("--seed", a.seed);
     const int threads = parse_threads("--threads", a.threads);
     std::vector<std::pair<std::string, std::vector<GemmCase>>> work;
@@ -422,7 +434,7 @@ int run_one(const RunArgs& a, const CLI::App& cmd) {
     std::vector<Contender> baselines;
     for (Contender b : {Contender::cublaslt, Contender::rigel_decomposed, Contender::cublas})
         if (gemm::applies(b, c)) baselines.push_back(b);
-    const PairedConfig timing = timing_of(cmd, a.common);
+    const PairedConfig timing = with_blocks(timing_of(cmd, a.common), cmd, a.blocks);
     const std::uint64_t seed = parse_seed("--seed", a.common.seed);
     const int threads = parse_threads("--threads", a.common.threads);
     return run_bench_cases({{"run", {c}}}, {baselines}, "run", timing, seed, threads, a.common.out, a.kernel);
@@ -612,6 +624,11 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
     bench->add_option("--cases", ba.cases,
                       "only the cases whose names contain one of these comma-separated texts (files named "
                       "..._subset_..., left out of the report)");
+    const std::string blocks_help =
+        "time each side alone in blocks of this many seconds of samples, the sides taking turns (A B, B A, ...), "
+        "instead of one sample each in turn: each side then runs at the clock its own power draw sets under the cap "
+        "(files named ..._blocked_..., left out of the report)";
+    bench->add_option("--blocks", ba.blocks, blocks_help);
     add_common_options(bench, ba.common, true);
 
     auto* run = gemm_cmd->add_subcommand("run", "One case: verified, then timed against its baselines");
@@ -630,6 +647,7 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
     run->add_flag("--allow-atomics", ra.allow_atomics,
                   "let the dispatcher add split-K partial tiles into an f32 D by atomics (gemm::Desc::allow_atomics: "
                   "the order of the additions varies from run to run)");
+    run->add_option("--blocks", ra.blocks, blocks_help);
     add_common_options(run, ra.common, true);
 
     auto* list = gemm_cmd->add_subcommand("list", "The suites, or the cases of one");

@@ -30,6 +30,11 @@ void check_paired_config(const PairedConfig& cfg) {
                                      .min_reps = 1,
                                      .max_reps = 1,
                                      .max_time_s = cfg.max_time_s});
+    if (!(cfg.block_s >= 0 && cfg.block_s <= kMaxMeasureSeconds)) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "block_s must lie in [0, %g] seconds", kMaxMeasureSeconds);
+        throw std::invalid_argument(buf);
+    }
     if (cfg.min_pairs < 1 || cfg.max_pairs < cfg.min_pairs)
         throw std::invalid_argument("pairs must satisfy 1 <= min_pairs <= max_pairs");
 }
@@ -53,6 +58,7 @@ PairedStats summarize_pairs(const std::vector<double>& a, const std::vector<doub
 PairedStats measure_paired(const std::function<double()>& a, const std::function<double()>& b,
                            const PairedConfig& cfg) {
     check_paired_config(cfg);
+    if (cfg.block_s > 0) return measure_blocked(a, b, cfg);
     using clock = std::chrono::steady_clock;
     const auto since = [](clock::time_point t0) {
         return std::chrono::duration<double>(clock::now() - t0).count();
@@ -88,6 +94,63 @@ PairedStats measure_paired(const std::function<double()>& a, const std::function
         if (enough || since(start) > cap_s) break;
     }
     return summarize_pairs(ta, tb);
+}
+
+PairedStats measure_blocked(const std::function<double()>& a, const std::function<double()>& b,
+                            const PairedConfig& cfg) {
+    check_paired_config(cfg);
+    if (!(cfg.block_s > 0)) throw std::invalid_argument("blocked timing needs block_s > 0");
+    using clock = std::chrono::steady_clock;
+    const auto since = [](clock::time_point t0) {
+        return std::chrono::duration<double>(clock::now() - t0).count();
+    };
+    const auto warm_start = clock::now();
+    do {
+        a();
+        b();
+    } while (since(warm_start) < cfg.warmup_s);
+
+    // One block of a side: samples until they add up to block_s, those begun in
+    // its first quarter dropped (all of them, where samples are long: then the
+    // last one stands for the block).
+    std::vector<double> kept_a, kept_b;
+    const auto block = [&](const std::function<double()>& f, const char* side, std::vector<double>& kept,
+                           double& span) {
+        std::vector<double> settled;
+        double sum = 0, last = 0;
+        while (sum < cfg.block_s) {
+            last = checked_sample(f, side);
+            if (sum >= cfg.block_s / 4) settled.push_back(last);
+            sum += last;
+        }
+        span += sum;
+        if (settled.empty()) settled.push_back(last);
+        kept.insert(kept.end(), settled.begin(), settled.end());
+        return summarize(std::move(settled)).median_s;
+    };
+    std::vector<double> block_a, block_b;
+    double total = 0;
+    const auto start = clock::now();
+    const double cap_s = std::max(cfg.max_time_s, cfg.min_time_s);
+    for (;;) {
+        const bool a_first = block_a.size() % 2 == 0;  // A B, then B A, ...
+        double x = 0, y = 0;
+        if (a_first) {
+            x = block(a, "A", kept_a, total);
+            y = block(b, "B", kept_b, total);
+        } else {
+            y = block(b, "B", kept_b, total);
+            x = block(a, "A", kept_a, total);
+        }
+        block_a.push_back(x);
+        block_b.push_back(y);
+        if (block_a.size() % 2 != 0) continue;
+        if ((total >= cfg.min_time_s && block_a.size() >= 2) || since(start) > cap_s) break;
+    }
+    PairedStats s = summarize_pairs(block_a, block_b);
+    s.a = summarize(std::move(kept_a));
+    s.b = summarize(std::move(kept_b));
+    return s;
 }
 
 }  // namespace rigel

@@ -20,6 +20,14 @@ struct PairedConfig {
     int min_pairs = 10;       // ...and at least this many pairs were taken
     int max_pairs = 2000;     // the run ends after an even number of pairs, unless this cap is odd
     double max_time_s = 30.0; // no pair is begun after this much wall time (never before min_time_s)
+    // 0: single samples in turn, as above. Otherwise blocked timing: each side runs
+    // alone for this many seconds of samples, the sides taking turns by blocks
+    // (A B, B A, A B, ...), and the ratio is taken per pair of blocks. Under a power
+    // cap single samples in turn share one clock, set by the two sides' mean power;
+    // a block lasts long enough for the clock to settle to its own side's draw, as
+    // in a run of one kernel after another. min_pairs and max_pairs count samples
+    // of paired timing only; blocked timing takes at least 2 pairs of blocks.
+    double block_s = 0;
 };
 
 struct PairedStats {
@@ -29,8 +37,8 @@ struct PairedStats {
     int pairs = 0;
 };
 
-// Throws std::invalid_argument, naming the field, unless warmup_s and
-// min_time_s lie in [0, kMaxMeasureSeconds], max_time_s is finite and
+// Throws std::invalid_argument, naming the field, unless warmup_s, min_time_s
+// and block_s lie in [0, kMaxMeasureSeconds], max_time_s is finite and
 // positive, and 1 <= min_pairs <= max_pairs.
 void check_paired_config(const PairedConfig& cfg);
 
@@ -41,6 +49,16 @@ void check_paired_config(const PairedConfig& cfg);
 // taken of it.
 PairedStats measure_paired(const std::function<double()>& a, const std::function<double()>& b,
                            const PairedConfig& cfg);
+
+// Blocked timing (cfg.block_s > 0; measure_paired calls it): after the common
+// warm-up, blocks of each side alone in turns A B, B A, ..., each block's
+// samples adding up to block_s. A block's duration is the median of its samples
+// after its first quarter (by their sum: the clock settling to that side's
+// draw); the result's ratio statistics are over the pairs of blocks (pairs:
+// their count, even, at least 2, ending once the samples add up to min_time_s
+// or max_time_s of wall time has passed), a and b over every sample kept.
+PairedStats measure_blocked(const std::function<double()>& a, const std::function<double()>& b,
+                            const PairedConfig& cfg);
 
 // The pairs' statistics from their samples, a[i] and b[i] taken in pair i
 // (exposed for tests).

@@ -119,3 +119,81 @@ TEST(Paired, RefusesNonsenseSettingsAndSamples) {
         EXPECT_THROW(measure_paired(broken, one, kFast), std::runtime_error) << bad;
     }
 }
+
+// Blocked timing: a device whose clock follows the power of what ran lately.
+// Each side has a true duration at the full clock and a power; a sample runs at
+// a clock that is the mean of the last `memory` samples' clock factors, each
+// side's factor falling with its power (a cap that slows the hungrier side).
+// Alternating single samples, both sides run at one shared clock and the ratio
+// is the true one; in blocks each settles to its own clock.
+namespace {
+struct PowerCappedDevice {
+    int memory = 8;
+    std::vector<double> recent;  // clock factors of the last samples
+    double run(double true_s, double own_factor) {
+        double f = own_factor;
+        if (!recent.empty()) {
+            double sum = 0;
+            for (double r : recent) sum += r;
+            f = sum / static_cast<double>(recent.size());
+        }
+        recent.push_back(own_factor);
+        if (static_cast<int>(recent.size()) > memory) recent.erase(recent.begin());
+        return true_s / f;
+    }
+};
+}  // namespace
+
+TEST(Blocked, EachSideSettlesToItsOwnClockWherePairsShareOne) {
+    // A and B take equal cycles; B draws less power, so alone it runs 4 % faster.
+    const auto measure_both = [](const PairedConfig& cfg) {
+        PowerCappedDevice dev;
+        return measure_paired([&] { return dev.run(1e-3, 1.00); }, [&] { return dev.run(1e-3, 1.04); }, cfg);
+    };
+    const PairedStats paired = measure_both(kFast);
+    EXPECT_NEAR(paired.ratio_median, 1.0, 0.01);  // one shared clock: the cycles alone
+    const PairedStats blocked = measure_both(
+        PairedConfig{.warmup_s = 0, .min_time_s = 0.2, .min_pairs = 1, .max_pairs = 1, .max_time_s = 30, .block_s = 0.05});
+    EXPECT_NEAR(blocked.ratio_median, 1.0 / 1.04, 1e-9);  // B's own clock: rate A / rate B
+    EXPECT_EQ(blocked.pairs, 2);  // 0.2 s of samples in blocks of 0.05 s: 2 pairs of blocks
+    EXPECT_NEAR(blocked.a.median_s, 1e-3, 1e-12);
+    EXPECT_NEAR(blocked.b.median_s, 1e-3 / 1.04, 1e-12);
+    // Each block kept its samples after its first quarter: about 37 of 50.
+    EXPECT_GT(blocked.a.reps, 2 * 35);
+    EXPECT_LT(blocked.a.reps, 2 * 40);
+}
+
+TEST(Blocked, BlocksTakeTurnsSoThatDriftCancels) {
+    // The device slows by 0.2 % a call: blocks in one order would give the
+    // side that runs second a slower clock in every pair.
+    std::vector<char> order;
+    DriftingDevice dev{.drift = 0.002};
+    const PairedConfig cfg{.warmup_s = 0, .min_time_s = 0.04, .min_pairs = 1, .max_pairs = 1, .max_time_s = 30,
+                           .block_s = 0.005};
+    const PairedStats s = measure_paired([&] { order.push_back('A'); return dev.run(kTrueA); },
+                                         [&] { order.push_back('B'); return dev.run(kTrueB); }, cfg);
+    EXPECT_EQ(s.pairs % 2, 0);
+    EXPECT_GE(s.pairs, 2);
+    // After the warm-up's A B: a block of A (5 samples of 1 ms), then B B (4 of
+    // 1.25 ms each), A A, ...: the second pair's order turned, so the runs of one
+    // side after the first are two blocks long (in one order they would be 5, 4, 5).
+    std::vector<std::size_t> runs;
+    for (std::size_t i = 2; i < order.size(); ++i) {
+        if (i == 2 || order[i] != order[i - 1]) runs.push_back(0);
+        ++runs.back();
+    }
+    ASSERT_GE(runs.size(), 3u);
+    EXPECT_EQ(order[2], 'A');
+    EXPECT_EQ(runs[0], 5u);
+    EXPECT_GE(runs[1], 7u);
+    EXPECT_GE(runs[2], 9u);
+    EXPECT_NEAR(s.ratio_median, 1.25, 0.02);
+}
+
+TEST(Blocked, RefusesABlockLengthOutOfRange) {
+    const auto one = [] { return 1e-3; };
+    const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    for (double bad : {-1.0, inf, nan, kMaxMeasureSeconds + 1})
+        EXPECT_THROW(measure_paired(one, one, PairedConfig{.block_s = bad}), std::invalid_argument) << bad;
+    EXPECT_THROW(measure_blocked(one, one, PairedConfig{.block_s = 0}), std::invalid_argument);
+}

@@ -212,6 +212,18 @@ class SuiteTables(Fixture):
         self.assertNotIn("5ubset0", lib)
         self.assertIn("1.20x", lib)
 
+    def test_a_blocked_run_is_left_out_of_the_tables(self):
+        # `rigel gemm bench --blocks 2`, newer than the paired run: its sidecar holds block_s.
+        lib = self.blocks(bench=fixture_rows(), extra=self.side_run("gpt2_blocked", "b10cked", 0.58, kernel="auto",
+                                                                     block_s=2.0))["gemm-library"]
+        self.assertNotIn("0.58x", lib)
+        self.assertNotIn("b10cked", lib)
+        self.assertIn("1.20x", lib)
+        # A paired run's sidecar with block_s 0 (the default) counts.
+        lib = self.blocks(bench=fixture_rows(), extra=self.side_run("gpt2", "pa1red0", 0.58, kernel="auto",
+                                                                     block_s=0))["gemm-library"]
+        self.assertIn("0.58x", lib)
+
 class Targets(Fixture):
     def verdicts(self, passing):
         return {t.target: t for t in gemm_report.targets(self.results(bench=fixture_rows(passing)).gemm_bench)}
