@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass, field
 
 import gemm_report
+import timing_report
 from verdicts import DispatchSignals, accelerated_rule, mnemonic, triangulate_dispatch, win_rule
 
 PROBES_SUFFIX = "_probes.csv"
@@ -1020,6 +1021,7 @@ def render_findings(fin):
     md += render_dispatch(fin)
     md += render_ladder(ladder, throughput_accel_rows(probes))
     md += gemm_report.render_finding(fin)
+    md += timing_report.render_finding(fin)
     return md
 
 

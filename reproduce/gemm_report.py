@@ -29,6 +29,8 @@ VERIFY_SUFFIX = "_gemm_verify.csv"
 BENCH_COLUMNS = ["run_id", "host", "device", "suite", "case", "m", "n", "k", "layout", "a_type", "b_type", "d_type",
                  "epilogue", "candidate", "baseline", "kernel", "pairs", "candidate_tflops", "baseline_tflops",
                  "ratio_median", "ratio_p10", "ratio_p90", "sm_clock_mhz", "power_w", "temp_c"]
+# Written by blocked timing's runs (`rigel gemm bench --blocks`); optional.
+SIDE_COLUMNS = ["candidate_sm_clock_mhz", "baseline_sm_clock_mhz", "candidate_power_w", "baseline_power_w"]
 VERIFY_COLUMNS = ["run_id", "host", "device", "case", "m", "n", "k", "layout", "a_type", "b_type", "d_type",
                   "epilogue", "lda", "ldb", "ldd", "kernel", "pass", "err_max_scaled", "tolerance", "reason"]
 # The sidecar's "what" of each kind, when it has one.
@@ -93,6 +95,8 @@ class BenchRow:
     sm_clock_mhz: float
     power_w: float
     file: object  # findings.ResultFile
+    # Blocked timing (--blocks) alone, NaN otherwise: each side's own clock and mean power.
+    sides: tuple = (math.nan, math.nan, math.nan, math.nan)  # candidate MHz, baseline MHz, candidate W, baseline W
 
     @property
     def shape(self):
@@ -159,7 +163,8 @@ def bench_rows(f):
                      candidate=t.cell(i, "candidate"), baseline=t.cell(i, "baseline"), kernel=t.cell(i, "kernel"),
                      pairs=findings.parse_int(t.cell(i, "pairs")), candidate_tflops=num(i, "candidate_tflops"),
                      baseline_tflops=num(i, "baseline_tflops"), ratio=num(i, "ratio_median"), p10=num(i, "ratio_p10"),
-                     p90=num(i, "ratio_p90"), sm_clock_mhz=num(i, "sm_clock_mhz"), power_w=num(i, "power_w"), file=f)
+                     p90=num(i, "ratio_p90"), sm_clock_mhz=num(i, "sm_clock_mhz"), power_w=num(i, "power_w"), file=f,
+                     sides=tuple(num(i, c) for c in SIDE_COLUMNS))
             for i in range(len(t.rows))]
 
 

@@ -26,6 +26,7 @@ sys.dont_write_bytecode = True  # regenerating leaves no __pycache__ in the tree
 import attention_report  # noqa: E402
 import findings  # noqa: E402
 import gemm_report  # noqa: E402
+import timing_report  # noqa: E402
 import train_report  # noqa: E402
 import gates_report  # noqa: E402
 import allreduce_report  # noqa: E402
@@ -533,6 +534,7 @@ def main():
         readme = replace_block(readme, "issue11-targets", issue11_block(rows))
     for name, body in gemm_report.readme_blocks(fin).items():
         readme = replace_block(readme, name, body)
+    readme = replace_block(readme, "gemm-timing", timing_report.readme_block(fin))
     readme = replace_block(readme, "emulate", emulate_block)
     if not fin.gemm_bench:
         print("reproduce: the GEMM library's README blocks say 'not measured': no committed *_gemm.csv",

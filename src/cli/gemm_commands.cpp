@@ -148,7 +148,9 @@ const std::vector<std::string>& bench_header() {
     static const std::vector<std::string> h{
         "run_id", "host", "device", "suite", "case", "m", "n", "k", "layout", "a_type", "b_type", "d_type", "epilogue",
         "candidate", "baseline", "kernel", "pairs", "candidate_tflops", "baseline_tflops", "ratio_median", "ratio_p10",
-        "ratio_p90", "sm_clock_mhz", "power_w", "temp_c"};
+        "ratio_p90", "sm_clock_mhz", "power_w", "temp_c",
+        // blocked timing (--blocks) alone: each side's own clock and mean power, the median over its blocks
+        "candidate_sm_clock_mhz", "baseline_sm_clock_mhz", "candidate_power_w", "baseline_power_w"};
     return h;
 }
 
@@ -182,6 +184,10 @@ std::vector<std::string> bench_cells(const RowContext& x, const std::string& sui
                        num(r.stats.ratio_median), num(r.stats.ratio_p10), num(r.stats.ratio_p90),
                        d.valid ? num(d.sm_clock_mhz) : "", d.valid ? num(d.power_w) : "",
                        d.valid ? num(d.temp_c) : ""})
+        c.push_back(cell);
+    const DeviceSample &ca = r.candidate_sample, &ba = r.baseline_sample;
+    for (auto& cell : {ca.valid ? num(ca.sm_clock_mhz) : "", ba.valid ? num(ba.sm_clock_mhz) : "",
+                       ca.valid ? num(ca.power_w) : "", ba.valid ? num(ba.power_w) : ""})
         c.push_back(cell);
     return c;
 }

@@ -39,6 +39,9 @@ struct BenchRow {
     std::string kernel{};   // the candidate's plan, kernel_text
     PairedStats stats{};    // side A the candidate, side B the baseline
     DeviceSample sample{};  // clocks, power and temperature over the pairs
+    // Blocked timing (PairedConfig::block_s > 0): each side's own, the median over its blocks
+    // of each block's reading; invalid in paired timing, where both sides share one clock.
+    DeviceSample candidate_sample{}, baseline_sample{};
     double candidate_tflops = 0, baseline_tflops = 0;  // 2 M N K / median time
 };
 

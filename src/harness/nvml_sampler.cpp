@@ -131,6 +131,30 @@ DeviceSample aggregate(const std::vector<RawNvmlSample>& samples) {
     return d;
 }
 
+DeviceSample median_over_blocks(const std::vector<DeviceSample>& blocks) {
+    DeviceSample d;
+    std::vector<double> sm, mem, power;
+    d.power_max_w = d.temp_c = RawNvmlSample::kMissing;
+    const auto keep_max = [](double& into, double v) {
+        if (std::isfinite(v)) into = std::isfinite(into) ? std::max(into, v) : v;
+    };
+    for (const DeviceSample& b : blocks) {
+        if (!b.valid) continue;
+        d.valid = true;
+        if (std::isfinite(b.sm_clock_mhz)) sm.push_back(b.sm_clock_mhz);
+        if (std::isfinite(b.mem_clock_mhz)) mem.push_back(b.mem_clock_mhz);
+        if (std::isfinite(b.power_w)) power.push_back(b.power_w);
+        keep_max(d.power_max_w, b.power_max_w);
+        keep_max(d.temp_c, b.temp_c);
+        d.clock_event_mask |= b.clock_event_mask;
+    }
+    d.sm_clock_mhz = median(sm);
+    d.mem_clock_mhz = median(mem);
+    d.power_w = median(power);
+    d.throttled = (d.clock_event_mask & clock_event::throttling) != 0;
+    return d;
+}
+
 struct NvmlSampler::Impl {
     std::string pci_bus_id;
 

@@ -54,6 +54,12 @@ struct RawNvmlSample {
 // valid is false when there are no samples at all.
 DeviceSample aggregate(const std::vector<RawNvmlSample>& samples);
 
+// One side's reading over its blocks of blocked timing (harness/paired.hpp):
+// the median over the valid blocks of their median clocks and mean power, the
+// max of their max power and temperature, the OR of their reasons; invalid
+// when no block was.
+DeviceSample median_over_blocks(const std::vector<DeviceSample>& blocks);
+
 class NvmlSampler {
 public:
     // Finds the device whose PCI bus id is pci_bus_id (as cudaDeviceGetPCIBusId

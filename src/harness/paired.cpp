@@ -97,7 +97,7 @@ PairedStats measure_paired(const std::function<double()>& a, const std::function
 }
 
 PairedStats measure_blocked(const std::function<double()>& a, const std::function<double()>& b,
-                            const PairedConfig& cfg) {
+                            const PairedConfig& cfg, const BlockHook& on_block) {
     check_paired_config(cfg);
     if (!(cfg.block_s > 0)) throw std::invalid_argument("blocked timing needs block_s > 0");
     using clock = std::chrono::steady_clock;
@@ -116,6 +116,8 @@ PairedStats measure_blocked(const std::function<double()>& a, const std::functio
     std::vector<double> kept_a, kept_b;
     const auto block = [&](const std::function<double()>& f, const char* side, std::vector<double>& kept,
                            double& span) {
+        const int index = side[0] == 'A' ? 0 : 1;
+        if (on_block) on_block(index, true);
         std::vector<double> settled;
         double sum = 0, last = 0;
         while (sum < cfg.block_s) {
@@ -124,6 +126,7 @@ PairedStats measure_blocked(const std::function<double()>& a, const std::functio
             sum += last;
         }
         span += sum;
+        if (on_block) on_block(index, false);
         if (settled.empty()) settled.push_back(last);
         kept.insert(kept.end(), settled.begin(), settled.end());
         return summarize(std::move(settled)).median_s;

@@ -57,8 +57,12 @@ PairedStats measure_paired(const std::function<double()>& a, const std::function
 // draw); the result's ratio statistics are over the pairs of blocks (pairs:
 // their count, even, at least 2, ending once the samples add up to min_time_s
 // or max_time_s of wall time has passed), a and b over every sample kept.
+// on_block, where given, is called before (begin true) and after each timed
+// block with its side (0: A, 1: B), e.g. to read the device's clock and power
+// for each side apart.
+using BlockHook = std::function<void(int side, bool begin)>;
 PairedStats measure_blocked(const std::function<double()>& a, const std::function<double()>& b,
-                            const PairedConfig& cfg);
+                            const PairedConfig& cfg, const BlockHook& on_block = {});
 
 // The pairs' statistics from their samples, a[i] and b[i] taken in pair i
 // (exposed for tests).

@@ -123,6 +123,32 @@ TEST(Aggregate, OnlyPowerThermalAndSlowdownReasonsThrottle) {
 
 // Holds on any machine: without NVML the sampler says why and returns invalid
 // samples (no error); with NVML a short sampling window returns a reading.
+TEST(MedianOverBlocks, EachQuantityOverTheValidBlocks) {
+    EXPECT_FALSE(median_over_blocks({}).valid);
+    EXPECT_FALSE(median_over_blocks({DeviceSample{}}).valid);
+    const auto block = [](double sm, double power, double power_max, double temp, std::uint64_t mask) {
+        DeviceSample d;
+        d.valid = true;
+        d.sm_clock_mhz = sm;
+        d.mem_clock_mhz = 3201;
+        d.power_w = power;
+        d.power_max_w = power_max;
+        d.temp_c = temp;
+        d.clock_event_mask = mask;
+        return d;
+    };
+    const DeviceSample d = median_over_blocks({block(1500, 690, 700, 60, clock_event::sw_power_cap), DeviceSample{},
+                                               block(1600, 650, 660, 64, 0), block(1550, 670, 705, 62, 0)});
+    EXPECT_TRUE(d.valid);
+    EXPECT_DOUBLE_EQ(d.sm_clock_mhz, 1550);  // the invalid block left out
+    EXPECT_DOUBLE_EQ(d.mem_clock_mhz, 3201);
+    EXPECT_DOUBLE_EQ(d.power_w, 670);
+    EXPECT_DOUBLE_EQ(d.power_max_w, 705);
+    EXPECT_DOUBLE_EQ(d.temp_c, 64);
+    EXPECT_EQ(d.clock_event_mask, clock_event::sw_power_cap);
+    EXPECT_TRUE(d.throttled);
+}
+
 TEST(NvmlSampler, SaysWhyOrSamples) {
     NvmlSampler sampler("");
     const std::string why = sampler.unavailable_reason();

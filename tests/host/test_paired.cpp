@@ -190,6 +190,20 @@ TEST(Blocked, BlocksTakeTurnsSoThatDriftCancels) {
     EXPECT_NEAR(s.ratio_median, 1.25, 0.02);
 }
 
+TEST(Blocked, CallsItsHookAroundEveryBlockWithItsSide) {
+    std::string events;  // A/B a sample, [ and ] a block's begin and end with its side
+    const PairedConfig cfg{.warmup_s = 0, .min_time_s = 0.004, .min_pairs = 1, .max_pairs = 1, .max_time_s = 30,
+                           .block_s = 0.001};
+    const PairedStats s = measure_blocked([&] { events += 'A'; return 0.0005; }, [&] { events += 'B'; return 0.0005; },
+                                          cfg, [&](int side, bool begin) {
+                                              events += begin ? '[' : ']';
+                                              events += side == 0 ? 'a' : 'b';
+                                          });
+    EXPECT_EQ(s.pairs, 2);
+    // The warm-up's pair unhooked, then blocks of two samples: A B, then B A.
+    EXPECT_EQ(events, "AB[aAA]a[bBB]b[bBB]b[aAA]a");
+}
+
 TEST(Blocked, RefusesABlockLengthOutOfRange) {
     const auto one = [] { return 1e-3; };
     const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();

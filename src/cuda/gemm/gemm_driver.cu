@@ -21,6 +21,7 @@
 #include "cuda/vendor/vendor.cuh"
 #include "gemm/driver.hpp"
 #include "gemm/reference.hpp"
+#include "harness/nvml_sampler.hpp"
 
 namespace rigel::gemm {
 namespace {
@@ -342,16 +343,31 @@ BenchOutcome bench_case(Executor& ex, const GemmCase& c, std::span<const Contend
     const Desc& d = dc.desc();
     const double flop = 2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
     for (Runner& b : against) {
-        DeviceSampling sampling(ex);
-        const PairedStats s = measure_paired([&] { return ex.time_once(rigel.launch); },
-                                             [&] { return ex.time_once(b.launch); }, timing);
-        BenchRow row{.case_name = c.name,
-                     .desc = d,
-                     .candidate = Contender::rigel,
-                     .baseline = b.who,
-                     .kernel = rigel.kernel(),
-                     .stats = s,
-                     .sample = sampling.stop()};
+        const auto side_a = [&] { return ex.time_once(rigel.launch); };
+        const auto side_b = [&] { return ex.time_once(b.launch); };
+        BenchRow row{.case_name = c.name, .desc = d, .candidate = Contender::rigel, .baseline = b.who,
+                     .kernel = rigel.kernel()};
+        if (timing.block_s > 0) {
+            // Blocked timing: the device read over each block apart, so that each side's own clock shows.
+            std::vector<DeviceSample> blocks[2], all;
+            const PairedStats s = measure_blocked(side_a, side_b, timing, [&](int side, bool begin) {
+                if (begin) {
+                    ex.begin_sampling();
+                } else {
+                    blocks[side].push_back(ex.end_sampling());
+                    all.push_back(blocks[side].back());
+                }
+            });
+            row.stats = s;
+            row.candidate_sample = median_over_blocks(blocks[0]);
+            row.baseline_sample = median_over_blocks(blocks[1]);
+            row.sample = median_over_blocks(all);
+        } else {
+            DeviceSampling sampling(ex);
+            row.stats = measure_paired(side_a, side_b, timing);
+            row.sample = sampling.stop();
+        }
+        const PairedStats& s = row.stats;
         row.candidate_tflops = flop / s.a.median_s * 1e-12;
         row.baseline_tflops = flop / s.b.median_s * 1e-12;
         out.rows.push_back(std::move(row));
