@@ -58,7 +58,11 @@ class TimingReport(Fixture):
         self.assertIn("| llama7b | up | 4096 x 11008 x 4096 | 128x128 | cublaslt | 1.000x [0.980, 1.020] | "
                       "0.970x [0.950, 0.990] | -3.0 % |", md)
         self.assertIn("| 1500 MHz, 695 W | 1560 MHz, 670 W |", md)
-        self.assertIn("rigel's `128x128` -3.1 % to -3.0 % against the vendor libraries (2 comparisons)", md)
+        self.assertIn("rigel's 128x128 tiles -3.1 % to -3.0 % (2 comparisons), their clock in the blocks -3.9 % to "
+                      "-3.8 % against the library's", md)
+        self.assertIn("In 2 of 2 comparisons against a vendor library the blocked ratio moved from the paired one the "
+                      "way the two sides' clocks in their blocks differ", md)
+        self.assertIn("Each side's mean power in its blocks: 670-698 W.", md)
         self.assertIn("In 2 of 2 comparisons the blocked ratio is the lower one.", md)
         self.assertNotIn("0.990x", md)
         self.assertIn("Blocks of 1 s.", md)
