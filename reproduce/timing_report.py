@@ -31,26 +31,26 @@ def block_seconds(f):
 
 
 def run_key(f):
-    """What a blocked run and its paired twin share."""
+    """What a blocked run and its paired twins share (`rigel gemm run` writes suite "run" for any case)."""
     return (findings.short_commit(f), f.side("suite"), f.side("kernel") or "auto", f.side("cases_filter"))
 
 
 def timing_pairs(bench_files):
-    """Every blocked row with its paired twin, newest run first within each key,
-    in the blocked files' order (by run age), then the CSV's."""
+    """Every blocked row with its paired twin: the newest paired row of the same commit, suite, kernel and
+    cases with its case and baseline; in the blocked files' order (by run age), then the CSV's."""
     paired = {}
     for f in sorted(bench_files, key=findings.run_age):
         if block_seconds(f) == 0 and f.side("complete") != "false":
-            paired[run_key(f)] = f  # the newest paired run of that key
+            for r in gemm_report.bench_rows(f):
+                if r.measured:
+                    paired[run_key(f) + (r.suite, r.case, r.baseline)] = r  # the newest of that key
     out = []
     for f in sorted(bench_files, key=findings.run_age):
         seconds = block_seconds(f)
-        twin = paired.get(run_key(f))
-        if seconds <= 0 or twin is None:
+        if seconds <= 0:
             continue
-        by_row = {(r.suite, r.case, r.baseline): r for r in gemm_report.bench_rows(twin) if r.measured}
         for r in gemm_report.bench_rows(f):
-            p = by_row.get((r.suite, r.case, r.baseline))
+            p = paired.get(run_key(f) + (r.suite, r.case, r.baseline))
             if p is not None and r.measured:
                 out.append(TimingPair(paired=p, blocked=r, block_s=seconds))
     return out

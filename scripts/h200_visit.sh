@@ -7,7 +7,7 @@
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
 # [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention] [emulate_fp8]
-# [train_det] [ncu_train] [ncu_time] [ncu_rungs] [sass_edit] [env_variants]
+# [train_det] [ncu_train] [ncu_time] [ncu_rungs] [sass_edit] [env_variants] [gemm_runs]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -372,6 +372,28 @@ if has env_variants; then
     done
   done
   [ -f "$OUT/env_ladder.txt" ] && grep -E "^== |paired with" "$OUT/env_ladder.txt" | sed 's/^rigel: \[[^]]*\] //' | tail -40
+fi
+
+# gemm_runs: single `rigel gemm run` cases (verified, then timed against cuBLASLt and cuBLAS), each in
+# every timing of GEMM_TIMINGS (paired, blocks:S). GEMM_RUNS: square size and D's type, space-separated
+# (default 4096:f32 4096:bf16), layout NT, no epilogue.
+if has gemm_runs; then
+  for spec in ${GEMM_RUNS:-4096:f32 4096:bf16}; do
+    size=${spec%%:*}; out_type=${spec#*:}
+    for timing in ${GEMM_TIMINGS:-paired}; do
+      fits 60 "gemm run $spec ($timing)" || continue
+      log "gemm run $spec ($timing)"
+      timing_args=(--min-time "${GEMM_MIN_TIME:-1}")
+      if [ "$timing" != paired ]; then
+        block=${timing#blocks:}
+        timing_args=(--blocks "$block" --min-time "$(awk -v b="$block" 'BEGIN { print 8 * b }')")
+      fi
+      timeout -s INT "$(capped 120)" $RIGEL gemm run --m "$size" --n "$size" --k "$size" --layout NT --out-type "$out_type" \
+        "${timing_args[@]}" --out "$OUT" >> "$OUT/gemm_runs.txt" 2>&1
+      summary+=("gemm run $spec ($timing): rc $?")
+    done
+  done
+  [ -f "$OUT/gemm_runs.txt" ] && grep -E "^run " "$OUT/gemm_runs.txt" | tail -20
 fi
 
 # The GEMM suites alone (no verify run first): GEMM_SUITES (default gpt2), each
