@@ -36,7 +36,15 @@
 // too timid for fp8: the epilogue's larger share of an fp8 tile is what the
 // ping-pong hides. Single-sided rates in the same runs put k39 below cuBLAS at
 // 4096^3 (643.7 against 668.8 Tflop/s), measured seconds apart at SM clocks of
-// 1500 and 1635 MHz: the paired ratio is the one to read. Where it loses
+// 1500 and 1635 MHz. That clock gap is the kernels' own, not the drift's: timed
+// in 1 s blocks, each side alone at the 700 W cap (`rigel gemm run --blocks 1`,
+// the same kernel in the library with an f32 D), this kernel ran at 1470 MHz
+// where cuBLAS ran at 1605, and the ratio against cuBLAS went from 0.992x
+// paired to 0.927x at 4096^3 and from 1.035x to 0.966x at 8192^3
+// (results/h200/2026-12-04_57b6485_run_*gemm*.csv; FINDINGS.md, "Paired
+// against blocked timing"). The paired ratio, which issue 11's targets read,
+// counts cycles at a shared clock; run alone, this kernel spends more energy a
+// cycle than cuBLAS's and loses about 7 %. Where it loses
 // (_b3ce812_ladder_20261204T030203Z-66b37c.csv): small squares, 0.71x cuBLAS
 // at 512^3 and 0.78x at 1024^3 (16 and 64 tiles: most SMs idle, which the
 // library's 64-row tiles and k37's split address), and e4m3 at 8192 x 8192 x
