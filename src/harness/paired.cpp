@@ -21,6 +21,19 @@ double checked_sample(const std::function<double()>& f, const char* side) {
     return t;
 }
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The common warm-up: A and B alternately, untimed, until `seconds` have passed (at least one pair).
+void warm_up(const std::function<double()>& a, const std::function<double()>& b, double seconds) {
+    const auto start = Clock::now();
+    do {
+        a();
+        b();
+    } while (seconds_since(start) < seconds);
+}
+
 }  // namespace
 
 void check_paired_config(const PairedConfig& cfg) {
@@ -59,19 +72,11 @@ PairedStats measure_paired(const std::function<double()>& a, const std::function
                            const PairedConfig& cfg) {
     check_paired_config(cfg);
     if (cfg.block_s > 0) return measure_blocked(a, b, cfg);
-    using clock = std::chrono::steady_clock;
-    const auto since = [](clock::time_point t0) {
-        return std::chrono::duration<double>(clock::now() - t0).count();
-    };
-    const auto warm_start = clock::now();
-    do {
-        a();
-        b();
-    } while (since(warm_start) < cfg.warmup_s);
+    warm_up(a, b, cfg.warmup_s);
 
     std::vector<double> ta, tb;
     double total = 0;
-    const auto start = clock::now();
+    const auto start = Clock::now();
     const double cap_s = std::max(cfg.max_time_s, cfg.min_time_s);
     while (static_cast<int>(ta.size()) < cfg.max_pairs) {
         // Even pairs A then B, odd pairs B then A.
@@ -91,7 +96,7 @@ PairedStats measure_paired(const std::function<double()>& a, const std::function
         // and a penalty for running second cancels in the median.
         if (ta.size() % 2 != 0) continue;
         const bool enough = total >= cfg.min_time_s && static_cast<int>(ta.size()) >= cfg.min_pairs;
-        if (enough || since(start) > cap_s) break;
+        if (enough || seconds_since(start) > cap_s) break;
     }
     return summarize_pairs(ta, tb);
 }
@@ -100,15 +105,7 @@ PairedStats measure_blocked(const std::function<double()>& a, const std::functio
                             const PairedConfig& cfg, const BlockHook& on_block) {
     check_paired_config(cfg);
     if (!(cfg.block_s > 0)) throw std::invalid_argument("blocked timing needs block_s > 0");
-    using clock = std::chrono::steady_clock;
-    const auto since = [](clock::time_point t0) {
-        return std::chrono::duration<double>(clock::now() - t0).count();
-    };
-    const auto warm_start = clock::now();
-    do {
-        a();
-        b();
-    } while (since(warm_start) < cfg.warmup_s);
+    warm_up(a, b, cfg.warmup_s);
 
     // One block of a side: samples until they add up to block_s, those begun in
     // its first quarter dropped (all of them, where samples are long: then the
@@ -133,7 +130,7 @@ PairedStats measure_blocked(const std::function<double()>& a, const std::functio
     };
     std::vector<double> block_a, block_b;
     double total = 0;
-    const auto start = clock::now();
+    const auto start = Clock::now();
     const double cap_s = std::max(cfg.max_time_s, cfg.min_time_s);
     for (;;) {
         const bool a_first = block_a.size() % 2 == 0;  // A B, then B A, ...
@@ -148,7 +145,7 @@ PairedStats measure_blocked(const std::function<double()>& a, const std::functio
         block_a.push_back(x);
         block_b.push_back(y);
         if (block_a.size() % 2 != 0) continue;
-        if ((total >= cfg.min_time_s && block_a.size() >= 2) || since(start) > cap_s) break;
+        if ((total >= cfg.min_time_s && block_a.size() >= 2) || seconds_since(start) > cap_s) break;
     }
     PairedStats s = summarize_pairs(block_a, block_b);
     s.a = summarize(std::move(kept_a));
