@@ -349,13 +349,16 @@ BenchOutcome bench_case(Executor& ex, const GemmCase& c, std::span<const Contend
                      .kernel = rigel.kernel()};
         if (timing.block_s > 0) {
             // Blocked timing: the device read over each block apart, so that each side's own clock shows.
+            // (A block cut short by an error ends its sampling as the optional goes.)
             std::vector<DeviceSample> blocks[2], all;
+            std::optional<DeviceSampling> sampling;
             const PairedStats s = measure_blocked(side_a, side_b, timing, [&](int side, bool begin) {
                 if (begin) {
-                    ex.begin_sampling();
+                    sampling.emplace(ex);
                 } else {
-                    blocks[side].push_back(ex.end_sampling());
+                    blocks[side].push_back(sampling->stop());
                     all.push_back(blocks[side].back());
+                    sampling.reset();
                 }
             });
             row.stats = s;
