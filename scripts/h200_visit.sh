@@ -374,6 +374,16 @@ if has env_variants; then
   [ -f "$OUT/env_ladder.txt" ] && grep -E "^== |paired with" "$OUT/env_ladder.txt" | sed 's/^rigel: \[[^]]*\] //' | tail -40
 fi
 
+# set_timing_args TIMING: the gemm options of one GEMM_TIMINGS entry into timing_args: paired
+# (--min-time GEMM_MIN_TIME, default 1), or blocks:S (--blocks S with 4 pairs of blocks: --min-time 8 S).
+set_timing_args() {
+  timing_args=(--min-time "${GEMM_MIN_TIME:-1}")
+  if [ "$1" != paired ]; then
+    local block=${1#blocks:}
+    timing_args=(--blocks "$block" --min-time "$(awk -v b="$block" 'BEGIN { print 8 * b }')")
+  fi
+}
+
 # gemm_runs: single `rigel gemm run` cases (verified, then timed against cuBLASLt and cuBLAS), each in
 # every timing of GEMM_TIMINGS (paired, blocks:S). GEMM_RUNS: square size and D's type, space-separated
 # (default 4096:f32 4096:bf16), layout NT, no epilogue.
@@ -383,11 +393,7 @@ if has gemm_runs; then
     for timing in ${GEMM_TIMINGS:-paired}; do
       fits 60 "gemm run $spec ($timing)" || continue
       log "gemm run $spec ($timing)"
-      timing_args=(--min-time "${GEMM_MIN_TIME:-1}")
-      if [ "$timing" != paired ]; then
-        block=${timing#blocks:}
-        timing_args=(--blocks "$block" --min-time "$(awk -v b="$block" 'BEGIN { print 8 * b }')")
-      fi
+      set_timing_args "$timing"
       timeout -s INT "$(capped 120)" $RIGEL gemm run --m "$size" --n "$size" --k "$size" --layout NT --out-type "$out_type" \
         "${timing_args[@]}" --out "$OUT" >> "$OUT/gemm_runs.txt" 2>&1
       summary+=("gemm run $spec ($timing): rc $?")
@@ -423,11 +429,7 @@ if has gemm_bench; then
         fits 75 "gemm bench $s --kernel $kern ($timing)" || continue
         log "gemm bench $s --kernel $kern ($timing)"
         bench_cases=(); [ -n "$suite_texts" ] && bench_cases=(--cases "$suite_texts")
-        timing_args=(--min-time "${GEMM_MIN_TIME:-1}")
-        if [ "$timing" != paired ]; then
-          block=${timing#blocks:}
-          timing_args=(--blocks "$block" --min-time "$(awk -v b="$block" 'BEGIN { print 8 * b }')")
-        fi
+        set_timing_args "$timing"
         timeout -s INT "$(capped 240)" $RIGEL gemm bench --suite "$s" --kernel "$kern" "${bench_cases[@]}" "${timing_args[@]}" --out "$OUT" \
           >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
         summary+=("gemm bench (suite $s, kernel $kern, $timing): rc $?")

@@ -111,9 +111,8 @@ PairedStats measure_blocked(const std::function<double()>& a, const std::functio
     // its first quarter dropped (all of them, where samples are long: then the
     // last one stands for the block).
     std::vector<double> kept_a, kept_b;
-    const auto block = [&](const std::function<double()>& f, const char* side, std::vector<double>& kept,
-                           double& span) {
-        const int index = side[0] == 'A' ? 0 : 1;
+    const auto block = [&](const std::function<double()>& f, int index, std::vector<double>& kept, double& span) {
+        const char* const side = index == 0 ? "A" : "B";
         if (on_block) on_block(index, true);
         std::vector<double> settled;
         double sum = 0, last = 0;
@@ -136,11 +135,11 @@ PairedStats measure_blocked(const std::function<double()>& a, const std::functio
         const bool a_first = block_a.size() % 2 == 0;  // A B, then B A, ...
         double x = 0, y = 0;
         if (a_first) {
-            x = block(a, "A", kept_a, total);
-            y = block(b, "B", kept_b, total);
+            x = block(a, 0, kept_a, total);
+            y = block(b, 1, kept_b, total);
         } else {
-            y = block(b, "B", kept_b, total);
-            x = block(a, "A", kept_a, total);
+            y = block(b, 1, kept_b, total);
+            x = block(a, 0, kept_a, total);
         }
         block_a.push_back(x);
         block_b.push_back(y);
