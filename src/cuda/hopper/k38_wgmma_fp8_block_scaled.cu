@@ -74,7 +74,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -89,17 +88,8 @@
 namespace rigel::cuda {
 namespace {
 
-template <DType T, sm90::Accumulation A = sm90::Accumulation::block_scaled>
-using K38 = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped, A>;
-
-// EXPERIMENT: RIGEL_K38_SCHEDULE=one_partial runs DeepGEMM's schedule (one partial sum a consumer).
-bool one_partial() {
-    static const bool on = [] {
-        const char* v = std::getenv("RIGEL_K38_SCHEDULE");
-        return v != nullptr && std::string(v) == "one_partial";
-    }();
-    return on;
-}
+template <DType T>
+using K38 = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped, sm90::Accumulation::block_scaled>;
 
 // StoreF32 with the block scales' tensor maps beside it: the kernel's by-value
 // parameters carry them to the producer (warp_specialized.cuh, block_scaled).
@@ -146,14 +136,8 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
 
 void dispatch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
     switch (p.type) {
-        case DType::e4m3:
-            if (one_partial())
-                return launch<K38<DType::e4m3, sm90::Accumulation::block_scaled_one_partial>>(p, scale_a, scale_b, rung);
-            return launch<K38<DType::e4m3>>(p, scale_a, scale_b, rung);
-        case DType::e5m2:
-            if (one_partial())
-                return launch<K38<DType::e5m2, sm90::Accumulation::block_scaled_one_partial>>(p, scale_a, scale_b, rung);
-            return launch<K38<DType::e5m2>>(p, scale_a, scale_b, rung);
+        case DType::e4m3: return launch<K38<DType::e4m3>>(p, scale_a, scale_b, rung);
+        case DType::e5m2: return launch<K38<DType::e5m2>>(p, scale_a, scale_b, rung);
         default:
             throw std::invalid_argument(std::string(rung) + " takes e4m3 and e5m2, not " + std::string(name(p.type)));
     }

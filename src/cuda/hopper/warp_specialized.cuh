@@ -73,12 +73,7 @@
 
 namespace rigel::cuda::sm90 {
 
-enum class Accumulation : std::uint8_t { tensor_core, promoted, block_scaled, block_scaled_one_partial };
-
-// The block-scaled modes: each stage carries its k-tile's scales, each promotion an FFMA by them.
-constexpr bool is_block_scaled(Accumulation a) {
-    return a == Accumulation::block_scaled || a == Accumulation::block_scaled_one_partial;
-}
+enum class Accumulation : std::uint8_t { tensor_core, promoted, block_scaled };
 enum class Major : std::uint8_t { k, mn };
 
 template <DType T, int BN, int Stages, Schedule S, Accumulation A, Major MA = Major::k, Major MB = Major::k>
@@ -104,7 +99,7 @@ struct WarpSpecialized {
     // stage so that every box starts on 128 bytes.
     static constexpr int kScaleABytes = kBM * 4;
     static constexpr int kScaleBBytes = 16;
-    static constexpr int kScaleStageBytes = is_block_scaled(A) ? kScaleABytes + 128 : 0;
+    static constexpr int kScaleStageBytes = A == Accumulation::block_scaled ? kScaleABytes + 128 : 0;
     static constexpr int kSmemBytes = Stages * (kStageBytes + kScaleStageBytes) + kSwizzleAtom;  // + alignment slack
     static constexpr int kThreads = 3 * kWarpgroup;
     static constexpr int kConsumerWarps = 2 * kWarpgroup / 32;  // arrivals that free a stage
@@ -119,7 +114,7 @@ struct WarpSpecialized {
                   "every tile must start on a 1024-byte swizzle atom");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
     static_assert(A == Accumulation::tensor_core || elem_bytes(T) == 1, "promotion is the fp8 remedy");
-    static_assert(!is_block_scaled(A) || (BN == 128 && kBK == 128),
+    static_assert(A != Accumulation::block_scaled || (BN == 128 && kBK == 128),
                   "block scales: a k-tile is one 128-wide block of K, a tile one 128-row block of B");
     static_assert(A == Accumulation::tensor_core || 3 * kAcc <= 192,
                   "promotion needs three accumulator sets (the total, two partial sums) within the consumers' registers");
@@ -227,7 +222,7 @@ __device__ __forceinline__ void init_ring(std::uint64_t (&full)[Stages], std::ui
 // ping-pong kernel, which shares load_tile, has no Accumulation).
 template <class G>
 constexpr bool loads_block_scales() {
-    if constexpr (requires { G::kAccumulation; }) return is_block_scaled(G::kAccumulation);
+    if constexpr (requires { G::kAccumulation; }) return G::kAccumulation == Accumulation::block_scaled;
     else return false;
 }
 
@@ -299,7 +294,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
                 int tm = 0, tn = 0;
                 tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
-                if constexpr (is_block_scaled(G::kAccumulation))
+                if constexpr (G::kAccumulation == Accumulation::block_scaled)
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kt_begin, kt_end * G::kBK,
                                  &epi.map_scale_a, &epi.map_scale_b);
                 else
@@ -344,14 +339,14 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         // and products between a turn's wgmma instructions, whose issue they
         // held up (their scoreboard counts every load in flight).
         const auto tie = [&](float v) -> std::uint32_t {
-            if constexpr (is_block_scaled(G::kAccumulation))
+            if constexpr (G::kAccumulation == Accumulation::block_scaled)
                 return __float_as_uint(v) & (static_cast<std::uint32_t>(epi.k_blocks) >> 31);
             else
                 return 0;
         };
         // The reads wait for `after` (tie).
         const auto scales_of = [&](int stage, int tile_n, Scales& sc, float after) {
-            if constexpr (is_block_scaled(G::kAccumulation)) {
+            if constexpr (G::kAccumulation == Accumulation::block_scaled) {
                 const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
                 const float* const sa = reinterpret_cast<const float*>(
                     smem + kStages * G::kStageBytes + stage * G::kScaleStageBytes + tie(after));
@@ -385,7 +380,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         const auto promote = [&](float (&part)[G::kAcc], int stage, const Scales& sc) {
             fence_registers(part);
             if (arriving_lane) mbar_arrive(&empty[stage]);
-            if constexpr (is_block_scaled(G::kAccumulation)) {
+            if constexpr (G::kAccumulation == Accumulation::block_scaled) {
                 // The products wait for the partial sum (tie).
                 const float b = __uint_as_float(__float_as_uint(sc.b) | tie(part[0]));
                 const float s0 = sc.a0 * b, s1 = sc.a1 * b;
@@ -432,18 +427,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 wgmma_wait<0>();
                 fence_registers(acc);
                 if (arriving_lane) mbar_arrive(&empty[prev_stage]);
-            } else if constexpr (G::kAccumulation == Accumulation::block_scaled_one_partial) {
-                // DeepGEMM's schedule: one partial sum, k-tile kt's product waited for
-                // and promoted before kt + 1 is issued; meanwhile the other consumer's
-                // wgmma keep the tensor cores busy (its turn is never in step with
-                // this one's for long: whichever issued second finishes second).
-                for (int kt = kt_begin; kt < kt_end; ++kt) {
-                    const int stage = issue_partial(part0);
-                    Scales sc;
-                    scales_of(stage, tn, sc, 0.0f);  // read while the product runs
-                    wgmma_wait<0>();
-                    promote(part0, stage, sc);
-                }
             } else {
                 // Two partial sums in turn: k-tile kt + 1 is issued before
                 // k-tile kt is waited for and promoted, so this warpgroup's
