@@ -191,10 +191,11 @@ struct Choice {
     // of whole tiles cannot spread (4096^3: 1,024 tiles, the last 100 on 132 SMs): kernel_named
     // "fixed_split_stream" only; the dispatcher does not choose it (slower on the H200, dispatch.cpp).
     bool stream_tail = false;
-    // With stream_tail: the pieces store into a slab each, the last of a tile summing them in order (as
-    // where every tile is streamed), instead of adding into one slab in turn; kernel_named
-    // "fixed_split_stream_gather", for comparison.
-    bool stream_gather = false;
+    // With split_tiles and ordered_split: the tail's units (a tail split's, or a streamed tail's pieces)
+    // store into a slab each, the last of a tile to arrive summing them in split order (as where every
+    // tile is split), instead of adding into one slab in turn; no unit waits for another. kernel_named
+    // "fixed_split_tail_gather" and "fixed_split_stream_gather".
+    bool tail_gather = false;
     // Ping-pong kernels: tile rows of a group in the persistent tile order (the tiles in flight share
     // those rows of A and a few columns of B in L2); 0: the kernel's own, 8. kernel_named "fixed_g16"
     // and "fixed_g32" take 16 and 32.

@@ -575,7 +575,7 @@ struct NamedKernel {
     bool ordered = false;       // with fixed and split_reduce: Choice::ordered_split
     bool tail = false;          // with ordered: only the last wave's tiles split (Choice::split_tiles)
     bool stream = false;        // with tail: the last wave's tiles streamed (Choice::stream_tail)
-    bool gather = false;        // with stream: Choice::stream_gather
+    bool gather = false;        // with tail: Choice::tail_gather
     bool one_wave = false;      // with ordered: as many splits as give every tile's units one CTA each, one unit a CTA
     bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
     int tile_m = kTileM;        // kShortTileM: with fixed, the 64-row kernel (kShortTileEpilogues)
@@ -603,6 +603,10 @@ constexpr std::array kNamedKernels{
                 .split_reduce = true, .ordered = true},
     NamedKernel{.name = "fixed_split_tail", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true, .ordered = true, .tail = true},
+    // The tail split with its units gathered (a slab each, summed by the last of a tile) instead of added in
+    // turn: where the units run after the whole tiles, nothing is left to hide a chain of turns under.
+    NamedKernel{.name = "fixed_split_tail_gather", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false,
+                .fixed = true, .split_reduce = true, .ordered = true, .tail = true, .gather = true},
     NamedKernel{.name = "fixed_split_stream", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .split_reduce = true, .ordered = true, .tail = true, .stream = true},
     NamedKernel{.name = "fixed_split_stream_gather", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false,
@@ -675,8 +679,9 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
                          : set_tail_split(c, tiles, k_tiles, std::max(sms, 1), true, 0.0)) {
                 c.why = "asked for: " + c.why;
                 if (k.gather) {
-                    c.stream_gather = true;
-                    c.why += "; the pieces gathered (a slab each, the last of a tile summing them in order)";
+                    c.tail_gather = true;
+                    c.why += "; the units gathered instead (a slab each, the last of a tile to arrive summing them in "
+                             "split order)";
                 }
             } else {
                 c.why = std::string("asked for: the ") + (k.stream ? "streamed tail" : "tail split") + ", but " +

@@ -447,6 +447,13 @@ std::vector<GemmCase> verify_cases() {
                                            .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
                                       1.5f, -0.5f, true, suffix, kernel));
     }
+    // The tail split's units gathered instead of added in turn, on its shape above (11 tail tiles split 6
+    // ways, 66 units after the whole tiles: "fixed_split_tail_gather").
+    for (const auto& [a, b] : {std::pair{Op::t, Op::n}, std::pair{Op::n, Op::t}})
+        for (Epilogue e : {Epilogue::none, Epilogue::bias_gelu, Epilogue::bias_gelu_aux, Epilogue::dgelu_bgrad})
+            out.push_back(verify_case(Desc{.m = 1544, .n = 1400, .k = 6152, .a_type = Type::bf16, .b_type = Type::bf16,
+                                           .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
+                                      1.0f, 0.0f, false, "_split_tail_gather", "fixed_split_tail_gather"));
     // The pieces gathered instead of added in turn: on the same shape ("fixed_split_stream_gather");
     // and where every tile is streamed, which gathers: near GPT-2's bwd_qkv_dw (2296 x 760 x 4104 TN,
     // 108 tiles of 65 k-tiles, runs of 53 or 54), and with 4 or 5 pieces a tile (776 x 760 x 12360:
@@ -647,7 +654,7 @@ std::string kernel_text(const Choice& c) {
            (c.cluster_m > 1 ? " cluster " + std::to_string(c.cluster_m) + "x1" : "") +
            (c.group_m > 0 ? " group " + std::to_string(c.group_m) : "") + " splits " +
            std::to_string(c.splits) + (c.split_tiles > 0 ? " of the last " + std::to_string(c.split_tiles) + " tiles" : "") +
-           (c.stream_tail ? (c.stream_gather ? " streamed gathered" : " streamed") : "");
+           (c.stream_tail ? " streamed" : "") + (c.tail_gather ? " gathered" : "");
 }
 
 std::span<const RefusalCase> refusal_cases() {

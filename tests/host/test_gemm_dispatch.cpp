@@ -272,7 +272,16 @@ TEST(GemmChoose, BfloatLastWaveOfFewTilesTakesTheTailSplit) {
             EXPECT_EQ(c->splits, 3);
             EXPECT_EQ(c->split_tiles, 36);
             EXPECT_TRUE(c->ordered_split);
+            EXPECT_FALSE(c->tail_gather);
         }
+        // The same tail with its units gathered (108 units after the whole tiles, each its own slab).
+        const auto gathered = kernel_named(qkv, "fixed_split_tail_gather", kH200Sms);
+        ASSERT_TRUE(gathered);
+        EXPECT_EQ(gathered->splits, 3);
+        EXPECT_EQ(gathered->split_tiles, 36);
+        EXPECT_TRUE(gathered->ordered_split && gathered->tail_gather && !gathered->stream_tail);
+        EXPECT_EQ(kernel_text(*gathered), "128x128 pingpong fixed-epilogue ordered splits 3 of the last 36 tiles gathered");
+        EXPECT_TRUE(contains(gathered->why, "gathered")) << gathered->why;
     }
     // Under 1 %: 16384^2 (16,384 tiles, 16 in the 125th wave; 8 ways would save 0.7 %) stays unsplit;
     // 8192^2 (4,096 tiles, 4 in the 32nd; 8 ways save 2.7 %) splits.
@@ -330,10 +339,10 @@ TEST(GemmKernelNamed, TheStreamedTailCutsTheLastWaveIntoOneRunPerSm) {
     const auto dw = kernel_named(bf16_product(1544, 1400, 16384, Op::t, Op::n), "fixed_split_stream", kH200Sms);
     EXPECT_TRUE(dw->stream_tail);
     EXPECT_EQ(dw->split_tiles, 11);
-    EXPECT_FALSE(dw->stream_gather);
+    EXPECT_FALSE(dw->tail_gather);
     const auto gathered = kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t), "fixed_split_stream_gather", kH200Sms);
     ASSERT_TRUE(gathered);
-    EXPECT_TRUE(gathered->stream_tail && gathered->stream_gather);
+    EXPECT_TRUE(gathered->stream_tail && gathered->tail_gather);
     EXPECT_EQ(kernel_text(*gathered), "128x128 pingpong fixed-epilogue ordered splits 2 of the last 100 tiles streamed gathered");
     // Runs under 16 k-tiles (GPT-2's forward products, K = 768: 108 tail tiles of 12 k-tiles), or no
     // tail to stream: the unsplit kernel, saying why. Not for the generic kernel (an f32 D, f16).
@@ -624,7 +633,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32, fixed_n192, fixed_n192_g16, fixed_n168");
+              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_tail_gather, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32, fixed_n192, fixed_n192_g16, fixed_n168");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));

@@ -53,12 +53,13 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // counters left zeroed by every run.
 constexpr std::size_t kHalfSlabFloats = 64 * 128;
 // Ordered units gather (a slab per split, summed by the last) where every tile is split (one wave of
-// units, or both consumers' units of every tile, or a streamed tail that is every tile), and add in
-// turn into one slab under a tail split, whose fix-ups run beside the other consumer's whole tiles
-// (SplitFixupParams::gather): with no whole tiles to run meanwhile, a chain of turns would wait out one
-// L2 round trip per split after the last main loop, where gathering reads the slabs once.
+// units, or both consumers' units of every tile, or a streamed tail that is every tile, or a tail whose
+// Choice::tail_gather says so), and add in turn into one slab under a tail split, whose fix-ups run
+// beside the other consumer's whole tiles (SplitFixupParams::gather): with no whole tiles to run
+// meanwhile, a chain of turns would wait out one L2 round trip per split after the last main loop, where
+// gathering reads the slabs once.
 bool gathers(const Choice& c, std::int64_t tiles) {
-    return c.ordered_split && (c.split_tiles == 0 || (c.stream_tail && (c.split_tiles == tiles || c.stream_gather)));
+    return c.ordered_split && (c.split_tiles == 0 || c.tail_gather || (c.stream_tail && c.split_tiles == tiles));
 }
 // The halves that have a slab (and a counter): those of the split tiles, out of `tiles`.
 std::size_t split_fixup_halves(const Choice& c, std::int64_t tiles) {
