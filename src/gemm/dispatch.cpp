@@ -280,15 +280,20 @@ bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms
     c.fixed_epilogue = fixed;
     c.ordered_split = fixed;
     c.ctas = sms;
+    // Units after the whole tiles have no whole tile left to hide a chain of turns under: gathered.
+    const bool after = split_units_lead(static_cast<int>(tiles - tail), static_cast<int>(splits * tail), sms, false) > 0;
+    c.tail_gather = fixed && after;
     c.why = std::to_string(tiles) + " tiles of 128 x 128 leave the last of " + std::to_string(waves) + " waves on " +
             std::to_string(sms) + " SMs " + std::to_string(tail) + " tiles: those split K " + std::to_string(splits) +
             " ways, one unit an SM, " +
-            (split_units_lead(static_cast<int>(tiles - tail), static_cast<int>(splits * tail), sms, false) == 0
-                 ? std::string("run first, the others whole after them ")
-                 : std::string("run after the whole tiles, so that the waves keep step ")) +
-            (fixed ? "(the ping-pong kernel compiled for this epilogue and a bf16 D; the split units add into a "
-                     "workspace slab in split order, the last storing D)"
-                   : "(the ping-pong kernel, every unit added into the fp32 D by atomic reductions: allow_atomics)");
+            (after ? std::string("run after the whole tiles, so that the waves keep step ")
+                   : std::string("run first, the others whole after them ")) +
+            (!fixed ? "(the ping-pong kernel, every unit added into the fp32 D by atomic reductions: allow_atomics)"
+             : after ? "(the ping-pong kernel compiled for this epilogue and a bf16 D; each split unit stores its "
+                       "partial into a workspace slab of its own, the last of a tile to arrive summing them in split "
+                       "order and storing D)"
+                     : "(the ping-pong kernel compiled for this epilogue and a bf16 D; the split units add into a "
+                       "workspace slab in split order, the last storing D)");
     return true;
 }
 
@@ -678,10 +683,13 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
             if (k.stream ? set_stream_tail(c, tiles, k_tiles, std::max(sms, 1))
                          : set_tail_split(c, tiles, k_tiles, std::max(sms, 1), true, 0.0)) {
                 c.why = "asked for: " + c.why;
-                if (k.gather) {
-                    c.tail_gather = true;
-                    c.why += "; the units gathered instead (a slab each, the last of a tile to arrive summing them in "
-                             "split order)";
+                // As named: gathered ("_gather"), or added in turn (the dispatcher gathers a tail split whose
+                // units run after the whole tiles).
+                if (c.tail_gather != k.gather) {
+                    c.tail_gather = k.gather;
+                    c.why += k.gather ? "; the units gathered instead (a slab each, the last of a tile to arrive "
+                                        "summing them in split order)"
+                                      : "; the units added in turn instead (one slab, the arrival counter as a ticket)";
                 }
             } else {
                 c.why = std::string("asked for: the ") + (k.stream ? "streamed tail" : "tail split") + ", but " +

@@ -244,6 +244,7 @@ TEST(GemmChoose, BfloatLastWaveOfFewTilesTakesTheTailSplit) {
             dw.epilogue = e;
             const Choice w = choose(dw, kH200Sms);
             EXPECT_TRUE(w.pingpong && w.fixed_epilogue && w.ordered_split) << name(e);
+            EXPECT_FALSE(w.tail_gather) << name(e);  // its units run first, under the whole tiles
             EXPECT_EQ(w.splits, 11) << name(e);
             EXPECT_EQ(w.split_tiles, 12) << name(e);
             EXPECT_EQ(w.ctas, kH200Sms);
@@ -263,25 +264,28 @@ TEST(GemmChoose, BfloatLastWaveOfFewTilesTakesTheTailSplit) {
     EXPECT_TRUE(contains(whole->why, "no last wave")) << whole->why;
     // A last wave 27 % used over 24 waves: 7B's 4096 x 12288 (3072 tiles, 36 in the 24th wave) splits
     // those 3 ways (64 k-tiles: at least 16 a unit), 1493 k-tiles on the busiest SM instead of 1536 (the
-    // 1 % rule 3a asks); by name the same.
+    // 1 % rule 3a asks); by name the same. Its 108 units run after the whole tiles, so the dispatcher
+    // gathers them (a slab each), as "fixed_split_tail_gather" does; "fixed_split_tail" adds them in turn.
     for (const auto& [a, b] : {std::pair{Op::n, Op::t}, std::pair{Op::t, Op::n}}) {
         const Desc qkv = bf16_product(a == Op::n ? 4096 : 12288, a == Op::n ? 12288 : 4096, 4096, a, b);
-        for (const std::optional<Choice>& c : {std::optional<Choice>(choose(qkv, kH200Sms)),
-                                               kernel_named(qkv, "fixed_split_tail", kH200Sms)}) {
+        const std::optional<Choice> chosen = choose(qkv, kH200Sms);
+        const auto in_turn = kernel_named(qkv, "fixed_split_tail", kH200Sms);
+        const auto gathered = kernel_named(qkv, "fixed_split_tail_gather", kH200Sms);
+        for (const std::optional<Choice>& c : {chosen, in_turn, gathered}) {
             ASSERT_TRUE(c);
             EXPECT_EQ(c->splits, 3);
             EXPECT_EQ(c->split_tiles, 36);
             EXPECT_TRUE(c->ordered_split);
-            EXPECT_FALSE(c->tail_gather);
+            EXPECT_FALSE(c->stream_tail);
         }
-        // The same tail with its units gathered (108 units after the whole tiles, each its own slab).
-        const auto gathered = kernel_named(qkv, "fixed_split_tail_gather", kH200Sms);
-        ASSERT_TRUE(gathered);
-        EXPECT_EQ(gathered->splits, 3);
-        EXPECT_EQ(gathered->split_tiles, 36);
-        EXPECT_TRUE(gathered->ordered_split && gathered->tail_gather && !gathered->stream_tail);
+        EXPECT_TRUE(chosen->tail_gather);
+        EXPECT_TRUE(contains(chosen->why, "run after the whole tiles")) << chosen->why;
+        EXPECT_TRUE(contains(chosen->why, "slab of its own")) << chosen->why;
+        EXPECT_FALSE(in_turn->tail_gather);
+        EXPECT_TRUE(contains(in_turn->why, "added in turn instead")) << in_turn->why;
+        EXPECT_TRUE(gathered->tail_gather);
         EXPECT_EQ(kernel_text(*gathered), "128x128 pingpong fixed-epilogue ordered splits 3 of the last 36 tiles gathered");
-        EXPECT_TRUE(contains(gathered->why, "gathered")) << gathered->why;
+        EXPECT_EQ(kernel_text(*chosen), kernel_text(*gathered));
     }
     // Under 1 %: 16384^2 (16,384 tiles, 16 in the 125th wave; 8 ways would save 0.7 %) stays unsplit;
     // 8192^2 (4,096 tiles, 4 in the 32nd; 8 ways save 2.7 %) splits.
