@@ -140,8 +140,8 @@ constexpr bool has_pair_kernel(const Desc& d) { return bf16_with_epilogue_in(d, 
 // a consumer's tile two m64n192 accumulators, 192 registers a thread; single CTAs, K not split): the
 // plain product, for the wide products whose fastest cuBLASLt kernels take N-tiles of 144-192, asking
 // less of L2 per flop than 128 x 128 tiles; the dispatcher's choice for an LM head's shape (rule 8,
-// docs/gemm.md). The ping-pong kernel with 128 x 168 tiles ("fixed_n168", by name only) is compiled for
-// the same epilogues.
+// docs/gemm.md). The ping-pong kernels with 128 x 168 and 128 x 176 tiles ("fixed_n168", "fixed_n176", by
+// name only) are compiled for the same epilogues.
 inline constexpr std::array<Epilogue, 1> kN192Epilogues{Epilogue::none};
 constexpr bool has_n192_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kN192Epilogues); }
 
@@ -243,7 +243,7 @@ Choice choose(const Desc& d, int sms);
 // the ping-pong kernel over units of (split, tile) in pingpong_splitk_units splits, each unit added
 // into D by reductions in L2, whose order is not fixed; beta 0, or 1 with C the same matrix as D).
 // "auto" is choose(). nullopt when the name is unknown or d has no such kernel (fp8: 128x128 only;
-// fixed, fixed_split: has_fixed_epilogue_kernel(d); fixed_wide: has_wide_kernel(d); fixed_m64: has_short_tile_kernel(d); fixed_n192, fixed_n168: has_n192_kernel(d); pingpong_splitk: 16-bit operands, an f32 D, no epilogue).
+// fixed, fixed_split: has_fixed_epilogue_kernel(d); fixed_wide: has_wide_kernel(d); fixed_m64: has_short_tile_kernel(d); fixed_n192, fixed_n168, fixed_n176: has_n192_kernel(d); pingpong_splitk: 16-bit operands, an f32 D, no epilogue).
 std::optional<Choice> kernel_named(const Desc& d, std::string_view kernel, int sms);
 // The splits of pingpong_splitk for `tiles` output tiles of 128 x 128 and `k_tiles` k-tiles of 64:
 // the fewest that minimize (rounds of 2 x sms consumers) x (k-tiles of a unit + 1), at most 16 and

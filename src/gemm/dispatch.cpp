@@ -161,6 +161,7 @@ constexpr int kWideTileN = 256;
 constexpr int kNarrowTileN = 128;
 constexpr int kN192TileN = 192;  // rule 8 and "fixed_n192"
 constexpr int kN168TileN = 168;  // "fixed_n168"
+constexpr int kN176TileN = 176;  // "fixed_n176"
 // Rule 8: measured on GPT-2's fwd_lm_head (16384 x 50304 x 768, 33,536 tiles of 128 x 192, 254 waves):
 // 0.990x cuBLASLt against 0.967x on 128 x 128 tiles in the same call (experiments/
 // 2026-12-04_db806f7_gpt2_*subset_gemm.csv); the 7B fwd_qkv (K = 4096) read 0.974x on it against the
@@ -635,6 +636,10 @@ constexpr std::array kNamedKernels{
     // on 132 SMs, as cuBLASLt's fastest kernels there cut it; a K-major B tile is 21 KB against 128 x 128's
     // 16 KB for 1.31 times the work.
     NamedKernel{.name = "fixed_n168", .tile_n = kN168TileN, .pingpong = true, .fp8 = false, .fixed = true},
+    // 128 x 176 tiles: 12288 columns are 70 of them (69.8), so 4096 x 12288 (the 7B fwd_qkv) makes 2,240 tiles,
+    // 16.97 waves on 132 SMs, the tile cuBLASLt's fastest kernel for that product runs (Nsight Compute names
+    // it nvjet_sm90_tst_176x128_64x5_1x2_h_bz_TNN, in its column-major terms); 128 x 128 tiles make 23.3.
+    NamedKernel{.name = "fixed_n176", .tile_n = kN176TileN, .pingpong = true, .fp8 = false, .fixed = true},
 };
 
 }  // namespace
@@ -659,8 +664,8 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         if (kernel != k.name) continue;
         if (is_fp8(d.a_type) && !k.fp8) return std::nullopt;
         const bool wide = k.fixed && k.tile_n == kWideTileN;
-        // 168- and 192-column tiles: compiled for the same epilogues (kN192Epilogues), with 4 ring stages.
-        const bool wide_n = k.fixed && (k.tile_n == kN192TileN || k.tile_n == kN168TileN);
+        // 168-, 176- and 192-column tiles: compiled for the same epilogues (kN192Epilogues), with 4 ring stages.
+        const bool wide_n = k.fixed && (k.tile_n == kN192TileN || k.tile_n == kN176TileN || k.tile_n == kN168TileN);
         if (k.fixed && !(wide ? has_wide_kernel(d) : wide_n ? has_n192_kernel(d) : has_fixed_epilogue_kernel(d)))
             return std::nullopt;
         if (k.fixed && k.cluster_m > 1 && !k.split_reduce && !has_pair_kernel(d)) return std::nullopt;

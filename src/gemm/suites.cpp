@@ -315,6 +315,16 @@ std::vector<GemmCase> verify_cases() {
                                            .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::none},
                                       1.0f, beta, m < 1000, m < 1000 ? "_fixed_n168" : "_multitile_fixed_n168",
                                       "fixed_n168"));
+    // The 128 x 176 tiles the same way ("fixed_n176"): 336 columns, the second tile 160 wide (its 48-column
+    // last box cut at 32), TMA stores; 329 with C added (staged stores, a tile's last 32-column chunk 16
+    // wide); 2104 x 2104 x 1000, 17 x 12 tiles (the last column 168 wide: its last box cut at 40).
+    for (const auto& [a, b] : kLayouts)
+        for (const auto& [m, n, k, beta] : {std::tuple{300, 336, 136, 0.0f}, std::tuple{300, 329, 136, 1.0f},
+                                            std::tuple{2104, 2104, 1000, 0.0f}})
+            out.push_back(verify_case(Desc{.m = m, .n = n, .k = k, .a_type = Type::bf16, .b_type = Type::bf16,
+                                           .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::none},
+                                      1.0f, beta, m < 1000, m < 1000 ? "_fixed_n176" : "_multitile_fixed_n176",
+                                      "fixed_n176"));
     // The dispatcher's rule 8 (128 x 192 tiles for epilogue none, N a multiple of 192, K at most 1024, 16
     // waves at least): 6000 x 8640 x 136, 47 x 45 tiles (16.02 waves on 132 SMs; the last tile row 112
     // deep, no dimension a multiple of 128), in NT and NN, beta 0; and beta 1, which the plan runs on the

@@ -637,7 +637,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_tail_gather, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32, fixed_n192, fixed_n192_g16, fixed_n168");
+              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_tail_gather, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32, fixed_n192, fixed_n192_g16, fixed_n168, fixed_n176");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));
@@ -1183,6 +1183,21 @@ TEST(GemmKernelNamed, N168) {
     EXPECT_FALSE(kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t, Epilogue::bias), "fixed_n168", kH200Sms));
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "fixed_n168", kH200Sms));
     EXPECT_FALSE(kernel_named(square(512, Type::f16), "fixed_n168", kH200Sms));
+}
+
+TEST(GemmKernelNamed, N176) {
+    // 4096 x 12288 (the 7B fwd_qkv): 32 x 70 tiles of 128 x 176 (the last column 144 wide), 2,240 tiles:
+    // 16.97 waves of 132.
+    const auto c = kernel_named(bf16_product(4096, 12288, 4096, Op::n, Op::t), "fixed_n176", kH200Sms);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->tile_n, 176);
+    EXPECT_EQ(c->splits, 1);
+    EXPECT_EQ(c->ctas, kH200Sms);
+    EXPECT_TRUE(c->fixed_epilogue && c->pingpong && c->tma_store);
+    EXPECT_EQ(kernel_text(*c), "128x176 pingpong fixed-epilogue splits 1");
+    EXPECT_TRUE(kernel_named(bf16_product(100, 150, 64, Op::t, Op::n), "fixed_n176", kH200Sms));
+    EXPECT_FALSE(kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t, Epilogue::bias), "fixed_n176", kH200Sms));
+    EXPECT_FALSE(kernel_named(square(512, Type::f16), "fixed_n176", kH200Sms));
 }
 
 }  // namespace

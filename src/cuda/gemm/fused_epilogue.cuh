@@ -550,7 +550,7 @@ struct FixedEpilogue : FusedEpilogue {
     static constexpr int kStages = K == Epilogue::bias_gelu_aux ? 5 : 6;  // ring stages of its kernel
     static_assert(kStagingBytes >= FusedEpilogue::kStagingBytes, "the staged path shares the region");
     static_assert(kStagingBytes % sm90::kSwizzleAtom == 0, "staging boxes start on swizzle atoms");
-    static_assert(TileN == 128 || TileN == 168 || TileN == 192 || TileN == 256,
+    static_assert(TileN == 128 || TileN == 168 || TileN == 176 || TileN == 192 || TileN == 256,
                   "the ping-pong kernel's halves, or the wide kernel's");
     static_assert(kTailCols == 0 || (!LoadsC && K != Epilogue::bias_gelu_aux),
                   "a narrow last box for D alone: C's and aux's maps have 64-column boxes");

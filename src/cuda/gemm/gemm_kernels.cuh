@@ -322,7 +322,7 @@ constexpr auto split_pair_rows() {
 }
 
 // The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, short_tile_rows, wide_fixed_rows,
-// split_fixed_rows, pair_rows, split_pair_rows, wide_n_rows (192, 168).
+// split_fixed_rows, pair_rows, split_pair_rows, wide_n_rows (192, 168, 176).
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto table_rows() {
     constexpr auto a = half_rows<T, Tg, OA, OB>();
@@ -336,8 +336,9 @@ constexpr auto table_rows() {
     constexpr auto q = split_pair_rows<T, Tg, OA, OB>();
     constexpr auto r = wide_n_rows<T, Tg, OA, OB, 192>();
     constexpr auto n = wide_n_rows<T, Tg, OA, OB, 168>();
+    constexpr auto t = wide_n_rows<T, Tg, OA, OB, 176>();
     std::array<KernelEntry, a.size() + b.size() + c.size() + s.size() + w.size() + f.size() + o.size() + p.size() +
-                                q.size() + r.size() + n.size()>
+                                q.size() + r.size() + n.size() + t.size()>
         out{};
     std::size_t at = 0;
     for (const auto& part : {std::span<const KernelEntry>(a), std::span<const KernelEntry>(b),
@@ -345,7 +346,7 @@ constexpr auto table_rows() {
                              std::span<const KernelEntry>(w), std::span<const KernelEntry>(f),
                              std::span<const KernelEntry>(o), std::span<const KernelEntry>(p),
                              std::span<const KernelEntry>(q), std::span<const KernelEntry>(r),
-                             std::span<const KernelEntry>(n)})
+                             std::span<const KernelEntry>(n), std::span<const KernelEntry>(t)})
         for (const KernelEntry& e : part) out[at++] = e;
     return out;
 }

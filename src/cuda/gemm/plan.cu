@@ -25,7 +25,7 @@ namespace {
 
 // The ping-pong kernel's 168- and 192-column tiles ("fixed_n168", "fixed_n192"; rule 8): compiled for
 // gemm::kN192Epilogues alone, with no path for C by TMA.
-bool wide_n_tiles(const Choice& c) { return c.pingpong && (c.tile_n == 192 || c.tile_n == 168); }
+bool wide_n_tiles(const Choice& c) { return c.pingpong && (c.tile_n == 192 || c.tile_n == 176 || c.tile_n == 168); }
 
 DType dtype_of(Type t) {
     switch (t) {

@@ -138,7 +138,7 @@ struct PingPong {
 
     static constexpr int kBM = TileM;                 // one consumer's tile: two m64 halves, or one
     static constexpr int kHalves = TileM / kWgmmaM;
-    static constexpr int kBN = TileN;                 // 168, 192: the library's "fixed_n168", "fixed_n192"
+    static constexpr int kBN = TileN;                 // 168, 176, 192: "fixed_n168", "fixed_n176", "fixed_n192"
     static constexpr int kBK = kRowBytes / elem_bytes(T);
     static constexpr int kABytes = kBM * kRowBytes;
     // B's rows a stage loads: the tile's (K-major: one box of kBN rows), or whole 64-column boxes (MN-major:
@@ -167,8 +167,9 @@ struct PingPong {
     // unit's pair of tiles (the same split), so that they load the same k-tiles of B.
     static_assert(TileM == 2 * kWgmmaM || (TileM == kWgmmaM && ClusterM == 1 && !SplitK),
                   "128-row tiles, or 64-row ones on single CTAs without split-K");
-    static_assert(TileN == 128 || ((TileN == 168 || TileN == 192) && TileM == 128 && ClusterM == 1 && !SplitK),
-                  "128-column tiles, or 168- and 192-column ones on single CTAs of 128-row tiles without split-K");
+    static_assert(TileN == 128 ||
+                      ((TileN == 168 || TileN == 176 || TileN == 192) && TileM == 128 && ClusterM == 1 && !SplitK),
+                  "128-column tiles, or 168-, 176- and 192-column ones on single CTAs of 128-row tiles without split-K");
     static_assert(ClusterM == 1 || kBHalfRows == 64,
                   "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
