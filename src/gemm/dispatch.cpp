@@ -134,6 +134,14 @@
 //      128 x 128 tiles in the same call. That kernel has no path for C by
 //      TMA, so the plan runs calls with beta != 0 on rule 4's kernel that
 //      loads C (Plan's residual plan).
+//   9. Before rule 3a, for a bf16 D with epilogue none, B K-major and K of
+//      at least kN176MinKTiles k-tiles: 128 x 176 tiles ("fixed_n176")
+//      where the busiest SM's work on them is less than on 128 x 128 tiles,
+//      rule 3a's tail split counted at kSplitUnitCost a k-tile (set_n176).
+//      The 7B fwd_qkv, 4096 x 12288 x 4096: 0.994x cuBLASLt against 0.979x
+//      on the tail split, in one call; 176 is the tile of cuBLASLt's fastest
+//      kernel for that product. Among the suites' products only that one
+//      takes it.
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
@@ -145,6 +153,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -161,7 +170,12 @@ constexpr int kWideTileN = 256;
 constexpr int kNarrowTileN = 128;
 constexpr int kN192TileN = 192;  // rule 8 and "fixed_n192"
 constexpr int kN168TileN = 168;  // "fixed_n168"
-constexpr int kN176TileN = 176;  // "fixed_n176"
+constexpr int kN176TileN = 176;  // rule 9 and "fixed_n176"
+// Rule 9: from this many k-tiles (K = 2048; measured at K = 4096), and the cost of a tail split's unit per
+// k-tile against a whole tile's (its pieces run out of step with the other SMs' loads: docs/gemm.md, "The
+// streamed tail" and "Split units after the whole tiles").
+constexpr std::int64_t kN176MinKTiles = 32;
+constexpr double kSplitUnitCost = 4.0 / 3.0;
 // Rule 8: measured on GPT-2's fwd_lm_head (16384 x 50304 x 768, 33,536 tiles of 128 x 192, 254 waves):
 // 0.990x cuBLASLt against 0.967x on 128 x 128 tiles in the same call (experiments/
 // 2026-12-04_db806f7_gpt2_*subset_gemm.csv); the 7B fwd_qkv (K = 4096) read 0.974x on it against the
@@ -295,6 +309,37 @@ bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms
                        "order and storing D)"
                      : "(the ping-pong kernel compiled for this epilogue and a bf16 D; the split units add into a "
                        "workspace slab in split order, the last storing D)");
+    return true;
+}
+
+// Rule 9 (kernel_named "fixed_n176"): a bf16 D with epilogue none, B K-major (its 176-row boxes; an
+// MN-major B would load 192 columns for 176), K long (kN176MinKTiles), more tiles than SMs and not rule 2's
+// split: 128 x 176 tiles where the busiest SM's work on them, in 128 x 128 tiles' worth
+// (ceil(tiles / SMs) x 176 / 128), is less than on 128 x 128 tiles (the whole waves, plus the tail split's
+// unit where rule 3a would split the last wave, its k-tiles at kSplitUnitCost each). False, c untouched,
+// elsewhere. The 7B fwd_qkv (4096 x 12288, NT): 2,240 tiles, 17 waves of 176/128, 23.38 against 23 + 4/9 =
+// 23.44 on 128 x 128 tiles split 3 ways at the tail: 0.994x cuBLASLt against 0.979x in one call (4451225).
+bool set_n176(Choice& c, const Desc& d, std::int64_t tiles, std::int64_t k_tiles, int sms) {
+    if (c.splits != 1 || !has_n192_kernel(d) || d.b_op != Op::t || k_tiles < kN176MinKTiles || tiles <= sms)
+        return false;
+    const std::int64_t wide_tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, kN176TileN);
+    const double on_176 = static_cast<double>(ceil_div(wide_tiles, sms)) * kN176TileN / kNarrowTileN;
+    double on_128 = static_cast<double>(ceil_div(tiles, sms));
+    Choice split;
+    if (set_tail_split(split, tiles, k_tiles, sms, true, kMinTailGain))
+        on_128 = static_cast<double>(tiles / sms) + kSplitUnitCost / split.splits;
+    if (on_176 >= on_128) return false;
+    c.pingpong = true;
+    c.fixed_epilogue = true;
+    c.tile_n = kN176TileN;
+    c.tma_load_c = false;  // Plan's residual plan runs the calls with beta != 0
+    c.ctas = static_cast<int>(std::min<std::int64_t>(wide_tiles, sms));
+    char cost[64];
+    std::snprintf(cost, sizeof cost, "%.2f against %.2f", on_176, on_128);
+    c.why = std::to_string(wide_tiles) + " tiles of 128 x 176 give the busiest SM " + cost +
+            " tiles of 128 x 128 on 128 x 128 tiles: the ping-pong kernel with 176-column tiles compiled for this "
+            "epilogue and a bf16 D, its tiles leaving by TMA stores (N and the rows multiples of 8); calls with "
+            "beta != 0 on the 128 x 128 kernel that loads C by TMA";
     return true;
 }
 
@@ -468,6 +513,8 @@ Choice choose(const Desc& desc, int sms) {
         return c;
     }
     const auto waves = [&](std::int64_t units) { return static_cast<double>(ceil_div(units, sms)); };
+    // Rule 9: 128 x 176 tiles where they fill their waves better than 128 x 128 ones do.
+    if (set_n176(c, d, tiles, k_tiles, sms)) return c;
     // Rule 3a: a part-empty last wave and a long K, with a bf16 D and a fixed epilogue: the tail split,
     // where it shortens the busiest SM's k-tiles by at least kMinTailGain.
     if (c.splits == 1 && has_fixed_epilogue_kernel(d) && set_tail_split(c, tiles, k_tiles, sms, true, kMinTailGain))

@@ -335,6 +335,15 @@ std::vector<GemmCase> verify_cases() {
                                            .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
                                            .epilogue = Epilogue::none},
                                       1.0f, beta, false, "_rule8"));
+    // The dispatcher's rule 9 (128 x 176 tiles where they fill the waves better): 1000 x 2056 x 2056, 8 x 12
+    // tiles of 128 x 176 (one wave; the last row 104 deep, the last column 120 wide) against 136 of 128 x 128
+    // (a second wave of 4, split 2 ways), in NT and TT (B K-major), beta 0; and beta 1 (the residual plan).
+    for (const auto& [a, b] : {std::pair{Op::n, Op::t}, std::pair{Op::t, Op::t}})
+        for (float beta : {0.0f, 1.0f})
+            out.push_back(verify_case(Desc{.m = 1000, .n = 2056, .k = 2056, .a_type = Type::bf16,
+                                           .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
+                                           .epilogue = Epilogue::none},
+                                      1.0f, beta, false, "_rule9"));
     // The tile order in groups of 16 and 32 tile rows (fixed_g16, fixed_g32): 17 rows of tiles, so the
     // last group is a short one.
     for (const char* kernel : {"fixed_g16", "fixed_g32"})

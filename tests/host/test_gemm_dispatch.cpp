@@ -268,7 +268,9 @@ TEST(GemmChoose, BfloatLastWaveOfFewTilesTakesTheTailSplit) {
     // gathers them (a slab each), as "fixed_split_tail_gather" does; "fixed_split_tail" adds them in turn.
     for (const auto& [a, b] : {std::pair{Op::n, Op::t}, std::pair{Op::t, Op::n}}) {
         const Desc qkv = bf16_product(a == Op::n ? 4096 : 12288, a == Op::n ? 12288 : 4096, 4096, a, b);
-        const std::optional<Choice> chosen = choose(qkv, kH200Sms);
+        // NT (B K-major) takes rule 9's 128 x 176 tiles instead (test N176); the tail split by name.
+        const std::optional<Choice> chosen = a == Op::n ? kernel_named(qkv, "fixed_split_tail_gather", kH200Sms)
+                                                        : std::optional<Choice>(choose(qkv, kH200Sms));
         const auto in_turn = kernel_named(qkv, "fixed_split_tail", kH200Sms);
         const auto gathered = kernel_named(qkv, "fixed_split_tail_gather", kH200Sms);
         for (const std::optional<Choice>& c : {chosen, in_turn, gathered}) {
@@ -280,7 +282,7 @@ TEST(GemmChoose, BfloatLastWaveOfFewTilesTakesTheTailSplit) {
         }
         EXPECT_TRUE(chosen->tail_gather);
         EXPECT_TRUE(contains(chosen->why, "run after the whole tiles")) << chosen->why;
-        EXPECT_TRUE(contains(chosen->why, "slab of its own")) << chosen->why;
+        if (a == Op::t) EXPECT_TRUE(contains(chosen->why, "slab of its own")) << chosen->why;
         EXPECT_FALSE(in_turn->tail_gather);
         EXPECT_TRUE(contains(in_turn->why, "added in turn instead")) << in_turn->why;
         EXPECT_TRUE(gathered->tail_gather);
@@ -1131,7 +1133,7 @@ TEST(GemmDispatch, WideTilesForTheLmHead) {
     // 16 waves and 3 tiles (the verify suite's case: 47 x 45 tiles), and one tile row fewer.
     EXPECT_EQ(choose(bf16_product(6000, 8640, 136, Op::n, Op::n), kH200Sms).tile_n, 192);
     EXPECT_EQ(choose(bf16_product(5888, 8640, 136, Op::n, Op::n), kH200Sms).tile_n, 128);
-    EXPECT_EQ(choose(bf16_product(4096, 12288, 4096, Op::n, Op::t), kH200Sms).tile_n, 128);
+    EXPECT_NE(choose(bf16_product(4096, 12288, 4096, Op::n, Op::t), kH200Sms).tile_n, 192);  // K long: rule 9's 176
     EXPECT_EQ(choose(bf16_product(16384, 768, 768, Op::n, Op::n), kH200Sms).tile_n, 128);
     EXPECT_EQ(choose(bf16_product(16384, 50256, 768, Op::n, Op::t), kH200Sms).tile_n, 128);
     EXPECT_EQ(choose(bf16_product(16384, 50304, 768, Op::n, Op::t, Epilogue::bias), kH200Sms).tile_n, 128);
@@ -1198,6 +1200,32 @@ TEST(GemmKernelNamed, N176) {
     EXPECT_TRUE(kernel_named(bf16_product(100, 150, 64, Op::t, Op::n), "fixed_n176", kH200Sms));
     EXPECT_FALSE(kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t, Epilogue::bias), "fixed_n176", kH200Sms));
     EXPECT_FALSE(kernel_named(square(512, Type::f16), "fixed_n176", kH200Sms));
+}
+
+TEST(GemmChoose, Rule9TakesN176WhereItFillsTheWaves) {
+    // The 7B fwd_qkv, NT: 17 waves of 176/128 (23.38) against 23 whole waves and the tail split's unit at
+    // 4/3 (23.44).
+    const Choice qkv = choose(bf16_product(4096, 12288, 4096, Op::n, Op::t), kH200Sms);
+    EXPECT_EQ(qkv.tile_n, 176);
+    EXPECT_EQ(qkv.splits, 1);
+    EXPECT_TRUE(qkv.pingpong && qkv.fixed_epilogue && qkv.tma_store && !qkv.tma_load_c);
+    EXPECT_EQ(qkv.ctas, kH200Sms);
+    EXPECT_TRUE(contains(qkv.why, "2240 tiles of 128 x 176")) << qkv.why;
+    EXPECT_TRUE(contains(qkv.why, "23.38 against 23.44")) << qkv.why;
+    // Not where 128 x 128 tiles fill the waves as well or better (4096 x 11008: 21 against 16 x 1.375 = 22;
+    // 4096^3: 8 against 8.25), nor with B MN-major (its TN and NN forms), an epilogue, a short K (GPT-2's
+    // K = 768) or another D.
+    for (const Desc& d :
+         {bf16_product(4096, 11008, 4096, Op::n, Op::t), bf16_product(4096, 4096, 4096, Op::n, Op::t),
+          bf16_product(4096, 12288, 4096, Op::t, Op::n), bf16_product(4096, 12288, 4096, Op::n, Op::n),
+          bf16_product(4096, 12288, 4096, Op::n, Op::t, Epilogue::bias), bf16_product(4096, 12288, 768, Op::n, Op::t),
+          bf16_product(8192, 8192, 8192, Op::n, Op::t), bf16_product(16384, 16384, 16384, Op::n, Op::t)})
+        EXPECT_NE(choose(d, kH200Sms).tile_n, 176) << d.m << " x " << d.n << " x " << d.k;
+    // The verify suite's case: one wave of 96 tiles of 128 x 176 against 136 of 128 x 128.
+    EXPECT_EQ(choose(bf16_product(1000, 2056, 2056, Op::t, Op::t), kH200Sms).tile_n, 176);
+    Desc f32 = bf16_product(4096, 12288, 4096, Op::n, Op::t);
+    f32.d_type = Type::f32;
+    EXPECT_NE(choose(f32, kH200Sms).tile_n, 176);
 }
 
 }  // namespace
