@@ -66,6 +66,15 @@
 // the next tile's, which the wgmma does not read), so only the K-major
 // layouts ask less of L2 per flop than 128 x 128 tiles.
 //
+// TileN = 176 (the library's "fixed_n176", the dispatcher's rule 9): two
+// m64n176 accumulators (176 registers a thread), B's K-major stage one box of
+// 176 rows (22 KB), D's last 48 columns of a tile through the unswizzled tail
+// box. Why: 12288 columns (the 7B QKV projection's) are 69.8 tiles of 176, so
+// 4096 x 12288 makes 2,240 tiles, 16.97 waves on 132 SMs, where 128 x 128
+// tiles make 23.3 and need the tail split; cuBLASLt's fastest kernel for that
+// product runs 176-wide tiles. fwd_qkv: 0.994x cuBLASLt against 0.979x
+// (docs/gemm.md, "128 x 176 tiles").
+//
 // ClusterM = 2 (the library's "pingpong_cluster"): k35's pairing on top of
 // the ping-pong. Two CTAs of a 2 x 1 cluster compute vertically adjacent
 // tiles (tile rows 2p and 2p + 1, one tile column) in the same sequence, so
