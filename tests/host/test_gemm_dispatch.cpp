@@ -282,7 +282,9 @@ TEST(GemmChoose, BfloatLastWaveOfFewTilesTakesTheTailSplit) {
         }
         EXPECT_TRUE(chosen->tail_gather);
         EXPECT_TRUE(contains(chosen->why, "run after the whole tiles")) << chosen->why;
-        if (a == Op::t) EXPECT_TRUE(contains(chosen->why, "slab of its own")) << chosen->why;
+        if (a == Op::t) {
+            EXPECT_TRUE(contains(chosen->why, "slab of its own")) << chosen->why;
+        }
         EXPECT_FALSE(in_turn->tail_gather);
         EXPECT_TRUE(contains(in_turn->why, "added in turn instead")) << in_turn->why;
         EXPECT_TRUE(gathered->tail_gather);
