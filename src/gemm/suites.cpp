@@ -293,38 +293,30 @@ std::vector<GemmCase> verify_cases() {
         out.push_back(verify_case(Desc{.m = 700, .n = 760, .k = 3000, .a_type = Type::bf16, .b_type = Type::bf16,
                                        .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::none},
                                   1.0f, 0.0f, true, "_fixed_split_pair", "fixed_split_pair"));
-    // The 128 x 192 tiles by name ("fixed_n192", epilogue none) in every layout: 296 columns, the second
-    // tile 104 wide (its second box cut at 40, its third past N), with TMA stores (beta 0); 289 with C
-    // added (beta 1, staged stores); and 2104 x 2104 x 1000, 17 x 11 tiles on the persistent CTAs (the
-    // last column 184 wide, its third box cut at 56; each consumer's staging box reused tile after tile).
-    for (const auto& [a, b] : kLayouts)
-        for (const auto& [m, n, k, beta] : {std::tuple{300, 296, 136, 0.0f}, std::tuple{300, 289, 136, 1.0f},
-                                            std::tuple{2104, 2104, 1000, 0.0f}})
-            out.push_back(verify_case(Desc{.m = m, .n = n, .k = k, .a_type = Type::bf16, .b_type = Type::bf16,
-                                           .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::none},
-                                      1.0f, beta, m < 1000, m < 1000 ? "_fixed_n192" : "_multitile_fixed_n192",
-                                      "fixed_n192"));
-    // The 128 x 168 tiles by name ("fixed_n168", epilogue none) in every layout: 320 columns, the second
-    // tile 152 wide (its 40-column last box cut at 24), with TMA stores (beta 0); 313 with C added (beta 1,
-    // staged stores, the last 32-column chunk of a tile 8 wide); and 2104 x 2104 x 1000, 17 x 13 tiles on
-    // the persistent CTAs (the last column 88 wide: its second box cut at 24, its last box past N).
-    for (const auto& [a, b] : kLayouts)
-        for (const auto& [m, n, k, beta] : {std::tuple{300, 320, 136, 0.0f}, std::tuple{300, 313, 136, 1.0f},
-                                            std::tuple{2104, 2104, 1000, 0.0f}})
-            out.push_back(verify_case(Desc{.m = m, .n = n, .k = k, .a_type = Type::bf16, .b_type = Type::bf16,
-                                           .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::none},
-                                      1.0f, beta, m < 1000, m < 1000 ? "_fixed_n168" : "_multitile_fixed_n168",
-                                      "fixed_n168"));
-    // The 128 x 176 tiles the same way ("fixed_n176"): 336 columns, the second tile 160 wide (its 48-column
-    // last box cut at 32), TMA stores; 329 with C added (staged stores, a tile's last 32-column chunk 16
-    // wide); 2104 x 2104 x 1000, 17 x 12 tiles (the last column 168 wide: its last box cut at 40).
-    for (const auto& [a, b] : kLayouts)
-        for (const auto& [m, n, k, beta] : {std::tuple{300, 336, 136, 0.0f}, std::tuple{300, 329, 136, 1.0f},
-                                            std::tuple{2104, 2104, 1000, 0.0f}})
-            out.push_back(verify_case(Desc{.m = m, .n = n, .k = k, .a_type = Type::bf16, .b_type = Type::bf16,
-                                           .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::none},
-                                      1.0f, beta, m < 1000, m < 1000 ? "_fixed_n176" : "_multitile_fixed_n176",
-                                      "fixed_n176"));
+    // The wide-N tiles by name (epilogue none) in every layout, each on three shapes: a narrow N whose second
+    // tile is cut inside a box, with TMA stores (beta 0); one column fewer (or 7) with C added (beta 1, the
+    // staged stores); and 2104 x 2104 x 1000 on the persistent CTAs, each consumer's staging box reused tile
+    // after tile.
+    // "fixed_n192": 296 columns, the second tile 104 wide (its second box cut at 40, its third past N); 289;
+    //   17 x 11 tiles, the last column 184 wide (its third box cut at 56).
+    // "fixed_n168": 320 columns, the second tile 152 wide (its 40-column last box cut at 24); 313 (a tile's
+    //   last 32-column chunk 8 wide); 17 x 13 tiles, the last column 88 wide (its second box cut at 24, its
+    //   last box past N).
+    // "fixed_n176": 336 columns, the second tile 160 wide (its 48-column last box cut at 32); 329 (a tile's
+    //   last 32-column chunk 16 wide); 17 x 12 tiles, the last column 168 wide (its last box cut at 40).
+    using WideN = std::tuple<const char*, std::int64_t, std::int64_t>;  // kernel, the narrow N, the N with C
+    using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t, float>;  // m, n, k, beta
+    for (const auto& [kernel, narrow_n, c_n] :
+         {WideN{"fixed_n192", 296, 289}, WideN{"fixed_n168", 320, 313}, WideN{"fixed_n176", 336, 329}}) {
+        const std::string multitile = std::string("_multitile_") + kernel, short_suffix = std::string("_") + kernel;
+        for (const auto& [a, b] : kLayouts)
+            for (const auto& [m, n, k, beta] :
+                 {Shape{300, narrow_n, 136, 0.0f}, Shape{300, c_n, 136, 1.0f}, Shape{2104, 2104, 1000, 0.0f}})
+                out.push_back(verify_case(Desc{.m = m, .n = n, .k = k, .a_type = Type::bf16, .b_type = Type::bf16,
+                                               .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::none},
+                                          1.0f, beta, m < 1000, m < 1000 ? short_suffix : multitile,
+                                          kernel));
+    }
     // The dispatcher's rule 8 (128 x 192 tiles for epilogue none, N a multiple of 192, K at most 1024, 16
     // waves at least): 6000 x 8640 x 136, 47 x 45 tiles (16.02 waves on 132 SMs; the last tile row 112
     // deep, no dimension a multiple of 128), in NT and NN, beta 0; and beta 1, which the plan runs on the
