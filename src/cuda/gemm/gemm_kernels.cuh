@@ -12,8 +12,9 @@
 //     of gemm::kFixedEpilogues with a bf16 D, FixedEpilogue compiled in, with
 //     64 x 128 tiles for each of gemm::kShortTileEpilogues, and the
 //     cooperative 128 x 256 kernel for each of gemm::kWideEpilogues;
-//   128 x 192 rows (bf16 only, "fixed_n192", the dispatcher's rule 8): the fixed ping-pong
-//     kernel with 192-column tiles, for each of gemm::kN192Epilogues;
+//   128 x 192, 128 x 168 and 128 x 176 rows (bf16 only, "fixed_n192", "fixed_n168", "fixed_n176"; the
+//     dispatcher's rules 8 and 9): the fixed ping-pong kernel with wider tiles, for each of
+//     gemm::kN192Epilogues;
 //   split rows: 128 x 128 tiles, Schedule::split_k, fp32 partial tiles stored
 //     to the plan's workspace (StoreF32); epilogue_kernel then sums them and
 //     applies the epilogue;
@@ -282,10 +283,11 @@ constexpr auto split_fixed_rows() {
     });
 }
 
-// The 128 x 192 and 128 x 168 rows of one layout ("fixed_n192", "fixed_n168", the dispatcher's rules 8
-// and 9): the fixed ping-pong kernel with TileN-column tiles, two m64nTileN accumulators a consumer, for
-// each of gemm::kN192Epilogues. A stage is 40 KB (168, K-major B: 37 KB) and each consumer's staging box
-// 24 KB (three 64 x 64 boxes; 168 columns use 40 of the third), so the ring holds 4 stages (209 KB in all).
+// The 128 x 192, 128 x 168 and 128 x 176 rows of one layout ("fixed_n192", "fixed_n168", "fixed_n176"; the
+// dispatcher's rules 8 and 9 take the 192 and 176 ones): the fixed ping-pong kernel with TileN-column tiles,
+// two m64nTileN accumulators a consumer, for each of gemm::kN192Epilogues. A stage is 40 KB (K-major B: 168,
+// 37 KB; 176, 38 KB) and each consumer's staging box 24 KB (three 64 x 64 boxes; 168 and 176 columns use 40
+// and 48 of the third), so the ring holds 4 stages (209 KB in all at 192).
 inline constexpr int kN192Stages = 4;
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB, int TileN>
 constexpr auto wide_n_rows() {

@@ -23,7 +23,8 @@ using cuda::gemm_kernels::Launch;
 
 namespace {
 
-// The ping-pong kernel's 168- and 192-column tiles ("fixed_n168", "fixed_n192"; rule 8): compiled for
+// The ping-pong kernel's 168-, 176- and 192-column tiles ("fixed_n168", "fixed_n176", "fixed_n192"; rules 9
+// and 8 take the 176 and 192 ones): compiled for
 // gemm::kN192Epilogues alone, with no path for C by TMA.
 bool wide_n_tiles(const Choice& c) { return c.pingpong && (c.tile_n == 192 || c.tile_n == 176 || c.tile_n == 168); }
 
@@ -95,8 +96,8 @@ struct Plan::State {
     // The dispatcher's ping-pong split-K (allow_atomics): the plan without atomics, for the calls
     // whose beta and C it cannot add into D (adds_into_d); its workspace is taken on its first run.
     std::unique_ptr<Plan> without_atomics;
-    // The dispatcher's 128 x 192 and 128 x 168 tiles (rules 8, 9), whose kernels have no path for C by
-    // TMA: the plan on rule 4's 128 x 128 kernel that loads C, for the calls with beta != 0.
+    // The wide-N tiles (128 x 192 and 128 x 176: rules 8 and 9; 128 x 168 by name), whose kernels have no
+    // path for C by TMA: the plan on rule 4's 128 x 128 kernel that loads C, for the calls with beta != 0.
     std::unique_ptr<Plan> residual;
 
     ~State() {
