@@ -289,15 +289,11 @@ constexpr auto split_fixed_rows() {
 // 37 KB; 176, 38 KB) and each consumer's staging box 24 KB (three 64 x 64 boxes; 168 and 176 columns use 40
 // and 48 of the third), so the ring holds 4 stages (209 KB in all at 192).
 inline constexpr int kN192Stages = 4;
-// EXPERIMENT: the 176-column tiles with one staging box for both consumers and 5 stages.
-template <int TileN>
-inline constexpr bool kWideNShared = TileN == 176;
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB, int TileN>
 constexpr auto wide_n_rows() {
     return per_epilogue<Tg, gemm::kN192Epilogues>([]<Epilogue e>() {
         using Epi = FixedEpilogue<__nv_bfloat16, e, false, TileN>;
-        using Pong = sm90::PingPong<T, kWideNShared<TileN> ? 5 : kN192Stages, major_a(OA), major_b(OB), 1, false, 128,
-                                    TileN, kWideNShared<TileN>>;
+        using Pong = sm90::PingPong<T, kN192Stages, major_a(OA), major_b(OB), 1, false, 128, TileN>;
         return KernelEntry{{Tg, OA, OB, TileN, false, true, 1, true, e}, launch_pingpong<Pong, Epi>, Pong::kBK};
     });
 }

@@ -136,7 +136,7 @@
 namespace rigel::cuda::sm90 {
 
 template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k, int ClusterM = 1, bool SplitK = false,
-          int TileM = 128, int TileN = 128, bool SharedStaging = false>
+          int TileM = 128, int TileN = 128>
 struct PingPong {
     static constexpr DType kType = T;
     static constexpr int kStages = Stages;
@@ -157,9 +157,6 @@ struct PingPong {
     static constexpr int kStageBytes = kABytes + kBBytes;
     static constexpr int kSmemBytes = Stages * kStageBytes + kSwizzleAtom;
     static constexpr int kThreads = 3 * kWarpgroup;
-    // One epilogue staging box for both consumers instead of one each, taken in turns (the tiles' order):
-    // room for a ring stage more beside wide tiles (128 x 176: 5 stages of 38 KB and one 24 KB box).
-    static constexpr bool kSharedStaging = SharedStaging;
     static constexpr int kConsumerWarps = kWarpgroup / 32;  // one consumer releases a stage
     static constexpr int kClusterM = ClusterM;               // CTAs stacked along M sharing B
     static constexpr bool kSplitK = SplitK;                  // units of (split, tile) added into D
@@ -186,11 +183,10 @@ struct PingPong {
                   "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
-    static_assert(!SharedStaging || (!SplitK && ClusterM == 1), "a shared staging box for whole tiles of single CTAs");
 };
 
 template <class G, class Epi>
-inline constexpr int pingpong_smem_bytes = G::kSmemBytes + (G::kSharedStaging ? 1 : 2) * Epi::kStagingBytes;
+inline constexpr int pingpong_smem_bytes = G::kSmemBytes + 2 * Epi::kStagingBytes;
 
 template <class G, class Epi>
 __global__ void __launch_bounds__(G::kThreads, 1)
@@ -330,8 +326,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         setmaxnreg_inc<G::kConsumerRegs>();
         const int consumer = warpgroup - 1;
         const bool arriving_lane = (threadIdx.x % 32) == 0;
-        float* const staging = reinterpret_cast<float*>(smem + kStages * G::kStageBytes +
-                                                        (G::kSharedStaging ? 0 : consumer) * Epi::kStagingBytes);
+        float* const staging = reinterpret_cast<float*>(smem + kStages * G::kStageBytes + consumer * Epi::kStagingBytes);
         static_assert(pingpong_smem_bytes<G, Epi> <= 227 * 1024, "the per-block shared-memory limit of sm_90");
         constexpr std::uint32_t kLowerHalf = kWgmmaM * kRowBytes;  // rows 64-127 of the A tile: 8 KB in
 
@@ -452,22 +447,9 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     if (store_bottom) Epi::template reload<G::kBN>(epi, bottom, half + 1, sp.splits);
                 }
             }
-            // A shared staging box passes in the tiles' order, as the main loops do (named barriers 6 and 7):
-            // a consumer takes it once the other's copies of the tile before have read it.
-            constexpr int kStagingTurn = 6;
-            if constexpr (G::kSharedStaging)
-                if (consumer == 1 || tile != first) named_barrier_sync<2 * kWarpgroup>(kStagingTurn + consumer);
             if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
             if constexpr (G::kHalves == 2)
                 if (store_bottom) Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
-            if constexpr (G::kSharedStaging) {
-                if (tile + stride < num_units) {
-                    // The thread that issued the TMA stores waits for them to have read the box; the barrier
-                    // counts its arrival too, so the other consumer passes only after that wait.
-                    if (threadIdx.x % kWarpgroup == 0) bulk_wait_read<0>();
-                    named_barrier_arrive<2 * kWarpgroup>(kStagingTurn + 1 - consumer);
-                }
-            }
         }
         Epi::drain(epi);
     }
