@@ -317,25 +317,27 @@ std::vector<GemmCase> verify_cases() {
                                           1.0f, beta, m < 1000, m < 1000 ? short_suffix : multitile,
                                           kernel));
     }
-    // The dispatcher's rule 8 (128 x 192 tiles for epilogue none, N a multiple of 192, K at most 1024, 16
-    // waves at least): 6000 x 8640 x 136, 47 x 45 tiles (16.02 waves on 132 SMs; the last tile row 112
-    // deep, no dimension a multiple of 128), in NT and NN, beta 0; and beta 1, which the plan runs on the
-    // 128 x 128 kernel that loads C by TMA (its residual plan).
-    for (const auto& [a, b] : {std::pair{Op::n, Op::t}, std::pair{Op::n, Op::n}})
-        for (float beta : {0.0f, 1.0f})
-            out.push_back(verify_case(Desc{.m = 6000, .n = 8640, .k = 136, .a_type = Type::bf16,
-                                           .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
-                                           .epilogue = Epilogue::none},
-                                      1.0f, beta, false, "_rule8"));
-    // The dispatcher's rule 9 (128 x 176 tiles where they fill the waves better): 1000 x 2056 x 2056, 8 x 12
-    // tiles of 128 x 176 (one wave; the last row 104 deep, the last column 120 wide) against 136 of 128 x 128
-    // (a second wave of 4, split 2 ways), in NT and TT (B K-major), beta 0; and beta 1 (the residual plan).
-    for (const auto& [a, b] : {std::pair{Op::n, Op::t}, std::pair{Op::t, Op::t}})
-        for (float beta : {0.0f, 1.0f})
-            out.push_back(verify_case(Desc{.m = 1000, .n = 2056, .k = 2056, .a_type = Type::bf16,
-                                           .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
-                                           .epilogue = Epilogue::none},
-                                      1.0f, beta, false, "_rule9"));
+    // The dispatcher's wide-N rules, each in two layouts with beta 0, and beta 1, which the plan runs on the
+    // 128 x 128 kernel that loads C by TMA (its residual plan):
+    // rule 8 (128 x 192 tiles for epilogue none, N a multiple of 192, K at most 1024, 16 waves at least):
+    //   6000 x 8640 x 136, 47 x 45 tiles (16.02 waves on 132 SMs; the last tile row 112 deep, no dimension a
+    //   multiple of 128), in NT and NN;
+    // rule 9 (128 x 176 tiles where they fill the waves better): 1000 x 2056 x 2056, 8 x 12 tiles of
+    //   128 x 176 (one wave; the last row 104 deep, the last column 120 wide) against 136 of 128 x 128 (a
+    //   second wave of 4, split 2 ways), in NT and TT (B K-major).
+    struct RuleCase {
+        const char* suffix;
+        std::int64_t m, n, k;
+        std::pair<Op, Op> layouts[2];
+    };
+    for (const RuleCase& r : {RuleCase{"_rule8", 6000, 8640, 136, {{Op::n, Op::t}, {Op::n, Op::n}}},
+                              RuleCase{"_rule9", 1000, 2056, 2056, {{Op::n, Op::t}, {Op::t, Op::t}}}})
+        for (const auto& [a, b] : r.layouts)
+            for (float beta : {0.0f, 1.0f})
+                out.push_back(verify_case(Desc{.m = r.m, .n = r.n, .k = r.k, .a_type = Type::bf16,
+                                               .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
+                                               .epilogue = Epilogue::none},
+                                          1.0f, beta, false, r.suffix));
     // The tile order in groups of 16 and 32 tile rows (fixed_g16, fixed_g32): 17 rows of tiles, so the
     // last group is a short one.
     for (const char* kernel : {"fixed_g16", "fixed_g32"})
