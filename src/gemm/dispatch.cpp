@@ -336,10 +336,10 @@ bool set_n176(Choice& c, const Desc& d, std::int64_t tiles, std::int64_t k_tiles
     c.ctas = static_cast<int>(std::min<std::int64_t>(wide_tiles, sms));
     char cost[64];
     std::snprintf(cost, sizeof cost, "%.2f against %.2f", on_176, on_128);
-    c.why = std::to_string(wide_tiles) + " tiles of 128 x 176 give the busiest SM " + cost +
-            " tiles of 128 x 128 on 128 x 128 tiles: the ping-pong kernel with 176-column tiles compiled for this "
-            "epilogue and a bf16 D, its tiles leaving by TMA stores (N and the rows multiples of 8); calls with "
-            "beta != 0 on the 128 x 128 kernel that loads C by TMA";
+    c.why = std::to_string(wide_tiles) + " tiles of 128 x 176: the busiest SM's work in 128 x 128 tiles' worth, " +
+            cost + " on 128 x 128 tiles; the ping-pong kernel with 176-column tiles compiled for this epilogue and "
+            "a bf16 D, its tiles leaving by TMA stores (N and the rows multiples of 8); calls with beta != 0 on the "
+            "128 x 128 kernel that loads C by TMA";
     return true;
 }
 
