@@ -185,6 +185,13 @@ struct PingPong {
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
 };
 
+// The moments the probe "pingpong_timeline" reads the SM's clock at, where the epilogue policy asks for
+// them (Epi::kTimeline, src/cuda/gemm/timeline_epilogue.cuh): for each tile of a consumer, its turn (the
+// other consumer's main loop has issued its last k-tile), its first stage full, its last k-tile issued,
+// its accumulators drained (the last wgmma done) and its tile stored; the consumer's end after the
+// epilogue's drain. Every other policy compiles none of it.
+enum class TimelineEvent : int { turn, data, issued, drained, stored };
+
 template <class G, class Epi>
 inline constexpr int pingpong_smem_bytes = G::kSmemBytes + 2 * Epi::kStagingBytes;
 
@@ -261,6 +268,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     // The tensor maps' descriptors fetched while the barriers are set up: the first TMA load (and the
     // epilogue's first TMA store) would otherwise wait for that fetch. A product of one tile a CTA
     // (512^3: 32 CTAs, 8 k-tiles each) has nothing to hide it under.
+    constexpr bool kTimeline = requires { Epi::kTimeline; };
+    if constexpr (kTimeline) Epi::mark_start(epi);
     if (threadIdx.x == kWarpgroup) {
         prefetch_tensor_map(&map_a);
         prefetch_tensor_map(&map_b);
@@ -352,6 +361,11 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 mbar_arrive(&empty[s]);
             }
         };
+        // The timeline's marks (kTimeline only): `traced` counts this consumer's tiles.
+        [[maybe_unused]] int traced = 0;
+        const auto mark = [&]([[maybe_unused]] TimelineEvent event) {
+            if constexpr (kTimeline) Epi::mark(epi, consumer, traced, static_cast<int>(event));
+        };
         auto ring = PipelineState<kStages>::consumer_start();
         // A unit's k-tile count (SplitK: the ring jumps over the other consumer's units by theirs).
         [[maybe_unused]] const auto k_count = [&](int unit) {
@@ -365,6 +379,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         }
         for (int tile = first + consumer * stride; tile < num_units; tile += 2 * stride) {
             if (consumer == 1 || tile != first) named_barrier_sync<2 * kWarpgroup>(kTurn + consumer);
+            mark(TimelineEvent::turn);
             int tm = 0, tn = 0;
             int prev_stage = 0;
             // The loop tests the parameter k (a constant-bank operand), not a
@@ -389,6 +404,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             for (; more(kt); ++kt) {
                 const int stage = ring.stage();
                 mbar_wait(&full[stage], ring.phase());
+                if constexpr (kTimeline)
+                    if (kt == kb) mark(TimelineEvent::data);
                 const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage));
                 const std::uint64_t da_low = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + kLowerHalf);
                 const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
@@ -415,9 +432,11 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 prev_stage = stage;
                 ring.advance();
             }
+            mark(TimelineEvent::issued);
             if (tile + stride < num_units) named_barrier_arrive<2 * kWarpgroup>(kTurn + 1 - consumer);
             wgmma_wait<0>();
             fence_accumulators();
+            mark(TimelineEvent::drained);
             if (!G::kSplitK || kt > kb) release(prev_stage);  // an empty piece (streamed tail) used no stage
             if constexpr (G::kSplitK) {
                 if (tile + stride < num_units) ring.advance(k_count(tile + stride));  // the other's next unit
@@ -450,8 +469,11 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
             if constexpr (G::kHalves == 2)
                 if (store_bottom) Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
+            mark(TimelineEvent::stored);
+            ++traced;
         }
         Epi::drain(epi);
+        if constexpr (kTimeline) Epi::mark_end(epi, consumer, traced);
     }
     if constexpr (kPair) cluster_sync();  // no CTA leaves while its peer may multicast into it or arrive on it
 #else

@@ -4,6 +4,7 @@
 namespace rigel::probes {
 std::vector<Finding> run_throughput(const ProbeContext& ctx);  // throughput_ceilings.cu
 std::vector<Finding> run_bandwidth(const ProbeContext& ctx);   // throughput_bandwidth.cu
+std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx);  // throughput_pingpong_timeline.cu
 }
 
 namespace rigel::cuda {
@@ -18,6 +19,10 @@ std::span<const Probe> throughput_probes() {
          "What device-memory bandwidth does the card sustain (a device-to-device copy and a streaming read), at "
          "what clock and power?",
          &probes::run_bandwidth},
+        {"pingpong_timeline",
+         "Where do the cycles of the library's ping-pong GEMM kernel go between tiles (start-up, hand-offs, the "
+         "last epilogue), against its tensor cores' time?",
+         &probes::run_pingpong_timeline},
     };
     return table;
 }

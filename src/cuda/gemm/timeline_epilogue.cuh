@@ -1,0 +1,87 @@
+// Timeline<Inner>: an epilogue policy of the ping-pong kernel that is Inner
+// in every respect (the same staging, stages, stores and drain) and also
+// records, per CTA, the SM's clock at the moments pingpong_kernel marks
+// (sm90::TimelineEvent): for each tile of each consumer its turn, its first
+// full stage, its last k-tile issued, its accumulators drained and its tile
+// stored; and per CTA its SM, its start and each consumer's end, on the clock
+// and on the global timer. The probe "pingpong_timeline"
+// (src/cuda/probes/throughput_pingpong_timeline.cu) reads them to say where a
+// kernel's cycles go between tiles. One thread of each consumer writes them,
+// once a tile, outside the k-loop but for the first full stage's mark (one
+// predicated branch a k-tile); the kernels of the library's table are
+// compiled without any of it.
+#pragma once
+#include <cstdint>
+
+#include "cuda/hopper/pingpong_gemm.cuh"
+#include "cuda/hopper/sm90.cuh"
+
+namespace rigel::cuda::gemm_kernels {
+
+// The layout of one CTA's record, in 64-bit words: kCtaHeader words, then one block per consumer of
+// kConsumerHeader words and `slots` tiles of kEvents.
+struct TimelineLayout {
+    static constexpr int kEvents = 5;  // sm90::TimelineEvent turn .. stored
+    // smid, global timer at the start, clock at the start.
+    static constexpr int kCtaHeader = 3;
+    // clock at the consumer's end, global timer at its end, tiles it ran.
+    static constexpr int kConsumerHeader = 3;
+    static constexpr std::int64_t consumer_words(int slots) { return kConsumerHeader + std::int64_t{slots} * kEvents; }
+    static constexpr std::int64_t cta_words(int slots) { return kCtaHeader + 2 * consumer_words(slots); }
+    static constexpr std::int64_t consumer_base(int cta, int consumer, int slots) {
+        return cta * cta_words(slots) + kCtaHeader + consumer * consumer_words(slots);
+    }
+    static constexpr std::int64_t event_word(int cta, int consumer, int tile, int event, int slots) {
+        return consumer_base(cta, consumer, slots) + kConsumerHeader + std::int64_t{tile} * kEvents + event;
+    }
+};
+
+__device__ __forceinline__ std::uint64_t global_timer_ns() {
+    std::uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ std::uint64_t sm_clock() {
+    std::uint64_t t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ std::uint32_t sm_id() {
+    std::uint32_t id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    return id;
+}
+
+template <class Inner>
+struct Timeline : Inner {
+    struct Params : Inner::Params {
+        std::uint64_t* events = nullptr;  // grid x TimelineLayout::cta_words(slots) words
+        int slots = 0;                    // tiles recorded per consumer; later ones are not
+    };
+    static constexpr bool kTimeline = true;
+
+    // Thread 0, before the kernel's barriers are set up.
+    static __device__ __forceinline__ void mark_start(const Params& p) {
+        if (threadIdx.x != 0) return;
+        std::uint64_t* const w = p.events + blockIdx.x * TimelineLayout::cta_words(p.slots);
+        w[0] = sm_id();
+        w[1] = global_timer_ns();
+        w[2] = sm_clock();
+    }
+    // The first thread of the consumer warpgroup; a tile past `slots` is counted, not recorded.
+    static __device__ __forceinline__ void mark(const Params& p, int consumer, int tile, int event) {
+        if (threadIdx.x % sm90::kWarpgroup != 0 || tile >= p.slots) return;
+        p.events[TimelineLayout::event_word(static_cast<int>(blockIdx.x), consumer, tile, event, p.slots)] =
+            sm_clock();
+    }
+    static __device__ __forceinline__ void mark_end(const Params& p, int consumer, int tiles) {
+        if (threadIdx.x % sm90::kWarpgroup != 0) return;
+        std::uint64_t* const w =
+            p.events + TimelineLayout::consumer_base(static_cast<int>(blockIdx.x), consumer, p.slots);
+        w[0] = sm_clock();
+        w[1] = global_timer_ns();
+        w[2] = static_cast<std::uint64_t>(tiles);
+    }
+};
+
+}  // namespace rigel::cuda::gemm_kernels

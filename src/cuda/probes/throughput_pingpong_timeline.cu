@@ -1,0 +1,317 @@
+// The ping-pong timeline probe: where the cycles of the library's GEMM kernel
+// go, tile by tile. The fixed ping-pong kernel (the dispatcher's choice for
+// bf16 products of a few waves and more: 128 x 128 tiles, two consumers taking
+// turns, 6 stages, the epilogue compiled in, TMA stores) runs with Timeline
+// (src/cuda/gemm/timeline_epilogue.cuh), which reads each SM's clock at every
+// tile's turn, first full stage, last issue, drain and store. From those:
+//   start-up       CTA start to its first full stage;
+//   first tile     its main loop's excess over the tensor cores' time;
+//   period         one drain to the next (consecutive tiles of a CTA, the two
+//                  consumers alternating): the tensor pipe's time a tile
+//                  where nothing stalls it, against k_tiles x 512 cycles (a
+//                  128 x 128 x 64 bf16 k-tile at 2048 dense FMA a clock an SM,
+//                  the H100 whitepaper's figure for Hopper's tensor cores);
+//   hand-off       one consumer's last issue to the other's first full stage;
+//   idle           the part of a hand-off after the previous tile drained:
+//                  cycles the tensor pipe had nothing queued;
+//   epilogue       drained to stored;
+//   tail           the last drain to the CTA's end (the last epilogue, not
+//                  hidden under another main loop).
+// A CTA's cycles are exactly start-up + the first tile's main loop + its
+// periods + its tail, so the busiest CTA's excess over its tiles' tensor time
+// is split among those four. Each case's D is verified against float64 of the
+// same bf16 inputs (src/gemm/reference.hpp) on the recorded run, and a shape
+// that is a multiple of no tile runs first, fully verified.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "cuda/check.cuh"
+#include "cuda/gemm/fused_epilogue.cuh"
+#include "cuda/gemm/timeline_epilogue.cuh"
+#include "cuda/hopper/pingpong_gemm.cuh"
+#include "cuda/probes/probe_device_util.cuh"
+#include "gemm/reference.hpp"
+#include "probes/finding_text.hpp"
+#include "probes/probe.hpp"
+
+namespace rigel::probes {
+namespace {
+
+using cuda::gemm_kernels::FixedEpilogue;
+using cuda::gemm_kernels::Timeline;
+using cuda::gemm_kernels::TimelineLayout;
+using gemm::Epilogue;
+
+constexpr const char* probe_name = "pingpong_timeline";
+// The library's fixed ping-pong kernel for A stored M x K and B stored N x K (layout NT).
+using Pong = cuda::sm90::PingPong<DType::bf16, 6, cuda::sm90::Major::k, cuda::sm90::Major::k>;
+constexpr int kTile = 128;
+constexpr double kCyclesPerKTile = 512.0;  // 128 x 128 x 64 FMA at 2048 a clock
+constexpr int kRecordedRuns = 5;
+
+struct Case {
+    std::int64_t m, n, k;
+    Epilogue epilogue;
+    bool full_verify;  // every element; else the sampled rows of reference.hpp
+};
+
+// One launch of the traced kernel on device bytes a, b, bias into d.
+template <Epilogue E>
+void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out,
+                   std::uint64_t* events, int slots, int grid) {
+    using Epi = Timeline<FixedEpilogue<__nv_bfloat16, E>>;
+    static_assert(Epi::kStages == Pong::kStages, "the library's kernel for this epilogue has 6 stages");
+    typename Epi::Params p{};
+    p.d = out;
+    p.bias = bias;
+    p.ldd = d.n;
+    p.kind = E;
+    p.d_type = gemm::Type::bf16;
+    p.paired = true;
+    p.octets = true;
+    p.tma = true;
+    p.map_d = cuda::sm90::make_map_128b(out, DType::bf16, d.m, d.n, d.n, 64);
+    p.events = events;
+    p.slots = slots;
+    const CUtensorMap map_a = cuda::sm90::make_map_128b(a, DType::bf16, d.m, d.k, d.k, kTile);
+    const CUtensorMap map_b = cuda::sm90::make_map_128b(b, DType::bf16, d.n, d.k, d.k, kTile);
+    constexpr int smem = cuda::sm90::pingpong_smem_bytes<Pong, Epi>;
+    cuda::allow_dynamic_smem<cuda::sm90::pingpong_kernel<Pong, Epi>>(smem);
+    cuda::sm90::pingpong_kernel<Pong, Epi><<<grid, Pong::kThreads, smem>>>(
+        map_a, map_b, p, static_cast<int>(d.m), static_cast<int>(d.n), static_cast<int>(d.k),
+        static_cast<int>((d.m + kTile - 1) / kTile), static_cast<int>((d.n + kTile - 1) / kTile), Pong::kGroupM);
+    RIGEL_CUDA_CHECK_LAUNCH();
+}
+
+void launch(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out, std::uint64_t* events,
+            int slots, int grid) {
+    if (d.epilogue == Epilogue::bias_gelu) return launch_traced<Epilogue::bias_gelu>(d, a, b, bias, out, events, slots, grid);
+    launch_traced<Epilogue::none>(d, a, b, bias, out, events, slots, grid);
+}
+
+double quantile(std::vector<double> v, double q) {
+    if (v.empty()) return Finding::kNotMeasured;
+    std::sort(v.begin(), v.end());
+    const double at = q * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<std::size_t>(at);
+    const std::size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (at - static_cast<double>(lo));
+}
+double mean(const std::vector<double>& v) {
+    return v.empty() ? Finding::kNotMeasured : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+// One CTA's record of one run, its tiles in the order they ran (consumer 0's first, consumer 1's, ...).
+struct CtaTimeline {
+    std::uint64_t start = 0, end = 0, start_ns = 0, end_ns = 0;
+    std::vector<std::array<std::uint64_t, TimelineLayout::kEvents>> tiles;
+};
+
+CtaTimeline read_cta(const std::vector<std::uint64_t>& w, int cta, int slots) {
+    CtaTimeline t;
+    const std::int64_t base = cta * TimelineLayout::cta_words(slots);
+    t.start_ns = w[base + 1];
+    t.start = w[base + 2];
+    int ran[2] = {0, 0};
+    for (int c = 0; c < 2; ++c) {
+        const std::int64_t cb = TimelineLayout::consumer_base(cta, c, slots);
+        t.end = std::max<std::uint64_t>(t.end, w[cb]);
+        t.end_ns = std::max<std::uint64_t>(t.end_ns, w[cb + 1]);
+        ran[c] = static_cast<int>(std::min<std::uint64_t>(w[cb + 2], static_cast<std::uint64_t>(slots)));
+    }
+    for (int j = 0; j < ran[0] + ran[1]; ++j) {
+        std::array<std::uint64_t, TimelineLayout::kEvents> e{};
+        for (int ev = 0; ev < TimelineLayout::kEvents; ++ev)
+            e[ev] = w[TimelineLayout::event_word(cta, j % 2, j / 2, ev, slots)];
+        t.tiles.push_back(e);
+    }
+    return t;
+}
+
+// Signed difference of two clock readings of one SM, in cycles.
+double cycles(std::uint64_t later, std::uint64_t earlier) {
+    return static_cast<double>(static_cast<std::int64_t>(later - earlier));
+}
+
+struct Summary {
+    std::vector<double> startup, first_excess, period, handoff, idle, epilogue, tail, total, end_ns;
+    double busiest = 0, busiest_tiles = 0, busiest_startup = 0, busiest_first = 0, busiest_between = 0,
+           busiest_tail = 0, clock_mhz = 0, tile_cycles = 0;
+    double span_ns = 0;  // first start to last end over the grid, by the global timer
+};
+
+Summary summarize(const std::vector<std::vector<CtaTimeline>>& runs, double tile_cycles) {
+    Summary s;
+    s.tile_cycles = tile_cycles;
+    std::vector<double> busiest_of_run, clocks;
+    for (const auto& run : runs) {
+        double busiest = -1, span_lo = 1e300, span_hi = 0;
+        for (const CtaTimeline& t : run) {
+            if (t.tiles.empty()) continue;
+            constexpr int turn = 0, data = 1, issued = 2, drained = 3, stored = 4;
+            (void)turn;
+            const auto& first = t.tiles.front();
+            const double startup = cycles(first[data], t.start);
+            const double first_main = cycles(first[drained], first[data]);
+            double between = 0;
+            for (std::size_t j = 0; j < t.tiles.size(); ++j) {
+                s.epilogue.push_back(cycles(t.tiles[j][stored], t.tiles[j][drained]));
+                if (j == 0) continue;
+                const auto& prev = t.tiles[j - 1];
+                const double period = cycles(t.tiles[j][drained], prev[drained]);
+                s.period.push_back(period);
+                between += period - tile_cycles;
+                s.handoff.push_back(cycles(t.tiles[j][data], prev[issued]));
+                s.idle.push_back(std::max(0.0, cycles(t.tiles[j][data], prev[drained])));
+            }
+            const double tail = cycles(t.end, t.tiles.back()[drained]);
+            const double total = cycles(t.end, t.start);
+            s.startup.push_back(startup);
+            s.first_excess.push_back(first_main - tile_cycles);
+            s.tail.push_back(tail);
+            s.total.push_back(total);
+            span_lo = std::min(span_lo, static_cast<double>(t.start_ns));
+            span_hi = std::max(span_hi, static_cast<double>(t.end_ns));
+            if (t.end_ns > t.start_ns) clocks.push_back(total / static_cast<double>(t.end_ns - t.start_ns) * 1e3);
+            if (total > busiest) {
+                busiest = total;
+                s.busiest = total;
+                s.busiest_tiles = static_cast<double>(t.tiles.size());
+                s.busiest_startup = startup;
+                s.busiest_first = first_main - tile_cycles;
+                s.busiest_between = between;
+                s.busiest_tail = tail;
+            }
+        }
+        busiest_of_run.push_back(busiest);
+        s.span_ns += (span_hi - span_lo) / static_cast<double>(runs.size());
+        for (const CtaTimeline& t : run)
+            if (!t.tiles.empty()) s.end_ns.push_back(static_cast<double>(t.end_ns) - span_lo);
+    }
+    s.clock_mhz = quantile(clocks, 0.5);
+    return s;
+}
+
+std::string cases_text(const Case& c) {
+    return std::to_string(c.m) + " x " + std::to_string(c.n) + " x " + std::to_string(c.k);
+}
+
+void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, bool verified, const std::string& check) {
+    const std::string path = std::string("pingpong_kernel fixed ") + std::string(gemm::name(c.epilogue)) + " NT " +
+                             cases_text(c);
+    const auto row = [&](const std::string& quantity, double value, const std::string& unit, const std::string& detail,
+                         const std::string& expected = "") {
+        Finding f = make_finding(probe_name, path, "bf16", quantity);
+        f.measured = fmt_fixed(value, 1);
+        f.value = value;
+        f.unit = unit;
+        f.expected = expected;
+        f.verified = verified;
+        f.relation = DocRelation::fills_in;
+        f.doc_statement = "the tensor cores' rate (twice A100's 1024 dense FP16/BF16 FMA a clock per SM); silent on what a "
+                          "kernel loses between tiles";
+        f.doc_source = "NVIDIA H100 Tensor Core GPU Architecture whitepaper";
+        f.detail = detail + " " + check;
+        f.kernel = "pingpong_kernel<PingPong<bf16, 6, K, K>, Timeline<FixedEpilogue<bf16, " +
+                   std::string(gemm::name(c.epilogue)) + ">>>";
+        f.sm_clock_mhz = s.clock_mhz;
+        out.push_back(std::move(f));
+    };
+    const double ideal = s.busiest_tiles * s.tile_cycles;
+    row("busiest CTA: cycles", s.busiest, "cycles",
+        "start to the last consumer's end, the CTA of the most cycles over " + std::to_string(kRecordedRuns) +
+            " runs; its " + fmt_fixed(s.busiest_tiles, 0) + " tiles' tensor time " + fmt_fixed(ideal, 0) + " cycles.",
+        fmt_fixed(ideal, 0));
+    row("busiest CTA: start-up", s.busiest_startup, "cycles", "CTA start to its first full stage.");
+    row("busiest CTA: first tile's excess", s.busiest_first, "cycles",
+        "its first tile's first full stage to its drain, less the tile's tensor time.");
+    row("busiest CTA: excess between tiles", s.busiest_between, "cycles",
+        "the sum over its later tiles of drain-to-drain less a tile's tensor time.");
+    row("busiest CTA: tail", s.busiest_tail, "cycles", "its last drain to its end (the last epilogue).");
+    row("period, median", quantile(s.period, 0.5), "cycles",
+        "drain to drain of consecutive tiles of a CTA, every CTA and run; p10 " + fmt_fixed(quantile(s.period, 0.1), 0) +
+            ", p90 " + fmt_fixed(quantile(s.period, 0.9), 0) + ", max " + fmt_fixed(quantile(s.period, 1.0), 0) + ".",
+        fmt_fixed(s.tile_cycles, 0));
+    row("hand-off, median", quantile(s.handoff, 0.5), "cycles",
+        "one consumer's last issue to the other's first full stage; p90 " + fmt_fixed(quantile(s.handoff, 0.9), 0) +
+            ", max " + fmt_fixed(quantile(s.handoff, 1.0), 0) + ".");
+    row("idle between tiles, mean", mean(s.idle), "cycles",
+        "the previous tile's drain to the next one's first full stage, where positive (0 otherwise); p90 " +
+            fmt_fixed(quantile(s.idle, 0.9), 0) + ", max " + fmt_fixed(quantile(s.idle, 1.0), 0) + ".");
+    row("epilogue, median", quantile(s.epilogue, 0.5), "cycles",
+        "drained to stored; p90 " + fmt_fixed(quantile(s.epilogue, 0.9), 0) + ".");
+    row("start-up, median", quantile(s.startup, 0.5), "cycles",
+        "CTA start to its first full stage, every CTA; max " + fmt_fixed(quantile(s.startup, 1.0), 0) + ".");
+    row("tail, median", quantile(s.tail, 0.5), "cycles",
+        "last drain to the CTA's end, every CTA; max " + fmt_fixed(quantile(s.tail, 1.0), 0) + ".");
+    row("CTA end spread", quantile(s.end_ns, 1.0) - quantile(s.end_ns, 0.0), "ns",
+        "the last CTA's end less the first's, by the global timer (a run spans " + fmt_fixed(s.span_ns, 0) +
+            " ns); median end " + fmt_fixed(quantile(s.end_ns, 0.5), 0) + " ns.");
+}
+
+}  // namespace
+
+std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
+    std::vector<Finding> out;
+    if (ctx.compute_capability < 90) {
+        out.push_back(not_available(probe_name, "pingpong_kernel", "bf16", "cycles a tile",
+                                    "wgmma and TMA need compute capability 9.0, device has " +
+                                        std::to_string(ctx.compute_capability)));
+        return out;
+    }
+    const DeviceFacts facts = device_facts();
+    std::vector<Case> cases{{1000, 1048, 1096, Epilogue::none, true}, {1000, 1048, 1096, Epilogue::bias_gelu, true}};
+    if (!ctx.quick) {
+        cases.push_back({4096, 4096, 4096, Epilogue::none, false});
+        cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false});
+        cases.push_back({4096, 11008, 4096, Epilogue::none, false});
+    }
+    std::uint64_t seed = ctx.seed;
+    for (const Case& c : cases) {
+        report(ctx, "pingpong_timeline " + cases_text(c) + " " + std::string(gemm::name(c.epilogue)));
+        const gemm::Desc d{.m = c.m, .n = c.n, .k = c.k, .b_op = gemm::Op::t, .epilogue = c.epilogue,
+                           .lda = c.k, .ldb = c.k, .ldd = c.n};
+        const gemm::HostInputs in = gemm::random_inputs(d, seed++, 1.0f, 0.0f);
+        DeviceArray<std::uint8_t> a(in.a), b(in.b), bias(in.bias.empty() ? std::vector<std::uint8_t>(16) : in.bias);
+        DeviceArray<std::uint8_t> dmat(static_cast<std::size_t>(c.m * c.n * 2));
+        const std::int64_t tiles = ((c.m + kTile - 1) / kTile) * ((c.n + kTile - 1) / kTile);
+        const int grid = static_cast<int>(std::min<std::int64_t>(tiles, facts.sms));
+        const int slots = static_cast<int>((tiles + 2 * grid - 1) / (2 * grid)) + 1;
+        const std::size_t words = static_cast<std::size_t>(grid * TimelineLayout::cta_words(slots));
+        DeviceArray<std::uint64_t> events(words);
+        for (int w = 0; w < 3; ++w)
+            launch(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);  // warm: clocks, L2, maps
+        std::vector<std::vector<CtaTimeline>> runs;
+        for (int r = 0; r < kRecordedRuns; ++r) {
+            dmat.fill_bytes(gemm::kPoisonByte);
+            events.fill_bytes(0);
+            launch(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
+            RIGEL_CUDA_CHECK(cudaDeviceSynchronize());
+            const std::vector<std::uint64_t> w = events.download();
+            std::vector<CtaTimeline> run;
+            for (int cta = 0; cta < grid; ++cta) run.push_back(read_cta(w, cta, slots));
+            runs.push_back(std::move(run));
+        }
+        // The last recorded run's D against float64.
+        const std::vector<std::uint8_t> dh = dmat.download();
+        gemm::VerifyOptions opt;
+        if (!c.full_verify) opt.full_limit = 0x1p28;
+        const gemm::GemmVerdict v = gemm::verify_gemm(d, in, gemm::DeviceOutputs{.d = dh.data()}, seed, 16, opt);
+        const std::string check =
+            v.pass ? "D verified against float64 (" + std::to_string(v.checked_rows) + " rows, worst " +
+                         fmt_fixed(v.err_max_scaled, 3) + " of its allowance)."
+                   : "D FAILED verification: " + v.reason;
+        const Summary s = summarize(runs, static_cast<double>((c.k + 63) / 64) * kCyclesPerKTile);
+        add_rows(out, c, s, v.pass, check);
+    }
+    return out;
+}
+
+}  // namespace rigel::probes
