@@ -3,12 +3,14 @@
 // records, per CTA, the SM's clock at the moments pingpong_kernel marks
 // (sm90::TimelineEvent): for each tile of each consumer its turn, its first
 // full stage, its last k-tile issued, its accumulators drained and its tile
-// stored; and per CTA its SM, its start and each consumer's end, on the clock
+// stored, and the cycles and k-tiles its main loop waited for a stage after
+// the first (a stage not yet full when the consumer reached it); and per CTA its SM, its start and each consumer's end, on the clock
 // and on the global timer. The probe "pingpong_timeline"
 // (src/cuda/probes/throughput_pingpong_timeline.cu) reads them to say where a
 // kernel's cycles go between tiles. One thread of each consumer writes them,
-// once a tile, outside the k-loop but for the first full stage's mark (one
-// predicated branch a k-tile); the kernels of the library's table are
+// once a tile; in the k-loop the timeline's kernel tests each stage before it
+// waits (test_wait) and reads the clock around the waits that wait, so its
+// main loop is a few instructions a k-tile longer than the library's. The kernels of the library's table are
 // compiled without any of it.
 #pragma once
 #include <cstdint>
@@ -21,7 +23,7 @@ namespace rigel::cuda::gemm_kernels {
 // The layout of one CTA's record, in 64-bit words: kCtaHeader words, then one block per consumer of
 // kConsumerHeader words and `slots` tiles of kEvents.
 struct TimelineLayout {
-    static constexpr int kEvents = 5;  // sm90::TimelineEvent turn .. stored
+    static constexpr int kEvents = 7;  // sm90::TimelineEvent turn .. starved_ktiles
     // smid, global timer at the start, clock at the start.
     static constexpr int kCtaHeader = 3;
     // clock at the consumer's end, global timer at its end, tiles it ran.
@@ -39,11 +41,6 @@ struct TimelineLayout {
 __device__ __forceinline__ std::uint64_t global_timer_ns() {
     std::uint64_t t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-__device__ __forceinline__ std::uint64_t sm_clock() {
-    std::uint64_t t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
     return t;
 }
 __device__ __forceinline__ std::uint32_t sm_id() {
@@ -66,19 +63,21 @@ struct Timeline : Inner {
         std::uint64_t* const w = p.events + blockIdx.x * TimelineLayout::cta_words(p.slots);
         w[0] = sm_id();
         w[1] = global_timer_ns();
-        w[2] = sm_clock();
+        w[2] = sm90::sm_clock();
     }
-    // The first thread of the consumer warpgroup; a tile past `slots` is counted, not recorded.
-    static __device__ __forceinline__ void mark(const Params& p, int consumer, int tile, int event) {
+    // The first thread of the consumer warpgroup; a tile past `slots` is counted, not recorded. A clock
+    // event records the clock, a count (starved_*) `value`.
+    static __device__ __forceinline__ void mark(const Params& p, int consumer, int tile, int event,
+                                                std::uint64_t value) {
         if (threadIdx.x % sm90::kWarpgroup != 0 || tile >= p.slots) return;
         p.events[TimelineLayout::event_word(static_cast<int>(blockIdx.x), consumer, tile, event, p.slots)] =
-            sm_clock();
+            event < static_cast<int>(sm90::TimelineEvent::starved_cycles) ? sm90::sm_clock() : value;
     }
     static __device__ __forceinline__ void mark_end(const Params& p, int consumer, int tiles) {
         if (threadIdx.x % sm90::kWarpgroup != 0) return;
         std::uint64_t* const w =
             p.events + TimelineLayout::consumer_base(static_cast<int>(blockIdx.x), consumer, p.slots);
-        w[0] = sm_clock();
+        w[0] = sm90::sm_clock();
         w[1] = global_timer_ns();
         w[2] = static_cast<std::uint64_t>(tiles);
     }

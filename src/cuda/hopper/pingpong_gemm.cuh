@@ -188,9 +188,10 @@ struct PingPong {
 // The moments the probe "pingpong_timeline" reads the SM's clock at, where the epilogue policy asks for
 // them (Epi::kTimeline, src/cuda/gemm/timeline_epilogue.cuh): for each tile of a consumer, its turn (the
 // other consumer's main loop has issued its last k-tile), its first stage full, its last k-tile issued,
-// its accumulators drained (the last wgmma done) and its tile stored; the consumer's end after the
+// its accumulators drained (the last wgmma done) and its tile stored, then the cycles its main loop spent
+// waiting for stages after the first and how many of its k-tiles did; the consumer's end after the
 // epilogue's drain. Every other policy compiles none of it.
-enum class TimelineEvent : int { turn, data, issued, drained, stored };
+enum class TimelineEvent : int { turn, data, issued, drained, stored, starved_cycles, starved_ktiles };
 
 template <class G, class Epi>
 inline constexpr int pingpong_smem_bytes = G::kSmemBytes + 2 * Epi::kStagingBytes;
@@ -363,8 +364,9 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         };
         // The timeline's marks (kTimeline only): `traced` counts this consumer's tiles.
         [[maybe_unused]] int traced = 0;
-        const auto mark = [&]([[maybe_unused]] TimelineEvent event) {
-            if constexpr (kTimeline) Epi::mark(epi, consumer, traced, static_cast<int>(event));
+        [[maybe_unused]] std::uint64_t starved_cycles = 0, starved_ktiles = 0;
+        const auto mark = [&]([[maybe_unused]] TimelineEvent event, [[maybe_unused]] std::uint64_t value = 0) {
+            if constexpr (kTimeline) Epi::mark(epi, consumer, traced, static_cast<int>(event), value);
         };
         auto ring = PipelineState<kStages>::consumer_start();
         // A unit's k-tile count (SplitK: the ring jumps over the other consumer's units by theirs).
@@ -403,9 +405,19 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             int kt = kb;
             for (; more(kt); ++kt) {
                 const int stage = ring.stage();
-                mbar_wait(&full[stage], ring.phase());
-                if constexpr (kTimeline)
+                if constexpr (kTimeline) {
+                    if (kt > kb && !mbar_ready(&full[stage], ring.phase())) {
+                        const std::uint64_t t0 = sm_clock();
+                        mbar_wait(&full[stage], ring.phase());
+                        starved_cycles += sm_clock() - t0;
+                        ++starved_ktiles;
+                    } else {
+                        mbar_wait(&full[stage], ring.phase());
+                    }
                     if (kt == kb) mark(TimelineEvent::data);
+                } else {
+                    mbar_wait(&full[stage], ring.phase());
+                }
                 const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage));
                 const std::uint64_t da_low = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + kLowerHalf);
                 const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
@@ -470,6 +482,9 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             if constexpr (G::kHalves == 2)
                 if (store_bottom) Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
             mark(TimelineEvent::stored);
+            mark(TimelineEvent::starved_cycles, starved_cycles);
+            mark(TimelineEvent::starved_ktiles, starved_ktiles);
+            starved_cycles = starved_ktiles = 0;
             ++traced;
         }
         Epi::drain(epi);

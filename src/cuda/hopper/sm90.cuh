@@ -139,6 +139,27 @@ __device__ __forceinline__ void mbar_wait(std::uint64_t* bar, std::uint32_t pari
     } while (!done);
 }
 
+// Whether the phase of `parity` has completed, without waiting (test_wait): the probe
+// "pingpong_timeline" times only the waits that do wait.
+__device__ __forceinline__ bool mbar_ready(std::uint64_t* bar, std::uint32_t parity) {
+    std::uint32_t done = 0;
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+    return done != 0;
+}
+
+// The SM's cycle counter.
+__device__ __forceinline__ std::uint64_t sm_clock() {
+    std::uint64_t t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
+    return t;
+}
+
 // The same three with the phase token arrive returns instead of a parity:
 // a thread that arrives once per phase waits on exactly the phase its own
 // arrival belongs to, with no count of phases kept across calls.

@@ -14,6 +14,9 @@
 //   hand-off       one consumer's last issue to the other's first full stage;
 //   idle           the part of a hand-off after the previous tile drained:
 //                  cycles the tensor pipe had nothing queued;
+//   starved        the cycles a main loop waited for stages after its first,
+//                  and how many of its k-tiles found their stage not yet full
+//                  (the producer or memory behind the tensor cores);
 //   epilogue       drained to stored;
 //   tail           the last drain to the CTA's end (the last epilogue, not
 //                  hidden under another main loop).
@@ -141,9 +144,10 @@ double cycles(std::uint64_t later, std::uint64_t earlier) {
 }
 
 struct Summary {
-    std::vector<double> startup, first_excess, period, handoff, idle, epilogue, tail, total, end_ns;
+    std::vector<double> startup, first_excess, period, handoff, turn_lag, setup, idle, epilogue, tail, total, end_ns;
+    std::vector<double> starved_cycles, starved_ktiles;
     double busiest = 0, busiest_tiles = 0, busiest_startup = 0, busiest_first = 0, busiest_between = 0,
-           busiest_tail = 0, clock_mhz = 0, tile_cycles = 0;
+           busiest_tail = 0, busiest_starved = 0, clock_mhz = 0, tile_cycles = 0;
     double span_ns = 0;  // first start to last end over the grid, by the global timer
 };
 
@@ -155,20 +159,24 @@ Summary summarize(const std::vector<std::vector<CtaTimeline>>& runs, double tile
         double busiest = -1, span_lo = 1e300, span_hi = 0;
         for (const CtaTimeline& t : run) {
             if (t.tiles.empty()) continue;
-            constexpr int turn = 0, data = 1, issued = 2, drained = 3, stored = 4;
-            (void)turn;
+            constexpr int turn = 0, data = 1, issued = 2, drained = 3, stored = 4, starved = 5, starved_n = 6;
             const auto& first = t.tiles.front();
             const double startup = cycles(first[data], t.start);
             const double first_main = cycles(first[drained], first[data]);
-            double between = 0;
+            double between = 0, starved_total = 0;
             for (std::size_t j = 0; j < t.tiles.size(); ++j) {
                 s.epilogue.push_back(cycles(t.tiles[j][stored], t.tiles[j][drained]));
+                s.starved_cycles.push_back(static_cast<double>(t.tiles[j][starved]));
+                s.starved_ktiles.push_back(static_cast<double>(t.tiles[j][starved_n]));
+                starved_total += static_cast<double>(t.tiles[j][starved]);
                 if (j == 0) continue;
                 const auto& prev = t.tiles[j - 1];
                 const double period = cycles(t.tiles[j][drained], prev[drained]);
                 s.period.push_back(period);
                 between += period - tile_cycles;
                 s.handoff.push_back(cycles(t.tiles[j][data], prev[issued]));
+                s.turn_lag.push_back(cycles(t.tiles[j][turn], prev[issued]));
+                s.setup.push_back(cycles(t.tiles[j][data], t.tiles[j][turn]));
                 s.idle.push_back(std::max(0.0, cycles(t.tiles[j][data], prev[drained])));
             }
             const double tail = cycles(t.end, t.tiles.back()[drained]);
@@ -188,6 +196,7 @@ Summary summarize(const std::vector<std::vector<CtaTimeline>>& runs, double tile
                 s.busiest_first = first_main - tile_cycles;
                 s.busiest_between = between;
                 s.busiest_tail = tail;
+                s.busiest_starved = starved_total;
             }
         }
         busiest_of_run.push_back(busiest);
@@ -242,6 +251,21 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, bool v
     row("hand-off, median", quantile(s.handoff, 0.5), "cycles",
         "one consumer's last issue to the other's first full stage; p90 " + fmt_fixed(quantile(s.handoff, 0.9), 0) +
             ", max " + fmt_fixed(quantile(s.handoff, 1.0), 0) + ".");
+    row("hand-off: the turn, median", quantile(s.turn_lag, 0.5), "cycles",
+        "one consumer's last issue to the other's return from the turn's barrier; p90 " +
+            fmt_fixed(quantile(s.turn_lag, 0.9), 0) + ".");
+    row("hand-off: after the turn, median", quantile(s.setup, 0.5), "cycles",
+        "the turn to the first full stage (the tile's coordinates, the wait); p90 " + fmt_fixed(quantile(s.setup, 0.9), 0) +
+            ".");
+    row("starved k-tiles a tile, mean", mean(s.starved_ktiles), "k-tiles",
+        "k-tiles after a tile's first whose stage was not yet full when the consumer reached it, every tile; p90 " +
+            fmt_fixed(quantile(s.starved_ktiles, 0.9), 0) + ", max " + fmt_fixed(quantile(s.starved_ktiles, 1.0), 0) +
+            ".");
+    row("starved cycles a tile, mean", mean(s.starved_cycles), "cycles",
+        "the cycles those waits took, every tile; p90 " + fmt_fixed(quantile(s.starved_cycles, 0.9), 0) + ", max " +
+            fmt_fixed(quantile(s.starved_cycles, 1.0), 0) + ".");
+    row("busiest CTA: starved cycles", s.busiest_starved, "cycles",
+        "the busiest CTA's main loops' waits for stages after each tile's first, summed over its tiles.");
     row("idle between tiles, mean", mean(s.idle), "cycles",
         "the previous tile's drain to the next one's first full stage, where positive (0 otherwise); p90 " +
             fmt_fixed(quantile(s.idle, 0.9), 0) + ", max " + fmt_fixed(quantile(s.idle, 1.0), 0) + ".");
