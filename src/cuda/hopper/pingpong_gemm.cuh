@@ -342,8 +342,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
 
         // The hand-off: consumer c waits on barrier kTurn + c before its main
         // loop (consumer 0 not before its first) and, when the other has a
-        // next tile, passes the turn on barrier kTurn + 1 - c as its last
-        // k-tile begins; both sides of each barrier thus meet equally often.
+        // next tile, passes the turn on barrier kTurn + 1 - c after it; both
+        // sides of each barrier thus meet equally often.
         constexpr int kTurn = 4;  // 0: __syncthreads; 2, 3: the epilogue's (FusedEpilogue)
         float top[G::kHalfAcc], bottom[G::kHalves == 2 ? G::kHalfAcc : 1];  // bottom: rows 64-127, if the tile has them
         const auto fence_accumulators = [&] {
@@ -402,19 +402,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 if constexpr (G::kSplitK) return kt < ke;
                 else return kt * G::kBK < k;
             };
-            // The turn passes as this tile's last k-tile begins, not after it is issued: the other
-            // consumer's wake-up and set-up (about 500 cycles from the pass to its first full stage, the
-            // probe "pingpong_timeline" measured) then run while this tile's last two k-tiles are in the
-            // tensor pipe, where after the last issue they outlasted the one k-tile (512 cycles) left in
-            // it. The other's first wgmma is still issued after this tile's last, all but always.
-            const bool passes_turn = tile + stride < num_units;
-            bool passed = false;
             int kt = kb;
             for (; more(kt); ++kt) {
-                if (passes_turn && !more(kt + 1)) {
-                    named_barrier_arrive<2 * kWarpgroup>(kTurn + 1 - consumer);
-                    passed = true;
-                }
                 const int stage = ring.stage();
                 if constexpr (kTimeline) {
                     if (kt > kb && !mbar_ready(&full[stage], ring.phase())) {
@@ -456,7 +445,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 ring.advance();
             }
             mark(TimelineEvent::issued);
-            if (passes_turn && !passed) named_barrier_arrive<2 * kWarpgroup>(kTurn + 1 - consumer);  // no k-tiles
+            if (tile + stride < num_units) named_barrier_arrive<2 * kWarpgroup>(kTurn + 1 - consumer);
             wgmma_wait<0>();
             fence_accumulators();
             mark(TimelineEvent::drained);
