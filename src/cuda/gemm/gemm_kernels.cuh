@@ -226,15 +226,12 @@ constexpr auto per_epilogue(Make make) {
 }
 
 // The fixed-epilogue rows of one layout: one ping-pong kernel per epilogue of
-// `Epilogues` (gemm::kFixedEpilogues, or with LoadsC gemm::kTmaCEpilogues), each
-// asking L2 for the k-tile kFixedL2Ahead past the one it loads (PingPong's
-// L2Ahead; the probe "pingpong_timeline" times it beside the kernel without).
-inline constexpr int kFixedL2Ahead = 8;
+// `Epilogues` (gemm::kFixedEpilogues, or with LoadsC gemm::kTmaCEpilogues).
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB, const auto& Epilogues, bool LoadsC>
 constexpr auto fixed_epilogue_rows() {
     return per_epilogue<Tg, Epilogues>([]<Epilogue e>() {
         using Epi = FixedEpilogue<__nv_bfloat16, e, LoadsC>;
-        using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 1, false, 128, 128, kFixedL2Ahead>;
+        using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB)>;
         return KernelEntry{{Tg, OA, OB, 128, false, true, 1, true, e, LoadsC}, launch_pingpong<Pong, Epi>, Pong::kBK};
     });
 }

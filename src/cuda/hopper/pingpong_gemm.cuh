@@ -136,7 +136,7 @@
 namespace rigel::cuda::sm90 {
 
 template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k, int ClusterM = 1, bool SplitK = false,
-          int TileM = 128, int TileN = 128, int L2Ahead = 0>
+          int TileM = 128, int TileN = 128>
 struct PingPong {
     static constexpr DType kType = T;
     static constexpr int kStages = Stages;
@@ -165,10 +165,6 @@ struct PingPong {
     static constexpr int kBHalfBytes = kBHalfRows * kRowBytes;
     static constexpr int kHalfAcc = kBN / 2;                // fp32 accumulators per thread and m64 half
     static constexpr int kGroupM = 8;  // tile rows of a group in the tile order, unless the launch says otherwise
-    // > 0 (single CTAs, unsplit): as the producer loads k-tile kt into the ring it asks L2 for k-tile
-    // kt + L2Ahead (past the tile's last, the next tile's first ones), so that a k-tile's operands are on
-    // their way from memory before a stage is free for them.
-    static constexpr int kL2Ahead = L2Ahead;
     static constexpr int kProducerRegs = 40;
     static constexpr int kConsumerRegs = 232;
 
@@ -185,7 +181,6 @@ struct PingPong {
                   "128-column tiles, or 168-, 176- and 192-column ones on single CTAs of 128-row tiles without split-K");
     static_assert(ClusterM == 1 || kBHalfRows == 64,
                   "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
-    static_assert(L2Ahead == 0 || (ClusterM == 1 && !SplitK), "the L2 look-ahead is for single CTAs, unsplit");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
 };
@@ -301,29 +296,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, sp.kb, sp.ke * G::kBK);
                 } else if constexpr (!kPair) {
                     coords(unit, tm, tn);
-                    if constexpr (G::kL2Ahead > 0) {
-                        // Each k-tile loaded (load_tile, one at a time), with k-tile kt + kL2Ahead asked of
-                        // L2: this tile's, or past its end the next tile's first ones.
-                        const int k_tiles = ceil_div(k, G::kBK);
-                        int ntm = -1, ntn = 0;
-                        if (unit + stride < num_units) coords(unit + stride, ntm, ntn);
-                        for (int kt = 0; kt < k_tiles; ++kt) {
-                            const int ahead = kt + G::kL2Ahead;
-                            if (ahead < k_tiles || ntm >= 0) {
-                                const bool same = ahead < k_tiles;
-                                const int pkt = same ? ahead : ahead - k_tiles;
-                                if (pkt < k_tiles) {
-                                    tma_prefetch_operand<G::kMajorA, G::kBM, G::kBK>(&map_a, pkt,
-                                                                                     (same ? tm : ntm) * G::kBM);
-                                    tma_prefetch_operand<G::kMajorB, G::kBLoadRows, G::kBK>(
-                                        &map_b, pkt, (same ? tn : ntn) * G::kBN);
-                                }
-                            }
-                            load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kt, (kt + 1) * G::kBK);
-                        }
-                    } else {
-                        load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, 0, k);
-                    }
+                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, 0, k);
                 } else {
                     // A split pair: the unit's k-tiles [kb, ke); else all of K.
                     int kb = 0, k_end = k;

@@ -198,15 +198,6 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, s
         : "memory");
 }
 
-// One box of a 2-D tensor map into L2 (cp.async.bulk.prefetch.tensor): no shared memory, no barrier,
-// nothing waits for it.
-__device__ __forceinline__ void tma_prefetch_l2_2d(const CUtensorMap* map, int c0, int c1) {
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(
-                     reinterpret_cast<std::uint64_t>(map)),
-                 "r"(c0), "r"(c1)
-                 : "memory");
-}
-
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
     asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
 }

@@ -175,17 +175,6 @@ __device__ __forceinline__ void tma_load_operand(unsigned char* dst, const CUten
     }
 }
 
-// The same boxes as tma_load_operand, into L2 only.
-template <Major M, int Rows, int BK>
-__device__ __forceinline__ void tma_prefetch_operand(const CUtensorMap* map, int kt, int row) {
-    if constexpr (M == Major::k) {
-        tma_prefetch_l2_2d(map, kt * BK, row);
-    } else {
-#pragma unroll
-        for (int q = 0; q < Rows / 64; ++q) tma_prefetch_l2_2d(map, row + 64 * q, kt * BK);
-    }
-}
-
 // The wgmma descriptor of an operand tile (K-major: sw128_kmajor_desc) and
 // its k-step j: 32 bytes along each row (K-major) or 16 K-rows further on
 // (MN-major: 16 x 128 bytes).

@@ -53,11 +53,8 @@ using cuda::gemm_kernels::TimelineLayout;
 using gemm::Epilogue;
 
 constexpr const char* probe_name = "pingpong_timeline";
-// The library's fixed ping-pong kernel for A stored M x K and B stored N x K (layout NT), and the same
-// kernel asking L2 for the operands of the k-tile `Ahead` past each one it loads (PingPong's L2Ahead).
-template <int Ahead>
-using Pong = cuda::sm90::PingPong<DType::bf16, 6, cuda::sm90::Major::k, cuda::sm90::Major::k, 1, false, 128, 128, Ahead>;
-constexpr int kL2Ahead = 8;
+// The library's fixed ping-pong kernel for A stored M x K and B stored N x K (layout NT).
+using Pong = cuda::sm90::PingPong<DType::bf16, 6, cuda::sm90::Major::k, cuda::sm90::Major::k>;
 constexpr int kTile = 128;
 constexpr double kCyclesPerKTile = 512.0;  // 128 x 128 x 64 FMA at 2048 a clock
 constexpr int kRecordedRuns = 5;
@@ -66,16 +63,14 @@ struct Case {
     std::int64_t m, n, k;
     Epilogue epilogue;
     bool full_verify;  // every element; else the sampled rows of reference.hpp
-    int l2_ahead;      // 0: the library's kernel; kL2Ahead: the look-ahead into L2
 };
 
 // One launch of the traced kernel on device bytes a, b, bias into d.
-template <Epilogue E, int Ahead>
+template <Epilogue E>
 void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out,
                    std::uint64_t* events, int slots, int grid) {
     using Epi = Timeline<FixedEpilogue<__nv_bfloat16, E>>;
-    using G = Pong<Ahead>;
-    static_assert(Epi::kStages == G::kStages, "the library's kernel for this epilogue has 6 stages");
+    static_assert(Epi::kStages == Pong::kStages, "the library's kernel for this epilogue has 6 stages");
     typename Epi::Params p{};
     p.d = out;
     p.bias = bias;
@@ -90,23 +85,18 @@ void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void
     p.slots = slots;
     const CUtensorMap map_a = cuda::sm90::make_map_128b(a, DType::bf16, d.m, d.k, d.k, kTile);
     const CUtensorMap map_b = cuda::sm90::make_map_128b(b, DType::bf16, d.n, d.k, d.k, kTile);
-    constexpr int smem = cuda::sm90::pingpong_smem_bytes<G, Epi>;
-    cuda::allow_dynamic_smem<cuda::sm90::pingpong_kernel<G, Epi>>(smem);
-    cuda::sm90::pingpong_kernel<G, Epi><<<grid, G::kThreads, smem>>>(
+    constexpr int smem = cuda::sm90::pingpong_smem_bytes<Pong, Epi>;
+    cuda::allow_dynamic_smem<cuda::sm90::pingpong_kernel<Pong, Epi>>(smem);
+    cuda::sm90::pingpong_kernel<Pong, Epi><<<grid, Pong::kThreads, smem>>>(
         map_a, map_b, p, static_cast<int>(d.m), static_cast<int>(d.n), static_cast<int>(d.k),
-        static_cast<int>((d.m + kTile - 1) / kTile), static_cast<int>((d.n + kTile - 1) / kTile), G::kGroupM);
+        static_cast<int>((d.m + kTile - 1) / kTile), static_cast<int>((d.n + kTile - 1) / kTile), Pong::kGroupM);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-void launch(const gemm::Desc& d, int l2_ahead, const void* a, const void* b, const void* bias, void* out,
-            std::uint64_t* events, int slots, int grid) {
-    const bool gelu = d.epilogue == Epilogue::bias_gelu;
-    if (l2_ahead > 0) {
-        if (gelu) return launch_traced<Epilogue::bias_gelu, kL2Ahead>(d, a, b, bias, out, events, slots, grid);
-        return launch_traced<Epilogue::none, kL2Ahead>(d, a, b, bias, out, events, slots, grid);
-    }
-    if (gelu) return launch_traced<Epilogue::bias_gelu, 0>(d, a, b, bias, out, events, slots, grid);
-    launch_traced<Epilogue::none, 0>(d, a, b, bias, out, events, slots, grid);
+void launch(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out, std::uint64_t* events,
+            int slots, int grid) {
+    if (d.epilogue == Epilogue::bias_gelu) return launch_traced<Epilogue::bias_gelu>(d, a, b, bias, out, events, slots, grid);
+    launch_traced<Epilogue::none>(d, a, b, bias, out, events, slots, grid);
 }
 
 double quantile(std::vector<double> v, double q) {
@@ -226,7 +216,7 @@ std::string cases_text(const Case& c) {
 
 void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, bool verified, const std::string& check) {
     const std::string path = std::string("pingpong_kernel fixed ") + std::string(gemm::name(c.epilogue)) + " NT " +
-                             cases_text(c) + (c.l2_ahead > 0 ? ", L2 ahead " + std::to_string(c.l2_ahead) : "");
+                             cases_text(c);
     const auto row = [&](const std::string& quantity, double value, const std::string& unit, const std::string& detail,
                          const std::string& expected = "") {
         Finding f = make_finding(probe_name, path, "bf16", quantity);
@@ -240,8 +230,7 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, bool v
                           "kernel loses between tiles";
         f.doc_source = "NVIDIA H100 Tensor Core GPU Architecture whitepaper";
         f.detail = detail + " " + check;
-        f.kernel = "pingpong_kernel<PingPong<bf16, 6, K, K, 1, false, 128, 128, " + std::to_string(c.l2_ahead) +
-                   ">, Timeline<FixedEpilogue<bf16, " +
+        f.kernel = "pingpong_kernel<PingPong<bf16, 6, K, K>, Timeline<FixedEpilogue<bf16, " +
                    std::string(gemm::name(c.epilogue)) + ">>>";
         f.sm_clock_mhz = s.clock_mhz;
         out.push_back(std::move(f));
@@ -306,15 +295,11 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         return out;
     }
     const DeviceFacts facts = device_facts();
-    // Each case on the library's kernel, then on the one with the L2 look-ahead.
-    std::vector<Case> cases;
-    for (int ahead : {0, kL2Ahead}) {
-        cases.push_back({1000, 1048, 1096, Epilogue::none, true, ahead});
-        cases.push_back({1000, 1048, 1096, Epilogue::bias_gelu, true, ahead});
-        if (ctx.quick) continue;
-        cases.push_back({4096, 4096, 4096, Epilogue::none, false, ahead});
-        cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false, ahead});
-        cases.push_back({4096, 11008, 4096, Epilogue::none, false, ahead});
+    std::vector<Case> cases{{1000, 1048, 1096, Epilogue::none, true}, {1000, 1048, 1096, Epilogue::bias_gelu, true}};
+    if (!ctx.quick) {
+        cases.push_back({4096, 4096, 4096, Epilogue::none, false});
+        cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false});
+        cases.push_back({4096, 11008, 4096, Epilogue::none, false});
     }
     std::uint64_t seed = ctx.seed;
     for (const Case& c : cases) {
@@ -330,12 +315,12 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         const std::size_t words = static_cast<std::size_t>(grid * TimelineLayout::cta_words(slots));
         DeviceArray<std::uint64_t> events(words);
         for (int w = 0; w < 3; ++w)
-            launch(d, c.l2_ahead, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);  // warm: clocks, L2, maps
+            launch(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);  // warm: clocks, L2, maps
         std::vector<std::vector<CtaTimeline>> runs;
         for (int r = 0; r < kRecordedRuns; ++r) {
             dmat.fill_bytes(gemm::kPoisonByte);
             events.fill_bytes(0);
-            launch(d, c.l2_ahead, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
+            launch(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
             RIGEL_CUDA_CHECK(cudaDeviceSynchronize());
             const std::vector<std::uint64_t> w = events.download();
             std::vector<CtaTimeline> run;
