@@ -331,6 +331,30 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     }
                 }
             }
+        } else if constexpr (requires { Epi::prefetch_l2(epi, 0, 0, 0); }) {
+            // The probe "pingpong_timeline"'s L2 look-ahead (Timeline with l2_ahead > 0): the producer
+            // warpgroup's second warp walks the producer's sequence of k-tiles, waiting on the same empty
+            // stages, and as each is freed asks L2 for the k-tile l2_ahead further on (past a tile's
+            // end, the next tile's first ones) by prefetch.global.L2, beside the TMA unit's queue.
+            const int ahead = Epi::l2_ahead(epi);
+            if (threadIdx.x / 32 == 1 && ahead > 0 && !G::kSplitK && !kPair) {
+                auto ring = PipelineState<kStages>::producer_start();
+                const int k_tiles = ceil_div(k, G::kBK);
+                for (int unit = first; unit < num_units; unit += stride) {
+                    int tm = 0, tn = 0, ntm = -1, ntn = 0;
+                    coords(unit, tm, tn);
+                    if (unit + stride < num_units) coords(unit + stride, ntm, ntn);
+                    for (int kt = 0; kt < k_tiles; ++kt) {
+                        mbar_wait(&empty[ring.stage()], ring.phase());
+                        const int at = kt + ahead;
+                        if (at < k_tiles)
+                            Epi::prefetch_l2(epi, tm * G::kBM, tn * G::kBN, at);
+                        else if (ntm >= 0 && at - k_tiles < k_tiles)
+                            Epi::prefetch_l2(epi, ntm * G::kBM, ntn * G::kBN, at - k_tiles);
+                        ring.advance();
+                    }
+                }
+            }
         }
     } else {
         setmaxnreg_inc<G::kConsumerRegs>();
