@@ -54,36 +54,8 @@ struct Timeline : Inner {
     struct Params : Inner::Params {
         std::uint64_t* events = nullptr;  // grid x TimelineLayout::cta_words(slots) words
         int slots = 0;                    // tiles recorded per consumer; later ones are not
-        // > 0: pingpong_kernel's L2 look-ahead (the producer warpgroup's second warp), for K-major bf16
-        // A (m x k, rows lda apart) and B (n x k, rows ldb apart).
-        int l2_ahead = 0;
-        const void* a = nullptr;
-        const void* b = nullptr;
-        std::int64_t lda = 0, ldb = 0;
-        int m = 0, n = 0, k = 0;
     };
     static constexpr bool kTimeline = true;
-
-    static __device__ __forceinline__ int l2_ahead(const Params& p) { return p.l2_ahead; }
-    // One k-tile (64 bf16, one 128-byte line a row) of A's 128 rows from row0_a and of B's 128 rows from
-    // row0_b into L2, four rows of each a lane.
-    static __device__ __forceinline__ void prefetch_l2(const Params& p, int row0_a, int row0_b, int kt) {
-        const int lane = static_cast<int>(threadIdx.x) % 32;
-        const std::int64_t col = std::int64_t{kt} * 64;
-        if (col >= p.k) return;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int r = lane + 32 * i;
-            if (row0_a + r < p.m) {
-                const auto* at = static_cast<const unsigned char*>(p.a) + ((row0_a + r) * p.lda + col) * 2;
-                asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
-            }
-            if (row0_b + r < p.n) {
-                const auto* at = static_cast<const unsigned char*>(p.b) + ((row0_b + r) * p.ldb + col) * 2;
-                asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
-            }
-        }
-    }
 
     // Thread 0, before the kernel's barriers are set up.
     static __device__ __forceinline__ void mark_start(const Params& p) {

@@ -276,14 +276,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         prefetch_tensor_map(&map_b);
         if constexpr (requires { Epi::prefetch(epi); }) Epi::prefetch(epi);
     }
-    // The probe's L2 look-ahead (below): k-tiles the producer has issued, which the look-ahead's warp follows.
-    constexpr bool kL2LookAhead = requires { Epi::prefetch_l2(epi, 0, 0, 0); };
-    [[maybe_unused]] int* l2_issued = nullptr;  // no shared memory in the library's kernels
-    if constexpr (kL2LookAhead) {
-        __shared__ int issued_count;
-        l2_issued = &issued_count;
-        if (threadIdx.x == 0) issued_count = 0;
-    }
     init_ring(full, empty, G::kEmptyArrivals);  // the 4 warps of the consumer that used the stage (of both CTAs)
     if constexpr (requires { Epi::init(); }) Epi::init();  // the epilogue's own barriers, where it has any
     if constexpr (kPair) {
@@ -304,16 +296,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, sp.kb, sp.ke * G::kBK);
                 } else if constexpr (!kPair) {
                     coords(unit, tm, tn);
-                    if constexpr (kL2LookAhead) {
-                        for (int kt = 0; kt * G::kBK < k; ++kt) {
-                            load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kt, (kt + 1) * G::kBK);
-                            const int issued = *l2_issued + 1;
-                            asm volatile("st.volatile.shared.u32 [%0], %1;" ::"r"(smem_u32(l2_issued)), "r"(issued)
-                                         : "memory");
-                        }
-                    } else {
-                        load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, 0, k);
-                    }
+                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, 0, k);
                 } else {
                     // A split pair: the unit's k-tiles [kb, ke); else all of K.
                     int kb = 0, k_end = k;
@@ -345,36 +328,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                                 tma_load_2d_multicast(dst, &map_b, &full[stage], b_row, kt * G::kBK, 0x3);
                         }
                         ring.advance();
-                    }
-                }
-            }
-        } else if constexpr (kL2LookAhead && !G::kSplitK && !kPair) {
-            // The probe "pingpong_timeline"'s L2 look-ahead (Timeline with l2_ahead > 0): the producer
-            // warpgroup's second warp walks the producer's sequence of k-tiles, and as the producer
-            // issues each (l2_issued, which only grows, so that no wait can outlive the producer) asks
-            // L2 for the k-tile l2_ahead further on (past a tile's end, the next tile's first ones) by
-            // prefetch.global.L2, beside the TMA unit's queue.
-            const int ahead = Epi::l2_ahead(epi);
-            if (threadIdx.x / 32 == 1 && ahead > 0) {
-                const int k_tiles = ceil_div(k, G::kBK);
-                int position = 0;  // in the producer's sequence of k-tiles
-                for (int unit = first; unit < num_units; unit += stride) {
-                    int tm = 0, tn = 0, ntm = -1, ntn = 0;
-                    coords(unit, tm, tn);
-                    if (unit + stride < num_units) coords(unit + stride, ntm, ntn);
-                    for (int kt = 0; kt < k_tiles; ++kt, ++position) {
-                        for (;;) {
-                            int issued;
-                            asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(issued) : "r"(smem_u32(l2_issued))
-                                         : "memory");
-                            if (issued > position) break;
-                            __nanosleep(32);
-                        }
-                        const int at = kt + ahead;
-                        if (at < k_tiles)
-                            Epi::prefetch_l2(epi, tm * G::kBM, tn * G::kBN, at);
-                        else if (ntm >= 0 && at - k_tiles < k_tiles)
-                            Epi::prefetch_l2(epi, ntm * G::kBM, ntn * G::kBN, at - k_tiles);
                     }
                 }
             }

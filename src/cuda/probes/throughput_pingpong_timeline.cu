@@ -58,18 +58,16 @@ using Pong = cuda::sm90::PingPong<DType::bf16, 6, cuda::sm90::Major::k, cuda::sm
 constexpr int kTile = 128;
 constexpr double kCyclesPerKTile = 512.0;  // 128 x 128 x 64 FMA at 2048 a clock
 constexpr int kRecordedRuns = 5;
-constexpr int kL2Ahead = 8;  // the look-ahead's k-tiles past the one the producer loads
 
 struct Case {
     std::int64_t m, n, k;
     Epilogue epilogue;
     bool full_verify;  // every element; else the sampled rows of reference.hpp
-    int l2_ahead;      // 0: the library's kernel; else its L2 look-ahead (Timeline::Params::l2_ahead)
 };
 
 // One launch of the traced kernel on device bytes a, b, bias into d.
 template <Epilogue E>
-void launch_traced(const gemm::Desc& d, int l2_ahead, const void* a, const void* b, const void* bias, void* out,
+void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out,
                    std::uint64_t* events, int slots, int grid) {
     using Epi = Timeline<FixedEpilogue<__nv_bfloat16, E>>;
     static_assert(Epi::kStages == Pong::kStages, "the library's kernel for this epilogue has 6 stages");
@@ -85,14 +83,6 @@ void launch_traced(const gemm::Desc& d, int l2_ahead, const void* a, const void*
     p.map_d = cuda::sm90::make_map_128b(out, DType::bf16, d.m, d.n, d.n, 64);
     p.events = events;
     p.slots = slots;
-    p.l2_ahead = l2_ahead;
-    p.a = a;
-    p.b = b;
-    p.lda = d.k;
-    p.ldb = d.k;
-    p.m = static_cast<int>(d.m);
-    p.n = static_cast<int>(d.n);
-    p.k = static_cast<int>(d.k);
     const CUtensorMap map_a = cuda::sm90::make_map_128b(a, DType::bf16, d.m, d.k, d.k, kTile);
     const CUtensorMap map_b = cuda::sm90::make_map_128b(b, DType::bf16, d.n, d.k, d.k, kTile);
     constexpr int smem = cuda::sm90::pingpong_smem_bytes<Pong, Epi>;
@@ -103,11 +93,10 @@ void launch_traced(const gemm::Desc& d, int l2_ahead, const void* a, const void*
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-void launch(const gemm::Desc& d, int l2_ahead, const void* a, const void* b, const void* bias, void* out,
-            std::uint64_t* events, int slots, int grid) {
-    if (d.epilogue == Epilogue::bias_gelu)
-        return launch_traced<Epilogue::bias_gelu>(d, l2_ahead, a, b, bias, out, events, slots, grid);
-    launch_traced<Epilogue::none>(d, l2_ahead, a, b, bias, out, events, slots, grid);
+void launch(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out, std::uint64_t* events,
+            int slots, int grid) {
+    if (d.epilogue == Epilogue::bias_gelu) return launch_traced<Epilogue::bias_gelu>(d, a, b, bias, out, events, slots, grid);
+    launch_traced<Epilogue::none>(d, a, b, bias, out, events, slots, grid);
 }
 
 double quantile(std::vector<double> v, double q) {
@@ -227,8 +216,7 @@ std::string cases_text(const Case& c) {
 
 void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, bool verified, const std::string& check) {
     const std::string path = std::string("pingpong_kernel fixed ") + std::string(gemm::name(c.epilogue)) + " NT " +
-                             cases_text(c) +
-                             (c.l2_ahead > 0 ? ", L2 look-ahead " + std::to_string(c.l2_ahead) + " k-tiles" : "");
+                             cases_text(c);
     const auto row = [&](const std::string& quantity, double value, const std::string& unit, const std::string& detail,
                          const std::string& expected = "") {
         Finding f = make_finding(probe_name, path, "bf16", quantity);
@@ -307,15 +295,11 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         return out;
     }
     const DeviceFacts facts = device_facts();
-    // Each case as the library runs it, then with the L2 look-ahead of kL2Ahead k-tiles.
-    std::vector<Case> cases;
-    for (int ahead : {0, kL2Ahead}) {
-        cases.push_back({1000, 1048, 1096, Epilogue::none, true, ahead});
-        cases.push_back({1000, 1048, 1096, Epilogue::bias_gelu, true, ahead});
-        if (ctx.quick) continue;
-        cases.push_back({4096, 4096, 4096, Epilogue::none, false, ahead});
-        cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false, ahead});
-        cases.push_back({4096, 11008, 4096, Epilogue::none, false, ahead});
+    std::vector<Case> cases{{1000, 1048, 1096, Epilogue::none, true}, {1000, 1048, 1096, Epilogue::bias_gelu, true}};
+    if (!ctx.quick) {
+        cases.push_back({4096, 4096, 4096, Epilogue::none, false});
+        cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false});
+        cases.push_back({4096, 11008, 4096, Epilogue::none, false});
     }
     std::uint64_t seed = ctx.seed;
     for (const Case& c : cases) {
@@ -331,12 +315,12 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         const std::size_t words = static_cast<std::size_t>(grid * TimelineLayout::cta_words(slots));
         DeviceArray<std::uint64_t> events(words);
         for (int w = 0; w < 3; ++w)
-            launch(d, c.l2_ahead, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);  // warm: clocks, L2, maps
+            launch(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);  // warm: clocks, L2, maps
         std::vector<std::vector<CtaTimeline>> runs;
         for (int r = 0; r < kRecordedRuns; ++r) {
             dmat.fill_bytes(gemm::kPoisonByte);
             events.fill_bytes(0);
-            launch(d, c.l2_ahead, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
+            launch(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
             RIGEL_CUDA_CHECK(cudaDeviceSynchronize());
             const std::vector<std::uint64_t> w = events.download();
             std::vector<CtaTimeline> run;
