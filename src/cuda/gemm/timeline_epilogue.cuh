@@ -5,7 +5,7 @@
 // full stage, its last k-tile issued, its accumulators drained and its tile
 // stored, and the cycles and k-tiles its main loop waited for a stage after
 // the first (a stage not yet full when the consumer reached it); and per CTA its SM, its start and each consumer's end, on the clock
-// and on the global timer. The probe "pingpong_timeline"
+// and on the global timer, and the producer's first load. The probe "pingpong_timeline"
 // (src/cuda/probes/throughput_pingpong_timeline.cu) reads them to say where a
 // kernel's cycles go between tiles. One thread of each consumer writes them,
 // once a tile; in the k-loop the timeline's kernel tests each stage before it
@@ -24,8 +24,8 @@ namespace rigel::cuda::gemm_kernels {
 // kConsumerHeader words and `slots` tiles of kEvents.
 struct TimelineLayout {
     static constexpr int kEvents = 7;  // sm90::TimelineEvent turn .. starved_ktiles
-    // smid, global timer at the start, clock at the start.
-    static constexpr int kCtaHeader = 3;
+    // smid, global timer at the start, clock at the start, clock as the producer issues its first load.
+    static constexpr int kCtaHeader = 4;
     // clock at the consumer's end, global timer at its end, tiles it ran.
     static constexpr int kConsumerHeader = 3;
     static constexpr std::int64_t consumer_words(int slots) { return kConsumerHeader + std::int64_t{slots} * kEvents; }
@@ -64,6 +64,10 @@ struct Timeline : Inner {
         w[0] = sm_id();
         w[1] = global_timer_ns();
         w[2] = sm90::sm_clock();
+    }
+    // The producer thread, as it is about to issue its first load.
+    static __device__ __forceinline__ void mark_producer(const Params& p) {
+        p.events[blockIdx.x * TimelineLayout::cta_words(p.slots) + 3] = sm90::sm_clock();
     }
     // The first thread of the consumer warpgroup; a tile past `slots` is counted, not recorded. A clock
     // event records the clock, a count (starved_*) `value`.

@@ -287,6 +287,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     if (warpgroup == 0) {
         setmaxnreg_dec<G::kProducerRegs>();
         if (threadIdx.x == 0) {
+            if constexpr (kTimeline) Epi::mark_producer(epi);
             auto ring = PipelineState<kStages>::producer_start();
             for (int unit = first; unit < num_units; unit += stride) {
                 int tm = 0, tn = 0;

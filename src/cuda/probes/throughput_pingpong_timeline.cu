@@ -113,7 +113,7 @@ double mean(const std::vector<double>& v) {
 
 // One CTA's record of one run, its tiles in the order they ran (consumer 0's first, consumer 1's, ...).
 struct CtaTimeline {
-    std::uint64_t start = 0, end = 0, start_ns = 0, end_ns = 0;
+    std::uint64_t start = 0, producer = 0, end = 0, start_ns = 0, end_ns = 0;
     std::vector<std::array<std::uint64_t, TimelineLayout::kEvents>> tiles;
 };
 
@@ -122,6 +122,7 @@ CtaTimeline read_cta(const std::vector<std::uint64_t>& w, int cta, int slots) {
     const std::int64_t base = cta * TimelineLayout::cta_words(slots);
     t.start_ns = w[base + 1];
     t.start = w[base + 2];
+    t.producer = w[base + 3];
     int ran[2] = {0, 0};
     for (int c = 0; c < 2; ++c) {
         const std::int64_t cb = TimelineLayout::consumer_base(cta, c, slots);
@@ -144,6 +145,7 @@ double cycles(std::uint64_t later, std::uint64_t earlier) {
 }
 
 struct Summary {
+    std::vector<double> to_first_load, first_load_to_data;
     std::vector<double> startup, first_excess, period, handoff, turn_lag, setup, idle, epilogue, tail, total, end_ns;
     std::vector<double> starved_cycles, starved_ktiles;
     // The busiest CTA of the median run (the runs ranked by their busiest CTA's cycles) and its parts.
@@ -168,6 +170,8 @@ Summary summarize(const std::vector<std::vector<CtaTimeline>>& runs, double tile
             constexpr int turn = 0, data = 1, issued = 2, drained = 3, stored = 4, starved = 5, starved_n = 6;
             const auto& first = t.tiles.front();
             const double startup = cycles(first[data], t.start);
+            s.to_first_load.push_back(cycles(t.producer, t.start));
+            s.first_load_to_data.push_back(cycles(first[data], t.producer));
             const double first_main = cycles(first[drained], first[data]);
             double between = 0, starved_total = 0;
             for (std::size_t j = 0; j < t.tiles.size(); ++j) {
@@ -277,6 +281,12 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, bool v
         "drained to stored; p90 " + fmt_fixed(quantile(s.epilogue, 0.9), 0) + ".");
     row("start-up, median", quantile(s.startup, 0.5), "cycles",
         "CTA start to its first full stage, every CTA; max " + fmt_fixed(quantile(s.startup, 1.0), 0) + ".");
+    row("start-up: to the first load, median", quantile(s.to_first_load, 0.5), "cycles",
+        "CTA start to the producer thread about to issue its first load (barriers set up, the block's "
+        "barrier, the producer's registers given back); max " + fmt_fixed(quantile(s.to_first_load, 1.0), 0) + ".");
+    row("start-up: first load to first full stage, median", quantile(s.first_load_to_data, 0.5), "cycles",
+        "the producer's first load to the consumer's first full stage (its tensor maps' descriptors, "
+        "the first k-tile's trip from memory); max " + fmt_fixed(quantile(s.first_load_to_data, 1.0), 0) + ".");
     row("tail, median", quantile(s.tail, 0.5), "cycles",
         "last drain to the CTA's end, every CTA; max " + fmt_fixed(quantile(s.tail, 1.0), 0) + ".");
     row("CTA end spread", quantile(s.end_ns, 1.0) - quantile(s.end_ns, 0.0), "ns",
