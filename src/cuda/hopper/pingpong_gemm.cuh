@@ -381,6 +381,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             ring.advance(consumer * ceil_div(k, G::kBK));  // consumer 1 starts after consumer 0's first tile
         }
         for (int tile = first + consumer * stride; tile < num_units; tile += 2 * stride) {
+            if (consumer == 1 || tile != first) named_barrier_sync<2 * kWarpgroup>(kTurn + consumer);
+            mark(TimelineEvent::turn);
             int tm = 0, tn = 0;
             int prev_stage = 0;
             // The loop tests the parameter k (a constant-bank operand), not a
@@ -388,10 +390,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             // ptxas spills it, and be reloaded from local memory ahead of the
             // k-tile's last wgmma in every iteration.
             // SplitK: the unit's k-tiles [kb, ke); else from 0 while kt * kBK < k.
-            // Worked out before the turn: the hand-off from the other consumer's last issue to this
-            // one's first full stage took about 500 cycles with it after the turn (the probe
-            // "pingpong_timeline": 198 to the return from the barrier, 302 after), against the 512 of
-            // the one k-tile left in the tensor pipe.
             int kb = 0, ke = 0;
             if constexpr (G::kSplitK) {
                 const Span sp = span(tile);
@@ -401,8 +399,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             } else {
                 coords(tile, tm, tn);
             }
-            if (consumer == 1 || tile != first) named_barrier_sync<2 * kWarpgroup>(kTurn + consumer);
-            mark(TimelineEvent::turn);
             const auto more = [&](int kt) {
                 if constexpr (G::kSplitK) return kt < ke;
                 else return kt * G::kBK < k;
