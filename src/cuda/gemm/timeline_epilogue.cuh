@@ -24,6 +24,7 @@ namespace rigel::cuda::gemm_kernels {
 // kConsumerHeader words and `slots` tiles of kEvents.
 struct TimelineLayout {
     static constexpr int kEvents = 7;  // sm90::TimelineEvent turn .. starved_ktiles
+    static_assert(kEvents == static_cast<int>(sm90::TimelineEvent::starved_ktiles) + 1, "a word per event");
     // smid, global timer at the start, clock at the start, clock as the producer issues its first load.
     static constexpr int kCtaHeader = 4;
     // clock at the consumer's end, global timer at its end, tiles it ran.

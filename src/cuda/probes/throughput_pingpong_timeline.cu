@@ -167,7 +167,12 @@ Summary summarize(const std::vector<std::vector<CtaTimeline>>& runs, double tile
         double span_lo = 1e300, span_hi = 0;
         for (const CtaTimeline& t : run) {
             if (t.tiles.empty()) continue;
-            constexpr int turn = 0, data = 1, issued = 2, drained = 3, stored = 4, starved = 5, starved_n = 6;
+            using cuda::sm90::TimelineEvent;
+            constexpr auto at = [](TimelineEvent e) { return static_cast<std::size_t>(e); };
+            constexpr std::size_t turn = at(TimelineEvent::turn), data = at(TimelineEvent::data),
+                                  issued = at(TimelineEvent::issued), drained = at(TimelineEvent::drained),
+                                  stored = at(TimelineEvent::stored), starved = at(TimelineEvent::starved_cycles),
+                                  starved_n = at(TimelineEvent::starved_ktiles);
             const auto& first = t.tiles.front();
             const double startup = cycles(first[data], t.start);
             s.to_first_load.push_back(cycles(t.producer, t.start));
