@@ -2,10 +2,12 @@
 // must return.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <vector>
 
 #include "probes/numerics/numerics_model.hpp"
+#include "probes/throughput/pingpong_timeline.hpp"
 #include "probes/throughput/throughput_arith.hpp"
 
 using namespace rigel;
@@ -63,4 +65,91 @@ TEST(ThroughputArith, WgmmaOperandSeedsAreThoseOfTheCommittedRuns) {
     EXPECT_EQ(wgmma_operand_seed(1, DType::i8, 256), 135328u);
     EXPECT_EQ(wgmma_operand_seed(0x1234, DType::e4m3, 128), 0x1234ull * 0x20000 + 3128);
     EXPECT_THROW(wgmma_operand_seed(1, DType::e5m2, 256), std::invalid_argument);
+}
+
+// -- the ping-pong timeline's host half (probes/throughput/pingpong_timeline.hpp) --------------
+
+namespace {
+
+namespace tl = rigel::probes::timeline;
+
+// A record of one CTA (slots 3): consumer 0 ran tiles 0 and 2 of the CTA's sequence, consumer 1 tile 1.
+// `shift` moves every clock reading, `stretch` lengthens each tile's main loop (the CTA's cycles).
+std::vector<std::uint64_t> one_cta_record(std::uint64_t shift, std::uint64_t stretch) {
+    constexpr int slots = 3;
+    std::vector<std::uint64_t> w(static_cast<std::size_t>(tl::Layout::cta_words(slots)), 0);
+    w[1] = 10;             // global timer at the start
+    w[2] = 1000 + shift;   // clock at the start
+    w[3] = 1400 + shift;   // the producer's first load
+    // turn, data, issued, drained, stored, starved cycles, starved k-tiles
+    const std::uint64_t s = stretch;
+    const std::uint64_t tiles[3][7] = {
+        {1400, 5000, 37000 + s, 37500 + s, 40000 + s, 100, 1},
+        {37200 + s, 37700 + s, 70000 + 2 * s, 70600 + 2 * s, 73000 + 2 * s, 50, 1},
+        {70300 + 2 * s, 70900 + 2 * s, 103000 + 3 * s, 103700 + 3 * s, 106000 + 3 * s, 0, 0}};
+    for (int j = 0; j < 3; ++j)
+        for (int e = 0; e < tl::kWords; ++e) {
+            const bool clock = e < tl::kStarvedCycles;
+            w[tl::Layout::event_word(0, j % 2, j / 2, e, slots)] = tiles[j][e] + (clock ? shift : 0);
+        }
+    const auto consumer_end = [&](int c, std::uint64_t clock, std::uint64_t ns, std::uint64_t ran) {
+        const std::int64_t b = tl::Layout::consumer_base(0, c, slots);
+        w[b] = clock + shift;
+        w[b + 1] = ns;
+        w[b + 2] = ran;
+    };
+    consumer_end(0, 106500 + 3 * s, 100, 2);
+    consumer_end(1, 73500 + 2 * s, 50, 1);
+    return w;
+}
+
+}  // namespace
+
+TEST(PingPongTimeline, LayoutGivesEveryWordOnePlace) {
+    constexpr int slots = 4;
+    std::vector<int> owners(static_cast<std::size_t>(2 * tl::Layout::cta_words(slots)), 0);
+    for (int cta = 0; cta < 2; ++cta) {
+        for (int h = 0; h < tl::Layout::kCtaHeader; ++h)
+            ++owners[static_cast<std::size_t>(cta * tl::Layout::cta_words(slots) + h)];
+        for (int c = 0; c < 2; ++c) {
+            for (int h = 0; h < tl::Layout::kConsumerHeader; ++h)
+                ++owners[static_cast<std::size_t>(tl::Layout::consumer_base(cta, c, slots) + h)];
+            for (int t = 0; t < slots; ++t)
+                for (int e = 0; e < tl::kWords; ++e)
+                    ++owners[static_cast<std::size_t>(tl::Layout::event_word(cta, c, t, e, slots))];
+        }
+    }
+    for (int o : owners) EXPECT_EQ(o, 1);
+}
+
+TEST(PingPongTimeline, TheBusiestCtasPartsAddUpToItsCycles) {
+    const std::vector<std::uint64_t> w = one_cta_record(1u << 20, 0);
+    const tl::CtaTimeline t = tl::read_cta(w, 0, 3);
+    ASSERT_EQ(t.tiles.size(), 3u);  // consumer 0's first, consumer 1's, consumer 0's second
+    EXPECT_EQ(t.tiles[1][tl::kTurn], 37200u + (1u << 20));
+    const tl::Summary s = tl::summarize({{t}}, 32000.0);
+    EXPECT_EQ(s.busiest.tiles, 3.0);
+    EXPECT_EQ(s.busiest.startup, 4000.0);
+    EXPECT_EQ(s.busiest.first, 500.0);     // 37,500 - 5,000 - 32,000
+    EXPECT_EQ(s.busiest.between, 2200.0);  // two periods of 33,100
+    EXPECT_EQ(s.busiest.tail, 2800.0);
+    EXPECT_EQ(s.busiest.total, 105500.0);
+    EXPECT_EQ(s.busiest.startup + (s.busiest.first + 32000.0) + (s.busiest.between + 2 * 32000.0) + s.busiest.tail,
+              s.busiest.total);
+    EXPECT_EQ(s.busiest.starved, 150.0);
+    EXPECT_EQ(s.period, (std::vector<double>{33100.0, 33100.0}));
+    EXPECT_EQ(s.handoff, (std::vector<double>{700.0, 900.0}));  // the last issue before to the first full stage
+    EXPECT_EQ(s.turn_lag, (std::vector<double>{200.0, 300.0}));
+    EXPECT_EQ(s.idle, (std::vector<double>{200.0, 300.0}));     // the previous drain to the first full stage
+    EXPECT_EQ(s.to_first_load, (std::vector<double>{400.0}));
+    EXPECT_EQ(s.first_load_to_data, (std::vector<double>{3600.0}));
+    EXPECT_EQ(s.tail, (std::vector<double>{2800.0}));
+}
+
+TEST(PingPongTimeline, TheMedianRunsBusiestCtaIsReported) {
+    std::vector<std::vector<tl::CtaTimeline>> runs;
+    for (std::uint64_t stretch : {900u, 0u, 300u}) runs.push_back({tl::read_cta(one_cta_record(0, stretch), 0, 3)});
+    const tl::Summary s = tl::summarize(runs, 32000.0);
+    EXPECT_EQ(s.busiest.total, 105500.0 + 3 * 300.0);
+    EXPECT_EQ(s.busiest.between, 2200.0 + 2 * 300.0);
 }

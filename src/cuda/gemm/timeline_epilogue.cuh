@@ -4,40 +4,31 @@
 // (sm90::TimelineEvent): for each tile of each consumer its turn, its first
 // full stage, its last k-tile issued, its accumulators drained and its tile
 // stored, and the cycles and k-tiles its main loop waited for a stage after
-// the first (a stage not yet full when the consumer reached it); and per CTA its SM, its start and each consumer's end, on the clock
-// and on the global timer, and the producer's first load. The probe "pingpong_timeline"
+// the first (a stage not yet full when the consumer reached it); and per CTA
+// its SM, its start and each consumer's end, on the clock and on the global
+// timer, and the producer's first load. The probe "pingpong_timeline"
 // (src/cuda/probes/throughput_pingpong_timeline.cu) reads them to say where a
 // kernel's cycles go between tiles. One thread of each consumer writes them,
 // once a tile; in the k-loop the timeline's kernel tests each stage before it
 // waits (test_wait) and reads the clock around the waits that wait, so its
-// main loop is a few instructions a k-tile longer than the library's. The kernels of the library's table are
-// compiled without any of it.
+// main loop is a few instructions a k-tile longer than the library's. The
+// kernels of the library's table are compiled without any of it.
 #pragma once
 #include <cstdint>
 
 #include "cuda/hopper/pingpong_gemm.cuh"
 #include "cuda/hopper/sm90.cuh"
+#include "probes/throughput/pingpong_timeline.hpp"
 
 namespace rigel::cuda::gemm_kernels {
 
-// The layout of one CTA's record, in 64-bit words: kCtaHeader words, then one block per consumer of
-// kConsumerHeader words and `slots` tiles of kEvents.
-struct TimelineLayout {
-    static constexpr int kEvents = 7;  // sm90::TimelineEvent turn .. starved_ktiles
-    static_assert(kEvents == static_cast<int>(sm90::TimelineEvent::starved_ktiles) + 1, "a word per event");
-    // smid, global timer at the start, clock at the start, clock as the producer issues its first load.
-    static constexpr int kCtaHeader = 4;
-    // clock at the consumer's end, global timer at its end, tiles it ran.
-    static constexpr int kConsumerHeader = 3;
-    static constexpr std::int64_t consumer_words(int slots) { return kConsumerHeader + std::int64_t{slots} * kEvents; }
-    static constexpr std::int64_t cta_words(int slots) { return kCtaHeader + 2 * consumer_words(slots); }
-    static constexpr std::int64_t consumer_base(int cta, int consumer, int slots) {
-        return cta * cta_words(slots) + kCtaHeader + consumer * consumer_words(slots);
-    }
-    static constexpr std::int64_t event_word(int cta, int consumer, int tile, int event, int slots) {
-        return consumer_base(cta, consumer, slots) + kConsumerHeader + std::int64_t{tile} * kEvents + event;
-    }
-};
+// Where each word of a CTA's record lies (probes/throughput/pingpong_timeline.hpp), a word a tile for
+// each sm90::TimelineEvent.
+using TimelineLayout = probes::timeline::Layout;
+static_assert(probes::timeline::kWords == static_cast<int>(sm90::TimelineEvent::starved_ktiles) + 1 &&
+                  probes::timeline::kStarvedCycles == static_cast<int>(sm90::TimelineEvent::starved_cycles) &&
+                  probes::timeline::kStored == static_cast<int>(sm90::TimelineEvent::stored),
+              "the record's words in the kernel's order of events");
 
 __device__ __forceinline__ std::uint64_t global_timer_ns() {
     std::uint64_t t;

@@ -43,13 +43,16 @@
 #include "gemm/reference.hpp"
 #include "probes/finding_text.hpp"
 #include "probes/probe.hpp"
+#include "probes/throughput/pingpong_timeline.hpp"
 
 namespace rigel::probes {
 namespace {
 
 using cuda::gemm_kernels::FixedEpilogue;
 using cuda::gemm_kernels::Timeline;
-using cuda::gemm_kernels::TimelineLayout;
+using timeline::quantile;
+using timeline::mean;
+using timeline::Summary;
 using gemm::Epilogue;
 
 constexpr const char* probe_name = "pingpong_timeline";
@@ -95,128 +98,9 @@ void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void
 
 void launch(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out, std::uint64_t* events,
             int slots, int grid) {
-    if (d.epilogue == Epilogue::bias_gelu) return launch_traced<Epilogue::bias_gelu>(d, a, b, bias, out, events, slots, grid);
+    if (d.epilogue == Epilogue::bias_gelu)
+        return launch_traced<Epilogue::bias_gelu>(d, a, b, bias, out, events, slots, grid);
     launch_traced<Epilogue::none>(d, a, b, bias, out, events, slots, grid);
-}
-
-double quantile(std::vector<double> v, double q) {
-    if (v.empty()) return Finding::kNotMeasured;
-    std::sort(v.begin(), v.end());
-    const double at = q * static_cast<double>(v.size() - 1);
-    const auto lo = static_cast<std::size_t>(at);
-    const std::size_t hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (v[hi] - v[lo]) * (at - static_cast<double>(lo));
-}
-double mean(const std::vector<double>& v) {
-    return v.empty() ? Finding::kNotMeasured : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-}
-
-// One CTA's record of one run, its tiles in the order they ran (consumer 0's first, consumer 1's, ...).
-struct CtaTimeline {
-    std::uint64_t start = 0, producer = 0, end = 0, start_ns = 0, end_ns = 0;
-    std::vector<std::array<std::uint64_t, TimelineLayout::kEvents>> tiles;
-};
-
-CtaTimeline read_cta(const std::vector<std::uint64_t>& w, int cta, int slots) {
-    CtaTimeline t;
-    const std::int64_t base = cta * TimelineLayout::cta_words(slots);
-    t.start_ns = w[base + 1];
-    t.start = w[base + 2];
-    t.producer = w[base + 3];
-    int ran[2] = {0, 0};
-    for (int c = 0; c < 2; ++c) {
-        const std::int64_t cb = TimelineLayout::consumer_base(cta, c, slots);
-        t.end = std::max<std::uint64_t>(t.end, w[cb]);
-        t.end_ns = std::max<std::uint64_t>(t.end_ns, w[cb + 1]);
-        ran[c] = static_cast<int>(std::min<std::uint64_t>(w[cb + 2], static_cast<std::uint64_t>(slots)));
-    }
-    for (int j = 0; j < ran[0] + ran[1]; ++j) {
-        std::array<std::uint64_t, TimelineLayout::kEvents> e{};
-        for (int ev = 0; ev < TimelineLayout::kEvents; ++ev)
-            e[ev] = w[TimelineLayout::event_word(cta, j % 2, j / 2, ev, slots)];
-        t.tiles.push_back(e);
-    }
-    return t;
-}
-
-// Signed difference of two clock readings of one SM, in cycles.
-double cycles(std::uint64_t later, std::uint64_t earlier) {
-    return static_cast<double>(static_cast<std::int64_t>(later - earlier));
-}
-
-struct Summary {
-    std::vector<double> to_first_load, first_load_to_data;
-    std::vector<double> startup, first_excess, period, handoff, turn_lag, setup, idle, epilogue, tail, total, end_ns;
-    std::vector<double> starved_cycles, starved_ktiles;
-    // The busiest CTA of the median run (the runs ranked by their busiest CTA's cycles) and its parts.
-    struct Busiest {
-        double total = -1, tiles = 0, startup = 0, first = 0, between = 0, tail = 0, starved = 0;
-    };
-    Busiest busiest;
-    double clock_mhz = 0, tile_cycles = 0;
-    double span_ns = 0;  // first start to last end over the grid, by the global timer
-};
-
-Summary summarize(const std::vector<std::vector<CtaTimeline>>& runs, double tile_cycles) {
-    Summary s;
-    s.tile_cycles = tile_cycles;
-    std::vector<Summary::Busiest> busiest_of_run;
-    std::vector<double> clocks;
-    for (const auto& run : runs) {
-        Summary::Busiest busiest;
-        double span_lo = 1e300, span_hi = 0;
-        for (const CtaTimeline& t : run) {
-            if (t.tiles.empty()) continue;
-            using cuda::sm90::TimelineEvent;
-            constexpr auto at = [](TimelineEvent e) { return static_cast<std::size_t>(e); };
-            constexpr std::size_t turn = at(TimelineEvent::turn), data = at(TimelineEvent::data),
-                                  issued = at(TimelineEvent::issued), drained = at(TimelineEvent::drained),
-                                  stored = at(TimelineEvent::stored), starved = at(TimelineEvent::starved_cycles),
-                                  starved_n = at(TimelineEvent::starved_ktiles);
-            const auto& first = t.tiles.front();
-            const double startup = cycles(first[data], t.start);
-            s.to_first_load.push_back(cycles(t.producer, t.start));
-            s.first_load_to_data.push_back(cycles(first[data], t.producer));
-            const double first_main = cycles(first[drained], first[data]);
-            double between = 0, starved_total = 0;
-            for (std::size_t j = 0; j < t.tiles.size(); ++j) {
-                s.epilogue.push_back(cycles(t.tiles[j][stored], t.tiles[j][drained]));
-                s.starved_cycles.push_back(static_cast<double>(t.tiles[j][starved]));
-                s.starved_ktiles.push_back(static_cast<double>(t.tiles[j][starved_n]));
-                starved_total += static_cast<double>(t.tiles[j][starved]);
-                if (j == 0) continue;
-                const auto& prev = t.tiles[j - 1];
-                const double period = cycles(t.tiles[j][drained], prev[drained]);
-                s.period.push_back(period);
-                between += period - tile_cycles;
-                s.handoff.push_back(cycles(t.tiles[j][data], prev[issued]));
-                s.turn_lag.push_back(cycles(t.tiles[j][turn], prev[issued]));
-                s.setup.push_back(cycles(t.tiles[j][data], t.tiles[j][turn]));
-                s.idle.push_back(std::max(0.0, cycles(t.tiles[j][data], prev[drained])));
-            }
-            const double tail = cycles(t.end, t.tiles.back()[drained]);
-            const double total = cycles(t.end, t.start);
-            s.startup.push_back(startup);
-            s.first_excess.push_back(first_main - tile_cycles);
-            s.tail.push_back(tail);
-            s.total.push_back(total);
-            span_lo = std::min(span_lo, static_cast<double>(t.start_ns));
-            span_hi = std::max(span_hi, static_cast<double>(t.end_ns));
-            if (t.end_ns > t.start_ns) clocks.push_back(total / static_cast<double>(t.end_ns - t.start_ns) * 1e3);
-            if (total > busiest.total)
-                busiest = {total, static_cast<double>(t.tiles.size()), startup, first_main - tile_cycles, between, tail,
-                           starved_total};
-        }
-        busiest_of_run.push_back(busiest);
-        s.span_ns += (span_hi - span_lo) / static_cast<double>(runs.size());
-        for (const CtaTimeline& t : run)
-            if (!t.tiles.empty()) s.end_ns.push_back(static_cast<double>(t.end_ns) - span_lo);
-    }
-    std::sort(busiest_of_run.begin(), busiest_of_run.end(),
-              [](const Summary::Busiest& x, const Summary::Busiest& y) { return x.total < y.total; });
-    if (!busiest_of_run.empty()) s.busiest = busiest_of_run[busiest_of_run.size() / 2];
-    s.clock_mhz = quantile(clocks, 0.5);
-    return s;
 }
 
 std::string cases_text(const Case& c) {
@@ -235,7 +119,8 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, bool v
         f.expected = expected;
         f.verified = verified;
         f.relation = DocRelation::fills_in;
-        f.doc_statement = "the tensor cores' rate (twice A100's 1024 dense FP16/BF16 FMA a clock per SM); silent on what a "
+        f.doc_statement = "the tensor cores' rate (twice A100's 1024 dense FP16/BF16 FMA a clock per SM); "
+                          "silent on what a "
                           "kernel loses between tiles";
         f.doc_source = "NVIDIA H100 Tensor Core GPU Architecture whitepaper";
         f.detail = detail + " " + check;
@@ -258,7 +143,8 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, bool v
         "the sum over its later tiles of drain-to-drain less a tile's tensor time.");
     row("busiest CTA: tail", b.tail, "cycles", "its last drain to its end (the last epilogue).");
     row("period, median", quantile(s.period, 0.5), "cycles",
-        "drain to drain of consecutive tiles of a CTA, every CTA and run; p10 " + fmt_fixed(quantile(s.period, 0.1), 0) +
+        "drain to drain of consecutive tiles of a CTA, every CTA and run; p10 " +
+            fmt_fixed(quantile(s.period, 0.1), 0) +
             ", p90 " + fmt_fixed(quantile(s.period, 0.9), 0) + ", max " + fmt_fixed(quantile(s.period, 1.0), 0) + ".",
         fmt_fixed(s.tile_cycles, 0));
     row("hand-off, median", quantile(s.handoff, 0.5), "cycles",
@@ -268,7 +154,8 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, bool v
         "one consumer's last issue to the other's return from the turn's barrier; p90 " +
             fmt_fixed(quantile(s.turn_lag, 0.9), 0) + ".");
     row("hand-off: after the turn, median", quantile(s.setup, 0.5), "cycles",
-        "the turn to the first full stage (the tile's coordinates, the wait); p90 " + fmt_fixed(quantile(s.setup, 0.9), 0) +
+        "the turn to the first full stage (the tile's coordinates, the wait); p90 " +
+            fmt_fixed(quantile(s.setup, 0.9), 0) +
             ".");
     row("starved k-tiles a tile, mean", mean(s.starved_ktiles), "k-tiles",
         "k-tiles after a tile's first whose stage was not yet full when the consumer reached it, every tile; p90 " +
@@ -327,19 +214,19 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         const std::int64_t tiles = ((c.m + kTile - 1) / kTile) * ((c.n + kTile - 1) / kTile);
         const int grid = static_cast<int>(std::min<std::int64_t>(tiles, facts.sms));
         const int slots = static_cast<int>((tiles + 2 * grid - 1) / (2 * grid)) + 1;
-        const std::size_t words = static_cast<std::size_t>(grid * TimelineLayout::cta_words(slots));
+        const std::size_t words = static_cast<std::size_t>(grid * timeline::Layout::cta_words(slots));
         DeviceArray<std::uint64_t> events(words);
         for (int w = 0; w < 3; ++w)
             launch(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);  // warm: clocks, L2, maps
-        std::vector<std::vector<CtaTimeline>> runs;
+        std::vector<std::vector<timeline::CtaTimeline>> runs;
         for (int r = 0; r < kRecordedRuns; ++r) {
             dmat.fill_bytes(gemm::kPoisonByte);
             events.fill_bytes(0);
             launch(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
             RIGEL_CUDA_CHECK(cudaDeviceSynchronize());
             const std::vector<std::uint64_t> w = events.download();
-            std::vector<CtaTimeline> run;
-            for (int cta = 0; cta < grid; ++cta) run.push_back(read_cta(w, cta, slots));
+            std::vector<timeline::CtaTimeline> run;
+            for (int cta = 0; cta < grid; ++cta) run.push_back(timeline::read_cta(w, cta, slots));
             runs.push_back(std::move(run));
         }
         // The last recorded run's D against float64.
@@ -351,7 +238,7 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
             v.pass ? "D verified against float64 (" + std::to_string(v.checked_rows) + " rows, worst " +
                          fmt_fixed(v.err_max_scaled, 3) + " of its allowance)."
                    : "D FAILED verification: " + v.reason;
-        const Summary s = summarize(runs, static_cast<double>((c.k + 63) / 64) * kCyclesPerKTile);
+        const Summary s = timeline::summarize(runs, static_cast<double>((c.k + 63) / 64) * kCyclesPerKTile);
         add_rows(out, c, s, v.pass, check);
     }
     return out;
