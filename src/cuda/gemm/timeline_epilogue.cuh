@@ -30,16 +30,6 @@ static_assert(probes::timeline::kWords == static_cast<int>(sm90::TimelineEvent::
                   probes::timeline::kStored == static_cast<int>(sm90::TimelineEvent::stored),
               "the record's words in the kernel's order of events");
 
-__device__ __forceinline__ std::uint64_t global_timer_ns() {
-    std::uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-__device__ __forceinline__ std::uint32_t sm_id() {
-    std::uint32_t id;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
-    return id;
-}
 
 template <class Inner>
 struct Timeline : Inner {
@@ -53,8 +43,8 @@ struct Timeline : Inner {
     static __device__ __forceinline__ void mark_start(const Params& p) {
         if (threadIdx.x != 0) return;
         std::uint64_t* const w = p.events + blockIdx.x * TimelineLayout::cta_words(p.slots);
-        w[0] = sm_id();
-        w[1] = global_timer_ns();
+        w[0] = sm90::sm_id();
+        w[1] = sm90::global_timer_ns();
         w[2] = sm90::sm_clock();
     }
     // The producer thread, as it is about to issue its first load.
@@ -74,7 +64,7 @@ struct Timeline : Inner {
         std::uint64_t* const w =
             p.events + TimelineLayout::consumer_base(static_cast<int>(blockIdx.x), consumer, p.slots);
         w[0] = sm90::sm_clock();
-        w[1] = global_timer_ns();
+        w[1] = sm90::global_timer_ns();
         w[2] = static_cast<std::uint64_t>(tiles);
     }
 };

@@ -153,11 +153,21 @@ __device__ __forceinline__ bool mbar_ready(std::uint64_t* bar, std::uint32_t par
     return done != 0;
 }
 
-// The SM's cycle counter.
+// Special registers: the SM's cycle counter, the global timer (ns) and the SM's index.
 __device__ __forceinline__ std::uint64_t sm_clock() {
     std::uint64_t t;
     asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
     return t;
+}
+__device__ __forceinline__ std::uint64_t global_timer_ns() {
+    std::uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ std::uint32_t sm_id() {
+    std::uint32_t id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    return id;
 }
 
 // The same three with the phase token arrive returns instead of a parity:
