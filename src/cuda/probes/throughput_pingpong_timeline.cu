@@ -25,6 +25,11 @@
 // is split among those four. Each case's D is verified against float64 of the
 // same bf16 inputs (src/gemm/reference.hpp) on the recorded run, and a shape
 // that is a multiple of no tile runs first, fully verified.
+// The pair cases run the same kernel on 2 x 1 clusters (the library's
+// "fixed_pair": each CTA loads its A and half of B, multicast to both, and a
+// stage is refilled once the consumers of both CTAs have released it), as
+// many clusters as fit at once: where the pair loses its cycles beside the
+// single CTAs.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -56,8 +61,10 @@ using timeline::Summary;
 using gemm::Epilogue;
 
 constexpr const char* probe_name = "pingpong_timeline";
-// The library's fixed ping-pong kernel for A stored M x K and B stored N x K (layout NT).
-using Pong = cuda::sm90::PingPong<DType::bf16, 6, cuda::sm90::Major::k, cuda::sm90::Major::k>;
+// The library's fixed ping-pong kernel for A stored M x K and B stored N x K (layout NT), on single CTAs
+// (ClusterM 1) or pairs.
+template <int ClusterM>
+using Pong = cuda::sm90::PingPong<DType::bf16, 6, cuda::sm90::Major::k, cuda::sm90::Major::k, ClusterM>;
 constexpr int kTile = 128;
 constexpr double kCyclesPerKTile = 512.0;  // 128 x 128 x 64 FMA at 2048 a clock
 constexpr int kRecordedRuns = 5;
@@ -66,14 +73,35 @@ struct Case {
     std::int64_t m, n, k;
     Epilogue epilogue;
     bool full_verify;  // every element; else the sampled rows of reference.hpp
+    int cluster_m = 1;  // 2: the pair
 };
 
-// One launch of the traced kernel on device bytes a, b, bias into d.
 template <Epilogue E>
+using Traced = Timeline<FixedEpilogue<__nv_bfloat16, E>>;
+
+// CTAs the case launches: one a tile up to the SMs, or as many pairs as fit at once (a pair's unit
+// is a tile-row pair).
+template <int ClusterM>
+int traced_grid(std::int64_t tiles_m, std::int64_t tiles_n, int sms) {
+    if constexpr (ClusterM == 1) {
+        return static_cast<int>(std::min<std::int64_t>(tiles_m * tiles_n, sms));
+    } else {
+        using Epi = Traced<Epilogue::none>;  // every epilogue's kernel has the same footprint
+        using G = Pong<ClusterM>;
+        static const int fit = cuda::sm90::max_active_clusters(cuda::sm90::pingpong_kernel<G, Epi>, G::kThreads,
+                                                               cuda::sm90::pingpong_smem_bytes<G, Epi>, ClusterM);
+        const std::int64_t units = (tiles_m + ClusterM - 1) / ClusterM * tiles_n;
+        return ClusterM * static_cast<int>(std::min<std::int64_t>(units, fit));
+    }
+}
+
+// One launch of the traced kernel on device bytes a, b, bias into d.
+template <int ClusterM, Epilogue E>
 void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out,
                    std::uint64_t* events, int slots, int grid) {
-    using Epi = Timeline<FixedEpilogue<__nv_bfloat16, E>>;
-    static_assert(Epi::kStages == Pong::kStages, "the library's kernel for this epilogue has 6 stages");
+    using Epi = Traced<E>;
+    using G = Pong<ClusterM>;
+    static_assert(Epi::kStages == G::kStages, "the library's kernel for this epilogue has 6 stages");
     typename Epi::Params p{};
     p.d = out;
     p.bias = bias;
@@ -88,28 +116,39 @@ void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void
     p.slots = slots;
     const CUtensorMap map_a = cuda::sm90::make_map_128b(a, DType::bf16, d.m, d.k, d.k, kTile);
     const CUtensorMap map_b = cuda::sm90::make_map_128b(b, DType::bf16, d.n, d.k, d.k, kTile);
-    constexpr int smem = cuda::sm90::pingpong_smem_bytes<Pong, Epi>;
-    cuda::allow_dynamic_smem<cuda::sm90::pingpong_kernel<Pong, Epi>>(smem);
-    cuda::sm90::pingpong_kernel<Pong, Epi><<<grid, Pong::kThreads, smem>>>(
-        map_a, map_b, p, static_cast<int>(d.m), static_cast<int>(d.n), static_cast<int>(d.k),
-        static_cast<int>((d.m + kTile - 1) / kTile), static_cast<int>((d.n + kTile - 1) / kTile), Pong::kGroupM);
+    constexpr int smem = cuda::sm90::pingpong_smem_bytes<G, Epi>;
+    const auto kernel = cuda::sm90::pingpong_kernel<G, Epi>;
+    cuda::allow_dynamic_smem<cuda::sm90::pingpong_kernel<G, Epi>>(smem);
+    const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = static_cast<int>(d.k);
+    const int tiles_m = static_cast<int>((d.m + kTile - 1) / kTile), tiles_n = static_cast<int>((d.n + kTile - 1) / kTile);
+    if constexpr (ClusterM == 1) {
+        kernel<<<grid, G::kThreads, smem>>>(map_a, map_b, p, m, n, k, tiles_m, tiles_n, G::kGroupM);
+    } else {
+        cudaLaunchAttribute attr{};
+        const cudaLaunchConfig_t cfg = cuda::sm90::cluster_launch_config(static_cast<unsigned>(grid), G::kThreads,
+                                                                         smem, nullptr, ClusterM, &attr);
+        RIGEL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, map_a, map_b, p, m, n, k, tiles_m, tiles_n, G::kGroupM));
+    }
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
+template <int ClusterM>
 void launch(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out, std::uint64_t* events,
             int slots, int grid) {
     if (d.epilogue == Epilogue::bias_gelu)
-        return launch_traced<Epilogue::bias_gelu>(d, a, b, bias, out, events, slots, grid);
-    launch_traced<Epilogue::none>(d, a, b, bias, out, events, slots, grid);
+        return launch_traced<ClusterM, Epilogue::bias_gelu>(d, a, b, bias, out, events, slots, grid);
+    launch_traced<ClusterM, Epilogue::none>(d, a, b, bias, out, events, slots, grid);
 }
 
 std::string cases_text(const Case& c) {
     return std::to_string(c.m) + " x " + std::to_string(c.n) + " x " + std::to_string(c.k);
 }
 
-void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, bool verified, const std::string& check) {
-    const std::string path = std::string("pingpong_kernel fixed ") + std::string(gemm::name(c.epilogue)) + " NT " +
-                             cases_text(c);
+void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, int grid, bool verified,
+              const std::string& check) {
+    const bool pair = c.cluster_m == 2;
+    const std::string path = std::string(pair ? "pingpong_kernel fixed_pair " : "pingpong_kernel fixed ") +
+                             std::string(gemm::name(c.epilogue)) + " NT " + cases_text(c);
     const auto row = [&](const std::string& quantity, double value, const std::string& unit, const std::string& detail,
                          const std::string& expected = "") {
         Finding f = make_finding(probe_name, path, "bf16", quantity);
@@ -123,8 +162,9 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, bool v
                           "silent on what a "
                           "kernel loses between tiles";
         f.doc_source = "NVIDIA H100 Tensor Core GPU Architecture whitepaper";
-        f.detail = detail + " " + check;
-        f.kernel = "pingpong_kernel<PingPong<bf16, 6, K, K>, Timeline<FixedEpilogue<bf16, " +
+        f.detail = detail + " " + std::to_string(grid) + (pair ? " CTAs in 2 x 1 clusters. " : " CTAs. ") + check;
+        f.kernel = std::string(pair ? "pingpong_kernel<PingPong<bf16, 6, K, K, 2>" : "pingpong_kernel<PingPong<bf16, 6, K, K>") +
+                   ", Timeline<FixedEpilogue<bf16, " +
                    std::string(gemm::name(c.epilogue)) + ">>>";
         f.sm_clock_mhz = s.clock_mhz;
         out.push_back(std::move(f));
@@ -202,6 +242,9 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         cases.push_back({4096, 4096, 4096, Epilogue::none, false});
         cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false});
         cases.push_back({4096, 11008, 4096, Epilogue::none, false});
+        cases.push_back({1000, 1048, 1096, Epilogue::none, true, 2});
+        cases.push_back({4096, 4096, 4096, Epilogue::none, false, 2});
+        cases.push_back({4096, 11008, 4096, Epilogue::none, false, 2});
     }
     std::uint64_t seed = ctx.seed;
     for (const Case& c : cases) {
@@ -211,18 +254,25 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         const gemm::HostInputs in = gemm::random_inputs(d, seed++, 1.0f, 0.0f);
         DeviceArray<std::uint8_t> a(in.a), b(in.b), bias(in.bias.empty() ? std::vector<std::uint8_t>(16) : in.bias);
         DeviceArray<std::uint8_t> dmat(static_cast<std::size_t>(c.m * c.n * 2));
-        const std::int64_t tiles = ((c.m + kTile - 1) / kTile) * ((c.n + kTile - 1) / kTile);
-        const int grid = static_cast<int>(std::min<std::int64_t>(tiles, facts.sms));
-        const int slots = static_cast<int>((tiles + 2 * grid - 1) / (2 * grid)) + 1;
+        const std::int64_t tiles_m = (c.m + kTile - 1) / kTile, tiles_n = (c.n + kTile - 1) / kTile;
+        const int grid = c.cluster_m == 2 ? traced_grid<2>(tiles_m, tiles_n, facts.sms)
+                                          : traced_grid<1>(tiles_m, tiles_n, facts.sms);
+        // Tiles a consumer runs at most (a pair's CTA runs one of each tile-row pair), and one to spare.
+        const std::int64_t units = (tiles_m + c.cluster_m - 1) / c.cluster_m * tiles_n;
+        const int clusters = grid / c.cluster_m;
+        const int slots = static_cast<int>((units + 2 * clusters - 1) / (2 * clusters)) + 1;
         const std::size_t words = static_cast<std::size_t>(grid * timeline::Layout::cta_words(slots));
         DeviceArray<std::uint64_t> events(words);
-        for (int w = 0; w < 3; ++w)
-            launch(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);  // warm: clocks, L2, maps
+        const auto launch_once = [&] {
+            if (c.cluster_m == 2) return launch<2>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
+            launch<1>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
+        };
+        for (int w = 0; w < 3; ++w) launch_once();  // warm: clocks, L2, maps
         std::vector<std::vector<timeline::CtaTimeline>> runs;
         for (int r = 0; r < kRecordedRuns; ++r) {
             dmat.fill_bytes(gemm::kPoisonByte);
             events.fill_bytes(0);
-            launch(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
+            launch_once();
             RIGEL_CUDA_CHECK(cudaDeviceSynchronize());
             const std::vector<std::uint64_t> w = events.download();
             std::vector<timeline::CtaTimeline> run;
@@ -239,7 +289,7 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
                          fmt_fixed(v.err_max_scaled, 3) + " of its allowance)."
                    : "D FAILED verification: " + v.reason;
         const Summary s = timeline::summarize(runs, static_cast<double>((c.k + 63) / 64) * kCyclesPerKTile);
-        add_rows(out, c, s, v.pass, check);
+        add_rows(out, c, s, grid, v.pass, check);
     }
     return out;
 }
