@@ -115,7 +115,8 @@ void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void
     p.events = events;
     p.slots = slots;
     const CUtensorMap map_a = cuda::sm90::make_map_128b(a, DType::bf16, d.m, d.k, d.k, kTile);
-    const CUtensorMap map_b = cuda::sm90::make_map_128b(b, DType::bf16, d.n, d.k, d.k, kTile);
+    // A pair's CTA loads half of B's tile (plan.cu's boxes: the tile's columns over the cluster's CTAs).
+    const CUtensorMap map_b = cuda::sm90::make_map_128b(b, DType::bf16, d.n, d.k, d.k, kTile / ClusterM);
     constexpr int smem = cuda::sm90::pingpong_smem_bytes<G, Epi>;
     const auto kernel = cuda::sm90::pingpong_kernel<G, Epi>;
     cuda::allow_dynamic_smem<cuda::sm90::pingpong_kernel<G, Epi>>(smem);
