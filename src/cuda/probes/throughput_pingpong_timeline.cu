@@ -38,7 +38,6 @@
 #include <cstdint>
 #include <numeric>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "cuda/check.cuh"
@@ -63,51 +62,9 @@ using gemm::Epilogue;
 
 constexpr const char* probe_name = "pingpong_timeline";
 // The library's fixed ping-pong kernel for A stored M x K and B stored N x K (layout NT), on single CTAs
-// (ClusterM 1) or pairs, with the ring's stages of its epilogue policy.
-template <int ClusterM, int Stages = 6>
-using Pong = cuda::sm90::PingPong<DType::bf16, Stages, cuda::sm90::Major::k, cuda::sm90::Major::k, ClusterM>;
-
-// An experiment: the fixed epilogue's math with each bf16 pair of D stored straight from the registers
-// (4-byte stores, no staging box), so that the 32 KB of the two staging boxes hold a 7th ring stage.
-template <Epilogue E>
-struct DirectStores : FixedEpilogue<__nv_bfloat16, E> {
-    using Params = typename FixedEpilogue<__nv_bfloat16, E>::Params;
-    static constexpr int kStagingBytes = 0;
-    static constexpr int kStages = 7;
-    template <int BN>
-    static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
-                                                 int col0, float*) {
-        if (row0 >= m) return;
-        const int t = cuda::sm90::tid_x_here() % cuda::sm90::kWarpgroup;
-        const int warp = t / 32, lane = t % 32, q = lane % 4;
-        __nv_bfloat16* const d = static_cast<__nv_bfloat16*>(p.d);
-        std::uint32_t bias_pairs[BN / 8];
-        if constexpr (E != Epilogue::none) {
-            const auto* const words = static_cast<const __nv_bfloat16*>(p.bias) + col0 + 2 * q;
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j)
-                bias_pairs[j] = col0 + 8 * j + 2 * q + 1 < n ? __ldg(reinterpret_cast<const unsigned int*>(words + 8 * j)) : 0u;
-        }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int r = row0 + 16 * warp + lane / 4 + 8 * h;
-            if (r >= m) continue;
-            __nv_bfloat16* const row = d + static_cast<std::int64_t>(r) * p.ldd + col0 + 2 * q;
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-                float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-                if constexpr (E != Epilogue::none) {
-                    const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bias_pairs[j]));
-                    float pre = 0.0f;
-                    v0 = cuda::gemm_kernels::finish(E, v0, b.x, 0.0f, pre);
-                    v1 = cuda::gemm_kernels::finish(E, v1, b.y, 0.0f, pre);
-                }
-                if (col0 + 8 * j + 2 * q + 1 < n)
-                    *reinterpret_cast<__nv_bfloat162*>(row + 8 * j) = __floats2bfloat162_rn(v0, v1);
-            }
-        }
-    }
-};
+// (ClusterM 1) or pairs.
+template <int ClusterM>
+using Pong = cuda::sm90::PingPong<DType::bf16, 6, cuda::sm90::Major::k, cuda::sm90::Major::k, ClusterM>;
 constexpr int kTile = 128;
 constexpr double kCyclesPerKTile = 512.0;  // 128 x 128 x 64 FMA at 2048 a clock
 constexpr int kRecordedRuns = 5;
@@ -117,11 +74,10 @@ struct Case {
     Epilogue epilogue;
     bool full_verify;  // every element; else the sampled rows of reference.hpp
     int cluster_m = 1;  // 2: the pair
-    bool direct = false;  // DirectStores on 7 stages
 };
 
-template <Epilogue E, bool Direct = false>
-using Traced = Timeline<std::conditional_t<Direct, DirectStores<E>, FixedEpilogue<__nv_bfloat16, E>>>;
+template <Epilogue E>
+using Traced = Timeline<FixedEpilogue<__nv_bfloat16, E>>;
 
 // CTAs the case launches: one a tile up to the SMs, or as many pairs as fit at once (a pair's unit
 // is a tile-row pair).
@@ -140,11 +96,11 @@ int traced_grid(std::int64_t tiles_m, std::int64_t tiles_n, int sms) {
 }
 
 // One launch of the traced kernel on device bytes a, b, bias into d.
-template <int ClusterM, Epilogue E, bool Direct = false>
+template <int ClusterM, Epilogue E>
 void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out,
                    std::uint64_t* events, int slots, int grid) {
-    using Epi = Traced<E, Direct>;
-    using G = Pong<ClusterM, Epi::kStages>;
+    using Epi = Traced<E>;
+    using G = Pong<ClusterM>;
     static_assert(Epi::kStages == G::kStages, "the library's kernel for this epilogue has 6 stages");
     typename Epi::Params p{};
     p.d = out;
@@ -154,8 +110,8 @@ void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void
     p.d_type = gemm::Type::bf16;
     p.paired = true;
     p.octets = true;
-    p.tma = !Direct;
-    if (!Direct) p.map_d = cuda::sm90::make_map_128b(out, DType::bf16, d.m, d.n, d.n, 64);
+    p.tma = true;
+    p.map_d = cuda::sm90::make_map_128b(out, DType::bf16, d.m, d.n, d.n, 64);
     p.events = events;
     p.slots = slots;
     const CUtensorMap map_a = cuda::sm90::make_map_128b(a, DType::bf16, d.m, d.k, d.k, kTile);
@@ -177,12 +133,12 @@ void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-template <int ClusterM, bool Direct = false>
+template <int ClusterM>
 void launch(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out, std::uint64_t* events,
             int slots, int grid) {
     if (d.epilogue == Epilogue::bias_gelu)
-        return launch_traced<ClusterM, Epilogue::bias_gelu, Direct>(d, a, b, bias, out, events, slots, grid);
-    launch_traced<ClusterM, Epilogue::none, Direct>(d, a, b, bias, out, events, slots, grid);
+        return launch_traced<ClusterM, Epilogue::bias_gelu>(d, a, b, bias, out, events, slots, grid);
+    launch_traced<ClusterM, Epilogue::none>(d, a, b, bias, out, events, slots, grid);
 }
 
 std::string cases_text(const Case& c) {
@@ -192,7 +148,7 @@ std::string cases_text(const Case& c) {
 void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, int grid, bool verified,
               const std::string& check) {
     const bool pair = c.cluster_m == 2;
-    const std::string path = std::string(pair ? "pingpong_kernel fixed_pair " : c.direct ? "pingpong_kernel direct7 " : "pingpong_kernel fixed ") +
+    const std::string path = std::string(pair ? "pingpong_kernel fixed_pair " : "pingpong_kernel fixed ") +
                              std::string(gemm::name(c.epilogue)) + " NT " + cases_text(c);
     const auto row = [&](const std::string& quantity, double value, const std::string& unit, const std::string& detail,
                          const std::string& expected = "") {
@@ -287,11 +243,6 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         cases.push_back({4096, 4096, 4096, Epilogue::none, false});
         cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false});
         cases.push_back({4096, 11008, 4096, Epilogue::none, false});
-        for (const Epilogue e : {Epilogue::none, Epilogue::bias_gelu}) {
-            cases.push_back({1000, 1048, 1096, e, true, 1, true});
-            cases.push_back({4096, 4096, 4096, e, false, 1, true});
-        }
-        cases.push_back({4096, 11008, 4096, Epilogue::none, false, 1, true});
         cases.push_back({1000, 1048, 1096, Epilogue::none, true, 2});
         cases.push_back({4096, 4096, 4096, Epilogue::none, false, 2});
         cases.push_back({4096, 11008, 4096, Epilogue::none, false, 2});
@@ -315,7 +266,6 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         DeviceArray<std::uint64_t> events(words);
         const auto launch_once = [&] {
             if (c.cluster_m == 2) return launch<2>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
-            if (c.direct) return launch<1, true>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
             launch<1>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
         };
         for (int w = 0; w < 3; ++w) launch_once();  // warm: clocks, L2, maps
