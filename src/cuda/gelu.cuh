@@ -59,13 +59,7 @@ __device__ __forceinline__ GeluGate gelu_tanh_gate(float x) {
     const float e = ex2_ftz(x * fmaf(kGateCubic, x * x, kGateLinear));
     return {rcp_ftz(1.0f + e), e};
 }
-// EXPERIMENT: one MUFU (tanh.approx) for the forward GELU.
-__device__ __forceinline__ float gelu_tanh(float x) {
-    float t;
-    const float u = x * fmaf(static_cast<float>(kSqrt2OverPi * kGeluCubic), x * x, static_cast<float>(kSqrt2OverPi));
-    asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(u));
-    return x * fmaf(0.5f, t, 0.5f);
-}
+__device__ __forceinline__ float gelu_tanh(float x) { return x * gelu_tanh_gate(x).s; }
 __device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }
 // d/dx gelu_tanh(x) = s + x s (1 - s) 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2), the polynomial's constants
 // folded as the gate's are.
