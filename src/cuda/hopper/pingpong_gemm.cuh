@@ -136,7 +136,7 @@
 namespace rigel::cuda::sm90 {
 
 template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k, int ClusterM = 1, bool SplitK = false,
-          int TileM = 128, int TileN = 128, int RowBytes = kRowBytes, bool SharedStaging = false>
+          int TileM = 128, int TileN = 128>
 struct PingPong {
     static constexpr DType kType = T;
     static constexpr int kStages = Stages;
@@ -148,11 +148,7 @@ struct PingPong {
     static constexpr int kBM = TileM;                 // one consumer's tile: two m64 halves, or one
     static constexpr int kHalves = TileM / kWgmmaM;
     static constexpr int kBN = TileN;                 // 168, 176, 192: "fixed_n168", "fixed_n176", "fixed_n192"
-    // K bytes a stage holds: 128 (the 128B swizzle's rows), or 64 (k-tiles of 32 bf16, half the bytes a
-    // stage, twice the stages in the same room: the "deep" ring).
-    static constexpr int kRowBytes = RowBytes;
     static constexpr int kBK = kRowBytes / elem_bytes(T);
-    static constexpr int kKSteps = kRowBytes / kWgmmaKBytes;  // wgmma k-steps a k-tile
     static constexpr int kABytes = kBM * kRowBytes;
     // B's rows a stage loads: the tile's (K-major: one box of kBN rows), or whole 64-column boxes (MN-major:
     // a 168-column tile loads three, the last 24 columns the next tile's, which its wgmma does not read).
@@ -161,9 +157,6 @@ struct PingPong {
     static constexpr int kStageBytes = kABytes + kBBytes;
     static constexpr int kSmemBytes = Stages * kStageBytes + kSwizzleAtom;
     static constexpr int kThreads = 3 * kWarpgroup;
-    // One epilogue staging box for both consumers instead of one each, taken in the tiles' order (named
-    // barriers 6 and 7): the room of a box for the ring.
-    static constexpr bool kSharedStaging = SharedStaging;
     static constexpr int kConsumerWarps = kWarpgroup / 32;  // one consumer releases a stage
     static constexpr int kClusterM = ClusterM;               // CTAs stacked along M sharing B
     static constexpr bool kSplitK = SplitK;                  // units of (split, tile) added into D
@@ -188,10 +181,6 @@ struct PingPong {
                   "128-column tiles, or 168-, 176- and 192-column ones on single CTAs of 128-row tiles without split-K");
     static_assert(ClusterM == 1 || kBHalfRows == 64,
                   "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
-    static_assert(RowBytes == sm90::kRowBytes || (RowBytes == 64 && elem_bytes(T) == 2 && ClusterM == 1 && !SplitK &&
-                                                  TileM == 128 && TileN == 128),
-                  "64-byte rows for 16-bit types on single CTAs of 128 x 128 tiles, unsplit");
-    static_assert(!SharedStaging || (!SplitK && ClusterM == 1), "a shared staging box for whole tiles of single CTAs");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
 };
@@ -205,7 +194,7 @@ struct PingPong {
 enum class TimelineEvent : int { turn, data, issued, drained, stored, starved_cycles, starved_ktiles };
 
 template <class G, class Epi>
-inline constexpr int pingpong_smem_bytes = G::kSmemBytes + (G::kSharedStaging ? 1 : 2) * Epi::kStagingBytes;
+inline constexpr int pingpong_smem_bytes = G::kSmemBytes + 2 * Epi::kStagingBytes;
 
 template <class G, class Epi>
 __global__ void __launch_bounds__(G::kThreads, 1)
@@ -348,10 +337,9 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         setmaxnreg_inc<G::kConsumerRegs>();
         const int consumer = warpgroup - 1;
         const bool arriving_lane = (threadIdx.x % 32) == 0;
-        float* const staging = reinterpret_cast<float*>(smem + kStages * G::kStageBytes +
-                                                        (G::kSharedStaging ? 0 : consumer) * Epi::kStagingBytes);
+        float* const staging = reinterpret_cast<float*>(smem + kStages * G::kStageBytes + consumer * Epi::kStagingBytes);
         static_assert(pingpong_smem_bytes<G, Epi> <= 227 * 1024, "the per-block shared-memory limit of sm_90");
-        constexpr std::uint32_t kLowerHalf = kWgmmaM * G::kRowBytes;  // rows 64-127 of the A tile: 8 KB in (4 KB deep)
+        constexpr std::uint32_t kLowerHalf = kWgmmaM * kRowBytes;  // rows 64-127 of the A tile: 8 KB in
 
         // The hand-off: consumer c waits on barrier kTurn + c before its main
         // loop (consumer 0 not before its first) and, when the other has a
@@ -431,13 +419,13 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 } else {
                     mbar_wait(&full[stage], ring.phase());
                 }
-                const std::uint64_t da = operand_desc<G::kMajorA, G::kBK, G::kRowBytes>(a_tile(stage));
-                const std::uint64_t da_low = operand_desc<G::kMajorA, G::kBK, G::kRowBytes>(a_tile(stage) + kLowerHalf);
-                const std::uint64_t db = operand_desc<G::kMajorB, G::kBK, G::kRowBytes>(b_tile(stage));
+                const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage));
+                const std::uint64_t da_low = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + kLowerHalf);
+                const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
                 fence_accumulators();
                 wgmma_fence();
 #pragma unroll
-                for (int j = 0; j < G::kKSteps; ++j) {
+                for (int j = 0; j < kKStepsPerTile; ++j) {
                     const std::uint32_t accumulate = (kt > kb || j > 0) ? 1u : 0u;  // 0: acc = A*B
                     const std::uint64_t b_step = operand_k_step<G::kMajorB>(db, j);
                     Wgmma<G::kType, G::kBN>::template mma<G::kTransA, G::kTransB>(
@@ -491,22 +479,9 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     if (store_bottom) Epi::template reload<G::kBN>(epi, bottom, half + 1, sp.splits);
                 }
             }
-            // A shared staging box passes in the tiles' order, as the main loops do (named barriers 6 and 7):
-            // a consumer takes it once the other's copies of the tile before have read it.
-            constexpr int kStagingTurn = 6;
-            if constexpr (G::kSharedStaging)
-                if (consumer == 1 || tile != first) named_barrier_sync<2 * kWarpgroup>(kStagingTurn + consumer);
             if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
             if constexpr (G::kHalves == 2)
                 if (store_bottom) Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
-            if constexpr (G::kSharedStaging) {
-                if (tile + stride < num_units) {
-                    // The thread that issued the TMA stores waits for them to have read the box; the barrier
-                    // counts its arrival too, so the other consumer passes only after that wait.
-                    if (threadIdx.x % kWarpgroup == 0) bulk_wait_read<0>();
-                    named_barrier_arrive<2 * kWarpgroup>(kStagingTurn + 1 - consumer);
-                }
-            }
             mark(TimelineEvent::stored);
             mark(TimelineEvent::starved_cycles, starved_cycles);
             mark(TimelineEvent::starved_ktiles, starved_ktiles);

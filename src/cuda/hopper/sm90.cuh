@@ -228,17 +228,6 @@ __device__ __forceinline__ std::uint64_t sw128_kmajor_desc(const void* tile) {
         .encode();
 }
 
-// The same for rows of 64 bytes of K (the 64B swizzle; half a 128B row, so a
-// stage of 128 rows is 8 KB): its atom is 8 rows of 64 bytes, 512 bytes.
-constexpr int kSwizzle64Atom = 512;
-__device__ __forceinline__ std::uint64_t sw64_kmajor_desc(const void* tile) {
-    return SmemDescriptor{.start_address = smem_u32(tile),
-                          .leading_byte_offset = 16,
-                          .stride_byte_offset = kSwizzle64Atom,
-                          .swizzle = Swizzle::b64}
-        .encode();
-}
-
 // Advancing along K inside a swizzled tile: wgmma k-step j reads bytes
 // [32j, 32j + 32) of every row, so its descriptor is the tile's with the start
 // address moved by 32j bytes. The hardware applies the swizzle XOR to the
@@ -386,24 +375,20 @@ inline CUtensorMapDataType tensor_map_type(DType t) {
 // l2: how much L2 fetches around each request (256 bytes for the operands;
 // k38's scale arrays keep the none they had before they came here: with none,
 // 64, 128 or 256 bytes k38 ran at the same rate, results/h200/experiments).
-// row_bytes 64: boxes of box_rows rows x 64 bytes in the 64B swizzle (sw64_kmajor_desc's tiles).
 inline CUtensorMap make_map_128b(const void* base, DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                                  int box_rows, int box_cols = 0,
-                                 CUtensorMapL2promotion l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                 int row_bytes = kRowBytes) {
+                                 CUtensorMapL2promotion l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
     const int eb = elem_bytes(t);
     CUtensorMap map{};
     const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
     const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * static_cast<cuuint64_t>(eb)};
-    const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols > 0 ? box_cols : row_bytes / eb),
+    const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols > 0 ? box_cols : kRowBytes / eb),
                                static_cast<cuuint32_t>(box_rows)};
     const cuuint32_t elem_strides[2] = {1, 1};
-    const CUtensorMapSwizzle swizzle = box_cols > 0       ? CU_TENSOR_MAP_SWIZZLE_NONE
-                                       : row_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
-                                                         : CU_TENSOR_MAP_SWIZZLE_128B;
-    const CUresult r = tensor_map_encoder()(&map, tensor_map_type(t), 2, const_cast<void*>(base), dims, strides, box,
-                                            elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, l2,
-                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const CUresult r = tensor_map_encoder()(
+        &map, tensor_map_type(t), 2, const_cast<void*>(base), dims, strides, box, elem_strides,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, box_cols > 0 ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B, l2,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         throw std::runtime_error("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
                                  ") for a " + std::to_string(rows) + " x " + std::to_string(cols) + " " +

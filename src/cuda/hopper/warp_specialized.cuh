@@ -175,16 +175,13 @@ __device__ __forceinline__ void tma_load_operand(unsigned char* dst, const CUten
     }
 }
 
-// The wgmma descriptor of an operand tile (K-major: sw128_kmajor_desc, or
-// sw64_kmajor_desc for rows of 64 bytes of K) and its k-step j: 32 bytes
-// along each row (K-major) or 16 K-rows further on (MN-major: 16 x 128 bytes).
-template <Major M, int BK, int RowBytes = kRowBytes>
+// The wgmma descriptor of an operand tile (K-major: sw128_kmajor_desc) and
+// its k-step j: 32 bytes along each row (K-major) or 16 K-rows further on
+// (MN-major: 16 x 128 bytes).
+template <Major M, int BK>
 __device__ __forceinline__ std::uint64_t operand_desc(const unsigned char* tile) {
-    static_assert(RowBytes == kRowBytes || (RowBytes == 64 && M == Major::k) || M == Major::mn,
-                  "K-major rows of 128 or 64 bytes");
     if constexpr (M == Major::k) {
-        if constexpr (RowBytes == 64) return sw64_kmajor_desc(tile);
-        else return sw128_kmajor_desc(tile);
+        return sw128_kmajor_desc(tile);
     } else {
         return SmemDescriptor{.start_address = smem_u32(tile),
                               .leading_byte_offset = static_cast<std::uint32_t>(BK * kRowBytes),

@@ -38,7 +38,6 @@
 #include <cstdint>
 #include <numeric>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "cuda/check.cuh"
@@ -62,61 +61,47 @@ using timeline::Summary;
 using gemm::Epilogue;
 
 constexpr const char* probe_name = "pingpong_timeline";
-// The kernels the probe times, each for A stored M x K and B stored N x K (layout NT):
-//   fixed  the library's fixed ping-pong kernel (6 stages of 32 KB, a staging box each consumer);
-//   pair   the same on 2 x 1 clusters sharing B (the library's "fixed_pair");
-//   deep   k-tiles of 32 (rows of 64 bytes, the 64B swizzle), 13 stages of 16 KB and one staging box
-//          for both consumers: in the same room, 12 stages (192 KB) ahead of the tensor pipe where the
-//          fixed kernel has 5 of 32 KB (160 KB).
-enum class Kernel { fixed, pair, deep };
+// The library's fixed ping-pong kernel for A stored M x K and B stored N x K (layout NT), on single CTAs
+// (ClusterM 1) or pairs.
+template <int ClusterM>
+using Pong = cuda::sm90::PingPong<DType::bf16, 6, cuda::sm90::Major::k, cuda::sm90::Major::k, ClusterM>;
 constexpr int kTile = 128;
 constexpr double kCyclesPerKTile = 512.0;  // 128 x 128 x 64 FMA at 2048 a clock
 constexpr int kRecordedRuns = 5;
-
-template <Epilogue E>
-struct DeepEpilogue : FixedEpilogue<__nv_bfloat16, E> {
-    static constexpr int kStages = 13;
-};
-template <Kernel V, Epilogue E>
-struct Traced {
-    static constexpr bool kDeep = V == Kernel::deep;
-    static constexpr int kClusterM = V == Kernel::pair ? 2 : 1;
-    using Epi = Timeline<std::conditional_t<kDeep, DeepEpilogue<E>, FixedEpilogue<__nv_bfloat16, E>>>;
-    using G = cuda::sm90::PingPong<DType::bf16, Epi::kStages, cuda::sm90::Major::k, cuda::sm90::Major::k, kClusterM,
-                                   false, 128, 128, kDeep ? 64 : cuda::sm90::kRowBytes, kDeep>;
-};
 
 struct Case {
     std::int64_t m, n, k;
     Epilogue epilogue;
     bool full_verify;  // every element; else the sampled rows of reference.hpp
-    Kernel kernel = Kernel::fixed;
+    int cluster_m = 1;  // 2: the pair
 };
+
+template <Epilogue E>
+using Traced = Timeline<FixedEpilogue<__nv_bfloat16, E>>;
 
 // CTAs the case launches: one a tile up to the SMs, or as many pairs as fit at once (a pair's unit
 // is a tile-row pair).
-template <Kernel V>
+template <int ClusterM>
 int traced_grid(std::int64_t tiles_m, std::int64_t tiles_n, int sms) {
-    using K = Traced<V, Epilogue::none>;  // every epilogue's kernel has the same footprint
-    if constexpr (K::kClusterM == 1) {
+    if constexpr (ClusterM == 1) {
         return static_cast<int>(std::min<std::int64_t>(tiles_m * tiles_n, sms));
     } else {
-        using G = typename K::G;
-        static const int fit =
-            cuda::sm90::max_active_clusters(cuda::sm90::pingpong_kernel<G, typename K::Epi>, G::kThreads,
-                                            cuda::sm90::pingpong_smem_bytes<G, typename K::Epi>, K::kClusterM);
-        const std::int64_t units = (tiles_m + K::kClusterM - 1) / K::kClusterM * tiles_n;
-        return K::kClusterM * static_cast<int>(std::min<std::int64_t>(units, fit));
+        using Epi = Traced<Epilogue::none>;  // every epilogue's kernel has the same footprint
+        using G = Pong<ClusterM>;
+        static const int fit = cuda::sm90::max_active_clusters(cuda::sm90::pingpong_kernel<G, Epi>, G::kThreads,
+                                                               cuda::sm90::pingpong_smem_bytes<G, Epi>, ClusterM);
+        const std::int64_t units = (tiles_m + ClusterM - 1) / ClusterM * tiles_n;
+        return ClusterM * static_cast<int>(std::min<std::int64_t>(units, fit));
     }
 }
 
 // One launch of the traced kernel on device bytes a, b, bias into d.
-template <Kernel V, Epilogue E>
+template <int ClusterM, Epilogue E>
 void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out,
                    std::uint64_t* events, int slots, int grid) {
-    using Epi = typename Traced<V, E>::Epi;
-    using G = typename Traced<V, E>::G;
-    constexpr int kClusterM = G::kClusterM;
+    using Epi = Traced<E>;
+    using G = Pong<ClusterM>;
+    static_assert(Epi::kStages == G::kStages, "the library's kernel for this epilogue has 6 stages");
     typename Epi::Params p{};
     p.d = out;
     p.bias = bias;
@@ -129,33 +114,31 @@ void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void
     p.map_d = cuda::sm90::make_map_128b(out, DType::bf16, d.m, d.n, d.n, 64);
     p.events = events;
     p.slots = slots;
-    constexpr auto l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
-    const CUtensorMap map_a = cuda::sm90::make_map_128b(a, DType::bf16, d.m, d.k, d.k, kTile, 0, l2, G::kRowBytes);
+    const CUtensorMap map_a = cuda::sm90::make_map_128b(a, DType::bf16, d.m, d.k, d.k, kTile);
     // A pair's CTA loads half of B's tile (plan.cu's boxes: the tile's columns over the cluster's CTAs).
-    const CUtensorMap map_b =
-        cuda::sm90::make_map_128b(b, DType::bf16, d.n, d.k, d.k, kTile / kClusterM, 0, l2, G::kRowBytes);
+    const CUtensorMap map_b = cuda::sm90::make_map_128b(b, DType::bf16, d.n, d.k, d.k, kTile / ClusterM);
     constexpr int smem = cuda::sm90::pingpong_smem_bytes<G, Epi>;
     const auto kernel = cuda::sm90::pingpong_kernel<G, Epi>;
     cuda::allow_dynamic_smem<cuda::sm90::pingpong_kernel<G, Epi>>(smem);
     const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = static_cast<int>(d.k);
     const int tiles_m = static_cast<int>((d.m + kTile - 1) / kTile), tiles_n = static_cast<int>((d.n + kTile - 1) / kTile);
-    if constexpr (kClusterM == 1) {
+    if constexpr (ClusterM == 1) {
         kernel<<<grid, G::kThreads, smem>>>(map_a, map_b, p, m, n, k, tiles_m, tiles_n, G::kGroupM);
     } else {
         cudaLaunchAttribute attr{};
         const cudaLaunchConfig_t cfg = cuda::sm90::cluster_launch_config(static_cast<unsigned>(grid), G::kThreads,
-                                                                         smem, nullptr, kClusterM, &attr);
+                                                                         smem, nullptr, ClusterM, &attr);
         RIGEL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, map_a, map_b, p, m, n, k, tiles_m, tiles_n, G::kGroupM));
     }
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-template <Kernel V>
+template <int ClusterM>
 void launch(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out, std::uint64_t* events,
             int slots, int grid) {
     if (d.epilogue == Epilogue::bias_gelu)
-        return launch_traced<V, Epilogue::bias_gelu>(d, a, b, bias, out, events, slots, grid);
-    launch_traced<V, Epilogue::none>(d, a, b, bias, out, events, slots, grid);
+        return launch_traced<ClusterM, Epilogue::bias_gelu>(d, a, b, bias, out, events, slots, grid);
+    launch_traced<ClusterM, Epilogue::none>(d, a, b, bias, out, events, slots, grid);
 }
 
 std::string cases_text(const Case& c) {
@@ -164,9 +147,8 @@ std::string cases_text(const Case& c) {
 
 void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, int grid, bool verified,
               const std::string& check) {
-    const bool pair = c.kernel == Kernel::pair, deep = c.kernel == Kernel::deep;
-    const std::string path = std::string(pair ? "pingpong_kernel fixed_pair " : deep ? "pingpong_kernel deep "
-                                                                                   : "pingpong_kernel fixed ") +
+    const bool pair = c.cluster_m == 2;
+    const std::string path = std::string(pair ? "pingpong_kernel fixed_pair " : "pingpong_kernel fixed ") +
                              std::string(gemm::name(c.epilogue)) + " NT " + cases_text(c);
     const auto row = [&](const std::string& quantity, double value, const std::string& unit, const std::string& detail,
                          const std::string& expected = "") {
@@ -182,9 +164,7 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, int gr
                           "kernel loses between tiles";
         f.doc_source = "NVIDIA H100 Tensor Core GPU Architecture whitepaper";
         f.detail = detail + " " + std::to_string(grid) + (pair ? " CTAs in 2 x 1 clusters. " : " CTAs. ") + check;
-        f.kernel = std::string(pair   ? "pingpong_kernel<PingPong<bf16, 6, K, K, 2>"
-                               : deep ? "pingpong_kernel<PingPong<bf16, 13, K, K, 1, false, 128, 128, 64, true>"
-                                      : "pingpong_kernel<PingPong<bf16, 6, K, K>") +
+        f.kernel = std::string(pair ? "pingpong_kernel<PingPong<bf16, 6, K, K, 2>" : "pingpong_kernel<PingPong<bf16, 6, K, K>") +
                    ", Timeline<FixedEpilogue<bf16, " +
                    std::string(gemm::name(c.epilogue)) + ">>>";
         f.sm_clock_mhz = s.clock_mhz;
@@ -263,14 +243,9 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         cases.push_back({4096, 4096, 4096, Epilogue::none, false});
         cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false});
         cases.push_back({4096, 11008, 4096, Epilogue::none, false});
-        cases.push_back({1000, 1048, 1096, Epilogue::none, true, Kernel::pair});
-        cases.push_back({4096, 4096, 4096, Epilogue::none, false, Kernel::pair});
-        cases.push_back({4096, 11008, 4096, Epilogue::none, false, Kernel::pair});
-        for (const Epilogue e : {Epilogue::none, Epilogue::bias_gelu}) {
-            cases.push_back({1000, 1048, 1096, e, true, Kernel::deep});
-            cases.push_back({4096, 4096, 4096, e, false, Kernel::deep});
-        }
-        cases.push_back({4096, 11008, 4096, Epilogue::none, false, Kernel::deep});
+        cases.push_back({1000, 1048, 1096, Epilogue::none, true, 2});
+        cases.push_back({4096, 4096, 4096, Epilogue::none, false, 2});
+        cases.push_back({4096, 11008, 4096, Epilogue::none, false, 2});
     }
     std::uint64_t seed = ctx.seed;
     for (const Case& c : cases) {
@@ -281,21 +256,17 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         DeviceArray<std::uint8_t> a(in.a), b(in.b), bias(in.bias.empty() ? std::vector<std::uint8_t>(16) : in.bias);
         DeviceArray<std::uint8_t> dmat(static_cast<std::size_t>(c.m * c.n * 2));
         const std::int64_t tiles_m = (c.m + kTile - 1) / kTile, tiles_n = (c.n + kTile - 1) / kTile;
-        const int cluster_m = c.kernel == Kernel::pair ? 2 : 1;
-        const int grid = c.kernel == Kernel::pair ? traced_grid<Kernel::pair>(tiles_m, tiles_n, facts.sms)
-                                                  : traced_grid<Kernel::fixed>(tiles_m, tiles_n, facts.sms);
+        const int grid = c.cluster_m == 2 ? traced_grid<2>(tiles_m, tiles_n, facts.sms)
+                                          : traced_grid<1>(tiles_m, tiles_n, facts.sms);
         // Tiles a consumer runs at most (a pair's CTA runs one of each tile-row pair), and one to spare.
-        const std::int64_t units = (tiles_m + cluster_m - 1) / cluster_m * tiles_n;
-        const int clusters = grid / cluster_m;
+        const std::int64_t units = (tiles_m + c.cluster_m - 1) / c.cluster_m * tiles_n;
+        const int clusters = grid / c.cluster_m;
         const int slots = static_cast<int>((units + 2 * clusters - 1) / (2 * clusters)) + 1;
         const std::size_t words = static_cast<std::size_t>(grid * timeline::Layout::cta_words(slots));
         DeviceArray<std::uint64_t> events(words);
         const auto launch_once = [&] {
-            if (c.kernel == Kernel::pair)
-                return launch<Kernel::pair>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
-            if (c.kernel == Kernel::deep)
-                return launch<Kernel::deep>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
-            launch<Kernel::fixed>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
+            if (c.cluster_m == 2) return launch<2>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
+            launch<1>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
         };
         for (int w = 0; w < 3; ++w) launch_once();  // warm: clocks, L2, maps
         std::vector<std::vector<timeline::CtaTimeline>> runs;
