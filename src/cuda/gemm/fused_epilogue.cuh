@@ -531,7 +531,7 @@ struct FixedEpilogueParams : EpilogueParams {
 // rows 80 bytes apart: the 8 rows of an stmatrix matrix then fall on 8
 // different groups of 4 banks) and stored through p.map_d_tail; its 21
 // 8-column groups end with one stored by stmatrix x2.
-template <class T, Epilogue K, bool LoadsC = false, int TileN = 128, int SpreadNs = 0>
+template <class T, Epilogue K, bool LoadsC = false, int TileN = 128>
 struct FixedEpilogue : FusedEpilogue {
     using Params = FixedEpilogueParams;
     // dgelu_bgrad takes the TMA path only with aux loaded by TMA into the staging box (LoadsC, beta 0).
@@ -772,7 +772,6 @@ private:
                 sm90::stmatrix_x2(at, last);
             }
             if constexpr (K == Epilogue::bias_gelu_aux) sm90::stmatrix_x4(at + kHalfBytes, pre_out);
-            if constexpr (SpreadNs > 0) __nanosleep(SpreadNs);  // EXPERIMENT: the epilogue spread out
         }
         sm90::fence_proxy_async_smem();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);

@@ -74,11 +74,10 @@ struct Case {
     Epilogue epilogue;
     bool full_verify;  // every element; else the sampled rows of reference.hpp
     int cluster_m = 1;  // 2: the pair
-    int spread_ns = 0;  // EXPERIMENT: a sleep after each stmatrix of the epilogue
 };
 
-template <Epilogue E, int SpreadNs = 0>
-using Traced = Timeline<FixedEpilogue<__nv_bfloat16, E, false, 128, SpreadNs>>;
+template <Epilogue E>
+using Traced = Timeline<FixedEpilogue<__nv_bfloat16, E>>;
 
 // CTAs the case launches: one a tile up to the SMs, or as many pairs as fit at once (a pair's unit
 // is a tile-row pair).
@@ -97,10 +96,10 @@ int traced_grid(std::int64_t tiles_m, std::int64_t tiles_n, int sms) {
 }
 
 // One launch of the traced kernel on device bytes a, b, bias into d.
-template <int ClusterM, Epilogue E, int SpreadNs = 0>
+template <int ClusterM, Epilogue E>
 void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out,
                    std::uint64_t* events, int slots, int grid) {
-    using Epi = Traced<E, SpreadNs>;
+    using Epi = Traced<E>;
     using G = Pong<ClusterM>;
     static_assert(Epi::kStages == G::kStages, "the library's kernel for this epilogue has 6 stages");
     typename Epi::Params p{};
@@ -134,12 +133,12 @@ void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-template <int ClusterM, int SpreadNs = 0>
+template <int ClusterM>
 void launch(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out, std::uint64_t* events,
             int slots, int grid) {
     if (d.epilogue == Epilogue::bias_gelu)
-        return launch_traced<ClusterM, Epilogue::bias_gelu, SpreadNs>(d, a, b, bias, out, events, slots, grid);
-    launch_traced<ClusterM, Epilogue::none, SpreadNs>(d, a, b, bias, out, events, slots, grid);
+        return launch_traced<ClusterM, Epilogue::bias_gelu>(d, a, b, bias, out, events, slots, grid);
+    launch_traced<ClusterM, Epilogue::none>(d, a, b, bias, out, events, slots, grid);
 }
 
 std::string cases_text(const Case& c) {
@@ -150,7 +149,6 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, int gr
               const std::string& check) {
     const bool pair = c.cluster_m == 2;
     const std::string path = std::string(pair ? "pingpong_kernel fixed_pair " : "pingpong_kernel fixed ") +
-                             (c.spread_ns ? "spread" + std::to_string(c.spread_ns) + " " : std::string()) +
                              std::string(gemm::name(c.epilogue)) + " NT " + cases_text(c);
     const auto row = [&](const std::string& quantity, double value, const std::string& unit, const std::string& detail,
                          const std::string& expected = "") {
@@ -245,11 +243,6 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         cases.push_back({4096, 4096, 4096, Epilogue::none, false});
         cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false});
         cases.push_back({4096, 11008, 4096, Epilogue::none, false});
-        for (const int ns : {150, 400}) {
-            cases.push_back({1000, 1048, 1096, Epilogue::bias_gelu, true, 1, ns});
-            cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false, 1, ns});
-            cases.push_back({4096, 4096, 4096, Epilogue::none, false, 1, ns});
-        }
         cases.push_back({1000, 1048, 1096, Epilogue::none, true, 2});
         cases.push_back({4096, 4096, 4096, Epilogue::none, false, 2});
         cases.push_back({4096, 11008, 4096, Epilogue::none, false, 2});
@@ -273,8 +266,6 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         DeviceArray<std::uint64_t> events(words);
         const auto launch_once = [&] {
             if (c.cluster_m == 2) return launch<2>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
-            if (c.spread_ns == 150) return launch<1, 150>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
-            if (c.spread_ns == 400) return launch<1, 400>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
             launch<1>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
         };
         for (int w = 0; w < 3; ++w) launch_once();  // warm: clocks, L2, maps
