@@ -555,11 +555,13 @@ struct FixedEpilogue : FusedEpilogue {
     static_assert(kTailCols == 0 || (!LoadsC && K != Epilogue::bias_gelu_aux),
                   "a narrow last box for D alone: C's and aux's maps have 64-column boxes");
 
+    // The TMA path spreads its stores (sm90::spread_epilogue): spread_ns > 0, a sleep after each stmatrix.
+    static constexpr int kSpreadNs = 150;
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
-                                                 int col0, float* staging) {
+                                                 int col0, float* staging, int spread_ns = 0) {
         if constexpr (kTmaCapable) {
-            if (p.tma) return store_tma<BN>(p, acc, m, n, row0, col0, staging);
+            if (p.tma) return store_tma<BN>(p, acc, m, n, row0, col0, staging, spread_ns);
         }
         const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
         store_chunks<BN>(
@@ -625,7 +627,7 @@ private:
 
     template <int BN>
     static __device__ __forceinline__ void store_tma(const Params& p, const float (&acc)[BN / 2], int m, int n,
-                                                     int row0, int col0, float* staging) {
+                                                     int row0, int col0, float* staging, int spread_ns) {
         static_assert(BN <= TileN && (BN % 64 == 0 || BN == TileN), "whole 64-column boxes, or the tile's tail");
         // 8-column groups j: this thread's pairs at rows 16 warp + lane / 4 and 8 below (wgmma's
         // accumulator layout), columns 8 j + 2 q and one right of it.
@@ -772,6 +774,7 @@ private:
                 sm90::stmatrix_x2(at, last);
             }
             if constexpr (K == Epilogue::bias_gelu_aux) sm90::stmatrix_x4(at + kHalfBytes, pre_out);
+            if (spread_ns > 0) __nanosleep(static_cast<unsigned>(spread_ns));
         }
         sm90::fence_proxy_async_smem();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);

@@ -53,6 +53,8 @@
 // 8192 x 8192 x 1024 1.172x, e4m3 4096 x 11008 x 4096 1.171x. Issue 11's 4096^3
 // target (1.05x) is still short; the cells are in README.md, "Hopper rungs
 // against cuBLAS across shapes", column k39_wgmma_pingpong.
+#include <cstdlib>
+
 #include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/hopper/pingpong_gemm.cuh"
 #include "cuda/hopper/rung_launch.cuh"
@@ -65,13 +67,21 @@ namespace {
 struct PingPongStoreF32 : sm90::StoreF32 {
     static __device__ __forceinline__ void drain(const Params&) {}
 };
+// EXPERIMENT: the same stores spread out beside the other consumer's main loop (sm90::spread_epilogue).
+struct SpreadStoreF32 : PingPongStoreF32 {
+    static constexpr int kSpreadNs = 150;
+    template <int BN>
+    static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
+                                                 int col0, float*, int spread_ns) {
+        sm90::store_accumulators<BN>(acc, p.c, m, n, row0, col0, spread_ns);
+    }
+};
 
-template <DType T>
-using K39 = sm90::PingPong<T, 6>;
+template <DType T, int Stages = 6>
+using K39 = sm90::PingPong<T, Stages>;
 
-template <class G>
+template <class G, class Epi = PingPongStoreF32>
 void launch(const GemmProblem& p, const char* rung) {
-    using Epi = PingPongStoreF32;
     constexpr int kSmem = sm90::pingpong_smem_bytes<G, Epi>;
     static sm90::TensorMapCache maps_a, maps_b;
     static const int sms = [] {
@@ -81,7 +91,7 @@ void launch(const GemmProblem& p, const char* rung) {
     }();
     const sm90::RungLaunch l = sm90::prepare_rung_launch<G>(p, maps_a, maps_b, sms, rung);
     sm90::pingpong_kernel<G, Epi><<<l.grid, G::kThreads, kSmem, sm90::stream_of(p)>>>(
-        *l.map_a, *l.map_b, Epi::Params{static_cast<float*>(p.c)}, l.m, l.n, l.k, l.tiles_m, l.tiles_n, G::kGroupM);
+        *l.map_a, *l.map_b, typename Epi::Params{static_cast<float*>(p.c)}, l.m, l.n, l.k, l.tiles_m, l.tiles_n, G::kGroupM);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
@@ -90,7 +100,17 @@ void launch(const GemmProblem& p, const char* rung) {
 void k39_wgmma_pingpong(const GemmProblem& p) {
     constexpr const char* kRung = "k39_wgmma_pingpong";
     switch (p.type) {
-        case DType::bf16: return launch<K39<DType::bf16>>(p, kRung);
+        case DType::bf16: {
+            // EXPERIMENT: RIGEL_K39_VARIANT 1 spreads the stores, 2 spreads them on 7 stages, 3 has 7 stages.
+            static const int variant = [] {
+                const char* v = std::getenv("RIGEL_K39_VARIANT");
+                return v ? std::atoi(v) : 0;
+            }();
+            if (variant == 1) return launch<K39<DType::bf16>, SpreadStoreF32>(p, kRung);
+            if (variant == 2) return launch<K39<DType::bf16, 7>, SpreadStoreF32>(p, kRung);
+            if (variant == 3) return launch<K39<DType::bf16, 7>>(p, kRung);
+            return launch<K39<DType::bf16>>(p, kRung);
+        }
         case DType::f16: return launch<K39<DType::f16>>(p, kRung);
         case DType::e4m3: return launch<K39<DType::e4m3>>(p, kRung);
         case DType::e5m2: return launch<K39<DType::e5m2>>(p, kRung);

@@ -196,6 +196,19 @@ enum class TimelineEvent : int { turn, data, issued, drained, stored, starved_cy
 template <class G, class Epi>
 inline constexpr int pingpong_smem_bytes = G::kSmemBytes + 2 * Epi::kStagingBytes;
 
+// Spreading an epilogue: a consumer's epilogue runs beside the other consumer's main loop, and its
+// stores, issued back to back, slow that main loop (the timeline probe: about 300 cycles of a 128 x 128
+// tile's 33.5 k without an epilogue's math, about 1,200 with bias + GELU). A policy with kSpreadNs
+// sleeps about that long after each pair of 8-column groups it stores (16 sleeps a tile), so that its
+// stores trickle out beside the main loop instead; the probe read 250-350 cycles a tile back. Only
+// where a main loop runs beside the epilogue (not the CTA's last tile, whose epilogue is the kernel's
+// tail) and lasts at least kSpreadMinKTiles k-tiles (16 sleeps add about 5 k cycles to an epilogue of
+// 3-8 k, which must stay shorter than that main loop).
+inline constexpr int kSpreadMinKTiles = 48;
+__host__ __device__ constexpr bool spread_epilogue(bool beside_main_loop, int k_tiles) {
+    return beside_main_loop && k_tiles >= kSpreadMinKTiles;
+}
+
 template <class G, class Epi>
 __global__ void __launch_bounds__(G::kThreads, 1)
     pingpong_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -479,9 +492,19 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     if (store_bottom) Epi::template reload<G::kBN>(epi, bottom, half + 1, sp.splits);
                 }
             }
-            if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
-            if constexpr (G::kHalves == 2)
-                if (store_bottom) Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
+            // A policy that spreads its stores (Epi::kSpreadNs, spread_epilogue below) does so where the other
+            // consumer's main loop runs beside this epilogue and is long enough to cover the sleeps.
+            if constexpr (!G::kSplitK && requires { Epi::kSpreadNs; }) {
+                const int spread_ns = spread_epilogue(tile + stride < num_units, ceil_div(k, G::kBK)) ? Epi::kSpreadNs : 0;
+                if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging, spread_ns);
+                if constexpr (G::kHalves == 2)
+                    if (store_bottom)
+                        Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging, spread_ns);
+            } else {
+                if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
+                if constexpr (G::kHalves == 2)
+                    if (store_bottom) Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
+            }
             mark(TimelineEvent::stored);
             mark(TimelineEvent::starved_cycles, starved_cycles);
             mark(TimelineEvent::starved_ktiles, starved_ktiles);
