@@ -197,14 +197,16 @@ template <class G, class Epi>
 inline constexpr int pingpong_smem_bytes = G::kSmemBytes + 2 * Epi::kStagingBytes;
 
 // Spreading an epilogue: a consumer's epilogue runs beside the other consumer's main loop, and its
-// stores, issued back to back, slow that main loop (the timeline probe: about 300 cycles of a 128 x 128
-// tile's 33.5 k without an epilogue's math, about 1,200 with bias + GELU). A policy with kSpreadNs
-// sleeps about that long after each pair of 8-column groups it stores (16 sleeps a tile), so that its
-// stores trickle out beside the main loop instead; the probe read 250-350 cycles a tile back. Only
-// where a main loop runs beside the epilogue (not the CTA's last tile, whose epilogue is the kernel's
-// tail) and lasts at least kSpreadMinKTiles k-tiles (16 sleeps add about 5 k cycles to an epilogue of
-// 3-8 k, which must stay shorter than that main loop).
-inline constexpr int kSpreadMinKTiles = 48;
+// stores, issued back to back, slow that main loop. A policy with kSpreadNs sleeps about that long
+// after each pair of 8-column groups it stores (16 sleeps a 128 x 128 tile, about 5 k cycles in all),
+// so that its stores trickle out beside the main loop instead. Only where a main loop runs beside the
+// epilogue (not the CTA's last tile, whose epilogue is the kernel's tail) and lasts at least
+// kSpreadMinKTiles k-tiles (32 k cycles: the spread epilogue, 8.5 k cycles without math and 12.5 k
+// with bias + GELU, stays well inside it). The timeline probe at 4096^3 (5184c77 against six calls
+// before): drain-to-drain 33.4 k cycles a tile against 33.5-33.6 k, 34.2 k with bias + GELU against
+// 34.3-34.5 k, the busiest CTA 0.4-0.5 % fewer cycles; paired ratios against cuBLASLt did not resolve it
+// (docs/gemm.md, "Spreading the epilogue's stores").
+inline constexpr int kSpreadMinKTiles = 64;
 __host__ __device__ constexpr bool spread_epilogue(bool beside_main_loop, int k_tiles) {
     return beside_main_loop && k_tiles >= kSpreadMinKTiles;
 }

@@ -273,10 +273,9 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 // columns 8 rows down. Stores are guarded: rows >= m and columns >= n (the
 // zero-filled tails) are not written. Pairs go out as one 8-byte store when n
 // is even (then every pair is 8-byte aligned, as C comes from cudaMalloc).
-// spread_ns > 0: a sleep of about that many ns after each two 8-column groups (spread_epilogue).
 template <int N>
 __device__ __forceinline__ void store_accumulators(const float (&d)[N / 2], float* __restrict__ c, int m, int n,
-                                                   int row0, int col0, int spread_ns = 0) {
+                                                   int row0, int col0) {
     // Bounds are compared as offsets inside the tile against what is left of
     // the matrix, so no index passes 2^31 even when M or N is near it.
     const int rows_left = m - row0;  // <= 0: this warpgroup's rows are all past M
@@ -303,7 +302,6 @@ __device__ __forceinline__ void store_accumulators(const float (&d)[N / 2], floa
                 if (col < cols_left) c_row[col] = v0;
                 if (col + 1 < cols_left) c_row[col + 1] = v1;
             }
-            if (spread_ns > 0 && j % 2 == 1) __nanosleep(static_cast<unsigned>(spread_ns));
         }
     }
 }
