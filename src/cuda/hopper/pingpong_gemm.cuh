@@ -131,6 +131,7 @@
 #include "cuda/hopper/sm90_cluster.cuh"
 #include "cuda/hopper/warp_specialized.cuh"
 #include "cuda/hopper/wgmma.cuh"
+#include "gemm/epilogue_spread.hpp"
 #include "gemm/stream_tail.hpp"
 
 namespace rigel::cuda::sm90 {
@@ -195,21 +196,6 @@ enum class TimelineEvent : int { turn, data, issued, drained, stored, starved_cy
 
 template <class G, class Epi>
 inline constexpr int pingpong_smem_bytes = G::kSmemBytes + 2 * Epi::kStagingBytes;
-
-// Spreading an epilogue: a consumer's epilogue runs beside the other consumer's main loop, and its
-// stores, issued back to back, slow that main loop. A policy with kSpreadNs sleeps about that long
-// after each pair of 8-column groups it stores (16 sleeps a 128 x 128 tile, about 5 k cycles in all),
-// so that its stores trickle out beside the main loop instead. Only where a main loop runs beside the
-// epilogue (not the CTA's last tile, whose epilogue is the kernel's tail) and lasts at least
-// kSpreadMinKTiles k-tiles (32 k cycles: the spread epilogue, 8.5 k cycles without math and 12.5 k
-// with bias + GELU, stays well inside it). The timeline probe at 4096^3 (5184c77 against six calls
-// before): drain-to-drain 33.4 k cycles a tile against 33.5-33.6 k, 34.2 k with bias + GELU against
-// 34.3-34.5 k, the busiest CTA 0.4-0.5 % fewer cycles; paired ratios against cuBLASLt did not resolve it
-// (docs/gemm.md, "Spreading the epilogue's stores").
-inline constexpr int kSpreadMinKTiles = 64;
-__host__ __device__ constexpr bool spread_epilogue(bool beside_main_loop, int k_tiles) {
-    return beside_main_loop && k_tiles >= kSpreadMinKTiles;
-}
 
 template <class G, class Epi>
 __global__ void __launch_bounds__(G::kThreads, 1)
@@ -494,10 +480,14 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     if (store_bottom) Epi::template reload<G::kBN>(epi, bottom, half + 1, sp.splits);
                 }
             }
-            // A policy that spreads its stores (Epi::kSpreadNs, spread_epilogue below) does so where the other
-            // consumer's main loop runs beside this epilogue and is long enough to cover the sleeps.
+            // A policy that spreads its stores (Epi::kSpreadNs) does so where the other consumer's main loop
+            // runs beside this epilogue and is long enough to cover the sleeps (gemm/epilogue_spread.hpp). The
+            // timeline probe at 4096^3 (5184c77 and after, against six calls before): drain-to-drain 33.4 k
+            // cycles a tile against 33.5-33.6 k, 34.2 k with bias + GELU against 34.3-34.5 k, the busiest CTA
+            // 0.4-1.0 % fewer cycles (docs/gemm.md, "Spreading the epilogue's stores").
             if constexpr (!G::kSplitK && requires { Epi::kSpreadNs; }) {
-                const int spread_ns = spread_epilogue(tile + stride < num_units, ceil_div(k, G::kBK)) ? Epi::kSpreadNs : 0;
+                const int spread_ns =
+                    ::rigel::gemm::spread_epilogue(tile, stride, num_units, ceil_div(k, G::kBK)) ? Epi::kSpreadNs : 0;
                 if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging, spread_ns);
                 if constexpr (G::kHalves == 2)
                     if (store_bottom)
