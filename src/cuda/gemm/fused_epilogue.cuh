@@ -555,7 +555,8 @@ struct FixedEpilogue : FusedEpilogue {
     static_assert(kTailCols == 0 || (!LoadsC && K != Epilogue::bias_gelu_aux),
                   "a narrow last box for D alone: C's and aux's maps have 64-column boxes");
 
-    // The TMA path spreads its stores (sm90::spread_epilogue): spread_ns > 0, a sleep after each stmatrix.
+    // The TMA path spreads its stores where the kernel says so (gemm/epilogue_spread.hpp): spread_ns > 0,
+    // a sleep of about that many ns after each stmatrix.
     static constexpr int kSpreadNs = 150;
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,

@@ -58,7 +58,7 @@
 // kernel's main loops waiting for 1-4 k-tiles a tile at 6 stages. In one call
 // of four builds, each paired with cuBLAS: as built 1.036x at 4096^3 and
 // 1.050x at 8192^3, 7 stages 1.033x and 1.063x, the stores spread out beside
-// the other main loop (pingpong_gemm.cuh, spread_epilogue) 1.032x and 1.052x,
+// the other main loop (gemm/epilogue_spread.hpp) 1.032x and 1.052x,
 // both 1.033x and 1.052x (results/h200/experiments/2026-12-04_5184c77_k39_*):
 // 8192^3 gained, 4096^3 did not move.
 #include "cuda/hopper/hopper_rungs.cuh"
