@@ -180,13 +180,12 @@ template <class G, class Epi = FusedEpilogue>
 void launch_pingpong_cluster(const Launch& l) {
     constexpr int kSmem = sm90::pingpong_smem_bytes<G, Epi>;
     const auto kernel = sm90::pingpong_kernel<G, Epi>;
-    static const int max_clusters = sm90::max_active_clusters(kernel, G::kThreads, kSmem, G::kClusterM);
     const std::int64_t pair_units = static_cast<std::int64_t>((l.tiles_m + G::kClusterM - 1) / G::kClusterM) *
                                     l.tiles_n * (G::kSplitK ? l.splits : 1);
-    const std::int64_t clusters = std::min<std::int64_t>(pair_units, max_clusters);
+    const int ctas = sm90::pingpong_cluster_ctas<G, Epi>(pair_units);
     cudaLaunchAttribute attr{};
-    const cudaLaunchConfig_t cfg = sm90::cluster_launch_config(static_cast<unsigned>(G::kClusterM * clusters),
-                                                               G::kThreads, kSmem, l.stream, G::kClusterM, &attr);
+    const cudaLaunchConfig_t cfg = sm90::cluster_launch_config(static_cast<unsigned>(ctas), G::kThreads, kSmem,
+                                                               l.stream, G::kClusterM, &attr);
     RIGEL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, l.map_a, l.map_b, epilogue_params<Epi>(l), l.m, l.n, l.k,
                                         l.tiles_m, l.tiles_n, l.group_m > 0 ? l.group_m : G::kGroupM));
     RIGEL_CUDA_CHECK_LAUNCH();

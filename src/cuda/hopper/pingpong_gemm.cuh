@@ -125,6 +125,7 @@
 // than one of a whole tile, waits or none: docs/gemm.md), so only the named
 // kernels "fixed_split_stream" and "fixed_split_stream_gather" run it.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "cuda/hopper/sm90.cuh"
@@ -511,6 +512,15 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     (void)map_a, (void)map_b, (void)epi, (void)m, (void)n, (void)k, (void)tiles_m, (void)tiles_n, (void)group_m;
     trap_without_sm90a("pingpong_kernel");
 #endif
+}
+
+// A pair kernel's grid: one cluster a unit of `units` (tile-row pairs, or with a split, pairs and
+// splits), up to as many clusters as fit on the GPU at once (the GPCs' SM counts decide); in CTAs.
+template <class G, class Epi>
+int pingpong_cluster_ctas(std::int64_t units) {
+    static const int fit = max_active_clusters(pingpong_kernel<G, Epi>, G::kThreads, pingpong_smem_bytes<G, Epi>,
+                                               G::kClusterM);
+    return G::kClusterM * static_cast<int>(std::min<std::int64_t>(units, fit));
 }
 
 }  // namespace rigel::cuda::sm90

@@ -86,12 +86,9 @@ int traced_grid(std::int64_t tiles_m, std::int64_t tiles_n, int sms) {
     if constexpr (ClusterM == 1) {
         return static_cast<int>(std::min<std::int64_t>(tiles_m * tiles_n, sms));
     } else {
-        using Epi = Traced<Epilogue::none>;  // every epilogue's kernel has the same footprint
-        using G = Pong<ClusterM>;
-        static const int fit = cuda::sm90::max_active_clusters(cuda::sm90::pingpong_kernel<G, Epi>, G::kThreads,
-                                                               cuda::sm90::pingpong_smem_bytes<G, Epi>, ClusterM);
-        const std::int64_t units = (tiles_m + ClusterM - 1) / ClusterM * tiles_n;
-        return ClusterM * static_cast<int>(std::min<std::int64_t>(units, fit));
+        // Every epilogue's kernel has the same footprint; the library's launcher sizes its grid the same way.
+        return cuda::sm90::pingpong_cluster_ctas<Pong<ClusterM>, Traced<Epilogue::none>>(
+            (tiles_m + ClusterM - 1) / ClusterM * tiles_n);
     }
 }
 
