@@ -8,6 +8,7 @@
 
 #include "probes/numerics/numerics_model.hpp"
 #include "probes/throughput/pingpong_timeline.hpp"
+#include "probes/throughput/wgmma_corun.hpp"
 #include "probes/throughput/throughput_arith.hpp"
 
 using namespace rigel;
@@ -152,4 +153,33 @@ TEST(PingPongTimeline, TheMedianRunsBusiestCtaIsReported) {
     const tl::Summary s = tl::summarize(runs, 32000.0);
     EXPECT_EQ(s.busiest.total, 105500.0 + 3 * 300.0);
     EXPECT_EQ(s.busiest.between, 2200.0 + 2 * 300.0);
+}
+
+// -- the wgmma co-runner probe's host half (probes/throughput/wgmma_corun.hpp) -----------------
+
+namespace corun = rigel::probes::corun;
+
+TEST(WgmmaCorun, CountedSumIsTheChainsStartsPlusTheirSteps) {
+    // A thread's 8 chains start at 0..7 and each step adds 1: after n loop iterations every chain
+    // gained kUnroll n, so the sum is 28 + 64 n.
+    EXPECT_EQ(corun::counted_sum(0), 28.0);
+    EXPECT_EQ(corun::counted_sum(1), 28.0 + 64.0);
+    EXPECT_EQ(corun::counted_sum(1000), 28.0 + 64000.0);
+    double by_hand = 0;
+    for (int j = 0; j < corun::kChains; ++j) by_hand += j + corun::kUnroll * 37.0;
+    EXPECT_EQ(corun::counted_sum(37), by_hand);
+}
+
+TEST(WgmmaCorun, LostCyclesAreTheExtraOverTheSteps) {
+    EXPECT_DOUBLE_EQ(corun::cycles_lost_per_step(1000.0, 1500.0, 250.0), 2.0);
+    EXPECT_DOUBLE_EQ(corun::cycles_lost_per_step(1000.0, 1000.0, 250.0), 0.0);
+    EXPECT_DOUBLE_EQ(corun::cycles_lost_per_step(1000.0, 990.0, 100.0), -0.1);  // faster reads as negative
+    EXPECT_DOUBLE_EQ(corun::cycles_lost_per_step(1000.0, 1500.0, 0.0), 0.0);    // no steps, no rate
+}
+
+TEST(WgmmaCorun, KindsAreListedInTheirEnumsOrder) {
+    for (std::size_t i = 0; i < corun::kKinds.size(); ++i)
+        EXPECT_EQ(static_cast<std::size_t>(corun::kKinds[i].kind), i) << corun::kKinds[i].name;
+    EXPECT_DOUBLE_EQ(corun::kIdealCyclesPerWgmma, 128.0);
+    EXPECT_EQ(corun::wgmmas(2000), 16001);
 }

@@ -278,17 +278,9 @@ __global__ void __launch_bounds__(128)
     if (blockIdx.x == 0 && threadIdx.x == 0) *built = wgmma_compiled() ? 1 : 0;
     if constexpr (wgmma_compiled()) {
         const int tid = threadIdx.x;
-        for (int i = tid; i < 64 * 2; i += 128) {
-            const int r = i / 2, q = i % 2;
-            *reinterpret_cast<uint4*>(sa + kmajor_offset(r, q * (16 / eb), 64, eb)) =
-                *reinterpret_cast<const uint4*>(a + r * row_bytes + q * 16);
-        }
-        for (int i = tid; i < N * 2; i += 128) {
-            const int r = i / 2, q = i % 2;
-            const unsigned off = kmajor_offset(r, q * (16 / eb), N, eb);
-            *reinterpret_cast<uint4*>(sbp + off) = *reinterpret_cast<const uint4*>(bp + r * row_bytes + q * 16);
-            *reinterpret_cast<uint4*>(sbm + off) = *reinterpret_cast<const uint4*>(bm + r * row_bytes + q * 16);
-        }
+        stage_kmajor_rows(sa, a, 64, eb, tid, 128);
+        stage_kmajor_rows(sbp, bp, N, eb, tid, 128);
+        stage_kmajor_rows(sbm, bm, N, eb, tid, 128);
         fence_proxy_async_smem();
         __syncthreads();
         const std::uint64_t da = smem_desc(sa, 64 * 16, 128);
@@ -420,13 +412,6 @@ Ceiling measure_ceiling(const Workload& w, const Settings& st, NvmlSampler* samp
     c.verified_timed = c.timed_got == c.timed_want;
     c.ops_per_s = (w.ops_per_iter * double(c.iters) + w.ops_fixed) / c.stats.median_s;
     return c;
-}
-
-// Small integers in {-2, -1, 1, 2}: exact in every type, never zero (so the
-// operands toggle like data, not like a constant).
-double small_int(SplitMix& rng) {
-    const int v = rng.uniform(0, 3);
-    return v == 0 ? -2.0 : v == 1 ? -1.0 : v == 2 ? 1.0 : 2.0;
 }
 
 int blocks_per_sm(const void* kernel, int block, std::size_t smem = 0) {

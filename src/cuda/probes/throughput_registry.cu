@@ -5,6 +5,7 @@ namespace rigel::probes {
 std::vector<Finding> run_throughput(const ProbeContext& ctx);  // throughput_ceilings.cu
 std::vector<Finding> run_bandwidth(const ProbeContext& ctx);   // throughput_bandwidth.cu
 std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx);  // throughput_pingpong_timeline.cu
+std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx);        // throughput_wgmma_corun.cu
 }
 
 namespace rigel::cuda {
@@ -23,6 +24,10 @@ std::span<const Probe> throughput_probes() {
          "Where do the cycles of the library's ping-pong GEMM kernel go between tiles (start-up, hand-offs, the "
          "last epilogue), against its tensor cores' time?",
          &probes::run_pingpong_timeline},
+        {"wgmma_corun",
+         "Does other warps' work on the same SM (FP32, integer, MUFU, conversions, a GELU) slow a running wgmma "
+         "chain, and by how many tensor cycles a step?",
+         &probes::run_wgmma_corun},
     };
     return table;
 }

@@ -44,6 +44,18 @@ __device__ inline std::uint64_t smem_desc(const void* p, std::uint32_t lbo_bytes
         .encode();
 }
 
+// Copies `rows` rows of 32 bytes (one instruction's K, as the probes keep their operands in global
+// memory) into shared memory in the no-swizzle K-major layout above, `threads` threads sharing the
+// 16-byte chunks. The caller fences (fence_proxy_async_smem) and synchronizes before wgmma reads them.
+__device__ inline void stage_kmajor_rows(std::uint8_t* dst, const std::uint8_t* src, int rows, int elem_bytes,
+                                         int tid, int threads) {
+    for (int i = tid; i < rows * 2; i += threads) {
+        const int r = i / 2, q = i % 2;
+        *reinterpret_cast<uint4*>(dst + kmajor_offset(r, q * (16 / elem_bytes), rows, elem_bytes)) =
+            *reinterpret_cast<const uint4*>(src + r * 32 + q * 16);
+    }
+}
+
 using cuda::sm90::fence_proxy_async_smem;
 using cuda::sm90::wgmma_commit;
 using cuda::sm90::wgmma_fence;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "probes/numerics/numerics_model.hpp"
 
 namespace rigel::probes {
 
@@ -34,6 +35,13 @@ inline double product_sum(const std::vector<double>& a, int rows_a, const std::v
         total += ca * cb;
     }
     return total;
+}
+
+// Small integers in {-2, -1, 1, 2}: exact in every type, never zero (so the
+// operands toggle like data, not like a constant).
+inline double small_int(SplitMix& rng) {
+    const int v = rng.uniform(0, 3);
+    return v == 0 ? -2.0 : v == 1 ? -1.0 : v == 2 ? 1.0 : 2.0;
 }
 
 // Matrix kernels: per accumulator, `pairs` x (B, -B) per iteration and one

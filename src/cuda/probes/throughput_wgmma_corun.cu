@@ -1,0 +1,319 @@
+// Probe wgmma_corun: does other warps' work on the same SM slow a running wgmma chain?
+//
+// One CTA an SM (a large dynamic shared-memory request keeps a second one away), two warpgroups. The
+// first runs a chain of m64n128k16 bf16 wgmma from shared memory, eight a commit group with one group
+// waited for while the next runs (a main loop's rhythm), and times it with the SM clock. The second
+// warpgroup, one warp on each of the four sub-partitions beside one of the chain's warps, issues one
+// kind of instruction (probes/throughput/wgmma_corun.hpp lists them) until the chain's warpgroup
+// raises a flag in shared memory. The chain's operands are small integers, B and then B negated, so
+// its accumulators return to A B exactly: every launch's checksum is compared with that, and the
+// counting co-runners' chains with their step counts. The host half (the kinds, the arithmetic) is
+// probes/throughput/wgmma_corun.hpp.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuda/gelu.cuh"
+#include "cuda/probes/probe_device_util.cuh"
+#include "cuda/probes/wgmma_ptx.cuh"
+#include "probes/layouts/fragment_maps.hpp"
+#include "probes/probe.hpp"
+#include "probes/throughput/pingpong_timeline.hpp"
+#include "probes/throughput/throughput_arith.hpp"
+#include "probes/throughput/wgmma_corun.hpp"
+
+namespace rigel::probes {
+namespace {
+
+constexpr const char* probe_name = "wgmma_corun";
+constexpr int kN = 128;
+constexpr int kRowBytes = 32;                    // one instruction's K of bf16
+constexpr int kPadBytes = 150 * 1024;            // dynamic shared memory no second CTA fits beside
+constexpr int kThreads = 256;
+constexpr int kReps = 5;
+
+struct CoParams {
+    float a, b, alpha, bias;
+};
+
+// One co-runner thread's chains until the flag rises; its chain sum and loop iterations out.
+template <corun::Kind K>
+__device__ void co_run(const volatile int* done, const CoParams& p, double* chain_sum, long long* iterations) {
+    using corun::Kind;
+    float r[corun::kChains];
+#pragma unroll
+    for (int j = 0; j < corun::kChains; ++j) r[j] = static_cast<float>(j);
+    long long n = 0;
+    while (*done == 0) {
+#pragma unroll
+        for (int u = 0; u < corun::kUnroll; ++u) {
+#pragma unroll
+            for (int j = 0; j < corun::kChains; ++j) {
+                if constexpr (K == Kind::ffma) {
+                    asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(r[j]) : "f"(p.a), "f"(p.b));
+                } else if constexpr (K == Kind::fadd) {
+                    asm volatile("add.f32 %0, %0, %1;" : "+f"(r[j]) : "f"(p.a));
+                } else if constexpr (K == Kind::ex2) {
+                    asm volatile("{\n.reg .f32 t;\nneg.f32 t, %0;\nex2.approx.ftz.f32 %0, t;\n}" : "+f"(r[j]));
+                } else if constexpr (K == Kind::f2fp) {
+                    std::uint32_t v;
+                    asm volatile("cvt.rn.bf16x2.f32 %0, %1, %2;"
+                                 : "=r"(v)
+                                 : "f"(r[j]), "f"(r[(j + 1) % corun::kChains]));
+                    r[j] = __uint_as_float(v);
+                } else if constexpr (K == Kind::gelu) {
+                    const float x = fmaf(p.alpha, r[j], p.bias);
+                    r[j] = x * cuda::gelu_tanh_gate(x).s;
+                } else if constexpr (K == Kind::sleep) {
+                    if (u == 0 && j == 0) __nanosleep(256);
+                }
+            }
+        }
+        ++n;
+    }
+    double s = 0;
+#pragma unroll
+    for (int j = 0; j < corun::kChains; ++j) s += double(r[j]);
+    *chain_sum = s;
+    *iterations = n;
+}
+
+// sums: grid x 256 (the chain's 128 accumulator sums, then the co-runners' chain sums); iterations:
+// grid x 128 (the co-runners'); cycles: grid (the chain's, start to its last wait).
+template <corun::Kind K>
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_corun_kernel(const std::uint8_t* a, const std::uint8_t* bp, const std::uint8_t* bm, long long chain_iters,
+                       CoParams p, double* sums, long long* iterations, long long* cycles, int* built) {
+    __shared__ alignas(128) std::uint8_t sa[64 * kRowBytes];
+    __shared__ alignas(128) std::uint8_t sbp[kN * kRowBytes];
+    __shared__ alignas(128) std::uint8_t sbm[kN * kRowBytes];
+    __shared__ int done;
+    if (blockIdx.x == 0 && threadIdx.x == 0) *built = wgmma_compiled() ? 1 : 0;
+    if constexpr (wgmma_compiled()) {
+        const int tid = static_cast<int>(threadIdx.x);
+        stage_kmajor_rows(sa, a, 64, 2, tid, kThreads);
+        stage_kmajor_rows(sbp, bp, kN, 2, tid, kThreads);
+        stage_kmajor_rows(sbm, bm, kN, 2, tid, kThreads);
+        if (tid == 0) done = 0;
+        fence_proxy_async_smem();
+        __syncthreads();
+        const std::size_t block = blockIdx.x;
+        if (tid < 128) {
+            const std::uint64_t da = smem_desc(sa, 64 * 16, 128);
+            const std::uint64_t dbp = smem_desc(sbp, kN * 16, 128);
+            const std::uint64_t dbm = smem_desc(sbm, kN * 16, 128);
+            float acc[kN / 2];
+#pragma unroll
+            for (int i = 0; i < kN / 2; ++i) acc[i] = 0;
+            const long long t0 = clock64();
+            for (long long it = 0; it < chain_iters; ++it) {
+                wgmma_fence();
+#pragma unroll
+                for (int w = 0; w < corun::kGroupWgmmas / 2; ++w) {
+                    wgmma<DType::bf16, kN>(acc, da, dbp, 1u);
+                    wgmma<DType::bf16, kN>(acc, da, dbm, 1u);
+                }
+                wgmma_commit();
+                cuda::sm90::wgmma_wait<1>();
+            }
+            wgmma_fence();
+            wgmma<DType::bf16, kN>(acc, da, dbp, 1u);
+            wgmma_commit();
+            wgmma_wait_all();
+            const long long t1 = clock64();
+            if (tid == 0) {
+                *reinterpret_cast<volatile int*>(&done) = 1;
+                cycles[block] = t1 - t0;
+            }
+            double s = 0;
+#pragma unroll
+            for (int i = 0; i < kN / 2; ++i) {
+                fence_operand(acc[i]);
+                s += double(acc[i]);
+            }
+            sums[block * kThreads + tid] = s;
+        } else {
+            const int c = tid - 128;
+            double* const chain_sum = &sums[block * kThreads + tid];
+            long long* const n = &iterations[block * 128 + c];
+            if constexpr (K == corun::Kind::none) {
+                *chain_sum = 0;
+                *n = 0;
+            } else {
+                co_run<K>(&done, p, chain_sum, n);
+            }
+        }
+    }
+}
+
+struct Launched {
+    double cycles_per_wgmma = 0;   // median over CTAs
+    double co_iterations = 0;      // median over co-runner threads
+    bool chain_ok = false, co_ok = false;
+};
+
+struct Buffers {
+    DeviceArray<std::uint8_t> a, bp, bm;
+    DeviceArray<double> sums;
+    DeviceArray<long long> iterations, cycles;
+    DeviceArray<int> built;
+};
+
+template <corun::Kind K>
+Launched launch_kind(Buffers& b, int grid, long long iters, bool verify, double chain_want) {
+    const auto kernel = wgmma_corun_kernel<K>;
+    RIGEL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kPadBytes));
+    const CoParams p{1.0f, 1.0f, 1.0f, 0.5f};
+    kernel<<<grid, kThreads, kPadBytes>>>(b.a.get(), b.bp.get(), verify ? b.bp.get() : b.bm.get(), iters, p,
+                                          b.sums.get(), b.iterations.get(), b.cycles.get(), b.built.get());
+    RIGEL_CUDA_CHECK_LAUNCH();
+    RIGEL_CUDA_CHECK(cudaDeviceSynchronize());
+    if (b.built.download()[0] != 1) throw std::runtime_error("wgmma_corun: kernel built without wgmma");
+    const std::vector<double> sums = b.sums.download();
+    const std::vector<long long> its = b.iterations.download(), cyc = b.cycles.download();
+    Launched l;
+    double chain = 0;
+    bool co_ok = true;
+    std::vector<double> per_wgmma, co;
+    for (int c = 0; c < grid; ++c) {
+        for (int t = 0; t < 128; ++t) chain += sums[std::size_t(c) * kThreads + t];
+        for (int t = 0; t < 128; ++t) {
+            const long long n = its[std::size_t(c) * 128 + t];
+            co.push_back(double(n));
+            if (corun::kKinds[static_cast<int>(K)].counts)
+                co_ok = co_ok && sums[std::size_t(c) * kThreads + 128 + t] == corun::counted_sum(n);
+            if (K != corun::Kind::none) co_ok = co_ok && n > 0;
+        }
+        per_wgmma.push_back(double(cyc[c]) / double(corun::wgmmas(iters)));
+    }
+    l.chain_ok = chain == chain_want;
+    l.co_ok = co_ok;
+    l.cycles_per_wgmma = timeline::quantile(per_wgmma, 0.5);
+    l.co_iterations = timeline::quantile(co, 0.5);
+    return l;
+}
+
+using Launcher = Launched (*)(Buffers&, int, long long, bool, double);
+constexpr Launcher kLaunchers[] = {
+    &launch_kind<corun::Kind::none>, &launch_kind<corun::Kind::ffma>, &launch_kind<corun::Kind::fadd>,
+    &launch_kind<corun::Kind::ex2>,  &launch_kind<corun::Kind::f2fp>, &launch_kind<corun::Kind::gelu>,
+    &launch_kind<corun::Kind::sleep>};
+static_assert(std::size(kLaunchers) == corun::kKinds.size());
+
+}  // namespace
+
+std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
+    std::vector<Finding> out;
+    const std::string path = "wgmma.mma_async m64n128k16 bf16 (one warpgroup, 2 commit groups in flight)";
+    if (ctx.compute_capability != 90 || !kernel_has_image(wgmma_corun_kernel<corun::Kind::none>)) {
+        out.push_back(not_available(probe_name, path, "bf16", "wgmma cycles beside other warps' work",
+                                    "wgmma exists on compute capability 9.0 (sm_90a) only; device has " +
+                                        std::to_string(ctx.compute_capability)));
+        return out;
+    }
+    const DeviceFacts dev = device_facts();
+    SplitMix rng(wgmma_operand_seed(ctx.seed, DType::bf16, kN) + 7);
+    std::vector<double> am(64 * 16), bmat(std::size_t(kN) * 16);
+    for (auto& x : am) x = small_int(rng);
+    for (auto& x : bmat) x = small_int(rng);
+    const double ab_sum = product_sum(am, 64, bmat, kN, 16);
+    const auto bytes = [](const std::vector<double>& v, double sign) {
+        std::vector<std::uint8_t> o(v.size() * 2);
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            const auto bits = *encode(DType::bf16, sign * v[i]);
+            o[2 * i] = static_cast<std::uint8_t>(bits);
+            o[2 * i + 1] = static_cast<std::uint8_t>(bits >> 8);
+        }
+        return o;
+    };
+    const int grid = dev.sms;
+    Buffers b{DeviceArray<std::uint8_t>(bytes(am, 1.0)), DeviceArray<std::uint8_t>(bytes(bmat, 1.0)),
+              DeviceArray<std::uint8_t>(bytes(bmat, -1.0)),  DeviceArray<double>(std::size_t(grid) * kThreads),
+              DeviceArray<long long>(std::size_t(grid) * 128), DeviceArray<long long>(std::size_t(grid)),
+              DeviceArray<int>(1)};
+    const long long iters = ctx.quick ? 200 : corun::kIterations;
+    // A short run whose every step adds (B twice): its checksum is (2 x 4 x 2 + 1) A B a CTA.
+    const Launched check = kLaunchers[0](b, grid, 2, true, matrix_checksum(grid, ab_sum, 4, 2, true));
+    const double want = matrix_checksum(grid, ab_sum, 4, iters, false);
+
+    struct Result {
+        double cycles = 0, co_iterations = 0;
+        bool ok = false;
+    };
+    std::vector<Result> results;
+    for (std::size_t k = 0; k < corun::kKinds.size(); ++k) {
+        report(ctx, std::string("wgmma_corun: beside ") + std::string(corun::kKinds[k].name));
+        (void)kLaunchers[k](b, grid, iters, false, want);  // warm
+        std::vector<double> cyc, co;
+        bool ok = check.chain_ok;
+        for (int r = 0; r < kReps; ++r) {
+            const Launched l = kLaunchers[k](b, grid, iters, false, want);
+            cyc.push_back(l.cycles_per_wgmma);
+            co.push_back(l.co_iterations);
+            ok = ok && l.chain_ok && l.co_ok;
+        }
+        results.push_back({timeline::quantile(cyc, 0.5), timeline::quantile(co, 0.5), ok});
+    }
+
+    const double alone = results[0].cycles;
+    const double n_wgmma = double(corun::wgmmas(iters));
+    for (std::size_t k = 0; k < corun::kKinds.size(); ++k) {
+        const corun::KindInfo& kind = corun::kKinds[k];
+        const Result& r = results[k];
+        const double steps = r.co_iterations * corun::kStepsPerIteration;  // one warp's, over the chain
+        const std::string checks =
+            std::string(r.ok ? "Checksums exact: the chain's " : "CHECK FAILED: the chain's ") +
+            "accumulators (" + std::to_string(kReps) + " launches and a short run of B twice)" +
+            (kind.counts ? " and every co-runner thread's chain sum against its step count." : ".");
+        Finding f = make_finding(probe_name, path, "bf16", std::string("wgmma cycles beside ") + std::string(kind.name));
+        f.value = r.cycles;
+        f.measured = fmt_fixed(r.cycles, 2);
+        f.unit = "cycles";
+        f.expected = fmt_fixed(corun::kIdealCyclesPerWgmma, 0);
+        f.verified = r.ok;
+        f.relation = DocRelation::fills_in;
+        f.doc_statement = "wgmma.mma_async is asynchronous: the warpgroup goes on while the tensor cores work; "
+                          "silent on what other warps' instructions take from a running chain";
+        f.doc_source = "PTX ISA 9.0, wgmma.mma_async";
+        f.kernel = kernel_symbol(reinterpret_cast<const void*>(wgmma_corun_kernel<corun::Kind::none>));
+        f.detail = "cycles a wgmma (m64n128k16), the median over " + std::to_string(grid) +
+                   " CTAs (one an SM) of a chain of " + fmt_fixed(n_wgmma, 0) + ", median of " +
+                   std::to_string(kReps) + " launches; beside it on every sub-partition one warp issuing " +
+                   std::string(kind.what) +
+                   (kind.kind == corun::Kind::none
+                        ? ""
+                        : ", " + fmt_fixed(steps / (r.cycles * n_wgmma) * 100.0, 1) +
+                              " steps a warp per 100 cycles (8 chains a thread)") +
+                   ". " + checks;
+        out.push_back(f);
+        if (kind.kind == corun::Kind::none || kind.kind == corun::Kind::sleep) continue;
+        const double lost = corun::cycles_lost_per_step(alone * n_wgmma, r.cycles * n_wgmma, steps);
+        Finding g = make_finding(probe_name, path, "bf16",
+                                 std::string("tensor cycles lost per co-runner step: ") + std::string(kind.name));
+        g.value = lost;
+        g.measured = fmt_fixed(lost, 3);
+        g.unit = "cycles";
+        g.verified = r.ok;
+        g.relation = DocRelation::fills_in;
+        g.doc_statement = f.doc_statement;
+        g.doc_source = f.doc_source;
+        g.kernel = f.kernel;
+        g.detail = "the chain's cycles beside " + std::string(kind.name) + " (" + fmt_fixed(r.cycles, 2) +
+                   " a wgmma) less its cycles alone (" + fmt_fixed(alone, 2) + "), over one warp's " +
+                   fmt_fixed(steps, 0) + " steps meanwhile (one warp a sub-partition)" +
+                   (kind.kind == corun::Kind::gelu
+                        ? "; a 128 x 128 tile's GELU epilogue takes 128 steps a thread: " + fmt_fixed(128 * lost, 0) +
+                              " tensor cycles a tile at this rate"
+                        : "") +
+                   ". " + checks;
+        out.push_back(g);
+    }
+    return out;
+}
+
+}  // namespace rigel::probes

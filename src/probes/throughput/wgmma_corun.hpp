@@ -1,0 +1,73 @@
+// The host half of the probe "wgmma_corun" (src/cuda/probes/throughput_wgmma_corun.cu): which
+// work of other warps on the same SM slows a running wgmma chain, and by how much.
+//
+// The question comes from the library's ping-pong kernel: one consumer's epilogue runs while the
+// other consumer's main loop keeps the tensor cores busy, and the timeline probe put each tile of
+// the bias + GELU kernel about 850 cycles behind the kernel without epilogue math, with the
+// epilogue itself far shorter than the main loop beside it. So the probe runs one warpgroup's
+// wgmma chain (m64n128k16 bf16, two commit groups in flight, as a main loop keeps them) and beside
+// it, on the same four SM sub-partitions, a second warpgroup that issues one kind of instruction
+// for as long as the chain runs. The tensor cycles a co-runner instruction costs are the chain's
+// extra cycles over the co-runner's instructions issued meanwhile.
+//
+// Host-tested by tests/host/test_probes_throughput.cpp.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace rigel::probes::corun {
+
+// What the second warpgroup issues. ffma and fadd chains count (each step adds 1, so their sums are
+// checked exactly); the others' results only keep the work from being dropped. (An integer add chain
+// is not among them: ptxas folds two adds of one register into one IMAD, so its steps are not the
+// instructions issued.)
+enum class Kind : int { none, ffma, fadd, ex2, f2fp, gelu, sleep };
+
+struct KindInfo {
+    Kind kind;
+    std::string_view name;
+    std::string_view what;  // the co-runner's step, in words
+    bool counts;            // every step adds exactly 1 to its chain
+};
+
+inline constexpr std::array<KindInfo, 7> kKinds{{
+    {Kind::none, "none", "nothing (the second warpgroup exits at once)", false},
+    {Kind::ffma, "ffma", "fma.rn.f32 r, r, a, b (FFMA, a and b in registers marked for the operand reuse cache)",
+     true},
+    {Kind::fadd, "fadd", "add.f32 r, r, a (FADD, a in a uniform register)", true},
+    {Kind::ex2, "ex2", "ex2.approx.ftz.f32 r, -r (MUFU.EX2)", false},
+    {Kind::f2fp, "f2fp", "cvt.rn.bf16x2.f32 (F2FP, the epilogue's packing of two fp32 into bf16 x 2)", false},
+    {Kind::gelu, "gelu",
+     "x = alpha r + bias, r = x / (1 + exp2(x (c1 + c3 x^2))): the GELU epilogue's math for one element "
+     "(cuda/gelu.cuh; 8 instructions: 3 FMUL, 2 FFMA, 1 FADD, MUFU.EX2 and MUFU.RCP)",
+     false},
+    {Kind::sleep, "sleep", "nanosleep 256 and a flag read (a warp that waits)", false},
+}};
+
+// Each co-runner thread keeps kChains chains and steps each kUnroll times an iteration of its loop.
+inline constexpr int kChains = 8;
+inline constexpr int kUnroll = 8;
+inline constexpr int kStepsPerIteration = kChains * kUnroll;
+
+// The wgmma chain: kGroupWgmmas m64n128k16 (B, then B negated) a commit group, kIterations groups,
+// then one more B; at the tensor cores' rate of 1024 bf16 FMA a clock per SM, one instruction is
+// 64 x 128 x 16 / 1024 = 128 cycles.
+inline constexpr int kGroupWgmmas = 8;
+inline constexpr long long kIterations = 2000;
+inline constexpr double kIdealCyclesPerWgmma = 64.0 * 128.0 * 16.0 / 1024.0;
+inline constexpr long long wgmmas(long long iterations) { return iterations * kGroupWgmmas + 1; }
+
+// One co-runner thread's chain sum for counting kinds: chain j starts at j and gains kUnroll a loop
+// iteration.
+inline constexpr double counted_sum(long long iterations) {
+    return kChains * (kChains - 1) / 2.0 + static_cast<double>(kStepsPerIteration) * static_cast<double>(iterations);
+}
+
+// The tensor cycles one co-runner step costs: the chain's cycles beside it less its cycles alone,
+// over the steps one co-runner warp (one per sub-partition) issued meanwhile.
+inline double cycles_lost_per_step(double cycles_alone, double cycles_beside, double steps_per_warp) {
+    return steps_per_warp > 0 ? (cycles_beside - cycles_alone) / steps_per_warp : 0.0;
+}
+
+}  // namespace rigel::probes::corun
