@@ -162,12 +162,13 @@ namespace corun = rigel::probes::corun;
 TEST(WgmmaCorun, CountedSumIsTheChainsStartsPlusTheirSteps) {
     // A thread's 8 chains start at 0..7 and each step adds 1: after n loop iterations every chain
     // gained kUnroll n, so the sum is 28 + 64 n.
-    EXPECT_EQ(corun::counted_sum(0), 28.0);
-    EXPECT_EQ(corun::counted_sum(1), 28.0 + 64.0);
-    EXPECT_EQ(corun::counted_sum(1000), 28.0 + 64000.0);
+    EXPECT_EQ(corun::counted_sum(corun::Kind::ffma, 0), 28.0);
+    EXPECT_EQ(corun::counted_sum(corun::Kind::ffma, 1), 28.0 + 64.0);
+    EXPECT_EQ(corun::counted_sum(corun::Kind::fadd, 1000), 28.0 + 64000.0);
+    EXPECT_EQ(corun::counted_sum(corun::Kind::ffma_long, 2), 28.0 + 2 * 4096.0);
     double by_hand = 0;
-    for (int j = 0; j < corun::kChains; ++j) by_hand += j + corun::kUnroll * 37.0;
-    EXPECT_EQ(corun::counted_sum(37), by_hand);
+    for (int j = 0; j < corun::kChains; ++j) by_hand += j + corun::unroll(corun::Kind::ffma) * 37.0;
+    EXPECT_EQ(corun::counted_sum(corun::Kind::ffma, 37), by_hand);
 }
 
 TEST(WgmmaCorun, LostCyclesAreTheExtraOverTheSteps) {
@@ -180,6 +181,6 @@ TEST(WgmmaCorun, LostCyclesAreTheExtraOverTheSteps) {
 TEST(WgmmaCorun, KindsAreListedInTheirEnumsOrder) {
     for (std::size_t i = 0; i < corun::kKinds.size(); ++i)
         EXPECT_EQ(static_cast<std::size_t>(corun::kKinds[i].kind), i) << corun::kKinds[i].name;
-    EXPECT_DOUBLE_EQ(corun::kIdealCyclesPerWgmma, 128.0);
+    EXPECT_DOUBLE_EQ(corun::kIdealCyclesPerWgmma, 64.0);
     EXPECT_EQ(corun::wgmmas(2000), 16001);
 }

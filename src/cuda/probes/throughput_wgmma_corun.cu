@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "cuda/gelu.cuh"
+#include "cuda/hopper/sm90.cuh"
+#include "cuda/hopper/sm90_cluster.cuh"
 #include "cuda/probes/probe_device_util.cuh"
 #include "cuda/probes/wgmma_ptx.cuh"
 #include "probes/layouts/fragment_maps.hpp"
@@ -41,20 +43,22 @@ struct CoParams {
     float a, b, alpha, bias;
 };
 
-// One co-runner thread's chains until the flag rises; its chain sum and loop iterations out.
+// One co-runner thread's chains until the flag rises; its chain sum, loop iterations and cycles out.
 template <corun::Kind K>
-__device__ void co_run(const volatile int* done, const CoParams& p, double* chain_sum, long long* iterations) {
+__device__ void co_run(const volatile int* done, const CoParams& p, double* chain_sum, long long* iterations,
+                       long long* cycles, std::uint32_t stage) {
     using corun::Kind;
     float r[corun::kChains];
 #pragma unroll
     for (int j = 0; j < corun::kChains; ++j) r[j] = static_cast<float>(j);
     long long n = 0;
+    const long long t0 = clock64();
     while (*done == 0) {
 #pragma unroll
-        for (int u = 0; u < corun::kUnroll; ++u) {
+        for (int u = 0; u < corun::unroll(K); ++u) {
 #pragma unroll
             for (int j = 0; j < corun::kChains; ++j) {
-                if constexpr (K == Kind::ffma) {
+                if constexpr (K == Kind::ffma || K == Kind::ffma_long) {
                     asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(r[j]) : "f"(p.a), "f"(p.b));
                 } else if constexpr (K == Kind::fadd) {
                     asm volatile("add.f32 %0, %0, %1;" : "+f"(r[j]) : "f"(p.a));
@@ -69,6 +73,12 @@ __device__ void co_run(const volatile int* done, const CoParams& p, double* chai
                 } else if constexpr (K == Kind::gelu) {
                     const float x = fmaf(p.alpha, r[j], p.bias);
                     r[j] = x * cuda::gelu_tanh_gate(x).s;
+                } else if constexpr (K == Kind::stmatrix) {
+                    // Chain j's 512 bytes of this warp: row lane of matrix (lane / 8), 16 bytes a lane.
+                    asm volatile("add.f32 %0, %0, %1;" : "+f"(r[j]) : "f"(p.a));
+                    const std::uint32_t v = __float_as_uint(r[j]);
+                    const std::uint32_t regs[4] = {v, v, v, v};
+                    cuda::sm90::stmatrix_x4(stage + static_cast<std::uint32_t>(j * 512), regs);
                 } else if constexpr (K == Kind::sleep) {
                     if (u == 0 && j == 0) __nanosleep(256);
                 }
@@ -76,6 +86,7 @@ __device__ void co_run(const volatile int* done, const CoParams& p, double* chai
         }
         ++n;
     }
+    *cycles = clock64() - t0;
     double s = 0;
 #pragma unroll
     for (int j = 0; j < corun::kChains; ++j) s += double(r[j]);
@@ -83,12 +94,15 @@ __device__ void co_run(const volatile int* done, const CoParams& p, double* chai
     *iterations = n;
 }
 
-// sums: grid x 256 (the chain's 128 accumulator sums, then the co-runners' chain sums); iterations:
-// grid x 128 (the co-runners'); cycles: grid (the chain's, start to its last wait).
-template <corun::Kind K>
+// sums: grid x 256 (the chain's 128 accumulator sums, then the co-runners' chain sums); iterations and
+// co_cycles: grid x 128 (the co-runners'); cycles: grid (the chain's, start to its last wait). Without
+// the chain (Chain false) the first warpgroup sleeps for spin_cycles instead, so that the co-runners'
+// rate alone can be read beside their rate next to the chain.
+template <corun::Kind K, bool Chain>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_corun_kernel(const std::uint8_t* a, const std::uint8_t* bp, const std::uint8_t* bm, long long chain_iters,
-                       CoParams p, double* sums, long long* iterations, long long* cycles, int* built) {
+                       long long spin_cycles, CoParams p, double* sums, long long* iterations, long long* co_cycles,
+                       long long* cycles, int* built) {
     __shared__ alignas(128) std::uint8_t sa[64 * kRowBytes];
     __shared__ alignas(128) std::uint8_t sbp[kN * kRowBytes];
     __shared__ alignas(128) std::uint8_t sbm[kN * kRowBytes];
@@ -103,7 +117,15 @@ __global__ void __launch_bounds__(kThreads, 1)
         fence_proxy_async_smem();
         __syncthreads();
         const std::size_t block = blockIdx.x;
-        if (tid < 128) {
+        if (tid < 128 && !Chain) {
+            const long long t0 = clock64();
+            while (clock64() - t0 < spin_cycles) __nanosleep(500);
+            if (tid == 0) {
+                *reinterpret_cast<volatile int*>(&done) = 1;
+                cycles[block] = clock64() - t0;
+            }
+            sums[block * kThreads + tid] = 0;
+        } else if (tid < 128) {
             const std::uint64_t da = smem_desc(sa, 64 * 16, 128);
             const std::uint64_t dbp = smem_desc(sbp, kN * 16, 128);
             const std::uint64_t dbm = smem_desc(sbm, kN * 16, 128);
@@ -141,68 +163,87 @@ __global__ void __launch_bounds__(kThreads, 1)
             const int c = tid - 128;
             double* const chain_sum = &sums[block * kThreads + tid];
             long long* const n = &iterations[block * 128 + c];
+            long long* const co = &co_cycles[block * 128 + c];
             if constexpr (K == corun::Kind::none) {
                 *chain_sum = 0;
                 *n = 0;
+                *co = 0;
             } else {
-                co_run<K>(&done, p, chain_sum, n);
+                // stmatrix's area: 4 KB a warp in the dynamic shared memory, 16 bytes a lane a chain.
+                extern __shared__ __align__(128) std::uint8_t pad[];
+                const std::uint32_t stage = cuda::sm90::smem_u32(pad) +
+                                            static_cast<std::uint32_t>((c / 32) * 4096 + (c % 32) * 16);
+                co_run<K>(&done, p, chain_sum, n, co, stage);
             }
         }
     }
 }
 
 struct Launched {
-    double cycles_per_wgmma = 0;   // median over CTAs
-    double co_iterations = 0;      // median over co-runner threads
+    double cycles_per_wgmma = 0;  // median over CTAs
+    double co_iterations = 0;     // median over co-runner threads
+    double co_rate = 0;           // co-runner steps a cycle, median over co-runner threads
     bool chain_ok = false, co_ok = false;
 };
 
 struct Buffers {
     DeviceArray<std::uint8_t> a, bp, bm;
     DeviceArray<double> sums;
-    DeviceArray<long long> iterations, cycles;
+    DeviceArray<long long> iterations, co_cycles, cycles;
     DeviceArray<int> built;
 };
 
-template <corun::Kind K>
-Launched launch_kind(Buffers& b, int grid, long long iters, bool verify, double chain_want) {
-    const auto kernel = wgmma_corun_kernel<K>;
+template <corun::Kind K, bool Chain>
+Launched launch_kind(Buffers& b, int grid, long long iters, long long spin_cycles, bool verify, double chain_want) {
+    const auto kernel = wgmma_corun_kernel<K, Chain>;
     RIGEL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kPadBytes));
     const CoParams p{1.0f, 1.0f, 1.0f, 0.5f};
-    kernel<<<grid, kThreads, kPadBytes>>>(b.a.get(), b.bp.get(), verify ? b.bp.get() : b.bm.get(), iters, p,
-                                          b.sums.get(), b.iterations.get(), b.cycles.get(), b.built.get());
+    kernel<<<grid, kThreads, kPadBytes>>>(b.a.get(), b.bp.get(), verify ? b.bp.get() : b.bm.get(), iters,
+                                          spin_cycles, p, b.sums.get(), b.iterations.get(), b.co_cycles.get(),
+                                          b.cycles.get(), b.built.get());
     RIGEL_CUDA_CHECK_LAUNCH();
     RIGEL_CUDA_CHECK(cudaDeviceSynchronize());
     if (b.built.download()[0] != 1) throw std::runtime_error("wgmma_corun: kernel built without wgmma");
     const std::vector<double> sums = b.sums.download();
     const std::vector<long long> its = b.iterations.download(), cyc = b.cycles.download();
+    const std::vector<long long> co_cyc = b.co_cycles.download();
     Launched l;
     double chain = 0;
     bool co_ok = true;
-    std::vector<double> per_wgmma, co;
+    std::vector<double> per_wgmma, co, rate;
     for (int c = 0; c < grid; ++c) {
         for (int t = 0; t < 128; ++t) chain += sums[std::size_t(c) * kThreads + t];
         for (int t = 0; t < 128; ++t) {
             const long long n = its[std::size_t(c) * 128 + t];
             co.push_back(double(n));
+            if (co_cyc[std::size_t(c) * 128 + t] > 0)
+                rate.push_back(double(n) * corun::steps_per_iteration(K) / double(co_cyc[std::size_t(c) * 128 + t]));
             if (corun::kKinds[static_cast<int>(K)].counts)
-                co_ok = co_ok && sums[std::size_t(c) * kThreads + 128 + t] == corun::counted_sum(n);
+                co_ok = co_ok && sums[std::size_t(c) * kThreads + 128 + t] == corun::counted_sum(K, n);
             if (K != corun::Kind::none) co_ok = co_ok && n > 0;
         }
         per_wgmma.push_back(double(cyc[c]) / double(corun::wgmmas(iters)));
     }
-    l.chain_ok = chain == chain_want;
+    l.chain_ok = !Chain || chain == chain_want;
     l.co_ok = co_ok;
     l.cycles_per_wgmma = timeline::quantile(per_wgmma, 0.5);
     l.co_iterations = timeline::quantile(co, 0.5);
+    l.co_rate = timeline::quantile(rate, 0.5);
     return l;
 }
 
-using Launcher = Launched (*)(Buffers&, int, long long, bool, double);
-constexpr Launcher kLaunchers[] = {
-    &launch_kind<corun::Kind::none>, &launch_kind<corun::Kind::ffma>, &launch_kind<corun::Kind::fadd>,
-    &launch_kind<corun::Kind::ex2>,  &launch_kind<corun::Kind::f2fp>, &launch_kind<corun::Kind::gelu>,
-    &launch_kind<corun::Kind::sleep>};
+using Launcher = Launched (*)(Buffers&, int, long long, long long, bool, double);
+struct Launchers {
+    Launcher beside, alone;
+};
+template <corun::Kind K>
+constexpr Launchers launchers() {
+    return {&launch_kind<K, true>, &launch_kind<K, false>};
+}
+constexpr Launchers kLaunchers[] = {
+    launchers<corun::Kind::none>(), launchers<corun::Kind::ffma>(),  launchers<corun::Kind::fadd>(),
+    launchers<corun::Kind::ex2>(),  launchers<corun::Kind::f2fp>(),  launchers<corun::Kind::gelu>(),
+    launchers<corun::Kind::sleep>(), launchers<corun::Kind::ffma_long>(), launchers<corun::Kind::stmatrix>()};
 static_assert(std::size(kLaunchers) == corun::kKinds.size());
 
 }  // namespace
@@ -210,7 +251,7 @@ static_assert(std::size(kLaunchers) == corun::kKinds.size());
 std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
     std::vector<Finding> out;
     const std::string path = "wgmma.mma_async m64n128k16 bf16 (one warpgroup, 2 commit groups in flight)";
-    if (ctx.compute_capability != 90 || !kernel_has_image(wgmma_corun_kernel<corun::Kind::none>)) {
+    if (ctx.compute_capability != 90 || !kernel_has_image(wgmma_corun_kernel<corun::Kind::none, true>)) {
         out.push_back(not_available(probe_name, path, "bf16", "wgmma cycles beside other warps' work",
                                     "wgmma exists on compute capability 9.0 (sm_90a) only; device has " +
                                         std::to_string(ctx.compute_capability)));
@@ -232,86 +273,101 @@ std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
         return o;
     };
     const int grid = dev.sms;
+    const std::size_t co_threads = std::size_t(grid) * 128;
     Buffers b{DeviceArray<std::uint8_t>(bytes(am, 1.0)), DeviceArray<std::uint8_t>(bytes(bmat, 1.0)),
               DeviceArray<std::uint8_t>(bytes(bmat, -1.0)),  DeviceArray<double>(std::size_t(grid) * kThreads),
-              DeviceArray<long long>(std::size_t(grid) * 128), DeviceArray<long long>(std::size_t(grid)),
-              DeviceArray<int>(1)};
+              DeviceArray<long long>(co_threads),           DeviceArray<long long>(co_threads),
+              DeviceArray<long long>(std::size_t(grid)),    DeviceArray<int>(1)};
     const long long iters = ctx.quick ? 200 : corun::kIterations;
+    const double n_wgmma = double(corun::wgmmas(iters));
     // A short run whose every step adds (B twice): its checksum is (2 x 4 x 2 + 1) A B a CTA.
-    const Launched check = kLaunchers[0](b, grid, 2, true, matrix_checksum(grid, ab_sum, 4, 2, true));
+    const Launched check = kLaunchers[0].beside(b, grid, 2, 0, true, matrix_checksum(grid, ab_sum, 4, 2, true));
     const double want = matrix_checksum(grid, ab_sum, 4, iters, false);
 
+    // Each kind beside the chain, then alone for as long as the chain alone ran (its first warpgroup asleep).
     struct Result {
-        double cycles = 0, co_iterations = 0;
+        double cycles = 0, co_iterations = 0, rate = 0, rate_alone = 0;
         bool ok = false;
     };
     std::vector<Result> results;
+    long long spin = 0;
     for (std::size_t k = 0; k < corun::kKinds.size(); ++k) {
         report(ctx, std::string("wgmma_corun: beside ") + std::string(corun::kKinds[k].name));
-        (void)kLaunchers[k](b, grid, iters, false, want);  // warm
-        std::vector<double> cyc, co;
+        (void)kLaunchers[k].beside(b, grid, iters, 0, false, want);  // warm
+        std::vector<double> cyc, co, rate, rate_alone;
         bool ok = check.chain_ok;
         for (int r = 0; r < kReps; ++r) {
-            const Launched l = kLaunchers[k](b, grid, iters, false, want);
+            const Launched l = kLaunchers[k].beside(b, grid, iters, 0, false, want);
             cyc.push_back(l.cycles_per_wgmma);
             co.push_back(l.co_iterations);
+            rate.push_back(l.co_rate);
             ok = ok && l.chain_ok && l.co_ok;
         }
-        results.push_back({timeline::quantile(cyc, 0.5), timeline::quantile(co, 0.5), ok});
+        Result res{timeline::quantile(cyc, 0.5), timeline::quantile(co, 0.5), timeline::quantile(rate, 0.5), 0, ok};
+        if (k == 0) spin = static_cast<long long>(res.cycles * n_wgmma);
+        if (corun::kKinds[k].kind != corun::Kind::none) {
+            for (int r = 0; r < kReps; ++r) {
+                const Launched l = kLaunchers[k].alone(b, grid, iters, spin, false, want);
+                rate_alone.push_back(l.co_rate);
+                res.ok = res.ok && l.co_ok;
+            }
+            res.rate_alone = timeline::quantile(rate_alone, 0.5);
+        }
+        results.push_back(res);
     }
 
     const double alone = results[0].cycles;
-    const double n_wgmma = double(corun::wgmmas(iters));
+    const std::string doc = "wgmma.mma_async is asynchronous: the warpgroup goes on while the tensor cores work; "
+                            "silent on what other warps' instructions and a running chain take from each other";
+    const std::string kernel_name =
+        kernel_symbol(reinterpret_cast<const void*>(wgmma_corun_kernel<corun::Kind::none, true>));
     for (std::size_t k = 0; k < corun::kKinds.size(); ++k) {
         const corun::KindInfo& kind = corun::kKinds[k];
         const Result& r = results[k];
-        const double steps = r.co_iterations * corun::kStepsPerIteration;  // one warp's, over the chain
+        const double steps = r.co_iterations * corun::steps_per_iteration(kind.kind);  // one warp's, over the chain
         const std::string checks =
             std::string(r.ok ? "Checksums exact: the chain's " : "CHECK FAILED: the chain's ") +
             "accumulators (" + std::to_string(kReps) + " launches and a short run of B twice)" +
             (kind.counts ? " and every co-runner thread's chain sum against its step count." : ".");
-        Finding f = make_finding(probe_name, path, "bf16", std::string("wgmma cycles beside ") + std::string(kind.name));
-        f.value = r.cycles;
-        f.measured = fmt_fixed(r.cycles, 2);
-        f.unit = "cycles";
-        f.expected = fmt_fixed(corun::kIdealCyclesPerWgmma, 0);
-        f.verified = r.ok;
-        f.relation = DocRelation::fills_in;
-        f.doc_statement = "wgmma.mma_async is asynchronous: the warpgroup goes on while the tensor cores work; "
-                          "silent on what other warps' instructions take from a running chain";
-        f.doc_source = "PTX ISA 9.0, wgmma.mma_async";
-        f.kernel = kernel_symbol(reinterpret_cast<const void*>(wgmma_corun_kernel<corun::Kind::none>));
-        f.detail = "cycles a wgmma (m64n128k16), the median over " + std::to_string(grid) +
-                   " CTAs (one an SM) of a chain of " + fmt_fixed(n_wgmma, 0) + ", median of " +
-                   std::to_string(kReps) + " launches; beside it on every sub-partition one warp issuing " +
-                   std::string(kind.what) +
-                   (kind.kind == corun::Kind::none
-                        ? ""
-                        : ", " + fmt_fixed(steps / (r.cycles * n_wgmma) * 100.0, 1) +
-                              " steps a warp per 100 cycles (8 chains a thread)") +
-                   ". " + checks;
-        out.push_back(f);
-        if (kind.kind == corun::Kind::none || kind.kind == corun::Kind::sleep) continue;
+        const auto row = [&](const std::string& quantity, double value, int decimals, const std::string& unit,
+                             const std::string& expected, const std::string& detail) {
+            Finding f = make_finding(probe_name, path, "bf16", quantity);
+            f.value = value;
+            f.measured = fmt_fixed(value, decimals);
+            f.unit = unit;
+            f.expected = expected;
+            f.verified = r.ok;
+            f.relation = DocRelation::fills_in;
+            f.doc_statement = doc;
+            f.doc_source = "PTX ISA 9.0, wgmma.mma_async";
+            f.kernel = kernel_name;
+            f.detail = detail + " " + checks;
+            out.push_back(std::move(f));
+        };
+        const std::string beside = "beside it on every sub-partition one warp issuing " + std::string(kind.what);
+        row("wgmma cycles beside " + std::string(kind.name), r.cycles, 2, "cycles",
+            fmt_fixed(corun::kIdealCyclesPerWgmma, 0),
+            "cycles a wgmma (m64n128k16), the median over " + std::to_string(grid) +
+                " CTAs (one an SM) of a chain of " + fmt_fixed(n_wgmma, 0) + ", median of " + std::to_string(kReps) +
+                " launches; " + beside + ".");
+        if (kind.kind == corun::Kind::none) continue;
+        row("co-runner steps per 100 cycles beside the chain: " + std::string(kind.name), 100 * r.rate, 2, "steps",
+            fmt_fixed(100 * r.rate_alone, 2),
+            "one co-runner warp's steps (" + std::string(kind.what) + ") per 100 of its cycles while the chain ran, "
+            "the median over its threads and " + std::to_string(kReps) + " launches; expected: the same warp's rate "
+            "with the chain's warpgroup asleep instead (" + fmt_fixed(100 * r.rate_alone, 2) + "), so beside the "
+            "chain it ran at " + fmt_fixed(r.rate_alone > 0 ? r.rate / r.rate_alone : 0.0, 3) + " of that.");
+        if (kind.kind == corun::Kind::sleep) continue;
         const double lost = corun::cycles_lost_per_step(alone * n_wgmma, r.cycles * n_wgmma, steps);
-        Finding g = make_finding(probe_name, path, "bf16",
-                                 std::string("tensor cycles lost per co-runner step: ") + std::string(kind.name));
-        g.value = lost;
-        g.measured = fmt_fixed(lost, 3);
-        g.unit = "cycles";
-        g.verified = r.ok;
-        g.relation = DocRelation::fills_in;
-        g.doc_statement = f.doc_statement;
-        g.doc_source = f.doc_source;
-        g.kernel = f.kernel;
-        g.detail = "the chain's cycles beside " + std::string(kind.name) + " (" + fmt_fixed(r.cycles, 2) +
-                   " a wgmma) less its cycles alone (" + fmt_fixed(alone, 2) + "), over one warp's " +
-                   fmt_fixed(steps, 0) + " steps meanwhile (one warp a sub-partition)" +
-                   (kind.kind == corun::Kind::gelu
-                        ? "; a 128 x 128 tile's GELU epilogue takes 128 steps a thread: " + fmt_fixed(128 * lost, 0) +
-                              " tensor cycles a tile at this rate"
-                        : "") +
-                   ". " + checks;
-        out.push_back(g);
+        row("tensor cycles lost per co-runner step: " + std::string(kind.name), lost, 3, "cycles", "",
+            "the chain's cycles beside " + std::string(kind.name) + " (" + fmt_fixed(r.cycles, 2) +
+                " a wgmma) less its cycles alone (" + fmt_fixed(alone, 2) + "), over one warp's " + fmt_fixed(steps, 0) +
+                " steps meanwhile (one warp a sub-partition)" +
+                (kind.kind == corun::Kind::gelu
+                     ? "; a 128 x 128 tile's GELU epilogue takes 128 steps a thread: " + fmt_fixed(128 * lost, 0) +
+                           " tensor cycles a tile at this rate"
+                     : "") +
+                ".");
     }
     return out;
 }

@@ -22,7 +22,7 @@ namespace rigel::probes::corun {
 // checked exactly); the others' results only keep the work from being dropped. (An integer add chain
 // is not among them: ptxas folds two adds of one register into one IMAD, so its steps are not the
 // instructions issued.)
-enum class Kind : int { none, ffma, fadd, ex2, f2fp, gelu, sleep };
+enum class Kind : int { none, ffma, fadd, ex2, f2fp, gelu, sleep, ffma_long, stmatrix };
 
 struct KindInfo {
     Kind kind;
@@ -31,7 +31,7 @@ struct KindInfo {
     bool counts;            // every step adds exactly 1 to its chain
 };
 
-inline constexpr std::array<KindInfo, 7> kKinds{{
+inline constexpr std::array<KindInfo, 9> kKinds{{
     {Kind::none, "none", "nothing (the second warpgroup exits at once)", false},
     {Kind::ffma, "ffma", "fma.rn.f32 r, r, a, b (FFMA, a and b in registers marked for the operand reuse cache)",
      true},
@@ -43,25 +43,33 @@ inline constexpr std::array<KindInfo, 7> kKinds{{
      "(cuda/gelu.cuh; 8 instructions: 3 FMUL, 2 FFMA, 1 FADD, MUFU.EX2 and MUFU.RCP)",
      false},
     {Kind::sleep, "sleep", "nanosleep 256 and a flag read (a warp that waits)", false},
+    {Kind::ffma_long, "ffma_long",
+     "ffma's step, its loop unrolled 64 times further: 4,096 FFMA of straight-line code (64 KB) an iteration, "
+     "as a long unrolled epilogue streams through the instruction caches",
+     true},
+    {Kind::stmatrix, "stmatrix",
+     "stmatrix.x4 (512 bytes a warp into shared memory, conflict-free, as the epilogue stages D) of registers "
+     "that an FADD chain moves",
+     false},
 }};
 
-// Each co-runner thread keeps kChains chains and steps each kUnroll times an iteration of its loop.
+// Each co-runner thread keeps kChains chains and steps each unroll(kind) times an iteration of its loop.
 inline constexpr int kChains = 8;
-inline constexpr int kUnroll = 8;
-inline constexpr int kStepsPerIteration = kChains * kUnroll;
+inline constexpr int unroll(Kind k) { return k == Kind::ffma_long ? 512 : 8; }
+inline constexpr int steps_per_iteration(Kind k) { return kChains * unroll(k); }
 
 // The wgmma chain: kGroupWgmmas m64n128k16 (B, then B negated) a commit group, kIterations groups,
-// then one more B; at the tensor cores' rate of 1024 bf16 FMA a clock per SM, one instruction is
-// 64 x 128 x 16 / 1024 = 128 cycles.
+// then one more B; at the tensor cores' rate one instruction is
+// 64 x 128 x 16 / 2048 = 64 cycles (2048 dense bf16 FMA a clock per SM: twice A100's 1024).
 inline constexpr int kGroupWgmmas = 8;
 inline constexpr long long kIterations = 2000;
-inline constexpr double kIdealCyclesPerWgmma = 64.0 * 128.0 * 16.0 / 1024.0;
+inline constexpr double kIdealCyclesPerWgmma = 64.0 * 128.0 * 16.0 / 2048.0;
 inline constexpr long long wgmmas(long long iterations) { return iterations * kGroupWgmmas + 1; }
 
-// One co-runner thread's chain sum for counting kinds: chain j starts at j and gains kUnroll a loop
-// iteration.
-inline constexpr double counted_sum(long long iterations) {
-    return kChains * (kChains - 1) / 2.0 + static_cast<double>(kStepsPerIteration) * static_cast<double>(iterations);
+// One co-runner thread's chain sum for counting kinds: chain j starts at j and gains unroll(kind) a
+// loop iteration.
+inline constexpr double counted_sum(Kind k, long long iterations) {
+    return kChains * (kChains - 1) / 2.0 + static_cast<double>(steps_per_iteration(k)) * static_cast<double>(iterations);
 }
 
 // The tensor cycles one co-runner step costs: the chain's cycles beside it less its cycles alone,
