@@ -165,7 +165,8 @@ TEST(WgmmaCorun, CountedSumIsTheChainsStartsPlusTheirSteps) {
     EXPECT_EQ(corun::counted_sum(corun::Kind::ffma, 0), 28.0);
     EXPECT_EQ(corun::counted_sum(corun::Kind::ffma, 1), 28.0 + 64.0);
     EXPECT_EQ(corun::counted_sum(corun::Kind::fadd, 1000), 28.0 + 64000.0);
-    EXPECT_EQ(corun::counted_sum(corun::Kind::ffma_long, 2), 28.0 + 2 * 4096.0);
+    EXPECT_EQ(corun::counted_sum(corun::Kind::ffma_64k, 2), 28.0 + 2 * 4096.0);
+    EXPECT_EQ(corun::counted_sum(corun::Kind::ffma_16k, 1), 28.0 + 1024.0);
     double by_hand = 0;
     for (int j = 0; j < corun::kChains; ++j) by_hand += j + corun::unroll(corun::Kind::ffma) * 37.0;
     EXPECT_EQ(corun::counted_sum(corun::Kind::ffma, 37), by_hand);

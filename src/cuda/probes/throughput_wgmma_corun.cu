@@ -58,7 +58,7 @@ __device__ void co_run(const volatile int* done, const CoParams& p, double* chai
         for (int u = 0; u < corun::unroll(K); ++u) {
 #pragma unroll
             for (int j = 0; j < corun::kChains; ++j) {
-                if constexpr (K == Kind::ffma || K == Kind::ffma_long) {
+                if constexpr (corun::is_ffma(K)) {
                     asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(r[j]) : "f"(p.a), "f"(p.b));
                 } else if constexpr (K == Kind::fadd) {
                     asm volatile("add.f32 %0, %0, %1;" : "+f"(r[j]) : "f"(p.a));
@@ -243,7 +243,8 @@ constexpr Launchers launchers() {
 constexpr Launchers kLaunchers[] = {
     launchers<corun::Kind::none>(), launchers<corun::Kind::ffma>(),  launchers<corun::Kind::fadd>(),
     launchers<corun::Kind::ex2>(),  launchers<corun::Kind::f2fp>(),  launchers<corun::Kind::gelu>(),
-    launchers<corun::Kind::sleep>(), launchers<corun::Kind::ffma_long>(), launchers<corun::Kind::stmatrix>()};
+    launchers<corun::Kind::sleep>(), launchers<corun::Kind::stmatrix>(), launchers<corun::Kind::ffma_16k>(),
+    launchers<corun::Kind::ffma_32k>(), launchers<corun::Kind::ffma_48k>(), launchers<corun::Kind::ffma_64k>()};
 static_assert(std::size(kLaunchers) == corun::kKinds.size());
 
 }  // namespace

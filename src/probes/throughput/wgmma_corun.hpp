@@ -22,7 +22,7 @@ namespace rigel::probes::corun {
 // checked exactly); the others' results only keep the work from being dropped. (An integer add chain
 // is not among them: ptxas folds two adds of one register into one IMAD, so its steps are not the
 // instructions issued.)
-enum class Kind : int { none, ffma, fadd, ex2, f2fp, gelu, sleep, ffma_long, stmatrix };
+enum class Kind : int { none, ffma, fadd, ex2, f2fp, gelu, sleep, stmatrix, ffma_16k, ffma_32k, ffma_48k, ffma_64k };
 
 struct KindInfo {
     Kind kind;
@@ -31,7 +31,7 @@ struct KindInfo {
     bool counts;            // every step adds exactly 1 to its chain
 };
 
-inline constexpr std::array<KindInfo, 9> kKinds{{
+inline constexpr std::array<KindInfo, 12> kKinds{{
     {Kind::none, "none", "nothing (the second warpgroup exits at once)", false},
     {Kind::ffma, "ffma", "fma.rn.f32 r, r, a, b (FFMA, a and b in registers marked for the operand reuse cache)",
      true},
@@ -43,19 +43,34 @@ inline constexpr std::array<KindInfo, 9> kKinds{{
      "(cuda/gelu.cuh; 8 instructions: 3 FMUL, 2 FFMA, 1 FADD, MUFU.EX2 and MUFU.RCP)",
      false},
     {Kind::sleep, "sleep", "nanosleep 256 and a flag read (a warp that waits)", false},
-    {Kind::ffma_long, "ffma_long",
-     "ffma's step, its loop unrolled 64 times further: 4,096 FFMA of straight-line code (64 KB) an iteration, "
-     "as a long unrolled epilogue streams through the instruction caches",
-     true},
     {Kind::stmatrix, "stmatrix",
      "stmatrix.x4 (512 bytes a warp into shared memory, conflict-free, as the epilogue stages D) of registers "
      "that an FADD chain moves",
      false},
+    {Kind::ffma_16k, "ffma_16k", "ffma's step in a loop of 1,024 FFMA (16 KB of straight-line code)", true},
+    {Kind::ffma_32k, "ffma_32k", "ffma's step in a loop of 2,048 FFMA (32 KB of straight-line code)", true},
+    {Kind::ffma_48k, "ffma_48k", "ffma's step in a loop of 3,072 FFMA (48 KB of straight-line code)", true},
+    {Kind::ffma_64k, "ffma_64k",
+     "ffma's step in a loop of 4,096 FFMA (64 KB of straight-line code, as a long unrolled epilogue streams "
+     "through the instruction caches)",
+     true},
 }};
 
 // Each co-runner thread keeps kChains chains and steps each unroll(kind) times an iteration of its loop.
 inline constexpr int kChains = 8;
-inline constexpr int unroll(Kind k) { return k == Kind::ffma_long ? 512 : 8; }
+inline constexpr int unroll(Kind k) {
+    switch (k) {
+        case Kind::ffma_16k: return 128;
+        case Kind::ffma_32k: return 256;
+        case Kind::ffma_48k: return 384;
+        case Kind::ffma_64k: return 512;
+        default: return 8;
+    }
+}
+// The FFMA co-runners of a loop body of that many bytes (16 bytes an instruction).
+inline constexpr bool is_ffma(Kind k) {
+    return k == Kind::ffma || k == Kind::ffma_16k || k == Kind::ffma_32k || k == Kind::ffma_48k || k == Kind::ffma_64k;
+}
 inline constexpr int steps_per_iteration(Kind k) { return kChains * unroll(k); }
 
 // The wgmma chain: kGroupWgmmas m64n128k16 (B, then B negated) a commit group, kIterations groups,
