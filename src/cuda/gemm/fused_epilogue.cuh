@@ -708,109 +708,74 @@ private:
         [[maybe_unused]] const std::uint32_t tail_at =
             sm90::smem_u32(box) + static_cast<std::uint32_t>(kFullBoxes * kBoxBytes + lane_row * kTailRowBytes +
                                                              (lane / 16) * 16);
-        // The groups' work: kCount 8-column groups from the tile's group `first` (a multiple of 8, the
-        // box it starts), their accumulators and hoisted bias words at local index jl of `accs` and
-        // `bias_w`.
-        const auto run_groups = [&]<int kCount>(const auto& accs, const auto& bias_w, int first) {
 #pragma unroll
-            for (int jl = 0; jl < kCount; jl += 2) {
-                const int j = first + jl;  // the tile's group
-                const bool two = jl + 1 < kCount && (kTailCols == 0 || j + 1 < kGroups);  // else stmatrix x2
-                const std::uint32_t at =
-                    kTailCols > 0 && jl >= kTailGroup0
-                        ? tail_at + static_cast<std::uint32_t>(16 * (jl - kTailGroup0))
-                        : pair_at[(jl % 8) / 2] + static_cast<std::uint32_t>((j / 8) * kBoxBytes);
-                [[maybe_unused]] std::uint32_t in[4] = {};  // C's or aux's bf16 pairs, matrix by matrix
-                if (with_c || kLoadsAux) tensor::ldmatrix_x4(in, at);
-                std::uint32_t out[4] = {};
-                [[maybe_unused]] std::uint32_t pre_out[4];
+        for (int j = 0; j < kGroups; j += 2) {
+            const bool two = j + 1 < kGroups;  // else the tile's last group alone (stmatrix x2)
+            const std::uint32_t at =
+                kTailCols > 0 && j >= kTailGroup0
+                    ? tail_at + static_cast<std::uint32_t>(16 * (j - kTailGroup0))
+                    : pair_at[(j % 8) / 2] + static_cast<std::uint32_t>((j / 8) * kBoxBytes);
+            [[maybe_unused]] std::uint32_t in[4] = {};  // C's or aux's bf16 pairs, matrix by matrix
+            if (with_c || kLoadsAux) tensor::ldmatrix_x4(in, at);
+            std::uint32_t out[4] = {};
+            [[maybe_unused]] std::uint32_t pre_out[4];
 #pragma unroll
-                for (int g = 0; g < 2; ++g) {
-                    const int jg = jl + g;  // local
-                    if (jg >= kCount || (kTailCols > 0 && jg >= kGroups)) break;
-                    [[maybe_unused]] float sums[2] = {};  // dgelu_bgrad: the group's two columns' sums of D
-                    float2 bv = make_float2(0.0f, 0.0f);
-                    if constexpr (kHoistBias && kBiasBatch < kGroups)
-                        if (jg > 0 && jg % kBiasBatch == 0) load_bias_batch(jg);
-                    if constexpr (kHoistBias)
-                        bv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bias_w[jg]));
-                    else if constexpr (takes_bias(K))
-                        bv = load_pair(p, p.bias, col0 + 8 * (first + jg) + 2 * q, col0 + 8 * (first + jg) + 2 * q, n);
+            for (int g = 0; g < 2; ++g) {
+                const int jg = j + g;
+                if (jg >= kGroups) break;
+                [[maybe_unused]] float sums[2] = {};  // dgelu_bgrad: the group's two columns' sums of D
+                float2 bv = make_float2(0.0f, 0.0f);
+                if constexpr (kHoistBias && kBiasBatch < kGroups)
+                    if (jg > 0 && jg % kBiasBatch == 0) load_bias_batch(jg);
+                if constexpr (kHoistBias)
+                    bv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bias_pairs[jg]));
+                else if constexpr (takes_bias(K))
+                    bv = load_pair(p, p.bias, col0 + 8 * jg + 2 * q, col0 + 8 * jg + 2 * q, n);
 #pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const int i = 2 * g + h;
-                        float x0 = p.alpha * accs[4 * jg + 2 * h], x1 = p.alpha * accs[4 * jg + 2 * h + 1];
-                        if (with_c) {
-                            const float2 c = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&in[i]));
-                            x0 += p.beta * c.x;
-                            x1 += p.beta * c.y;
-                        }
-                        float2 aux = make_float2(0.0f, 0.0f);
-                        if constexpr (kLoadsAux)
-                            aux = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&in[i]));
-                        float pre0 = 0.0f, pre1 = 0.0f;
-                        const float v0 = finish(K, x0, bv.x, aux.x, pre0);
-                        const float v1 = finish(K, x1, bv.y, aux.y, pre1);
-                        if constexpr (kLoadsAux) {
-                            sums[0] += v0;
-                            sums[1] += v1;
-                        }
-                        out[i] = pack(v0, v1);
-                        if constexpr (K == Epilogue::bias_gelu_aux) pre_out[i] = pack(pre0, pre1);
+                for (int h = 0; h < 2; ++h) {
+                    const int i = 2 * g + h;
+                    float x0 = p.alpha * acc[4 * jg + 2 * h], x1 = p.alpha * acc[4 * jg + 2 * h + 1];
+                    if (with_c) {
+                        const float2 c = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&in[i]));
+                        x0 += p.beta * c.x;
+                        x1 += p.beta * c.y;
                     }
-                    // bgrad, group by group (a whole half's sums held at once spilled): the 8 lanes of a warp
-                    // that hold the same columns (lane % 4) add theirs, then 4 atomic adds per column and warp.
-                    // Rows past M and columns past N hold zeros (their A rows and B columns were loaded as
-                    // zeros); columns past N are not added.
+                    float2 aux = make_float2(0.0f, 0.0f);
+                    if constexpr (kLoadsAux) aux = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&in[i]));
+                    float pre0 = 0.0f, pre1 = 0.0f;
+                    const float v0 = finish(K, x0, bv.x, aux.x, pre0);
+                    const float v1 = finish(K, x1, bv.y, aux.y, pre1);
                     if constexpr (kLoadsAux) {
-#pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            float v = sums[e];
-                            v += __shfl_xor_sync(0xffffffffu, v, 4);
-                            v += __shfl_xor_sync(0xffffffffu, v, 8);
-                            v += __shfl_xor_sync(0xffffffffu, v, 16);
-                            const int col = col0 + 8 * (first + jg) + 2 * q + e;
-                            if (lane < 4 && col < n) atomicAdd(p.bgrad + col, v);
-                        }
+                        sums[0] += v0;
+                        sums[1] += v1;
                     }
+                    out[i] = pack(v0, v1);
+                    if constexpr (K == Epilogue::bias_gelu_aux) pre_out[i] = pack(pre0, pre1);
                 }
-                if (two) {
-                    sm90::stmatrix_x4(at, out);
-                } else {
-                    const std::uint32_t last[2] = {out[0], out[1]};
-                    sm90::stmatrix_x2(at, last);
-                }
-                if constexpr (K == Epilogue::bias_gelu_aux) sm90::stmatrix_x4(at + kHalfBytes, pre_out);
-                if (spread_ns > 0) __nanosleep(static_cast<unsigned>(spread_ns));
-            }
-        };
-        // 128-column halves with the bias in one batch: one 64-column box a pass of a loop that is not
-        // unrolled, the second box's accumulators and bias words moved down after the first, so that the
-        // store's code is one box's, a quarter of a 128-column tile's (the probe wgmma_corun: a running
-        // wgmma chain lost nothing beside 8 KB of straight-line code on the same SM, and half its rate
-        // or more beside 16 KB and longer; docs/gemm.md, "The epilogue's code and the other consumer's
-        // main loop"). The 192- and 256-column kernels spilled 180 to 600 bytes with the copy, so they,
-        // and bias_gelu_aux (its bias in two batches), keep the groups in one unrolled run.
-        constexpr bool kBoxPasses = BN == 128 && kBiasBatch == kGroups;
-        if constexpr (kBoxPasses) {
-            constexpr int kBoxAcc = 32;  // a box's accumulators: 8 groups of 4
-            float box_acc[BN / 2];
+                // bgrad, group by group (a whole half's sums held at once spilled): the 8 lanes of a warp
+                // that hold the same columns (lane % 4) add theirs, then 4 atomic adds per column and warp.
+                // Rows past M and columns past N hold zeros (their A rows and B columns were loaded as
+                // zeros); columns past N are not added.
+                if constexpr (kLoadsAux) {
 #pragma unroll
-            for (int i = 0; i < BN / 2; ++i) box_acc[i] = acc[i];
-#pragma unroll 1
-            for (int first = 0; first < kGroups; first += 8) {
-                run_groups.template operator()<8>(box_acc, bias_pairs, first);
-                if (first + 8 < kGroups) {
-#pragma unroll
-                    for (int i = 0; i + kBoxAcc < BN / 2; ++i) box_acc[i] = box_acc[i + kBoxAcc];
-                    if constexpr (kHoistBias) {
-#pragma unroll
-                        for (int i = 0; i + 8 < kGroups; ++i) bias_pairs[i] = bias_pairs[i + 8];
+                    for (int e = 0; e < 2; ++e) {
+                        float v = sums[e];
+                        v += __shfl_xor_sync(0xffffffffu, v, 4);
+                        v += __shfl_xor_sync(0xffffffffu, v, 8);
+                        v += __shfl_xor_sync(0xffffffffu, v, 16);
+                        const int col = col0 + 8 * jg + 2 * q + e;
+                        if (lane < 4 && col < n) atomicAdd(p.bgrad + col, v);
                     }
                 }
             }
-        } else {
-            run_groups.template operator()<kGroups>(acc, bias_pairs, 0);
+            if (two) {
+                sm90::stmatrix_x4(at, out);
+            } else {
+                const std::uint32_t last[2] = {out[0], out[1]};
+                sm90::stmatrix_x2(at, last);
+            }
+            if constexpr (K == Epilogue::bias_gelu_aux) sm90::stmatrix_x4(at + kHalfBytes, pre_out);
+            if (spread_ns > 0) __nanosleep(static_cast<unsigned>(spread_ns));
         }
         sm90::fence_proxy_async_smem();
         sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);

@@ -486,32 +486,17 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             // timeline probe at 4096^3 (5184c77 and after, against six calls before): drain-to-drain 33.4 k
             // cycles a tile against 33.5-33.6 k, 34.2 k with bias + GELU against 34.3-34.5 k, the busiest CTA
             // 0.4-1.0 % fewer cycles (docs/gemm.md, "Spreading the epilogue's stores").
-            int spread_ns = 0;
-            if constexpr (!G::kSplitK && requires { Epi::kSpreadNs; })
-                spread_ns =
+            if constexpr (!G::kSplitK && requires { Epi::kSpreadNs; }) {
+                const int spread_ns =
                     ::rigel::gemm::spread_epilogue(tile, stride, num_units, ceil_div(k, G::kBK)) ? Epi::kSpreadNs : 0;
-            // One copy of the store's code for both halves: the bottom half's accumulators move into the
-            // top's registers for the second pass. The store is straight-line code (every accumulator a
-            // register of its own), and the other consumer's main loop shares the instruction caches with
-            // it: the probe wgmma_corun measured a wgmma chain slowed by half beside 64 KB of straight-line
-            // code on the same SM, and not at all beside 8 KB (docs/gemm.md, "The epilogue's code and
-            // the other consumer's main loop"). The 176- and 192-column kernels spill less so, too (8 and
-            // 64 bytes of stores against 20 and 112 with a store for each half).
-            const auto store_half = [&](const float(&acc)[G::kHalfAcc], int h) {
-                if constexpr (requires { Epi::kSpreadNs; })
-                    Epi::template store<G::kBN>(epi, acc, m, n, row0 + h * kWgmmaM, col0, staging, spread_ns);
-                else
-                    Epi::template store<G::kBN>(epi, acc, m, n, row0 + h * kWgmmaM, col0, staging);
-            };
-#pragma unroll 1
-            for (int h = 0; h < G::kHalves; ++h) {
-                if constexpr (G::kHalves == 2) {
-                    if (h == 1) {
-#pragma unroll
-                        for (int i = 0; i < G::kHalfAcc; ++i) top[i] = bottom[i];
-                    }
-                }
-                if (h == 0 ? store_top : store_bottom) store_half(top, h);
+                if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging, spread_ns);
+                if constexpr (G::kHalves == 2)
+                    if (store_bottom)
+                        Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging, spread_ns);
+            } else {
+                if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
+                if constexpr (G::kHalves == 2)
+                    if (store_bottom) Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
             }
             mark(TimelineEvent::stored);
             mark(TimelineEvent::starved_cycles, starved_cycles);
