@@ -135,6 +135,9 @@ void launch(const gemm::Desc& d, const void* a, const void* b, const void* bias,
             int slots, int grid) {
     if (d.epilogue == Epilogue::bias_gelu)
         return launch_traced<ClusterM, Epilogue::bias_gelu>(d, a, b, bias, out, events, slots, grid);
+    if constexpr (ClusterM == 1)
+        if (d.epilogue == Epilogue::bias)
+            return launch_traced<ClusterM, Epilogue::bias>(d, a, b, bias, out, events, slots, grid);
     launch_traced<ClusterM, Epilogue::none>(d, a, b, bias, out, events, slots, grid);
 }
 
@@ -239,6 +242,7 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
     if (!ctx.quick) {
         cases.push_back({4096, 4096, 4096, Epilogue::none, false});
         cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false});
+        cases.push_back({4096, 4096, 4096, Epilogue::bias, false});  // the bias's loads without GELU's math
         cases.push_back({4096, 11008, 4096, Epilogue::none, false});
         cases.push_back({1000, 1048, 1096, Epilogue::none, true, 2});
         cases.push_back({4096, 4096, 4096, Epilogue::none, false, 2});

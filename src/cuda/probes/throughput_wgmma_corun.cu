@@ -41,7 +41,9 @@ constexpr int kReps = 5;
 
 struct CoParams {
     float a, b, alpha, bias;
+    const float* ones;  // kOnes floats of 1.0 (the ldg co-runner's, 12 KB)
 };
+constexpr int kOnes = 3072;
 
 // One co-runner thread's chains until the flag rises; its chain sum, loop iterations and cycles out.
 template <corun::Kind K>
@@ -73,6 +75,11 @@ __device__ void co_run(const volatile int* done, const CoParams& p, double* chai
                 } else if constexpr (K == Kind::gelu) {
                     const float x = fmaf(p.alpha, r[j], p.bias);
                     r[j] = x * cuda::gelu_tanh_gate(x).s;
+                } else if constexpr (K == Kind::ldg) {
+                    const int lane = static_cast<int>(threadIdx.x) % 32;
+                    // Every step its own word, in an 8 KB window that moves with the iteration (so that the
+                    // loads can neither merge nor leave the loop).
+                    r[j] += __ldg(p.ones + (32 * (n % 32) + lane + 32 * (u * corun::kChains + j)));
                 } else if constexpr (K == Kind::stmatrix) {
                     // Chain j's 512 bytes of this warp: row lane of matrix (lane / 8), 16 bytes a lane.
                     asm volatile("add.f32 %0, %0, %1;" : "+f"(r[j]) : "f"(p.a));
@@ -191,13 +198,14 @@ struct Buffers {
     DeviceArray<double> sums;
     DeviceArray<long long> iterations, co_cycles, cycles;
     DeviceArray<int> built;
+    DeviceArray<float> ones;
 };
 
 template <corun::Kind K, bool Chain>
 Launched launch_kind(Buffers& b, int grid, long long iters, long long spin_cycles, bool verify, double chain_want) {
     const auto kernel = wgmma_corun_kernel<K, Chain>;
     RIGEL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kPadBytes));
-    const CoParams p{1.0f, 1.0f, 1.0f, 0.5f};
+    const CoParams p{1.0f, 1.0f, 1.0f, 0.5f, b.ones.get()};
     kernel<<<grid, kThreads, kPadBytes>>>(b.a.get(), b.bp.get(), verify ? b.bp.get() : b.bm.get(), iters,
                                           spin_cycles, p, b.sums.get(), b.iterations.get(), b.co_cycles.get(),
                                           b.cycles.get(), b.built.get());
@@ -243,7 +251,8 @@ constexpr Launchers launchers() {
 constexpr Launchers kLaunchers[] = {
     launchers<corun::Kind::none>(), launchers<corun::Kind::ffma>(),  launchers<corun::Kind::fadd>(),
     launchers<corun::Kind::ex2>(),  launchers<corun::Kind::f2fp>(),  launchers<corun::Kind::gelu>(),
-    launchers<corun::Kind::sleep>(), launchers<corun::Kind::stmatrix>(), launchers<corun::Kind::ffma_16k>(),
+    launchers<corun::Kind::sleep>(), launchers<corun::Kind::stmatrix>(), launchers<corun::Kind::ldg>(),
+    launchers<corun::Kind::ffma_16k>(),
     launchers<corun::Kind::ffma_32k>(), launchers<corun::Kind::ffma_48k>(), launchers<corun::Kind::ffma_64k>()};
 static_assert(std::size(kLaunchers) == corun::kKinds.size());
 
@@ -278,7 +287,8 @@ std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
     Buffers b{DeviceArray<std::uint8_t>(bytes(am, 1.0)), DeviceArray<std::uint8_t>(bytes(bmat, 1.0)),
               DeviceArray<std::uint8_t>(bytes(bmat, -1.0)),  DeviceArray<double>(std::size_t(grid) * kThreads),
               DeviceArray<long long>(co_threads),           DeviceArray<long long>(co_threads),
-              DeviceArray<long long>(std::size_t(grid)),    DeviceArray<int>(1)};
+              DeviceArray<long long>(std::size_t(grid)),    DeviceArray<int>(1),
+              DeviceArray<float>(std::vector<float>(kOnes, 1.0f))};
     const long long iters = ctx.quick ? 200 : corun::kIterations;
     const double n_wgmma = double(corun::wgmmas(iters));
     // A short run whose every step adds (B twice): its checksum is (2 x 4 x 2 + 1) A B a CTA.

@@ -22,7 +22,7 @@ namespace rigel::probes::corun {
 // checked exactly); the others' results only keep the work from being dropped. (An integer add chain
 // is not among them: ptxas folds two adds of one register into one IMAD, so its steps are not the
 // instructions issued.)
-enum class Kind : int { none, ffma, fadd, ex2, f2fp, gelu, sleep, stmatrix, ffma_16k, ffma_32k, ffma_48k, ffma_64k };
+enum class Kind : int { none, ffma, fadd, ex2, f2fp, gelu, sleep, stmatrix, ldg, ffma_16k, ffma_32k, ffma_48k, ffma_64k };
 
 struct KindInfo {
     Kind kind;
@@ -31,7 +31,7 @@ struct KindInfo {
     bool counts;            // every step adds exactly 1 to its chain
 };
 
-inline constexpr std::array<KindInfo, 12> kKinds{{
+inline constexpr std::array<KindInfo, 13> kKinds{{
     {Kind::none, "none", "nothing (the second warpgroup exits at once)", false},
     {Kind::ffma, "ffma", "fma.rn.f32 r, r, a, b (FFMA, a and b in registers marked for the operand reuse cache)",
      true},
@@ -47,6 +47,10 @@ inline constexpr std::array<KindInfo, 12> kKinds{{
      "stmatrix.x4 (512 bytes a warp into shared memory, conflict-free, as the epilogue stages D) of registers "
      "that an FADD chain moves",
      false},
+    {Kind::ldg, "ldg",
+     "ld.global.nc.f32 from 12 KB of ones that stay in L1 (128 bytes a warp, as the bias epilogues load their "
+     "words), added to the chain by an FADD",
+     true},
     {Kind::ffma_16k, "ffma_16k", "ffma's step in a loop of 1,024 FFMA (16 KB of straight-line code)", true},
     {Kind::ffma_32k, "ffma_32k", "ffma's step in a loop of 2,048 FFMA (32 KB of straight-line code)", true},
     {Kind::ffma_48k, "ffma_48k", "ffma's step in a loop of 3,072 FFMA (48 KB of straight-line code)", true},
