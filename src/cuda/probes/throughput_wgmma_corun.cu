@@ -102,10 +102,12 @@ __device__ void co_run(const volatile int* done, const CoParams& p, double* chai
 }
 
 // sums: grid x 256 (the chain's 128 accumulator sums, then the co-runners' chain sums); iterations and
-// co_cycles: grid x 128 (the co-runners'); cycles: grid (the chain's, start to its last wait). Without
-// the chain (Chain false) the first warpgroup sleeps for spin_cycles instead, so that the co-runners'
-// rate alone can be read beside their rate next to the chain.
-template <corun::Kind K, bool Chain>
+// co_cycles: grid x 128 (the co-runners'); cycles: grid (the chain's, start to its last wait). Chain: 1,
+// the chain on one accumulator; 2, on two, each k-step's pair of instructions one on each as the
+// library's ping-pong consumer issues its tile's two 64-row halves (each accumulator then takes B and
+// B negated twice a group); 0, no chain: the first warpgroup sleeps for spin_cycles instead, so that the
+// co-runners' rate alone can be read beside their rate next to the chain.
+template <corun::Kind K, int Chain>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_corun_kernel(const std::uint8_t* a, const std::uint8_t* bp, const std::uint8_t* bm, long long chain_iters,
                        long long spin_cycles, CoParams p, double* sums, long long* iterations, long long* co_cycles,
@@ -124,7 +126,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         fence_proxy_async_smem();
         __syncthreads();
         const std::size_t block = blockIdx.x;
-        if (tid < 128 && !Chain) {
+        if (tid < 128 && Chain == 0) {
             const long long t0 = clock64();
             while (clock64() - t0 < spin_cycles) __nanosleep(500);
             if (tid == 0) {
@@ -136,16 +138,28 @@ __global__ void __launch_bounds__(kThreads, 1)
             const std::uint64_t da = smem_desc(sa, 64 * 16, 128);
             const std::uint64_t dbp = smem_desc(sbp, kN * 16, 128);
             const std::uint64_t dbm = smem_desc(sbm, kN * 16, 128);
-            float acc[kN / 2];
+            float acc[kN / 2], acc2[Chain == 2 ? kN / 2 : 1];
 #pragma unroll
             for (int i = 0; i < kN / 2; ++i) acc[i] = 0;
+#pragma unroll
+            for (int i = 0; i < (Chain == 2 ? kN / 2 : 1); ++i) acc2[i] = 0;
             const long long t0 = clock64();
             for (long long it = 0; it < chain_iters; ++it) {
                 wgmma_fence();
+                if constexpr (Chain == 2) {
 #pragma unroll
-                for (int w = 0; w < corun::kGroupWgmmas / 2; ++w) {
-                    wgmma<DType::bf16, kN>(acc, da, dbp, 1u);
-                    wgmma<DType::bf16, kN>(acc, da, dbm, 1u);
+                    for (int w = 0; w < corun::kGroupWgmmas / 4; ++w) {
+                        wgmma<DType::bf16, kN>(acc, da, dbp, 1u);
+                        wgmma<DType::bf16, kN>(acc2, da, dbp, 1u);
+                        wgmma<DType::bf16, kN>(acc, da, dbm, 1u);
+                        wgmma<DType::bf16, kN>(acc2, da, dbm, 1u);
+                    }
+                } else {
+#pragma unroll
+                    for (int w = 0; w < corun::kGroupWgmmas / 2; ++w) {
+                        wgmma<DType::bf16, kN>(acc, da, dbp, 1u);
+                        wgmma<DType::bf16, kN>(acc, da, dbm, 1u);
+                    }
                 }
                 wgmma_commit();
                 cuda::sm90::wgmma_wait<1>();
@@ -164,6 +178,13 @@ __global__ void __launch_bounds__(kThreads, 1)
             for (int i = 0; i < kN / 2; ++i) {
                 fence_operand(acc[i]);
                 s += double(acc[i]);
+            }
+            if constexpr (Chain == 2) {
+#pragma unroll
+                for (int i = 0; i < kN / 2; ++i) {
+                    fence_operand(acc2[i]);
+                    s += double(acc2[i]);  // B and B negated cancel here too (timed launches only)
+                }
             }
             sums[block * kThreads + tid] = s;
         } else {
@@ -201,7 +222,7 @@ struct Buffers {
     DeviceArray<float> ones;
 };
 
-template <corun::Kind K, bool Chain>
+template <corun::Kind K, int Chain>
 Launched launch_kind(Buffers& b, int grid, long long iters, long long spin_cycles, bool verify, double chain_want) {
     const auto kernel = wgmma_corun_kernel<K, Chain>;
     RIGEL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kPadBytes));
@@ -232,7 +253,7 @@ Launched launch_kind(Buffers& b, int grid, long long iters, long long spin_cycle
         }
         per_wgmma.push_back(double(cyc[c]) / double(corun::wgmmas(iters)));
     }
-    l.chain_ok = !Chain || chain == chain_want;
+    l.chain_ok = Chain == 0 || chain == chain_want;
     l.co_ok = co_ok;
     l.cycles_per_wgmma = timeline::quantile(per_wgmma, 0.5);
     l.co_iterations = timeline::quantile(co, 0.5);
@@ -242,11 +263,11 @@ Launched launch_kind(Buffers& b, int grid, long long iters, long long spin_cycle
 
 using Launcher = Launched (*)(Buffers&, int, long long, long long, bool, double);
 struct Launchers {
-    Launcher beside, alone;
+    Launcher beside, alone, beside_two;  // beside the chain, without it, beside the two-accumulator chain
 };
 template <corun::Kind K>
 constexpr Launchers launchers() {
-    return {&launch_kind<K, true>, &launch_kind<K, false>};
+    return {&launch_kind<K, 1>, &launch_kind<K, 0>, &launch_kind<K, 2>};
 }
 constexpr Launchers kLaunchers[] = {
     launchers<corun::Kind::none>(), launchers<corun::Kind::ffma>(),  launchers<corun::Kind::fadd>(),
@@ -261,7 +282,7 @@ static_assert(std::size(kLaunchers) == corun::kKinds.size());
 std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
     std::vector<Finding> out;
     const std::string path = "wgmma.mma_async m64n128k16 bf16 (one warpgroup, 2 commit groups in flight)";
-    if (ctx.compute_capability != 90 || !kernel_has_image(wgmma_corun_kernel<corun::Kind::none, true>)) {
+    if (ctx.compute_capability != 90 || !kernel_has_image(wgmma_corun_kernel<corun::Kind::none, 1>)) {
         out.push_back(not_available(probe_name, path, "bf16", "wgmma cycles beside other warps' work",
                                     "wgmma exists on compute capability 9.0 (sm_90a) only; device has " +
                                         std::to_string(ctx.compute_capability)));
@@ -298,6 +319,7 @@ std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
     // Each kind beside the chain, then alone for as long as the chain alone ran (its first warpgroup asleep).
     struct Result {
         double cycles = 0, co_iterations = 0, rate = 0, rate_alone = 0;
+        double cycles_two = 0, co_iterations_two = 0;  // beside the two-accumulator chain
         bool ok = false;
     };
     std::vector<Result> results;
@@ -314,7 +336,10 @@ std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
             rate.push_back(l.co_rate);
             ok = ok && l.chain_ok && l.co_ok;
         }
-        Result res{timeline::quantile(cyc, 0.5), timeline::quantile(co, 0.5), timeline::quantile(rate, 0.5), 0, ok};
+        Result res{.cycles = timeline::quantile(cyc, 0.5),
+                   .co_iterations = timeline::quantile(co, 0.5),
+                   .rate = timeline::quantile(rate, 0.5),
+                   .ok = ok};
         if (k == 0) spin = static_cast<long long>(res.cycles * n_wgmma);
         if (corun::kKinds[k].kind != corun::Kind::none) {
             for (int r = 0; r < kReps; ++r) {
@@ -324,14 +349,24 @@ std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
             }
             res.rate_alone = timeline::quantile(rate_alone, 0.5);
         }
+        std::vector<double> cyc_two, co_two;
+        (void)kLaunchers[k].beside_two(b, grid, iters, 0, false, want);  // warm
+        for (int r = 0; r < kReps; ++r) {
+            const Launched l = kLaunchers[k].beside_two(b, grid, iters, 0, false, want);
+            cyc_two.push_back(l.cycles_per_wgmma);
+            co_two.push_back(l.co_iterations);
+            res.ok = res.ok && l.chain_ok && l.co_ok;
+        }
+        res.cycles_two = timeline::quantile(cyc_two, 0.5);
+        res.co_iterations_two = timeline::quantile(co_two, 0.5);
         results.push_back(res);
     }
 
-    const double alone = results[0].cycles;
+    const double alone = results[0].cycles, alone_two = results[0].cycles_two;
     const std::string doc = "wgmma.mma_async is asynchronous: the warpgroup goes on while the tensor cores work; "
                             "silent on what other warps' instructions and a running chain take from each other";
     const std::string kernel_name =
-        kernel_symbol(reinterpret_cast<const void*>(wgmma_corun_kernel<corun::Kind::none, true>));
+        kernel_symbol(reinterpret_cast<const void*>(wgmma_corun_kernel<corun::Kind::none, 1>));
     for (std::size_t k = 0; k < corun::kKinds.size(); ++k) {
         const corun::KindInfo& kind = corun::kKinds[k];
         const Result& r = results[k];
@@ -361,6 +396,20 @@ std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
             "cycles a wgmma (m64n128k16), the median over " + std::to_string(grid) +
                 " CTAs (one an SM) of a chain of " + fmt_fixed(n_wgmma, 0) + ", median of " + std::to_string(kReps) +
                 " launches; " + beside + ".");
+        const std::string two = "the same chain on two accumulators (each k-step's pair of instructions one on each, "
+                                "as the ping-pong consumer issues its tile's two 64-row halves)";
+        row("wgmma cycles beside " + std::string(kind.name) + ", two accumulators", r.cycles_two, 2, "cycles",
+            kind.kind == corun::Kind::none ? fmt_fixed(corun::kIdealCyclesPerWgmma, 0) : fmt_fixed(alone_two, 2),
+            "cycles a wgmma of " + two + ", the median over " + std::to_string(grid) + " CTAs and " +
+                std::to_string(kReps) + " launches; " + beside + ".");
+        if (kind.kind != corun::Kind::none && kind.kind != corun::Kind::sleep) {
+            const double steps_two = r.co_iterations_two * corun::steps_per_iteration(kind.kind);
+            row("tensor cycles lost per co-runner step, two accumulators: " + std::string(kind.name),
+                corun::cycles_lost_per_step(alone_two * n_wgmma, r.cycles_two * n_wgmma, steps_two), 3, "cycles", "",
+                "as the row without two accumulators, for " + two + ": " + fmt_fixed(r.cycles_two, 2) +
+                    " cycles a wgmma beside " + std::string(kind.name) + " against " + fmt_fixed(alone_two, 2) +
+                    " alone, over one warp's " + fmt_fixed(steps_two, 0) + " steps.");
+        }
         if (kind.kind == corun::Kind::none) continue;
         row("co-runner steps per 100 cycles beside the chain: " + std::string(kind.name), 100 * r.rate, 2, "steps",
             fmt_fixed(100 * r.rate_alone, 2),
