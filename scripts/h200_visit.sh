@@ -59,10 +59,17 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,po
 log "configure and build"
 start=$(date +%s)
 # VISIT_PREBUILT=1: the binary scripts/stage_prebuilt.sh built on the development machine from the same
-# commit (rigel.gz in the export) instead of a build here; steps that need more than the binary (tests)
-# still need a build.
-if [ "${VISIT_PREBUILT:-0}" = 1 ] && [ -f rigel.gz ]; then
-  mkdir -p "$BUILD/src" && gunzip -c rigel.gz > "$RIGEL" && chmod +x "$RIGEL"
+# commit (rigel.xz in the export, or rigel.gz from an older stage) instead of a build here; steps that
+# need more than the binary (tests) still need a build. xz -d where the machine has it, else Python's lzma.
+if [ "${VISIT_PREBUILT:-0}" = 1 ] && { [ -f rigel.xz ] || [ -f rigel.gz ]; }; then
+  mkdir -p "$BUILD/src"
+  if [ -f rigel.xz ]; then
+    xz -dc rigel.xz > "$RIGEL" 2>/dev/null ||
+      python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open("rigel.xz"), sys.stdout.buffer)' > "$RIGEL"
+  else
+    gunzip -c rigel.gz > "$RIGEL"
+  fi
+  chmod +x "$RIGEL"
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   if ! "$RIGEL" --help > /dev/null 2>&1; then
     ldd "$RIGEL" | grep -i "not found"
