@@ -105,8 +105,10 @@ __device__ void co_run(const volatile int* done, const CoParams& p, double* chai
 // co_cycles: grid x 128 (the co-runners'); cycles: grid (the chain's, start to its last wait). Chain: 1,
 // the chain on one accumulator; 2, on two, each k-step's pair of instructions one on each as the
 // library's ping-pong consumer issues its tile's two 64-row halves (each accumulator then takes B and
-// B negated twice a group); 0, no chain: the first warpgroup sleeps for spin_cycles instead, so that the
-// co-runners' rate alone can be read beside their rate next to the chain.
+// B negated twice a group); 3, on one accumulator in the second warpgroup (warps 4-7), the co-runner in
+// the first (warps 0-3: which warps a sub-partition's scheduler prefers is not documented); 0, no
+// chain: the first warpgroup sleeps for spin_cycles instead, so that the co-runners' rate alone can be
+// read beside their rate next to the chain.
 template <corun::Kind K, int Chain>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_corun_kernel(const std::uint8_t* a, const std::uint8_t* bp, const std::uint8_t* bm, long long chain_iters,
@@ -126,15 +128,17 @@ __global__ void __launch_bounds__(kThreads, 1)
         fence_proxy_async_smem();
         __syncthreads();
         const std::size_t block = blockIdx.x;
-        if (tid < 128 && Chain == 0) {
+        const bool chain_side = Chain == 3 ? tid >= 128 : tid < 128;  // the chain's (or the sleeper's) warpgroup
+        const int lt = tid % 128;
+        if (chain_side && Chain == 0) {
             const long long t0 = clock64();
             while (clock64() - t0 < spin_cycles) __nanosleep(500);
-            if (tid == 0) {
+            if (lt == 0) {
                 *reinterpret_cast<volatile int*>(&done) = 1;
                 cycles[block] = clock64() - t0;
             }
-            sums[block * kThreads + tid] = 0;
-        } else if (tid < 128) {
+            sums[block * kThreads + lt] = 0;
+        } else if (chain_side) {
             const std::uint64_t da = smem_desc(sa, 64 * 16, 128);
             const std::uint64_t dbp = smem_desc(sbp, kN * 16, 128);
             const std::uint64_t dbm = smem_desc(sbm, kN * 16, 128);
@@ -169,7 +173,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             wgmma_commit();
             wgmma_wait_all();
             const long long t1 = clock64();
-            if (tid == 0) {
+            if (lt == 0) {
                 *reinterpret_cast<volatile int*>(&done) = 1;
                 cycles[block] = t1 - t0;
             }
@@ -186,10 +190,10 @@ __global__ void __launch_bounds__(kThreads, 1)
                     s += double(acc2[i]);  // B and B negated cancel here too (timed launches only)
                 }
             }
-            sums[block * kThreads + tid] = s;
+            sums[block * kThreads + lt] = s;
         } else {
-            const int c = tid - 128;
-            double* const chain_sum = &sums[block * kThreads + tid];
+            const int c = lt;
+            double* const chain_sum = &sums[block * kThreads + 128 + c];
             long long* const n = &iterations[block * 128 + c];
             long long* const co = &co_cycles[block * 128 + c];
             if constexpr (K == corun::Kind::none) {
@@ -263,11 +267,12 @@ Launched launch_kind(Buffers& b, int grid, long long iters, long long spin_cycle
 
 using Launcher = Launched (*)(Buffers&, int, long long, long long, bool, double);
 struct Launchers {
-    Launcher beside, alone, beside_two;  // beside the chain, without it, beside the two-accumulator chain
+    // beside the chain, without it, beside the two-accumulator chain, beside the chain in the second warpgroup
+    Launcher beside, alone, beside_two, beside_second;
 };
 template <corun::Kind K>
 constexpr Launchers launchers() {
-    return {&launch_kind<K, 1>, &launch_kind<K, 0>, &launch_kind<K, 2>};
+    return {&launch_kind<K, 1>, &launch_kind<K, 0>, &launch_kind<K, 2>, &launch_kind<K, 3>};
 }
 constexpr Launchers kLaunchers[] = {
     launchers<corun::Kind::none>(), launchers<corun::Kind::ffma>(),  launchers<corun::Kind::fadd>(),
@@ -319,7 +324,8 @@ std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
     // Each kind beside the chain, then alone for as long as the chain alone ran (its first warpgroup asleep).
     struct Result {
         double cycles = 0, co_iterations = 0, rate = 0, rate_alone = 0;
-        double cycles_two = 0, co_iterations_two = 0;  // beside the two-accumulator chain
+        double cycles_two = 0, co_iterations_two = 0;        // beside the two-accumulator chain
+        double cycles_second = 0, co_iterations_second = 0;  // beside the chain in the second warpgroup
         bool ok = false;
     };
     std::vector<Result> results;
@@ -359,10 +365,21 @@ std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
         }
         res.cycles_two = timeline::quantile(cyc_two, 0.5);
         res.co_iterations_two = timeline::quantile(co_two, 0.5);
+        std::vector<double> cyc_second, co_second;
+        (void)kLaunchers[k].beside_second(b, grid, iters, 0, false, want);  // warm
+        for (int r = 0; r < kReps; ++r) {
+            const Launched l = kLaunchers[k].beside_second(b, grid, iters, 0, false, want);
+            cyc_second.push_back(l.cycles_per_wgmma);
+            co_second.push_back(l.co_iterations);
+            res.ok = res.ok && l.chain_ok && l.co_ok;
+        }
+        res.cycles_second = timeline::quantile(cyc_second, 0.5);
+        res.co_iterations_second = timeline::quantile(co_second, 0.5);
         results.push_back(res);
     }
 
-    const double alone = results[0].cycles, alone_two = results[0].cycles_two;
+    const double alone = results[0].cycles, alone_two = results[0].cycles_two,
+                 alone_second = results[0].cycles_second;
     const std::string doc = "wgmma.mma_async is asynchronous: the warpgroup goes on while the tensor cores work; "
                             "silent on what other warps' instructions and a running chain take from each other";
     const std::string kernel_name =
@@ -409,6 +426,22 @@ std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
                 "as the row without two accumulators, for " + two + ": " + fmt_fixed(r.cycles_two, 2) +
                     " cycles a wgmma beside " + std::string(kind.name) + " against " + fmt_fixed(alone_two, 2) +
                     " alone, over one warp's " + fmt_fixed(steps_two, 0) + " steps.");
+        }
+        const std::string second = "the chain on one accumulator in the second warpgroup (warps 4-7), the co-runner "
+                                   "in the first (warps 0-3)";
+        row("wgmma cycles beside " + std::string(kind.name) + ", chain in the second warpgroup", r.cycles_second, 2,
+            "cycles",
+            kind.kind == corun::Kind::none ? fmt_fixed(corun::kIdealCyclesPerWgmma, 0) : fmt_fixed(alone_second, 2),
+            "cycles a wgmma of " + second + ", the median over " + std::to_string(grid) + " CTAs and " +
+                std::to_string(kReps) + " launches; " + beside + ".");
+        if (kind.kind != corun::Kind::none && kind.kind != corun::Kind::sleep) {
+            const double steps_second = r.co_iterations_second * corun::steps_per_iteration(kind.kind);
+            row("tensor cycles lost per co-runner step, chain in the second warpgroup: " + std::string(kind.name),
+                corun::cycles_lost_per_step(alone_second * n_wgmma, r.cycles_second * n_wgmma, steps_second), 3,
+                "cycles", "",
+                "as the row of the chain in the first warpgroup, for " + second + ": " + fmt_fixed(r.cycles_second, 2) +
+                    " cycles a wgmma beside " + std::string(kind.name) + " against " + fmt_fixed(alone_second, 2) +
+                    " alone, over one warp's " + fmt_fixed(steps_second, 0) + " steps.");
         }
         if (kind.kind == corun::Kind::none) continue;
         row("co-runner steps per 100 cycles beside the chain: " + std::string(kind.name), 100 * r.rate, 2, "steps",
