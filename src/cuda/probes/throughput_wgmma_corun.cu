@@ -355,26 +355,21 @@ std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
             }
             res.rate_alone = timeline::quantile(rate_alone, 0.5);
         }
-        std::vector<double> cyc_two, co_two;
-        (void)kLaunchers[k].beside_two(b, grid, iters, 0, false, want);  // warm
-        for (int r = 0; r < kReps; ++r) {
-            const Launched l = kLaunchers[k].beside_two(b, grid, iters, 0, false, want);
-            cyc_two.push_back(l.cycles_per_wgmma);
-            co_two.push_back(l.co_iterations);
-            res.ok = res.ok && l.chain_ok && l.co_ok;
-        }
-        res.cycles_two = timeline::quantile(cyc_two, 0.5);
-        res.co_iterations_two = timeline::quantile(co_two, 0.5);
-        std::vector<double> cyc_second, co_second;
-        (void)kLaunchers[k].beside_second(b, grid, iters, 0, false, want);  // warm
-        for (int r = 0; r < kReps; ++r) {
-            const Launched l = kLaunchers[k].beside_second(b, grid, iters, 0, false, want);
-            cyc_second.push_back(l.cycles_per_wgmma);
-            co_second.push_back(l.co_iterations);
-            res.ok = res.ok && l.chain_ok && l.co_ok;
-        }
-        res.cycles_second = timeline::quantile(cyc_second, 0.5);
-        res.co_iterations_second = timeline::quantile(co_second, 0.5);
+        // The chain's variants: its cycles a wgmma and the co-runner's iterations, medians of kReps launches.
+        const auto variant = [&](Launcher launch, double& cycles, double& co_iterations) {
+            std::vector<double> cyc_v, co_v;
+            (void)launch(b, grid, iters, 0, false, want);  // warm
+            for (int r = 0; r < kReps; ++r) {
+                const Launched l = launch(b, grid, iters, 0, false, want);
+                cyc_v.push_back(l.cycles_per_wgmma);
+                co_v.push_back(l.co_iterations);
+                res.ok = res.ok && l.chain_ok && l.co_ok;
+            }
+            cycles = timeline::quantile(cyc_v, 0.5);
+            co_iterations = timeline::quantile(co_v, 0.5);
+        };
+        variant(kLaunchers[k].beside_two, res.cycles_two, res.co_iterations_two);
+        variant(kLaunchers[k].beside_second, res.cycles_second, res.co_iterations_second);
         results.push_back(res);
     }
 
@@ -413,36 +408,30 @@ std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
             "cycles a wgmma (m64n128k16), the median over " + std::to_string(grid) +
                 " CTAs (one an SM) of a chain of " + fmt_fixed(n_wgmma, 0) + ", median of " + std::to_string(kReps) +
                 " launches; " + beside + ".");
-        const std::string two = "the same chain on two accumulators (each k-step's pair of instructions one on each, "
-                                "as the ping-pong consumer issues its tile's two 64-row halves)";
-        row("wgmma cycles beside " + std::string(kind.name) + ", two accumulators", r.cycles_two, 2, "cycles",
-            kind.kind == corun::Kind::none ? fmt_fixed(corun::kIdealCyclesPerWgmma, 0) : fmt_fixed(alone_two, 2),
-            "cycles a wgmma of " + two + ", the median over " + std::to_string(grid) + " CTAs and " +
-                std::to_string(kReps) + " launches; " + beside + ".");
-        if (kind.kind != corun::Kind::none && kind.kind != corun::Kind::sleep) {
-            const double steps_two = r.co_iterations_two * corun::steps_per_iteration(kind.kind);
-            row("tensor cycles lost per co-runner step, two accumulators: " + std::string(kind.name),
-                corun::cycles_lost_per_step(alone_two * n_wgmma, r.cycles_two * n_wgmma, steps_two), 3, "cycles", "",
-                "as the row without two accumulators, for " + two + ": " + fmt_fixed(r.cycles_two, 2) +
-                    " cycles a wgmma beside " + std::string(kind.name) + " against " + fmt_fixed(alone_two, 2) +
-                    " alone, over one warp's " + fmt_fixed(steps_two, 0) + " steps.");
-        }
-        const std::string second = "the chain on one accumulator in the second warpgroup (warps 4-7), the co-runner "
-                                   "in the first (warps 0-3)";
-        row("wgmma cycles beside " + std::string(kind.name) + ", chain in the second warpgroup", r.cycles_second, 2,
-            "cycles",
-            kind.kind == corun::Kind::none ? fmt_fixed(corun::kIdealCyclesPerWgmma, 0) : fmt_fixed(alone_second, 2),
-            "cycles a wgmma of " + second + ", the median over " + std::to_string(grid) + " CTAs and " +
-                std::to_string(kReps) + " launches; " + beside + ".");
-        if (kind.kind != corun::Kind::none && kind.kind != corun::Kind::sleep) {
-            const double steps_second = r.co_iterations_second * corun::steps_per_iteration(kind.kind);
-            row("tensor cycles lost per co-runner step, chain in the second warpgroup: " + std::string(kind.name),
-                corun::cycles_lost_per_step(alone_second * n_wgmma, r.cycles_second * n_wgmma, steps_second), 3,
-                "cycles", "",
-                "as the row of the chain in the first warpgroup, for " + second + ": " + fmt_fixed(r.cycles_second, 2) +
-                    " cycles a wgmma beside " + std::string(kind.name) + " against " + fmt_fixed(alone_second, 2) +
-                    " alone, over one warp's " + fmt_fixed(steps_second, 0) + " steps.");
-        }
+        // A variant of the chain: its cycles a wgmma beside this co-runner, and what a step cost it.
+        const auto variant_rows = [&](const std::string& label, const std::string& what, double cycles,
+                                      double cycles_alone, double co_iterations) {
+            row("wgmma cycles beside " + std::string(kind.name) + ", " + label, cycles, 2, "cycles",
+                kind.kind == corun::Kind::none ? fmt_fixed(corun::kIdealCyclesPerWgmma, 0)
+                                               : fmt_fixed(cycles_alone, 2),
+                "cycles a wgmma of " + what + ", the median over " + std::to_string(grid) + " CTAs and " +
+                    std::to_string(kReps) + " launches; " + beside + ".");
+            if (kind.kind == corun::Kind::none || kind.kind == corun::Kind::sleep) return;
+            const double steps_v = co_iterations * corun::steps_per_iteration(kind.kind);
+            row("tensor cycles lost per co-runner step, " + label + ": " + std::string(kind.name),
+                corun::cycles_lost_per_step(cycles_alone * n_wgmma, cycles * n_wgmma, steps_v), 3, "cycles", "",
+                "as the first chain's row, for " + what + ": " + fmt_fixed(cycles, 2) + " cycles a wgmma beside " +
+                    std::string(kind.name) + " against " + fmt_fixed(cycles_alone, 2) + " alone, over one warp's " +
+                    fmt_fixed(steps_v, 0) + " steps.");
+        };
+        variant_rows("two accumulators",
+                     "the same chain on two accumulators (each k-step's pair of instructions one on each, as the "
+                     "ping-pong consumer issues its tile's two 64-row halves)",
+                     r.cycles_two, alone_two, r.co_iterations_two);
+        variant_rows("chain in the second warpgroup",
+                     "the chain on one accumulator in the second warpgroup (warps 4-7), the co-runner in the first "
+                     "(warps 0-3)",
+                     r.cycles_second, alone_second, r.co_iterations_second);
         if (kind.kind == corun::Kind::none) continue;
         row("co-runner steps per 100 cycles beside the chain: " + std::string(kind.name), 100 * r.rate, 2, "steps",
             fmt_fixed(100 * r.rate_alone, 2),
