@@ -74,6 +74,9 @@ struct Case {
     Epilogue epilogue;
     bool full_verify;  // every element; else the sampled rows of reference.hpp
     int cluster_m = 1;  // 2: the pair
+    // 2: the grid on half the SMs (single CTAs only): the chip then draws far from its power cap, so a cost
+    // that comes and goes with power shows as a difference from the full grid's rows.
+    int sm_share = 1;
 };
 
 template <Epilogue E>
@@ -149,7 +152,8 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, int gr
               const std::string& check) {
     const bool pair = c.cluster_m == 2;
     const std::string path = std::string(pair ? "pingpong_kernel fixed_pair " : "pingpong_kernel fixed ") +
-                             std::string(gemm::name(c.epilogue)) + " NT " + cases_text(c);
+                             std::string(gemm::name(c.epilogue)) + " NT " + cases_text(c) +
+                             (c.sm_share == 2 ? " on half the SMs" : "");
     const auto row = [&](const std::string& quantity, double value, const std::string& unit, const std::string& detail,
                          const std::string& expected = "") {
         Finding f = make_finding(probe_name, path, "bf16", quantity);
@@ -243,6 +247,8 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         cases.push_back({4096, 4096, 4096, Epilogue::none, false});
         cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false});
         cases.push_back({4096, 4096, 4096, Epilogue::bias, false});  // the bias's loads without GELU's math
+        cases.push_back({4096, 4096, 4096, Epilogue::none, false, 1, 2});
+        cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false, 1, 2});
         cases.push_back({4096, 11008, 4096, Epilogue::none, false});
         cases.push_back({1000, 1048, 1096, Epilogue::none, true, 2});
         cases.push_back({4096, 4096, 4096, Epilogue::none, false, 2});
@@ -258,7 +264,7 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         DeviceArray<std::uint8_t> dmat(static_cast<std::size_t>(c.m * c.n * 2));
         const std::int64_t tiles_m = (c.m + kTile - 1) / kTile, tiles_n = (c.n + kTile - 1) / kTile;
         const int grid = c.cluster_m == 2 ? traced_grid<2>(tiles_m, tiles_n, facts.sms)
-                                          : traced_grid<1>(tiles_m, tiles_n, facts.sms);
+                                          : traced_grid<1>(tiles_m, tiles_n, facts.sms / c.sm_share);
         // Tiles a consumer runs at most (a pair's CTA runs one of each tile-row pair), and one to spare.
         const std::int64_t units = (tiles_m + c.cluster_m - 1) / c.cluster_m * tiles_n;
         const int clusters = grid / c.cluster_m;
