@@ -7,8 +7,12 @@
 // kind of instruction (probes/throughput/wgmma_corun.hpp lists them) until the chain's warpgroup
 // raises a flag in shared memory. The chain's operands are small integers, B and then B negated, so
 // its accumulators return to A B exactly: every launch's checksum is compared with that, and the
-// counting co-runners' chains with their step counts. The host half (the kinds, the arithmetic) is
-// probes/throughput/wgmma_corun.hpp.
+// counting co-runners' chains with their step counts. Each co-runner also runs alone (the first
+// warpgroup asleep for as long as the chain took), beside the chain on two accumulators (as the
+// ping-pong consumer issues its tile's two halves), and beside the chain issued from the second
+// warpgroup. The host half (the kinds, the arithmetic) is probes/throughput/wgmma_corun.hpp; what it
+// found, and what it did not explain in the library's kernel, is in docs/gemm.md ("The epilogue's code
+// and the other consumer's main loop").
 #include <cuda_bf16.h>
 
 #include <algorithm>
