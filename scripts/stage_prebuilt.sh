@@ -32,3 +32,8 @@ if [ "${PREBUILT_KEEP_SOURCES:-0}" != 1 ]; then
   find .visit -mindepth 1 -maxdepth 1 ! -name rigel.xz ! -name COMMIT ! -name scripts -exec rm -rf {} +
 fi
 echo "staged the rigel binary of $(cat .visit/COMMIT) into .visit/rigel.xz ($(du -h .visit/rigel.xz | cut -f1))"
+# What a call carries: the tracked files as they are here (results/ among them) and .visit. Past 64 MiB the
+# call is refused before it starts, so say so here.
+carried=$(( $(git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s}') + $(du -sb .visit | cut -f1) ))
+echo "a call carries about $((carried / 1048576)) MiB of the 64 it may"
+[ "$carried" -lt $((64 * 1048576)) ] || echo "stage_prebuilt: over 64 MiB: the call will be refused" >&2
