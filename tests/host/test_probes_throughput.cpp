@@ -183,5 +183,10 @@ TEST(WgmmaCorun, KindsAreListedInTheirEnumsOrder) {
     for (std::size_t i = 0; i < corun::kKinds.size(); ++i)
         EXPECT_EQ(static_cast<std::size_t>(corun::kKinds[i].kind), i) << corun::kKinds[i].name;
     EXPECT_DOUBLE_EQ(corun::kIdealCyclesPerWgmma, 64.0);
+    // The long FFMA loops' code, 16 bytes an FFMA, is the size their names say.
+    EXPECT_EQ(corun::steps_per_iteration(corun::Kind::ffma_16k) * 16, 16 * 1024);
+    EXPECT_EQ(corun::steps_per_iteration(corun::Kind::ffma_64k) * 16, 64 * 1024);
+    EXPECT_TRUE(corun::is_ffma(corun::Kind::ffma_32k));
+    EXPECT_FALSE(corun::is_ffma(corun::Kind::fadd));
     EXPECT_EQ(corun::wgmmas(2000), 16001);
 }

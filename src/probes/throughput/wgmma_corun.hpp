@@ -29,12 +29,15 @@ struct KindInfo {
     std::string_view name;
     std::string_view what;  // the co-runner's step, in words
     bool counts;            // every step adds exactly 1 to its chain
+    int unroll = 8;         // steps of each chain a loop iteration (its code: 8 chains x unroll steps)
+    bool ffma_step = false; // the step is ffma's (one FFMA)
 };
 
+inline constexpr int kChains = 8;
 inline constexpr std::array<KindInfo, 13> kKinds{{
     {Kind::none, "none", "nothing (the second warpgroup exits at once)", false},
     {Kind::ffma, "ffma", "fma.rn.f32 r, r, a, b (FFMA, a and b in registers marked for the operand reuse cache)",
-     true},
+     true, 8, true},
     {Kind::fadd, "fadd", "add.f32 r, r, a (FADD, a in a uniform register)", true},
     {Kind::ex2, "ex2", "ex2.approx.ftz.f32 r, -r (MUFU.EX2)", false},
     {Kind::f2fp, "f2fp", "cvt.rn.bf16x2.f32 (F2FP, the epilogue's packing of two fp32 into bf16 x 2)", false},
@@ -51,30 +54,18 @@ inline constexpr std::array<KindInfo, 13> kKinds{{
      "ld.global.nc.f32 from 12 KB of ones that stay in L1 (128 bytes a warp, as the bias epilogues load their "
      "words), added to the chain by an FADD",
      true},
-    {Kind::ffma_16k, "ffma_16k", "ffma's step in a loop of 1,024 FFMA (16 KB of straight-line code)", true},
-    {Kind::ffma_32k, "ffma_32k", "ffma's step in a loop of 2,048 FFMA (32 KB of straight-line code)", true},
-    {Kind::ffma_48k, "ffma_48k", "ffma's step in a loop of 3,072 FFMA (48 KB of straight-line code)", true},
+    {Kind::ffma_16k, "ffma_16k", "ffma's step in a loop of 1,024 FFMA (16 KB of straight-line code)", true, 128, true},
+    {Kind::ffma_32k, "ffma_32k", "ffma's step in a loop of 2,048 FFMA (32 KB of straight-line code)", true, 256, true},
+    {Kind::ffma_48k, "ffma_48k", "ffma's step in a loop of 3,072 FFMA (48 KB of straight-line code)", true, 384, true},
     {Kind::ffma_64k, "ffma_64k",
      "ffma's step in a loop of 4,096 FFMA (64 KB of straight-line code, as a long unrolled epilogue streams "
      "through the instruction caches)",
-     true},
+     true, 512, true},
 }};
 
 // Each co-runner thread keeps kChains chains and steps each unroll(kind) times an iteration of its loop.
-inline constexpr int kChains = 8;
-inline constexpr int unroll(Kind k) {
-    switch (k) {
-        case Kind::ffma_16k: return 128;
-        case Kind::ffma_32k: return 256;
-        case Kind::ffma_48k: return 384;
-        case Kind::ffma_64k: return 512;
-        default: return 8;
-    }
-}
-// The FFMA co-runners of a loop body of that many bytes (16 bytes an instruction).
-inline constexpr bool is_ffma(Kind k) {
-    return k == Kind::ffma || k == Kind::ffma_16k || k == Kind::ffma_32k || k == Kind::ffma_48k || k == Kind::ffma_64k;
-}
+inline constexpr int unroll(Kind k) { return kKinds[static_cast<int>(k)].unroll; }
+inline constexpr bool is_ffma(Kind k) { return kKinds[static_cast<int>(k)].ffma_step; }
 inline constexpr int steps_per_iteration(Kind k) { return kChains * unroll(k); }
 
 // The wgmma chain: kGroupWgmmas m64n128k16 (B, then B negated) a commit group, kIterations groups,
