@@ -77,6 +77,11 @@ const std::array kHopperRungs{
          .lesson = "ping-pong: each consumer owns a 128 x 128 tile and the two take turns, so one's epilogue runs "
                    "under the other's main loop",
          .run = k39_wgmma_pingpong, .check = hopper_tma_check},
+    Rung{.id = "k40_wgmma_narrow_tail", .backend = Backend::cuda, .group = "hopper", .dtypes = kHalf,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "k39 with its last tile columns re-cut 104 wide, so the last wave of whole tiles comes out even "
+                   "on the SMs",
+         .run = k40_wgmma_narrow_tail, .check = hopper_tma_check},
 };
 
 }  // namespace

@@ -62,48 +62,26 @@
 // both 1.033x and 1.052x (results/h200/experiments/2026-12-04_5184c77_k39_*):
 // 8192^3 gained, 4096^3 did not move.
 #include "cuda/hopper/hopper_rungs.cuh"
-#include "cuda/hopper/pingpong_gemm.cuh"
-#include "cuda/hopper/rung_launch.cuh"
+#include "cuda/hopper/pingpong_rung.cuh"
 
 namespace rigel::cuda {
 namespace {
 
-// StoreF32 (direct stores of this thread's fp32 pairs), with the ping-pong
-// kernel's end-of-kernel hook: nothing is in flight to wait for.
-struct PingPongStoreF32 : sm90::StoreF32 {
-    static __device__ __forceinline__ void drain(const Params&) {}
-};
 // 7 stages for the 16-bit types: the direct fp32 stores need no staging box, so the room the library's
 // fixed kernels give their two boxes holds a 7th stage here (224 KB of ring). fp8 keeps the 6 it was
 // measured with.
 template <DType T>
 using K39 = sm90::PingPong<T, sm90::elem_bytes(T) == 2 ? 7 : 6>;
 
-template <class G>
-void launch(const GemmProblem& p, const char* rung) {
-    using Epi = PingPongStoreF32;
-    constexpr int kSmem = sm90::pingpong_smem_bytes<G, Epi>;
-    static sm90::TensorMapCache maps_a, maps_b;
-    static const int sms = [] {
-        RIGEL_CUDA_CHECK(cudaFuncSetAttribute(sm90::pingpong_kernel<G, Epi>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-        return sm90::sm_count();
-    }();
-    const sm90::RungLaunch l = sm90::prepare_rung_launch<G>(p, maps_a, maps_b, sms, rung);
-    sm90::pingpong_kernel<G, Epi><<<l.grid, G::kThreads, kSmem, sm90::stream_of(p)>>>(
-        *l.map_a, *l.map_b, typename Epi::Params{static_cast<float*>(p.c)}, l.m, l.n, l.k, l.tiles_m, l.tiles_n, G::kGroupM);
-    RIGEL_CUDA_CHECK_LAUNCH();
-}
-
 }  // namespace
 
 void k39_wgmma_pingpong(const GemmProblem& p) {
     constexpr const char* kRung = "k39_wgmma_pingpong";
     switch (p.type) {
-        case DType::bf16: return launch<K39<DType::bf16>>(p, kRung);
-        case DType::f16: return launch<K39<DType::f16>>(p, kRung);
-        case DType::e4m3: return launch<K39<DType::e4m3>>(p, kRung);
-        case DType::e5m2: return launch<K39<DType::e5m2>>(p, kRung);
+        case DType::bf16: return sm90::launch_pingpong_rung<K39<DType::bf16>>(p, kRung);
+        case DType::f16: return sm90::launch_pingpong_rung<K39<DType::f16>>(p, kRung);
+        case DType::e4m3: return sm90::launch_pingpong_rung<K39<DType::e4m3>>(p, kRung);
+        case DType::e5m2: return sm90::launch_pingpong_rung<K39<DType::e5m2>>(p, kRung);
         default:
             throw std::invalid_argument(std::string(kRung) + " takes bf16, f16, e4m3 and e5m2, not " +
                                         std::string(name(p.type)));

@@ -138,7 +138,7 @@
 namespace rigel::cuda::sm90 {
 
 template <DType T, int Stages, Major MA = Major::k, Major MB = Major::k, int ClusterM = 1, bool SplitK = false,
-          int TileM = 128, int TileN = 128>
+          int TileM = 128, int TileN = 128, int TailN = 0>
 struct PingPong {
     static constexpr DType kType = T;
     static constexpr int kStages = Stages;
@@ -150,6 +150,7 @@ struct PingPong {
     static constexpr int kBM = TileM;                 // one consumer's tile: two m64 halves, or one
     static constexpr int kHalves = TileM / kWgmmaM;
     static constexpr int kBN = TileN;                 // 168, 176, 192: "fixed_n168", "fixed_n176", "fixed_n192"
+    static constexpr int kTailN = TailN;              // the narrow tail's tile width, 0 for none (below)
     static constexpr int kBK = kRowBytes / elem_bytes(T);
     static constexpr int kABytes = kBM * kRowBytes;
     // B's rows a stage loads: the tile's (K-major: one box of kBN rows), or whole 64-column boxes (MN-major:
@@ -181,6 +182,11 @@ struct PingPong {
     static_assert(TileN == 128 ||
                       ((TileN == 168 || TileN == 176 || TileN == 192) && TileM == 128 && ClusterM == 1 && !SplitK),
                   "128-column tiles, or 168-, 176- and 192-column ones on single CTAs of 128-row tiles without split-K");
+    // The narrow tail loads a whole kBN-row (or -column) B box at the narrow tile's first column and
+    // multiplies its first kTailN: the same stage, the same descriptors, a narrower wgmma.
+    static_assert(TailN == 0 || (TailN % 8 == 0 && TailN < TileN && TileN == 128 && TileM == 128 && ClusterM == 1 &&
+                                 !SplitK && elem_bytes(T) == 2),
+                  "a narrow tail: a multiple of 8 narrower than 128 x 128 tiles of a 16-bit type, single CTAs, no split");
     static_assert(ClusterM == 1 || kBHalfRows == 64,
                   "an MN-major B half is one 64-column box, as a K-major one is one 64-row box");
     static_assert(kSmemBytes <= 227 * 1024, "the per-block shared-memory limit of sm_90");
@@ -197,6 +203,32 @@ enum class TimelineEvent : int { turn, data, issued, drained, stored, starved_cy
 
 template <class G, class Epi>
 inline constexpr int pingpong_smem_bytes = G::kSmemBytes + 2 * Epi::kStagingBytes;
+
+// The first N / 2 of a half's accumulators, as the array an m64nN wgmma and an N-wide store take (the
+// narrow tail's tiles use the leading part of the kBN-wide arrays).
+template <int N, int Size>
+__device__ __forceinline__ auto leading(float (&acc)[Size]) -> float (&)[N / 2] {
+    static_assert(N / 2 <= Size, "a wider tile than the accumulators hold");
+    return *reinterpret_cast<float(*)[N / 2]>(&acc[0]);
+}
+
+// A tile's two halves (or its one) handed to the epilogue policy as N-wide tiles: each half this
+// unit stores, with spread_ns between stores where the policy spreads them (Epi::kSpreadNs).
+template <class G, class Epi, int N, int Top, int Bottom>
+__device__ __forceinline__ void store_halves(const typename Epi::Params& epi, float (&top)[Top], float (&bottom)[Bottom],
+                                             bool store_top, bool store_bottom, int m, int n, int row0, int col0,
+                                             float* staging, [[maybe_unused]] int spread_ns) {
+    if constexpr (!G::kSplitK && requires { Epi::kSpreadNs; }) {
+        if (store_top) Epi::template store<N>(epi, leading<N>(top), m, n, row0, col0, staging, spread_ns);
+        if constexpr (G::kHalves == 2)
+            if (store_bottom)
+                Epi::template store<N>(epi, leading<N>(bottom), m, n, row0 + kWgmmaM, col0, staging, spread_ns);
+    } else {
+        if (store_top) Epi::template store<N>(epi, leading<N>(top), m, n, row0, col0, staging);
+        if constexpr (G::kHalves == 2)
+            if (store_bottom) Epi::template store<N>(epi, leading<N>(bottom), m, n, row0 + kWgmmaM, col0, staging);
+    }
+}
 
 template <class G, class Epi>
 __global__ void __launch_bounds__(G::kThreads, 1)
@@ -217,7 +249,13 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     // (pm, tn), and this CTA's is row 2 pm + rank of it.
     const std::uint32_t rank = kPair ? cluster_ctarank() : 0u;
     const int tiles_pm = ceil_div(tiles_m, G::kClusterM);
-    const int num_tiles = tiles_pm * tiles_n;
+    // The narrow tail (G::kTailN > 0 and epi.tail_cols columns, gemm/narrow_tail.hpp): tiles_n columns of
+    // kBN-wide tiles first in the tile order, then tail_cols columns of kTailN-wide ones.
+    int tail_cols = 0;
+    if constexpr (G::kTailN > 0) tail_cols = epi.tail_cols;
+    const int wide_tiles = tiles_pm * tiles_n;
+    const int num_tiles = wide_tiles + tiles_m * tail_cols;
+    [[maybe_unused]] const auto is_narrow = [&](int tile) { return G::kTailN > 0 && tile >= wide_tiles; };
     // Warp-uniform by a shuffle from lane 0: ptxas then knows it (and the ring's stage and phase, the
     // tile loop and the operand descriptors derived from it) is the same in every lane, and keeps them
     // in uniform registers; from threadIdx.x alone it computed them per thread and moved each wgmma's
@@ -262,10 +300,19 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                                         stride);
     };
     // A tile's place in the grouped tile order (a pair's: its tile row pair and column).
+    // A narrow tile's: its place in the narrow columns' own grouped order.
     const auto coords = [&](int tile, int& tm, int& tn) {
+        if (is_narrow(tile)) {
+            tile_coords<Schedule::persistent_grouped>(tile - wide_tiles, tiles_m, tail_cols, group_m, tm, tn);
+            return;
+        }
         int pm = 0;
         tile_coords<Schedule::persistent_grouped>(tile, tiles_pm, tiles_n, group_m / G::kClusterM, pm, tn);
         tm = G::kClusterM * pm + static_cast<int>(rank);
+    };
+    // A tile's first column of D (and row of a K-major B, column of an MN-major one).
+    const auto first_col = [&](int tile, int tn) {
+        return is_narrow(tile) ? tiles_n * G::kBN + tn * G::kTailN : tn * G::kBN;
     };
 
     // The tensor maps' descriptors fetched while the barriers are set up: the first TMA load (and the
@@ -296,10 +343,10 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 if constexpr (G::kSplitK && !kPair) {
                     const Span sp = span(unit);
                     coords(sp.tile, tm, tn);
-                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, sp.kb, sp.ke * G::kBK);
+                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, tn * G::kBN, sp.kb, sp.ke * G::kBK);
                 } else if constexpr (!kPair) {
                     coords(unit, tm, tn);
-                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, 0, k);
+                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, first_col(unit, tn), 0, k);
                 } else {
                     // A split pair: the unit's k-tiles [kb, ke); else all of K.
                     int kb = 0, k_end = k;
@@ -405,47 +452,59 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 if constexpr (G::kSplitK) return kt < ke;
                 else return kt * G::kBK < k;
             };
-            int kt = kb;
-            for (; more(kt); ++kt) {
-                const int stage = ring.stage();
-                if constexpr (kTimeline) {
-                    if (kt > kb && !mbar_ready(&full[stage], ring.phase())) {
-                        const std::uint64_t t0 = sm_clock();
-                        mbar_wait(&full[stage], ring.phase());
-                        starved_cycles += sm_clock() - t0;
-                        ++starved_ktiles;
+            // The main loop, for the tile's wgmma width N: kBN, or a narrow tile's kTailN on the first
+            // kTailN / 2 accumulators of each half. Returns the k-tile it stopped at.
+            const auto main_loop = [&]<int N>() {
+                int kt = kb;
+                for (; more(kt); ++kt) {
+                    const int stage = ring.stage();
+                    if constexpr (kTimeline) {
+                        if (kt > kb && !mbar_ready(&full[stage], ring.phase())) {
+                            const std::uint64_t t0 = sm_clock();
+                            mbar_wait(&full[stage], ring.phase());
+                            starved_cycles += sm_clock() - t0;
+                            ++starved_ktiles;
+                        } else {
+                            mbar_wait(&full[stage], ring.phase());
+                        }
+                        if (kt == kb) mark(TimelineEvent::data);
                     } else {
                         mbar_wait(&full[stage], ring.phase());
                     }
-                    if (kt == kb) mark(TimelineEvent::data);
-                } else {
-                    mbar_wait(&full[stage], ring.phase());
-                }
-                const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage));
-                const std::uint64_t da_low = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + kLowerHalf);
-                const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
-                fence_accumulators();
-                wgmma_fence();
+                    const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage));
+                    const std::uint64_t da_low = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + kLowerHalf);
+                    const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
+                    fence_accumulators();
+                    wgmma_fence();
 #pragma unroll
-                for (int j = 0; j < kKStepsPerTile; ++j) {
-                    const std::uint32_t accumulate = (kt > kb || j > 0) ? 1u : 0u;  // 0: acc = A*B
-                    const std::uint64_t b_step = operand_k_step<G::kMajorB>(db, j);
-                    Wgmma<G::kType, G::kBN>::template mma<G::kTransA, G::kTransB>(
-                        top, operand_k_step<G::kMajorA>(da, j), b_step, accumulate);
-                    if constexpr (G::kHalves == 2)
-                        Wgmma<G::kType, G::kBN>::template mma<G::kTransA, G::kTransB>(
-                            bottom, operand_k_step<G::kMajorA>(da_low, j), b_step, accumulate);
+                    for (int j = 0; j < kKStepsPerTile; ++j) {
+                        const std::uint32_t accumulate = (kt > kb || j > 0) ? 1u : 0u;  // 0: acc = A*B
+                        const std::uint64_t b_step = operand_k_step<G::kMajorB>(db, j);
+                        Wgmma<G::kType, N>::template mma<G::kTransA, G::kTransB>(
+                            leading<N>(top), operand_k_step<G::kMajorA>(da, j), b_step, accumulate);
+                        if constexpr (G::kHalves == 2)
+                            Wgmma<G::kType, N>::template mma<G::kTransA, G::kTransB>(
+                                leading<N>(bottom), operand_k_step<G::kMajorA>(da_low, j), b_step, accumulate);
+                    }
+                    wgmma_commit();
+                    // One k-tile's group in flight beside the one being issued. Two (wait_group 2, the stage
+                    // of the one before last released) measured slower on nearly every product (1b9ce84:
+                    // GPT-2's fwd_lm_head 0.876x cuBLASLt against 0.921x, bwd_attn_proj_dw 0.833x against
+                    // 0.883x, NT 4096^3 0.986x against 1.00x; docs/gemm.md).
+                    wgmma_wait<1>();  // the previous k-tile's group is done: its stage goes back
+                    fence_accumulators();
+                    if (kt > kb) release(prev_stage);
+                    prev_stage = stage;
+                    ring.advance();
                 }
-                wgmma_commit();
-                // One k-tile's group in flight beside the one being issued. Two (wait_group 2, the stage
-                // of the one before last released) measured slower on nearly every product (1b9ce84:
-                // GPT-2's fwd_lm_head 0.876x cuBLASLt against 0.921x, bwd_attn_proj_dw 0.833x against
-                // 0.883x, NT 4096^3 0.986x against 1.00x; docs/gemm.md).
-                wgmma_wait<1>();  // the previous k-tile's group is done: its stage goes back
-                fence_accumulators();
-                if (kt > kb) release(prev_stage);
-                prev_stage = stage;
-                ring.advance();
+                return kt;
+            };
+            [[maybe_unused]] const bool narrow = is_narrow(tile);
+            int kt = kb;
+            if constexpr (G::kTailN > 0) {
+                kt = narrow ? main_loop.template operator()<G::kTailN>() : main_loop.template operator()<G::kBN>();
+            } else {
+                kt = main_loop.template operator()<G::kBN>();
             }
             mark(TimelineEvent::issued);
             if (tile + stride < num_units) named_barrier_arrive<2 * kWarpgroup>(kTurn + 1 - consumer);
@@ -459,7 +518,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             } else {
                 ring.advance(kt);  // the other consumer's next tile (kt = its k-tile count)
             }
-            const int row0 = tm * G::kBM, col0 = tn * G::kBN;
+            const int row0 = tm * G::kBM, col0 = first_col(tile, tn);
             // A split-K policy whose last unit of a half stores it (SplitFixup): both partials leave the
             // registers first, then each half this unit came last to is read back into its accumulators
             // (the sum of all splits) and stored as a whole tile's half is. A whole tile (the tail
@@ -486,17 +545,20 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             // timeline probe at 4096^3 (5184c77 and after, against six calls before): drain-to-drain 33.4 k
             // cycles a tile against 33.5-33.6 k, 34.2 k with bias + GELU against 34.3-34.5 k, the busiest CTA
             // 0.4-1.0 % fewer cycles (docs/gemm.md, "Spreading the epilogue's stores").
-            if constexpr (!G::kSplitK && requires { Epi::kSpreadNs; }) {
-                const int spread_ns =
-                    ::rigel::gemm::spread_epilogue(tile, stride, num_units, ceil_div(k, G::kBK)) ? Epi::kSpreadNs : 0;
-                if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging, spread_ns);
-                if constexpr (G::kHalves == 2)
-                    if (store_bottom)
-                        Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging, spread_ns);
+            int spread_ns = 0;
+            if constexpr (!G::kSplitK && requires { Epi::kSpreadNs; })
+                if (::rigel::gemm::spread_epilogue(tile, stride, num_units, ceil_div(k, G::kBK))) spread_ns = Epi::kSpreadNs;
+            // A narrow tile stores its first kTailN columns.
+            if constexpr (G::kTailN > 0) {
+                if (narrow)
+                    store_halves<G, Epi, G::kTailN>(epi, top, bottom, store_top, store_bottom, m, n, row0, col0, staging,
+                                                    spread_ns);
+                else
+                    store_halves<G, Epi, G::kBN>(epi, top, bottom, store_top, store_bottom, m, n, row0, col0, staging,
+                                                 spread_ns);
             } else {
-                if (store_top) Epi::template store<G::kBN>(epi, top, m, n, row0, col0, staging);
-                if constexpr (G::kHalves == 2)
-                    if (store_bottom) Epi::template store<G::kBN>(epi, bottom, m, n, row0 + kWgmmaM, col0, staging);
+                store_halves<G, Epi, G::kBN>(epi, top, bottom, store_top, store_bottom, m, n, row0, col0, staging,
+                                             spread_ns);
             }
             mark(TimelineEvent::stored);
             mark(TimelineEvent::starved_cycles, starved_cycles);

@@ -229,13 +229,15 @@ constexpr bool loads_block_scales() {
 template <class G>
 __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::uint64_t* full, std::uint64_t* empty,
                                           unsigned char* smem, const CUtensorMap* map_a, const CUtensorMap* map_b,
-                                          int tm, int tn, int kt_begin, int k_end,
+                                          int tm, int tn, int b_row, int kt_begin, int k_end,
                                           const CUtensorMap* map_scale_a = nullptr,
                                           const CUtensorMap* map_scale_b = nullptr) {
     // k_end in elements of K, not k-tiles: the ping-pong kernel passes its
     // parameter k itself, which the loop test reads from the constant bank
     // (a k-tile count computed from it would be spilled across the epilogue
-    // and reloaded from local memory in every k-iteration).
+    // and reloaded from local memory in every k-iteration). b_row: the tile's
+    // first row of a K-major B (column of an MN-major one), tn kBN apart
+    // except in the ping-pong kernel's narrow tail.
     for (int kt = kt_begin; kt * G::kBK < k_end; ++kt) {
         const int stage = ring.stage();
         unsigned char* const a_tile = smem + stage * G::kStageBytes;
@@ -251,7 +253,7 @@ __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::
             mbar_arrive_expect_tx(&full[stage], G::kStageBytes);
         }
         tma_load_operand<G::kMajorA, G::kBM, G::kBK>(a_tile, map_a, &full[stage], kt, tm * G::kBM);
-        tma_load_operand<G::kMajorB, G::kBLoadRows, G::kBK>(a_tile + G::kABytes, map_b, &full[stage], kt, tn * G::kBN);
+        tma_load_operand<G::kMajorB, G::kBLoadRows, G::kBK>(a_tile + G::kABytes, map_b, &full[stage], kt, b_row);
         ring.advance();
     }
 }
@@ -295,10 +297,10 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 int tm = 0, tn = 0;
                 tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
                 if constexpr (G::kAccumulation == Accumulation::block_scaled)
-                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kt_begin, kt_end * G::kBK,
+                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, tn * G::kBN, kt_begin, kt_end * G::kBK,
                                  &epi.map_scale_a, &epi.map_scale_b);
                 else
-                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, kt_begin, kt_end * G::kBK);
+                    load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, tn * G::kBN, kt_begin, kt_end * G::kBK);
             }
         }
     } else {

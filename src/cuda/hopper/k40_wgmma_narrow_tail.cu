@@ -1,0 +1,53 @@
+// k40_wgmma_narrow_tail: k39 with its last tile columns re-cut into narrower
+// tiles, so that every SM's share of the product comes out nearly even.
+// Kernel: pingpong_gemm.cuh with a narrow tail of 104 columns (G::kTailN),
+// 128 x 128 x 64 tiles, 7 stages, bf16 and f16; the plan in
+// src/gemm/narrow_tail.hpp (host-tested), taken where it evens the SMs out
+// by 1 % or more, else k39's uniform tiles.
+// Run alone: rigel ladder --backend cuda --rungs k40_wgmma_narrow_tail --dtype bf16 --sizes 4096
+//
+// Adds over k39: the last wave. k39 deals 128 x 128 tiles to the 132 SMs in
+// turn; at 4096^3 that is 1,024 tiles, so 100 SMs multiply 8 and 32 SMs 7, and
+// the kernel lasts as long as 8 tiles while 7.76 would do (3 % of the SMs'
+// time idle). Splitting the last wave along K evens it out on paper and was
+// slower on the H200 (docs/gemm.md, "The streamed tail": the pieces stop
+// asking L2 for the same bytes at the same time as their neighbours). Here the
+// tiles stay whole and K is never split: the last 4 columns of 128 (512
+// columns) become 5 of 104, dealt after all the 128-wide tiles, so each SM
+// takes 8 tiles, 100 of them 7 wide and 1 narrow, 32 of them 6 wide and 2
+// narrow, and the busiest SM multiplies 7 x 128 + 104 = 1,000 columns' worth
+// of 128-row tile where k39's multiplied 1,024. A narrow tile loads the same
+// stage as a wide one (a 128-row box of B at its first column, whose last 24
+// rows it does not read) and issues m64n104k16 on the first 52 of each half's
+// 64 accumulators; the tile order, the ring and the hand-off are k39's. The
+// plan also fires at 8192^3 (the last 7 columns as 9 of 104), 6144^3 and
+// 3072^3, and not at 2048^3 or 16384^3, whose waves no 104-wide re-cut evens
+// out by 1 %.
+// Prediction: 2 % faster than k39 at 4096^3 and 8192^3 in paired samples
+// (the model's 2.3 % less for the busiest SM, less a narrow tile's
+// m64n104 rate and its 24 unused rows of B), so bf16 4096^3 from k39's
+// 1.03x to about 1.05x cuBLAS; no change where the plan does not fire.
+#include "cuda/hopper/hopper_rungs.cuh"
+#include "cuda/hopper/pingpong_rung.cuh"
+
+namespace rigel::cuda {
+namespace {
+
+constexpr int kNarrowN = 104;
+
+template <DType T>
+using K40 = sm90::PingPong<T, 7, sm90::Major::k, sm90::Major::k, 1, false, 128, 128, kNarrowN>;
+
+}  // namespace
+
+void k40_wgmma_narrow_tail(const GemmProblem& p) {
+    constexpr const char* kRung = "k40_wgmma_narrow_tail";
+    switch (p.type) {
+        case DType::bf16: return sm90::launch_pingpong_rung<K40<DType::bf16>>(p, kRung);
+        case DType::f16: return sm90::launch_pingpong_rung<K40<DType::f16>>(p, kRung);
+        default:
+            throw std::invalid_argument(std::string(kRung) + " takes bf16 and f16, not " + std::string(name(p.type)));
+    }
+}
+
+}  // namespace rigel::cuda
