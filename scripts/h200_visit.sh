@@ -7,7 +7,7 @@
 # [cpu] [bench_llm] [fp4] [splitk] [alignment] [sanitize] [gemm] [gemm_quick]
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
 # [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention] [emulate_fp8]
-# [train_det] [ncu_train] [ncu_time] [ncu_rungs] [sass_edit] [env_variants] [gemm_runs]
+# [train_det] [ncu_train] [ncu_time] [ncu_rungs] [sass_edit] [env_variants] [gemm_runs] [rungs_paired]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -246,6 +246,20 @@ fi
 if has ladder; then
   log "ladder"
   suite ladder gpu_ladder
+fi
+
+# Some rungs by name, verified on shapes that are multiples of no tile (bf16 and f16; those their
+# plans re-tile among them), then timed against their vendor rung in paired samples, into one CSV.
+# RUNGS (default: k39 and k40, whose narrow tail is what the sizes exercise), RUNG_SIZES, RUNG_DTYPE.
+if has rungs_paired; then
+  log "rungs, verified and paired"
+  rungs=${RUNGS:-k39_wgmma_pingpong k40_wgmma_narrow_tail}
+  timeout "$(capped 150)" $RIGEL ladder --backend cuda --verify-only --rungs $rungs --dtype bf16 f16 \
+    --sizes 3001x3001x296 2500x2100x136 4096x4096x200 8192x8192x136 6144x6144x64 > "$OUT/rungs_verify.txt" 2>&1
+  summary+=("rungs verified: rc $? ($(grep -c -i 'fail' "$OUT/rungs_verify.txt") lines naming a failure)")
+  timeout "$(capped 330)" $RIGEL ladder --backend cuda --rungs $rungs vendor --dtype "${RUNG_DTYPE:-bf16}" \
+    --sizes ${RUNG_SIZES:-4096 8192 6144 3072 2048} --paired --out "$OUT" > "$OUT/rungs_paired.txt" 2>&1
+  summary+=("rungs paired: rc $?")
 fi
 
 # The shape sweep of the Hopper rungs against cuBLAS, in two parts that each fit

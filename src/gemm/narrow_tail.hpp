@@ -26,6 +26,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "cuda/hopper/sm90_types.cuh"
+
 namespace rigel::gemm {
 
 inline constexpr int kTileOverheadCols = 4;
@@ -84,6 +86,23 @@ inline NarrowTail plan_narrow_tail(int tiles_m, std::int64_t n, int bn, int narr
         best.busiest_load = best.uniform_load;
     }
     return best;
+}
+
+// A narrow tile's place, the kernel's and the host tests' (tile: its index among the narrow tiles):
+// the narrow columns walked in the wide tiles' grouped order (tile rows in groups of group_m), the
+// first starting at column `first_col` (the wide columns' end).
+struct NarrowTile {
+    int tm = 0;    // tile row
+    int col0 = 0;  // first column of D (and row of a K-major B)
+};
+RIGEL_HOST_DEVICE constexpr NarrowTile narrow_tile(int tile, int tiles_m, int narrow_cols, int group_m, int first_col,
+                                                   int narrow_bn) {
+    NarrowTile t;
+    int tn = 0;
+    ::rigel::cuda::sm90::tile_coords<::rigel::cuda::sm90::Schedule::persistent_grouped>(tile, tiles_m, narrow_cols,
+                                                                                         group_m, t.tm, tn);
+    t.col0 = first_col + tn * narrow_bn;
+    return t;
 }
 
 }  // namespace rigel::gemm

@@ -5,10 +5,15 @@
 
 #include "gemm/narrow_tail.hpp"
 
+#include <vector>
+
+#include "cuda/hopper/sm90_types.cuh"
+
 namespace {
 
 using rigel::gemm::busiest_cta_load;
 using rigel::gemm::kMinGain;
+using rigel::gemm::narrow_tile;
 using rigel::gemm::plan_narrow_tail;
 
 constexpr int kSms = 132;
@@ -66,6 +71,43 @@ TEST(NarrowTail, EveryPlanCoversNOnceAndGains) {
             EXPECT_LE(static_cast<double>(p.busiest_load), (1.0 - kMinGain) * static_cast<double>(p.uniform_load));
         }
     EXPECT_GT(planned, 10);  // the sweep reaches shapes that take a tail
+}
+
+// The ping-pong kernel's tiles under a plan, as it walks them (pingpong_gemm.cuh's coords: the wide
+// tiles by tile_coords over tiles_m x wide_cols, then narrow_tile's): every element of D in exactly
+// one tile, every narrow tile starting inside N.
+void expect_exact_cover(int m, int n, int group_m = 8) {
+    const int tiles_m = (m + 127) / 128;
+    const auto p = plan_narrow_tail(tiles_m, n, 128, 104, kSms);
+    ASSERT_GT(p.narrow_cols, 0) << m << " x " << n << " takes no narrow tail";
+    std::vector<int> covered(static_cast<std::size_t>(tiles_m) * n, 0);  // per tile row and column
+    const auto mark = [&](int tm, int col0, int width) {
+        ASSERT_GE(tm, 0);
+        ASSERT_LT(tm, tiles_m);
+        ASSERT_LT(col0, n);
+        for (int c = col0; c < col0 + width && c < n; ++c) ++covered[static_cast<std::size_t>(tm) * n + c];
+    };
+    for (int t = 0; t < tiles_m * p.wide_cols; ++t) {
+        int tm = 0, tn = 0;
+        rigel::cuda::sm90::tile_coords<rigel::cuda::sm90::Schedule::persistent_grouped>(t, tiles_m, p.wide_cols,
+                                                                                         group_m, tm, tn);
+        mark(tm, tn * 128, 128);
+    }
+    for (int t = 0; t < tiles_m * p.narrow_cols; ++t) {
+        const auto nt = narrow_tile(t, tiles_m, p.narrow_cols, group_m, p.wide_cols * 128, 104);
+        mark(nt.tm, nt.col0, 104);
+    }
+    for (std::size_t i = 0; i < covered.size(); ++i)
+        ASSERT_EQ(covered[i], 1) << m << " x " << n << ": tile row " << i / n << ", column " << i % n;
+}
+
+TEST(NarrowTail, TheKernelsTilesCoverDExactlyOnce) {
+    expect_exact_cover(4096, 4096);
+    expect_exact_cover(8192, 8192);
+    expect_exact_cover(3001, 3001);  // the GPU test's odd shapes: a last narrow column of 17
+    expect_exact_cover(2500, 2100);
+    expect_exact_cover(3001, 3001, 1);
+    expect_exact_cover(6144, 6144, 16);
 }
 
 }  // namespace

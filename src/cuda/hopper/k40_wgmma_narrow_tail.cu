@@ -27,6 +27,13 @@
 // (the model's 2.3 % less for the busiest SM, less a narrow tile's
 // m64n104 rate and its 24 unused rows of B), so bf16 4096^3 from k39's
 // 1.03x to about 1.05x cuBLAS; no change where the plan does not fire.
+// Measured: not yet on the H200 machine. Its first visit runs
+// `scripts/h200_visit.sh rungs_paired` (the rung verified on odd shapes that
+// take a narrow tail, then k39 and k40 each paired with cuBLAS at 2048^3 to
+// 8192^3). On the development machine: the plan's tiles cover D exactly once
+// (tests/host/test_narrow_tail.cpp, replaying the kernel's tile order), and
+// the kernel has no local memory (cuobjdump: 4,096 SASS instructions, 16
+// HGMMA, k39's 2,752 and 8).
 #include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/hopper/pingpong_rung.cuh"
 

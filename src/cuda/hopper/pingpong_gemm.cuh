@@ -133,6 +133,7 @@
 #include "cuda/hopper/warp_specialized.cuh"
 #include "cuda/hopper/wgmma.cuh"
 #include "gemm/epilogue_spread.hpp"
+#include "gemm/narrow_tail.hpp"
 #include "gemm/stream_tail.hpp"
 
 namespace rigel::cuda::sm90 {
@@ -300,10 +301,13 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                                         stride);
     };
     // A tile's place in the grouped tile order (a pair's: its tile row pair and column).
-    // A narrow tile's: its place in the narrow columns' own grouped order.
+    // A narrow tile's (gemm/narrow_tail.hpp): tn is then its first column of D, not a tile column.
     const auto coords = [&](int tile, int& tm, int& tn) {
         if (is_narrow(tile)) {
-            tile_coords<Schedule::persistent_grouped>(tile - wide_tiles, tiles_m, tail_cols, group_m, tm, tn);
+            const ::rigel::gemm::NarrowTile t = ::rigel::gemm::narrow_tile(tile - wide_tiles, tiles_m, tail_cols,
+                                                                           group_m, tiles_n * G::kBN, G::kTailN);
+            tm = t.tm;
+            tn = t.col0;
             return;
         }
         int pm = 0;
@@ -311,9 +315,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         tm = G::kClusterM * pm + static_cast<int>(rank);
     };
     // A tile's first column of D (and row of a K-major B, column of an MN-major one).
-    const auto first_col = [&](int tile, int tn) {
-        return is_narrow(tile) ? tiles_n * G::kBN + tn * G::kTailN : tn * G::kBN;
-    };
+    const auto first_col = [&](int tile, int tn) { return is_narrow(tile) ? tn : tn * G::kBN; };
 
     // The tensor maps' descriptors fetched while the barriers are set up: the first TMA load (and the
     // epilogue's first TMA store) would otherwise wait for that fetch. A product of one tile a CTA
