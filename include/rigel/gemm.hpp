@@ -144,6 +144,11 @@ constexpr bool has_pair_kernel(const Desc& d) { return bf16_with_epilogue_in(d, 
 // name only) are compiled for the same epilogues.
 inline constexpr std::array<Epilogue, 1> kN192Epilogues{Epilogue::none};
 constexpr bool has_n192_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kN192Epilogues); }
+// Those of the fixed epilogues also compiled into the ping-pong kernel with a narrow tail ("fixed_tail",
+// Choice::tail_n): the plain product and bias + GELU, whose 4096^3 forms leave the last wave of
+// 128 x 128 tiles three quarters full.
+inline constexpr std::array<Epilogue, 2> kTailEpilogues{Epilogue::none, Epilogue::bias_gelu};
+constexpr bool has_tail_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kTailEpilogues); }
 
 // How a plan computes: the kernel the dispatcher chose for the shape.
 struct Choice {
@@ -200,6 +205,11 @@ struct Choice {
     // those rows of A and a few columns of B in L2); 0: the kernel's own, 8. kernel_named "fixed_g16"
     // and "fixed_g32" take 16 and 32.
     int group_m = 0;
+    // With pingpong, fixed_epilogue and 128 x 128 tiles, K not split: > 0 re-cuts the last tile columns
+    // into tiles tail_n wide where that evens out the last wave of tiles on the SMs by 1 % or more (the
+    // narrow tail, src/gemm/narrow_tail.hpp: 4096^3's last 4 columns of 128 as 5 of 104), else runs
+    // the uniform tiles. kernel_named "fixed_tail" (104); the dispatcher does not choose it.
+    int tail_n = 0;
     int ctas = 0;                    // CTAs launched by the GEMM kernel (a cluster kernel: at most this many)
     std::string why;                 // one sentence: why this kernel for this shape
 };

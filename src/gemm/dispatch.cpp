@@ -157,6 +157,7 @@
 #include <limits>
 #include <string>
 
+#include "gemm/narrow_tail.hpp"
 #include "gemm/stream_tail.hpp"
 #include "rigel/gemm.hpp"
 
@@ -633,6 +634,7 @@ struct NamedKernel {
     bool tma_load_c = false;    // with fixed and tma_store: C by TMA, so that beta != 0 takes the TMA stores
     int tile_m = kTileM;        // kShortTileM: with fixed, the 64-row kernel (kShortTileEpilogues)
     int group_m = 0;            // Choice::group_m
+    int tail_n = 0;             // with fixed: Choice::tail_n (kTailEpilogues)
 };
 // fixed with tile_n 256 (not ping-pong): the cooperative kernel compiled for kWideEpilogues.
 constexpr std::array kNamedKernels{
@@ -687,6 +689,10 @@ constexpr std::array kNamedKernels{
     // 16.97 waves on 132 SMs, the tile cuBLASLt's fastest kernel for that product runs (Nsight Compute names
     // it nvjet_sm90_tst_176x128_64x5_1x2_h_bz_TNN, in its column-major terms); 128 x 128 tiles make 23.3.
     NamedKernel{.name = "fixed_n176", .tile_n = kN176TileN, .pingpong = true, .fp8 = false, .fixed = true},
+    // The narrow tail: the last tile columns re-cut 104 wide where that evens out the last wave (k40's
+    // schedule in the library's kernel; src/gemm/narrow_tail.hpp plans it, the plan at its construction).
+    NamedKernel{.name = "fixed_tail", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
+                .tail_n = kTailTileN},
 };
 
 }  // namespace
@@ -718,6 +724,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         if (k.fixed && k.cluster_m > 1 && !k.split_reduce && !has_pair_kernel(d)) return std::nullopt;
         if (k.tma_load_c && !has_tma_c_kernel(d)) return std::nullopt;
         if (k.tile_m != kTileM && !has_short_tile_kernel(d)) return std::nullopt;
+        if (k.tail_n > 0 && !has_tail_kernel(d)) return std::nullopt;
         if (k.split_reduce && !k.fixed && (d.d_type != Type::f32 || d.epilogue != Epilogue::none)) return std::nullopt;
         Choice c;
         c.tile_m = k.tile_m;
@@ -728,6 +735,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         c.tma_store = k.tma_store;
         c.tma_load_c = k.tma_load_c;
         c.group_m = k.group_m;
+        c.tail_n = k.tail_n;
         const std::int64_t tiles = ceil_div(d.m, k.tile_m) * ceil_div(d.n, k.tile_n);
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
         if (k.tail) {
@@ -788,6 +796,8 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
                 " x " + std::to_string(k.tile_n) + " tiles" +
                 (k.cluster_m > 1 ? ", pairs of CTAs sharing B by TMA multicast" : "") +
                 (k.group_m > 0 ? ", groups of " + std::to_string(k.group_m) + " tile rows in the tile order" : "") +
+                (k.tail_n > 0 ? ", the last tile columns re-cut " + std::to_string(k.tail_n) +
+                                    " wide where that evens out the last wave" : "") +
                 (k.fixed ? std::string(", the kernel compiled for this epilogue and a bf16 D") +
                                (wide ? ", 3 ring stages" : wide_n ? ", 4 ring stages" : "") +
                                (k.tma_store ? "" : ", staged stores") +

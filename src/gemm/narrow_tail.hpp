@@ -30,6 +30,7 @@
 
 namespace rigel::gemm {
 
+inline constexpr int kTailTileN = 104;  // the narrow tiles' width: k40's, and the library's "fixed_tail"
 inline constexpr int kTileOverheadCols = 4;
 inline constexpr double kMinGain = 0.01;
 inline constexpr int kMaxNarrowedCols = 8;  // the last columns of 128 a plan may re-cut

@@ -317,6 +317,18 @@ std::vector<GemmCase> verify_cases() {
                                           1.0f, beta, m < 1000, m < 1000 ? short_suffix : multitile,
                                           kernel));
     }
+    // The narrow tail by name ("fixed_tail", epilogues none and bias + GELU) in every layout, on shapes
+    // whose plan re-cuts the last columns (tests/host/test_narrow_tail.cpp): 3001 x 3001 x 296, 24 x 24
+    // tiles of 128 whose last 8 columns (953, the last 57 wide) become 10 of 104, the last 17 wide (its
+    // one box cut at 17, its 40-column box past N), the last tile row 57 deep, with TMA stores (beta 0);
+    // 2500 x 2100 x 136 with C added (beta 1: the staged stores), 20 x 17 tiles whose last 4 columns
+    // (436) become 5 of 104, the last 20 wide. Rows padded past the extents (N = 3001 stored rows need it).
+    for (const auto& [a, b] : kLayouts)
+        for (Epilogue e : gemm::kTailEpilogues)
+            for (const auto& [m, n, k, beta] : {Shape{3001, 3001, 296, 0.0f}, Shape{2500, 2100, 136, 1.0f}})
+                out.push_back(verify_case(Desc{.m = m, .n = n, .k = k, .a_type = Type::bf16, .b_type = Type::bf16,
+                                               .a_op = a, .b_op = b, .d_type = Type::bf16, .epilogue = e},
+                                          1.0f, beta, true, "_fixed_tail", "fixed_tail"));
     // The dispatcher's wide-N rules, each in two layouts with beta 0, and beta 1, which the plan runs on the
     // 128 x 128 kernel that loads C by TMA (its residual plan):
     // rule 8 (128 x 192 tiles for epilogue none, N a multiple of 192, K at most 1024, 16 waves at least):
@@ -665,7 +677,8 @@ std::string kernel_text(const Choice& c) {
            (c.fixed_epilogue ? (c.tma_store ? " fixed-epilogue" : " fixed-epilogue staged") : "") +
            (c.ordered_split ? " ordered" : "") +
            (c.cluster_m > 1 ? " cluster " + std::to_string(c.cluster_m) + "x1" : "") +
-           (c.group_m > 0 ? " group " + std::to_string(c.group_m) : "") + " splits " +
+           (c.group_m > 0 ? " group " + std::to_string(c.group_m) : "") +
+           (c.tail_n > 0 ? " tail " + std::to_string(c.tail_n) : "") + " splits " +
            std::to_string(c.splits) + (c.split_tiles > 0 ? " of the last " + std::to_string(c.split_tiles) + " tiles" : "") +
            (c.stream_tail ? " streamed" : "") + (c.tail_gather ? " gathered" : "");
 }

@@ -641,7 +641,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_tail_gather, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32, fixed_n192, fixed_n192_g16, fixed_n168, fixed_n176");
+              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_tail_gather, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32, fixed_n192, fixed_n192_g16, fixed_n168, fixed_n176, fixed_tail");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));
@@ -1231,4 +1231,27 @@ TEST(GemmChoose, Rule9TakesN176WhereItFillsTheWaves) {
 }
 
 }  // namespace
+// The narrow tail by name ("fixed_tail"): the fixed ping-pong kernel on 128 x 128 tiles with tail_n 104,
+// for the epilogues it is compiled for (kTailEpilogues) in every layout; none for f16, for an fp32 D or
+// for an epilogue it lacks. The dispatcher never picks it.
+TEST(GemmDispatch, FixedTailByNameOnly) {
+    for (const auto& [a, b] : {std::pair{Op::n, Op::t}, std::pair{Op::n, Op::n}, std::pair{Op::t, Op::n},
+                               std::pair{Op::t, Op::t}})
+        for (Epilogue e : rigel::gemm::kTailEpilogues) {
+            const auto c = kernel_named(bf16_product(4096, 4096, 4096, a, b, e), "fixed_tail", kH200Sms);
+            ASSERT_TRUE(c);
+            EXPECT_EQ(c->tail_n, 104);
+            EXPECT_TRUE(c->pingpong && c->fixed_epilogue);
+            EXPECT_EQ(c->tile_m, 128);
+            EXPECT_EQ(c->tile_n, 128);
+            EXPECT_EQ(c->splits, 1);
+            EXPECT_TRUE(contains(c->why, "re-cut 104 wide")) << c->why;
+            EXPECT_EQ(choose(bf16_product(4096, 4096, 4096, a, b, e), kH200Sms).tail_n, 0);
+        }
+    EXPECT_FALSE(kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t, Epilogue::bias), "fixed_tail", kH200Sms));
+    Desc f16 = bf16_product(4096, 4096, 4096, Op::n, Op::t);
+    f16.a_type = f16.b_type = f16.d_type = Type::f16;
+    EXPECT_FALSE(kernel_named(f16, "fixed_tail", kH200Sms));
+}
+
 }  // namespace rigel::gemm

@@ -514,6 +514,7 @@ struct FixedEpilogueParams : EpilogueParams {
     CUtensorMap map_c{};             // the same boxes of C (p.tma_c)
     bool tma = false;
     bool tma_c = false;  // with tma and beta != 0: C loaded by TMA into the staging box, D written over it
+    int tail_cols = 0;   // the narrow tail's columns of tiles (pingpong_gemm.cuh, TailN); 0: none
 };
 
 // LoadsC: the kernel that also loads C by TMA (p.tma_c, the library's
@@ -626,10 +627,20 @@ private:
         return *reinterpret_cast<const std::uint32_t*>(&v);
     }
 
+    // BN: the half's columns, the kernel's TileN, or whole 64-column boxes of it, or a narrow tail's tile
+    // (pingpong_gemm.cuh, TailN: 104 columns, one 64-column box and a last one of 40 through p.map_d_tail).
     template <int BN>
     static __device__ __forceinline__ void store_tma(const Params& p, const float (&acc)[BN / 2], int m, int n,
                                                      int row0, int col0, float* staging, int spread_ns) {
-        static_assert(BN <= TileN && (BN % 64 == 0 || BN == TileN), "whole 64-column boxes, or the tile's tail");
+        static_assert(BN <= TileN, "a half no wider than the tile");
+        static_assert(BN % 64 == 0 || BN == TileN || (!LoadsC && K != Epilogue::bias_gelu_aux),
+                      "a narrow last box for D alone: C's and aux's maps have 64-column boxes");
+        // The half's boxes: whole 64-column ones, then the narrow last one (its columns, rows unswizzled).
+        constexpr int kHalfFullBoxes = BN / 64;
+        constexpr int kHalfTailCols = BN % 64;
+        constexpr int kHalfTailRowBytes = kHalfTailCols * 2;
+        static_assert(kHalfFullBoxes * kBoxBytes + sm90::kWgmmaM * kHalfTailRowBytes <= kHalfBytes,
+                      "inside the staging box");
         // 8-column groups j: this thread's pairs at rows 16 warp + lane / 4 and 8 below (wgmma's
         // accumulator layout), columns 8 j + 2 q and one right of it.
         constexpr int kGroups = BN / 8;
@@ -703,16 +714,17 @@ private:
         std::uint32_t pair_at[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) pair_at[i] = row_at + ((chunk_xor ^ (2u * i)) << 4);
-        // The narrow last box (kTailCols): row lane_row kTailRowBytes apart, chunk (group - its first) + l / 16.
-        constexpr int kTailGroup0 = 8 * kFullBoxes;
+        // The narrow last box (kHalfTailCols): row lane_row kHalfTailRowBytes apart, chunk (group - its
+        // first) + l / 16.
+        constexpr int kTailGroup0 = 8 * kHalfFullBoxes;
         [[maybe_unused]] const std::uint32_t tail_at =
-            sm90::smem_u32(box) + static_cast<std::uint32_t>(kFullBoxes * kBoxBytes + lane_row * kTailRowBytes +
-                                                             (lane / 16) * 16);
+            sm90::smem_u32(box) + static_cast<std::uint32_t>(kHalfFullBoxes * kBoxBytes +
+                                                             lane_row * kHalfTailRowBytes + (lane / 16) * 16);
 #pragma unroll
         for (int j = 0; j < kGroups; j += 2) {
             const bool two = j + 1 < kGroups;  // else the tile's last group alone (stmatrix x2)
             const std::uint32_t at =
-                kTailCols > 0 && j >= kTailGroup0
+                kHalfTailCols > 0 && j >= kTailGroup0
                     ? tail_at + static_cast<std::uint32_t>(16 * (j - kTailGroup0))
                     : pair_at[(j % 8) / 2] + static_cast<std::uint32_t>((j / 8) * kBoxBytes);
             [[maybe_unused]] std::uint32_t in[4] = {};  // C's or aux's bf16 pairs, matrix by matrix
@@ -783,7 +795,7 @@ private:
 #pragma unroll
             for (int b = 0; b < (BN + 63) / 64; ++b) {
                 if (col0 + 64 * b >= n) break;  // boxes past N are not stored
-                const bool tail = kTailCols > 0 && b == kFullBoxes;
+                const bool tail = kHalfTailCols > 0 && b == kHalfFullBoxes;
                 sm90::tma_store_2d(tail ? &p.map_d_tail : &p.map_d, sm90::smem_u32(box + b * kBoxBytes),
                                    col0 + 64 * b, row0);
                 if constexpr (K == Epilogue::bias_gelu_aux)

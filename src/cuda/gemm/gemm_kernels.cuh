@@ -12,6 +12,8 @@
 //     of gemm::kFixedEpilogues with a bf16 D, FixedEpilogue compiled in, with
 //     64 x 128 tiles for each of gemm::kShortTileEpilogues, and the
 //     cooperative 128 x 256 kernel for each of gemm::kWideEpilogues;
+//   narrow-tail rows (bf16 only, "fixed_tail", Choice::tail_n): the fixed ping-pong kernel whose last
+//     tile columns are re-cut 104 wide, for each of gemm::kTailEpilogues;
 //   128 x 192, 128 x 168 and 128 x 176 rows (bf16 only, "fixed_n192", "fixed_n168", "fixed_n176"; the
 //     dispatcher's rules 8 and 9): the fixed ping-pong kernel with wider tiles, for each of
 //     gemm::kN192Epilogues;
@@ -62,6 +64,7 @@ struct Launch {
     bool stream_tail = false;  // split fixed rows with split_tiles: the streamed tail (SplitFixupParams::stream)
     int m = 0, n = 0, k = 0, tiles_m = 0, tiles_n = 0;
     int group_m = 0;  // ping-pong rows: tile rows of a group in the persistent tile order; 0: the kernel's
+    int tail_cols = 0;  // narrow-tail rows: columns of narrow tiles after tiles_n of 128 (0: none)
     dim3 grid;
     cudaStream_t stream = nullptr;
 };
@@ -79,6 +82,7 @@ struct KernelKey {
     bool loads_c = false;  // with fixed_epilogue: the kernel that also loads C (and dgelu_bgrad's aux) by TMA
     bool ordered = false;  // with split and fixed_epilogue: SplitFixup's ordered form (Choice::ordered_split)
     int tile_m = 128;      // 64: the ping-pong kernel's 64-row tiles (fixed_epilogue, kShortTileEpilogues)
+    int tail_n = 0;        // the narrow tail's tile width compiled in (Choice::tail_n, kTailEpilogues); 0: none
     bool operator==(const KernelKey&) const = default;
 };
 
@@ -143,6 +147,7 @@ typename Epi::Params epilogue_params(const Launch& l) {
             params.tma = l.tma_store;
             params.map_c = l.map_c;
             params.tma_c = l.tma_load_c;
+            params.tail_cols = l.tail_cols;
         }
         if constexpr (std::is_same_v<typename Epi::Params, SplitFixupParams>) {
             params.partials = l.workspace;
@@ -297,6 +302,20 @@ constexpr auto wide_n_rows() {
     });
 }
 
+// The narrow-tail rows of one layout ("fixed_tail", named only): the fixed kernel with a narrow tail of
+// gemm::kTailTileN columns (pingpong_gemm.cuh, TailN), for each of gemm::kTailEpilogues. A narrow tile's
+// halves leave through one 64-column box and an unswizzled one of 40 (p.map_d_tail, as the 168-column
+// tiles' last box), in the 128-column tiles' staging box.
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
+constexpr auto tail_rows() {
+    return per_epilogue<Tg, gemm::kTailEpilogues>([]<Epilogue e>() {
+        using Epi = FixedEpilogue<__nv_bfloat16, e>;
+        using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 1, false, 128, 128, gemm::kTailTileN>;
+        return KernelEntry{{Tg, OA, OB, 128, false, true, 1, true, e, false, false, 128, gemm::kTailTileN},
+                           launch_pingpong<Pong, Epi>, Pong::kBK};
+    });
+}
+
 // The pair rows of one layout ("fixed_pair", named only): the unsplit fixed kernel on 2 x 1 clusters
 // sharing B, once for each of gemm::kPairEpilogues.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
@@ -323,7 +342,7 @@ constexpr auto split_pair_rows() {
 }
 
 // The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, short_tile_rows, wide_fixed_rows,
-// split_fixed_rows, pair_rows, split_pair_rows, wide_n_rows (192, 168, 176).
+// split_fixed_rows, pair_rows, split_pair_rows, wide_n_rows (192, 168, 176), tail_rows.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto table_rows() {
     constexpr auto a = half_rows<T, Tg, OA, OB>();
@@ -338,8 +357,9 @@ constexpr auto table_rows() {
     constexpr auto r = wide_n_rows<T, Tg, OA, OB, 192>();
     constexpr auto n = wide_n_rows<T, Tg, OA, OB, 168>();
     constexpr auto t = wide_n_rows<T, Tg, OA, OB, 176>();
+    constexpr auto x = tail_rows<T, Tg, OA, OB>();
     std::array<KernelEntry, a.size() + b.size() + c.size() + s.size() + w.size() + f.size() + o.size() + p.size() +
-                                q.size() + r.size() + n.size() + t.size()>
+                                q.size() + r.size() + n.size() + t.size() + x.size()>
         out{};
     std::size_t at = 0;
     for (const auto& part : {std::span<const KernelEntry>(a), std::span<const KernelEntry>(b),
@@ -347,7 +367,8 @@ constexpr auto table_rows() {
                              std::span<const KernelEntry>(w), std::span<const KernelEntry>(f),
                              std::span<const KernelEntry>(o), std::span<const KernelEntry>(p),
                              std::span<const KernelEntry>(q), std::span<const KernelEntry>(r),
-                             std::span<const KernelEntry>(n), std::span<const KernelEntry>(t)})
+                             std::span<const KernelEntry>(n), std::span<const KernelEntry>(t),
+                             std::span<const KernelEntry>(x)})
         for (const KernelEntry& e : part) out[at++] = e;
     return out;
 }

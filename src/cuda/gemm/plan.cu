@@ -11,6 +11,7 @@
 
 #include "cuda/check.cuh"
 #include "cuda/gemm/gemm_kernels.cuh"
+#include "gemm/narrow_tail.hpp"
 #include "gemm/stream_tail.hpp"
 #include "rigel/gemm.hpp"
 
@@ -93,6 +94,7 @@ struct Plan::State {
     std::size_t workspace_bytes = 0;
     int slabs_per_half = 1;  // the split fixed kernels' workspace: slabs per half (split_fixup_slabs_per_half)
     int sms = 0;
+    rigel::gemm::NarrowTail tail;  // Choice::tail_n: the narrow tail's plan (narrow_cols 0: the uniform tiles)
     // The dispatcher's ping-pong split-K (allow_atomics): the plan without atomics, for the calls
     // whose beta and C it cannot add into D (adds_into_d); its workspace is taken on its first run.
     std::unique_ptr<Plan> without_atomics;
@@ -145,6 +147,13 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                     name(desc_.epilogue) + " with " + name(desc_.a_type) + " operands and a " +
                                     name(desc_.d_type) +
                                     " D (those of gemm::kN192Epilogues, bf16 operands and D, single CTAs, K not split)");
+    if (forced.tail_n > 0 && !(forced.pingpong && forced.fixed_epilogue && forced.tile_m == 128 &&
+                               forced.tile_n == 128 && forced.cluster_m == 1 && !split && has_tail_kernel(desc_)))
+        throw std::invalid_argument(std::string("no ping-pong kernel with a narrow tail for epilogue ") +
+                                    name(desc_.epilogue) + " with " + name(desc_.a_type) + " operands and a " +
+                                    name(desc_.d_type) +
+                                    " D (those of gemm::kTailEpilogues, bf16 operands and D, 128 x 128 tiles, "
+                                    "single CTAs, K not split)");
     if (forced.fixed_epilogue && !wide_fixed && forced.cluster_m > 1 && !split && !has_pair_kernel(desc_))
         throw std::invalid_argument(std::string("no ping-pong pair compiled for epilogue ") + name(desc_.epilogue) +
                                     " with " + name(desc_.a_type) + " operands and a " + name(desc_.d_type) +
@@ -173,7 +182,8 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
     KernelKey key{desc_.a_type,     desc_.a_op,           desc_.b_op,
                   forced.tile_n,    split,                forced.pingpong,
                   forced.cluster_m, forced.fixed_epilogue, forced.fixed_epilogue ? desc_.epilogue : Epilogue::none,
-                  loads_c && desc_.epilogue == Epilogue::dgelu_bgrad, forced.ordered_split, forced.tile_m};
+                  loads_c && desc_.epilogue == Epilogue::dgelu_bgrad, forced.ordered_split, forced.tile_m,
+                  forced.tail_n};
     state_ = std::make_unique<State>();
     state_->kernel = find_kernel(key);
     if (loads_c) {
@@ -206,6 +216,20 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
     const std::int64_t units = forced.split_tiles > 0 ? tiles - forced.split_tiles + forced.split_tiles * forced.splits
                                                       : tiles * forced.splits;
     choice_.ctas = static_cast<int>(split && !forced.pingpong ? units : std::min<std::int64_t>(units, state_->sms));
+    if (forced.tail_n > 0) {
+        const int tiles_m = static_cast<int>(ceil_div(desc_.m, forced.tile_m));
+        state_->tail = rigel::gemm::plan_narrow_tail(tiles_m, desc_.n, forced.tile_n, forced.tail_n, state_->sms);
+        const rigel::gemm::NarrowTail& t = state_->tail;
+        const std::int64_t tail_units = static_cast<std::int64_t>(tiles_m) * (t.wide_cols + t.narrow_cols);
+        choice_.ctas = static_cast<int>(std::min<std::int64_t>(tail_units, state_->sms));
+        const int recut = static_cast<int>(ceil_div(desc_.n, forced.tile_n)) - t.wide_cols;
+        choice_.why += t.narrow_cols > 0
+                           ? "; the last " + std::to_string(recut) + " tile columns re-cut into " +
+                                 std::to_string(t.narrow_cols) + " of " + std::to_string(forced.tail_n) +
+                                 " (the busiest SM's tiles " + std::to_string(t.busiest_load) + " columns' worth of " +
+                                 std::to_string(t.uniform_load) + ")"
+                           : "; no narrow tail: no re-cut of the last columns evens out the last wave by 1 %";
+    }
     if (forced.stream_tail) {
         // Each CTA's run must hold a k-tile at least and cover at most two tiles (fewer split tiles than CTAs).
         if (!(forced.ordered_split && forced.split_tiles > 0 && forced.splits == 2))
@@ -256,6 +280,10 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
     l.k = static_cast<int>(d.k);
     l.tiles_m = static_cast<int>(ceil_div(d.m, c.tile_m));
     l.tiles_n = static_cast<int>(ceil_div(d.n, c.tile_n));
+    if (c.tail_n > 0) {  // the narrow tail: tiles_n wide columns, then tail_cols narrow ones
+        l.tiles_n = s.tail.wide_cols;
+        l.tail_cols = s.tail.narrow_cols;
+    }
     l.group_m = c.group_m;
     l.stream = stream;
     // The fixed-epilogue kernels' TMA stores (and loads of C, aux) where the call allows them.
@@ -267,8 +295,9 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
         constexpr int kBoxRows = 64;  // FixedEpilogue's staging boxes: 64 rows x 64 bf16
         l.tma_store = true;
         l.map_d = s.maps_d.get(args.d, DType::bf16, d.m, d.n, d.ldd, kBoxRows);
-        if (c.tile_n % 64 != 0)  // 128 x 168 tiles: their last 40 columns through an unswizzled box
-            l.map_d_tail = s.maps_d_tail.get(args.d, DType::bf16, d.m, d.n, d.ldd, kBoxRows, c.tile_n % 64);
+        // 128 x 168 tiles: their last 40 columns through an unswizzled box; so do the narrow tail's tiles.
+        const int tail_box = c.tile_n % 64 != 0 ? c.tile_n % 64 : l.tail_cols > 0 ? c.tail_n % 64 : 0;
+        if (tail_box > 0) l.map_d_tail = s.maps_d_tail.get(args.d, DType::bf16, d.m, d.n, d.ldd, kBoxRows, tail_box);
         // aux: bias_gelu_aux stores it, dgelu_bgrad loads it (tma_stores allows that with tma_load_c).
         if (kernel.key.epilogue == Epilogue::bias_gelu_aux || kernel.key.epilogue == Epilogue::dgelu_bgrad)
             l.map_aux = s.maps_aux.get(args.aux, DType::bf16, d.m, d.n, d.ldaux, kBoxRows);

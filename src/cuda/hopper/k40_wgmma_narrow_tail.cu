@@ -32,7 +32,7 @@
 // take a narrow tail, then k39 and k40 each paired with cuBLAS at 2048^3 to
 // 8192^3). On the development machine: the plan's tiles cover D exactly once
 // (tests/host/test_narrow_tail.cpp, replaying the kernel's tile order), and
-// the kernel has no local memory (cuobjdump: 4,096 SASS instructions, 16
+// the kernel has no local memory (cuobjdump: 4,288 SASS instructions, 16
 // HGMMA, k39's 2,752 and 8).
 #include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/hopper/pingpong_rung.cuh"
@@ -40,10 +40,8 @@
 namespace rigel::cuda {
 namespace {
 
-constexpr int kNarrowN = 104;
-
 template <DType T>
-using K40 = sm90::PingPong<T, 7, sm90::Major::k, sm90::Major::k, 1, false, 128, 128, kNarrowN>;
+using K40 = sm90::PingPong<T, 7, sm90::Major::k, sm90::Major::k, 1, false, 128, 128, gemm::kTailTileN>;
 
 }  // namespace
 
