@@ -22,7 +22,9 @@ namespace rigel::probes::corun {
 // checked exactly); the others' results only keep the work from being dropped. (An integer add chain
 // is not among them: ptxas folds two adds of one register into one IMAD, so its steps are not the
 // instructions issued.)
-enum class Kind : int { none, ffma, fadd, ex2, f2fp, gelu, sleep, stmatrix, ldg, ffma_16k, ffma_32k, ffma_48k, ffma_64k };
+enum class Kind : int {
+    none, ffma, fadd, ex2, f2fp, gelu, sleep, stmatrix, ldg, ffma_16k, ffma_32k, ffma_48k, ffma_64k, stg
+};
 
 struct KindInfo {
     Kind kind;
@@ -34,7 +36,7 @@ struct KindInfo {
 };
 
 inline constexpr int kChains = 8;
-inline constexpr std::array<KindInfo, 13> kKinds{{
+inline constexpr std::array<KindInfo, 14> kKinds{{
     {Kind::none, "none", "nothing (the second warpgroup exits at once)", false},
     {Kind::ffma, "ffma", "fma.rn.f32 r, r, a, b (FFMA, a and b in registers marked for the operand reuse cache)",
      true, 8, true},
@@ -61,7 +63,13 @@ inline constexpr std::array<KindInfo, 13> kKinds{{
      "ffma's step in a loop of 4,096 FFMA (64 KB of straight-line code, as a long unrolled epilogue streams "
      "through the instruction caches)",
      true, 512, true},
+    {Kind::stg, "stg",
+     "st.global.v2.f32 of an FADD chain's value, 256 contiguous bytes a warp into a 16 KB window of its own that "
+     "stays in L2 (as the ladder's ping-pong rungs store their fp32 C straight from the registers)",
+     true},
 }};
+// The stg co-runner's window: kStgSlots slots of 32 float2 (256 bytes) a warp.
+inline constexpr int kStgSlots = 64;
 
 // Each co-runner thread keeps kChains chains and steps each unroll(kind) times an iteration of its loop.
 inline constexpr int unroll(Kind k) { return kKinds[static_cast<int>(k)].unroll; }
