@@ -29,7 +29,9 @@
 // "fixed_pair": each CTA loads its A and half of B, multicast to both, and a
 // stage is refilled once the consumers of both CTAs have released it), as
 // many clusters as fit at once: where the pair loses its cycles beside the
-// single CTAs.
+// single CTAs. The narrow-tail cases run the library's "fixed_tail" (the last
+// tile columns re-cut 104 wide where that evens out the last wave,
+// gemm/narrow_tail.hpp): the busiest CTA's cycles against the uniform tiles'.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -38,6 +40,7 @@
 #include <cstdint>
 #include <numeric>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/check.cuh"
@@ -45,6 +48,7 @@
 #include "cuda/gemm/timeline_epilogue.cuh"
 #include "cuda/hopper/pingpong_gemm.cuh"
 #include "cuda/probes/probe_device_util.cuh"
+#include "gemm/narrow_tail.hpp"
 #include "gemm/reference.hpp"
 #include "probes/finding_text.hpp"
 #include "probes/probe.hpp"
@@ -65,6 +69,9 @@ constexpr const char* probe_name = "pingpong_timeline";
 // (ClusterM 1) or pairs.
 template <int ClusterM>
 using Pong = cuda::sm90::PingPong<DType::bf16, 6, cuda::sm90::Major::k, cuda::sm90::Major::k, ClusterM>;
+// The same on single CTAs with the narrow tail ("fixed_tail").
+using PongTail = cuda::sm90::PingPong<DType::bf16, 6, cuda::sm90::Major::k, cuda::sm90::Major::k, 1, false, 128, 128,
+                                      gemm::kTailTileN>;
 constexpr int kTile = 128;
 constexpr double kCyclesPerKTile = 512.0;  // 128 x 128 x 64 FMA at 2048 a clock
 constexpr int kRecordedRuns = 5;
@@ -77,6 +84,7 @@ struct Case {
     // 2: the grid on half the SMs (single CTAs only): the chip then draws far from its power cap, so a cost
     // that comes and goes with power shows as a difference from the full grid's rows.
     int sm_share = 1;
+    bool narrow_tail = false;  // the narrow tail's kernel (single CTAs, epilogues none and bias + GELU)
 };
 
 template <Epilogue E>
@@ -95,12 +103,13 @@ int traced_grid(std::int64_t tiles_m, std::int64_t tiles_n, int sms) {
     }
 }
 
-// One launch of the traced kernel on device bytes a, b, bias into d.
-template <int ClusterM, Epilogue E>
+// One launch of the traced kernel on device bytes a, b, bias into d: tiles_n columns of 128-wide tiles, then
+// (Tail) tail_cols columns of narrow ones.
+template <int ClusterM, Epilogue E, bool Tail = false>
 void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out,
-                   std::uint64_t* events, int slots, int grid) {
+                   std::uint64_t* events, int slots, int grid, int tiles_n, int tail_cols) {
     using Epi = Traced<E>;
-    using G = Pong<ClusterM>;
+    using G = std::conditional_t<Tail, PongTail, Pong<ClusterM>>;
     static_assert(Epi::kStages == G::kStages, "the library's kernel for this epilogue has 6 stages");
     typename Epi::Params p{};
     p.d = out;
@@ -112,6 +121,9 @@ void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void
     p.octets = true;
     p.tma = true;
     p.map_d = cuda::sm90::make_map_128b(out, DType::bf16, d.m, d.n, d.n, 64);
+    p.tail_cols = tail_cols;  // a narrow tile's last 40 columns leave through an unswizzled box (plan.cu's)
+    if (tail_cols > 0)
+        p.map_d_tail = cuda::sm90::make_map_128b(out, DType::bf16, d.m, d.n, d.n, 64, gemm::kTailTileN % 64);
     p.events = events;
     p.slots = slots;
     const CUtensorMap map_a = cuda::sm90::make_map_128b(a, DType::bf16, d.m, d.k, d.k, kTile);
@@ -121,7 +133,7 @@ void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void
     const auto kernel = cuda::sm90::pingpong_kernel<G, Epi>;
     cuda::allow_dynamic_smem<cuda::sm90::pingpong_kernel<G, Epi>>(smem);
     const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = static_cast<int>(d.k);
-    const int tiles_m = static_cast<int>((d.m + kTile - 1) / kTile), tiles_n = static_cast<int>((d.n + kTile - 1) / kTile);
+    const int tiles_m = static_cast<int>((d.m + kTile - 1) / kTile);
     if constexpr (ClusterM == 1) {
         kernel<<<grid, G::kThreads, smem>>>(map_a, map_b, p, m, n, k, tiles_m, tiles_n, G::kGroupM);
     } else {
@@ -135,13 +147,20 @@ void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void
 
 template <int ClusterM>
 void launch(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out, std::uint64_t* events,
-            int slots, int grid) {
+            int slots, int grid, int tiles_n, int tail_cols, bool tail) {
+    if constexpr (ClusterM == 1) {
+        if (tail && d.epilogue == Epilogue::bias_gelu)
+            return launch_traced<1, Epilogue::bias_gelu, true>(d, a, b, bias, out, events, slots, grid, tiles_n,
+                                                               tail_cols);
+        if (tail)
+            return launch_traced<1, Epilogue::none, true>(d, a, b, bias, out, events, slots, grid, tiles_n, tail_cols);
+    }
     if (d.epilogue == Epilogue::bias_gelu)
-        return launch_traced<ClusterM, Epilogue::bias_gelu>(d, a, b, bias, out, events, slots, grid);
+        return launch_traced<ClusterM, Epilogue::bias_gelu>(d, a, b, bias, out, events, slots, grid, tiles_n, 0);
     if constexpr (ClusterM == 1)
         if (d.epilogue == Epilogue::bias)
-            return launch_traced<ClusterM, Epilogue::bias>(d, a, b, bias, out, events, slots, grid);
-    launch_traced<ClusterM, Epilogue::none>(d, a, b, bias, out, events, slots, grid);
+            return launch_traced<ClusterM, Epilogue::bias>(d, a, b, bias, out, events, slots, grid, tiles_n, 0);
+    launch_traced<ClusterM, Epilogue::none>(d, a, b, bias, out, events, slots, grid, tiles_n, 0);
 }
 
 std::string cases_text(const Case& c) {
@@ -153,7 +172,8 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, int gr
     const bool pair = c.cluster_m == 2;
     const std::string path = std::string(pair ? "pingpong_kernel fixed_pair " : "pingpong_kernel fixed ") +
                              std::string(gemm::name(c.epilogue)) + " NT " + cases_text(c) +
-                             (c.sm_share == 2 ? " on half the SMs" : "");
+                             (c.sm_share == 2 ? " on half the SMs" : "") +
+                             (c.narrow_tail ? " with the narrow tail (fixed_tail)" : "");
     const auto row = [&](const std::string& quantity, double value, const std::string& unit, const std::string& detail,
                          const std::string& expected = "") {
         Finding f = make_finding(probe_name, path, "bf16", quantity);
@@ -168,7 +188,9 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, int gr
                           "kernel loses between tiles";
         f.doc_source = "NVIDIA H100 Tensor Core GPU Architecture whitepaper";
         f.detail = detail + " " + std::to_string(grid) + (pair ? " CTAs in 2 x 1 clusters. " : " CTAs. ") + check;
-        f.kernel = std::string(pair ? "pingpong_kernel<PingPong<bf16, 6, K, K, 2>" : "pingpong_kernel<PingPong<bf16, 6, K, K>") +
+        f.kernel = std::string(pair            ? "pingpong_kernel<PingPong<bf16, 6, K, K, 2>"
+                               : c.narrow_tail ? "pingpong_kernel<PingPong<bf16, 6, K, K, 1, false, 128, 128, 104>"
+                                               : "pingpong_kernel<PingPong<bf16, 6, K, K>") +
                    ", Timeline<FixedEpilogue<bf16, " +
                    std::string(gemm::name(c.epilogue)) + ">>>";
         f.sm_clock_mhz = s.clock_mhz;
@@ -179,7 +201,8 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, int gr
     row("busiest CTA: cycles", b.total, "cycles",
         "start to the last consumer's end of the CTA of the most cycles, in the median of " +
             std::to_string(kRecordedRuns) + " runs (ranked by that CTA's cycles); its " + fmt_fixed(b.tiles, 0) +
-            " tiles' tensor time " + fmt_fixed(ideal, 0) + " cycles.",
+            " tiles' tensor time " + fmt_fixed(ideal, 0) + " cycles" +
+            (c.narrow_tail ? " (each counted 128 wide; a narrow tile's is 104 / 128 of that)." : "."),
         fmt_fixed(ideal, 0));
     row("busiest CTA: start-up", b.startup, "cycles", "CTA start to its first full stage.");
     row("busiest CTA: first tile's excess", b.first, "cycles",
@@ -249,6 +272,8 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         cases.push_back({4096, 4096, 4096, Epilogue::bias, false});  // the bias's loads without GELU's math
         cases.push_back({4096, 4096, 4096, Epilogue::none, false, 1, 2});
         cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false, 1, 2});
+        cases.push_back({4096, 4096, 4096, Epilogue::none, false, 1, 1, true});
+        cases.push_back({4096, 4096, 4096, Epilogue::bias_gelu, false, 1, 1, true});
         cases.push_back({4096, 11008, 4096, Epilogue::none, false});
         cases.push_back({1000, 1048, 1096, Epilogue::none, true, 2});
         cases.push_back({4096, 4096, 4096, Epilogue::none, false, 2});
@@ -262,18 +287,26 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         const gemm::HostInputs in = gemm::random_inputs(d, seed++, 1.0f, 0.0f);
         DeviceArray<std::uint8_t> a(in.a), b(in.b), bias(in.bias.empty() ? std::vector<std::uint8_t>(16) : in.bias);
         DeviceArray<std::uint8_t> dmat(static_cast<std::size_t>(c.m * c.n * 2));
-        const std::int64_t tiles_m = (c.m + kTile - 1) / kTile, tiles_n = (c.n + kTile - 1) / kTile;
+        const std::int64_t tiles_m = (c.m + kTile - 1) / kTile;
+        // The narrow tail's plan: tiles_n columns of 128, then tail_cols of 104 (none: all 128 wide).
+        const gemm::NarrowTail tail =
+            c.narrow_tail ? gemm::plan_narrow_tail(static_cast<int>(tiles_m), c.n, kTile, gemm::kTailTileN, facts.sms)
+                          : gemm::NarrowTail{};
+        const std::int64_t tiles_n = c.narrow_tail ? tail.wide_cols : (c.n + kTile - 1) / kTile;
+        const std::int64_t tail_cols = tail.narrow_cols;
         const int grid = c.cluster_m == 2 ? traced_grid<2>(tiles_m, tiles_n, facts.sms)
-                                          : traced_grid<1>(tiles_m, tiles_n, facts.sms / c.sm_share);
+                                          : traced_grid<1>(tiles_m, tiles_n + tail_cols, facts.sms / c.sm_share);
         // Tiles a consumer runs at most (a pair's CTA runs one of each tile-row pair), and one to spare.
-        const std::int64_t units = (tiles_m + c.cluster_m - 1) / c.cluster_m * tiles_n;
+        const std::int64_t units = (tiles_m + c.cluster_m - 1) / c.cluster_m * (tiles_n + tail_cols);
         const int clusters = grid / c.cluster_m;
         const int slots = static_cast<int>((units + 2 * clusters - 1) / (2 * clusters)) + 1;
         const std::size_t words = static_cast<std::size_t>(grid * timeline::Layout::cta_words(slots));
         DeviceArray<std::uint64_t> events(words);
         const auto launch_once = [&] {
-            if (c.cluster_m == 2) return launch<2>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
-            launch<1>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid);
+            const int tn = static_cast<int>(tiles_n), tc = static_cast<int>(tail_cols);
+            if (c.cluster_m == 2)
+                return launch<2>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid, tn, 0, false);
+            launch<1>(d, a.get(), b.get(), bias.get(), dmat.get(), events.get(), slots, grid, tn, tc, c.narrow_tail);
         };
         for (int w = 0; w < 3; ++w) launch_once();  // warm: clocks, L2, maps
         std::vector<std::vector<timeline::CtaTimeline>> runs;
