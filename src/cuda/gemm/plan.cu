@@ -226,8 +226,8 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
         choice_.why += t.narrow_cols > 0
                            ? "; the last " + std::to_string(recut) + " tile columns re-cut into " +
                                  std::to_string(t.narrow_cols) + " of " + std::to_string(forced.tail_n) +
-                                 " (the busiest SM's tiles " + std::to_string(t.busiest_load) + " columns' worth of " +
-                                 std::to_string(t.uniform_load) + ")"
+                                 " (the busiest SM's share of tiles " + std::to_string(t.busiest_load) +
+                                 " columns' worth, against " + std::to_string(t.uniform_load) + ")"
                            : "; no narrow tail: no re-cut of the last columns evens out the last wave by 1 %";
     }
     if (forced.stream_tail) {
