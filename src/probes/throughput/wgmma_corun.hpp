@@ -23,7 +23,7 @@ namespace rigel::probes::corun {
 // is not among them: ptxas folds two adds of one register into one IMAD, so its steps are not the
 // instructions issued.)
 enum class Kind : int {
-    none, ffma, fadd, ex2, f2fp, gelu, sleep, stmatrix, ldg, ffma_16k, ffma_32k, ffma_48k, ffma_64k, stg
+    none, ffma, fadd, ex2, f2fp, gelu, sleep, stmatrix, ldg, ffma_16k, ffma_32k, ffma_48k, ffma_64k, stg, stg128
 };
 
 struct KindInfo {
@@ -36,7 +36,7 @@ struct KindInfo {
 };
 
 inline constexpr int kChains = 8;
-inline constexpr std::array<KindInfo, 14> kKinds{{
+inline constexpr std::array<KindInfo, 15> kKinds{{
     {Kind::none, "none", "nothing (the second warpgroup exits at once)", false},
     {Kind::ffma, "ffma", "fma.rn.f32 r, r, a, b (FFMA, a and b in registers marked for the operand reuse cache)",
      true, 8, true},
@@ -67,8 +67,12 @@ inline constexpr std::array<KindInfo, 14> kKinds{{
      "st.global.v2.f32 of an FADD chain's value, 256 contiguous bytes a warp into a 16 KB window of its own that "
      "stays in L2 (as the ladder's ping-pong rungs store their fp32 C straight from the registers)",
      true},
+    {Kind::stg128, "stg128",
+     "st.global.v4.f32 of an FADD chain's value, 512 contiguous bytes a warp into a 32 KB window of its own (half "
+     "as many store instructions for the same bytes as stg)",
+     true},
 }};
-// The stg co-runner's window: kStgSlots slots of 32 float2 (256 bytes) a warp.
+// The stg co-runners' windows: kStgSlots slots of 32 float4 (512 bytes) a warp; stg uses half of each slot.
 inline constexpr int kStgSlots = 64;
 
 // Each co-runner thread keeps kChains chains and steps each unroll(kind) times an iteration of its loop.
