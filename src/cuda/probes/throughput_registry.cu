@@ -25,7 +25,7 @@ std::span<const Probe> throughput_probes() {
          "last epilogue), against its tensor cores' time?",
          &probes::run_pingpong_timeline},
         {"wgmma_corun",
-         "Does other warps' work on the same SM (FP32, MUFU, conversions, a GELU, loads, stmatrix, long code) slow a running wgmma "
+         "Does other warps' work on the same SM (FP32, MUFU, conversions, a GELU, loads, stmatrix, global stores, long code) slow a running wgmma "
          "chain, and by how many tensor cycles a step?",
          &probes::run_wgmma_corun},
     };
