@@ -228,7 +228,8 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
                                  std::to_string(t.narrow_cols) + " of " + std::to_string(forced.tail_n) +
                                  " (the busiest SM's share of tiles " + std::to_string(t.busiest_load) +
                                  " columns' worth, against " + std::to_string(t.uniform_load) + ")"
-                           : "; no narrow tail: no re-cut of the last columns evens out the last wave by 1 %";
+                           : "; no narrow tail: no re-cut of the last columns evens out the last wave by " +
+                                 std::to_string(static_cast<int>(rigel::gemm::kMinGain * 100)) + " %";
     }
     if (forced.stream_tail) {
         // Each CTA's run must hold a k-tile at least and cover at most two tiles (fewer split tiles than CTAs).

@@ -3,7 +3,7 @@
 // registers, one CTA per SM, tile rows in groups of 8. k40's kernel has a
 // narrow tail (G::kTailN > 0): the launch asks gemm/narrow_tail.hpp how many
 // of the last tile columns to re-cut, and runs none where no re-cut evens the
-// SMs' shares out by 1 %.
+// SMs' shares out by gemm::kMinGain.
 #pragma once
 #include <algorithm>
 #include <cstdint>
