@@ -807,6 +807,18 @@ private:
     }
 };
 
+// The narrow-tail kernels' policy where B is K-major ("fixed_tail" in the NT and TT layouts): the fixed
+// epilogue with B's map in boxes of the narrow width, through which the ping-pong kernel's producer
+// loads a narrow tile's B rows (pingpong_gemm.cuh: a stage then brings the 104 rows the tile multiplies,
+// not 128). The store code is FixedEpilogue's: its functions take the base of these params.
+struct FixedTailParams : FixedEpilogueParams {
+    CUtensorMap map_b_tail{};
+};
+template <class T, Epilogue K>
+struct FixedTailEpilogue : FixedEpilogue<T, K> {
+    using Params = FixedTailParams;
+};
+
 // The ping-pong split-K's policy (pingpong_gemm.cuh, SplitK): each unit's
 // partial 64 x BN half, times alpha, added into the fp32 D with reductions in
 // L2 (red.global.add: a pair of floats at a time where D's rows allow 8-byte

@@ -53,6 +53,7 @@ struct Launch {
     // Fixed-epilogue rows: D's and aux's maps (64 x 64 boxes) when the epilogue leaves by TMA stores.
     CUtensorMap map_d{}, map_aux{};
     CUtensorMap map_d_tail{};  // tiles whose width is no multiple of 64 (128 x 168): D's last box, unswizzled
+    CUtensorMap map_b_tail{};  // narrow-tail rows with a K-major B: B in boxes of the narrow tiles' rows
     bool tma_store = false;
     CUtensorMap map_c{};  // with tma_store and beta != 0: C's boxes, loaded by TMA (Choice::tma_load_c)
     bool tma_load_c = false;
@@ -148,6 +149,7 @@ typename Epi::Params epilogue_params(const Launch& l) {
             params.map_c = l.map_c;
             params.tma_c = l.tma_load_c;
             params.tail_cols = l.tail_cols;
+            if constexpr (std::is_same_v<typename Epi::Params, FixedTailParams>) params.map_b_tail = l.map_b_tail;
         }
         if constexpr (std::is_same_v<typename Epi::Params, SplitFixupParams>) {
             params.partials = l.workspace;
@@ -305,11 +307,13 @@ constexpr auto wide_n_rows() {
 // The narrow-tail rows of one layout ("fixed_tail", named only): the fixed kernel with a narrow tail of
 // gemm::kTailTileN columns (pingpong_gemm.cuh, TailN), for each of gemm::kTailEpilogues. A narrow tile's
 // halves leave through one 64-column box and an unswizzled one of 40 (p.map_d_tail, as the 168-column
-// tiles' last box), in the 128-column tiles' staging box.
+// tiles' last box), in the 128-column tiles' staging box. With a K-major B (NT, TT) a narrow tile
+// loads only its 104 rows of B (FixedTailEpilogue's map); an MN-major B comes in whole 64-column boxes.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto tail_rows() {
     return per_epilogue<Tg, gemm::kTailEpilogues>([]<Epilogue e>() {
-        using Epi = FixedEpilogue<__nv_bfloat16, e>;
+        using Epi = std::conditional_t<major_b(OB) == Major::k, FixedTailEpilogue<__nv_bfloat16, e>,
+                                       FixedEpilogue<__nv_bfloat16, e>>;
         using Pong = sm90::PingPong<T, Epi::kStages, major_a(OA), major_b(OB), 1, false, 128, 128, gemm::kTailTileN>;
         return KernelEntry{{Tg, OA, OB, 128, false, true, 1, true, e, false, false, 128, gemm::kTailTileN},
                            launch_pingpong<Pong, Epi>, Pong::kBK};

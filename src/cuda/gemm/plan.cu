@@ -89,6 +89,7 @@ struct Plan::State {
     cuda::sm90::TensorMapCache maps_a, maps_b;
     cuda::sm90::TensorMapCache maps_d, maps_aux;  // the fixed-epilogue kernels' TMA stores
     cuda::sm90::TensorMapCache maps_d_tail;       // and D's last box of a 168-column tile
+    cuda::sm90::TensorMapCache maps_b_tail;       // the narrow tail's B boxes (a K-major B)
     cuda::sm90::TensorMapCache maps_c;            // and their TMA loads of C (Choice::tma_load_c)
     float* workspace = nullptr;
     std::size_t workspace_bytes = 0;
@@ -284,6 +285,7 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
     if (c.tail_n > 0) {  // the narrow tail: tiles_n wide columns, then tail_cols narrow ones
         l.tiles_n = s.tail.wide_cols;
         l.tail_cols = s.tail.narrow_cols;
+        if (d.b_op == Op::t) l.map_b_tail = s.maps_b_tail.get(args.b, t, d.n, d.k, d.ldb, c.tail_n);
     }
     l.group_m = c.group_m;
     l.stream = stream;

@@ -16,16 +16,18 @@
 // columns) become 5 of 104, dealt after all the 128-wide tiles, so each SM
 // takes 8 tiles, 100 of them 7 wide and 1 narrow, 32 of them 6 wide and 2
 // narrow, and the busiest SM multiplies 7 x 128 + 104 = 1,000 columns' worth
-// of 128-row tile where k39's multiplied 1,024. A narrow tile loads the same
-// stage as a wide one (a 128-row box of B at its first column, whose last 24
-// rows it does not read) and issues m64n104k16 on the first 52 of each half's
-// 64 accumulators; the tile order, the ring and the hand-off are k39's. The
+// of 128-row tile where k39's multiplied 1,024. A narrow tile's stage holds
+// A's 128 rows and the 104 rows of B it multiplies (a second B map, of
+// 104-row boxes: a 128-row box would bring 24 rows unread, 23 % more bytes a
+// tensor cycle than a wide tile asks of L2, and every SM is in its tail at
+// once), and it issues m64n104k16 on the first 52 of each half's 64
+// accumulators; the tile order, the ring and the hand-off are k39's. The
 // plan also fires at 8192^3 (the last 7 columns as 9 of 104), 6144^3 and
 // 3072^3, and not at 2048^3 or 16384^3, whose waves no 104-wide re-cut evens
 // out by 1 %.
 // Prediction: 2 % faster than k39 at 4096^3 and 8192^3 in paired samples
 // (the model's 2.3 % less for the busiest SM, less a narrow tile's
-// m64n104 rate and its 24 unused rows of B), so bf16 4096^3 from k39's
+// m64n104 rate and its 11 % more bytes a tensor cycle), so bf16 4096^3 from k39's
 // 1.03x to about 1.05x cuBLAS; no change where the plan does not fire.
 // Measured: not yet on the H200 machine. Its first visit runs
 // `scripts/h200_visit.sh rungs_paired` (the rung verified on odd shapes that

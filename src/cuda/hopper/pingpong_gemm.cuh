@@ -325,6 +325,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     if (threadIdx.x == kWarpgroup) {
         prefetch_tensor_map(&map_a);
         prefetch_tensor_map(&map_b);
+        if constexpr (requires { epi.map_b_tail; }) prefetch_tensor_map(&epi.map_b_tail);
         if constexpr (requires { Epi::prefetch(epi); }) Epi::prefetch(epi);
     }
     init_ring(full, empty, G::kEmptyArrivals);  // the 4 warps of the consumer that used the stage (of both CTAs)
@@ -348,6 +349,17 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, tn * G::kBN, sp.kb, sp.ke * G::kBK);
                 } else if constexpr (!kPair) {
                     coords(unit, tm, tn);
+                    // A narrow tile through the policy's B map of kTailN-row boxes, where it has one
+                    // (k40's, the library's fixed_tail with a K-major B): the stage then holds only the
+                    // B rows its wgmma reads.
+                    if constexpr (requires { epi.map_b_tail; }) {
+                        static_assert(G::kTailN > 0 && G::kMajorB == Major::k, "a narrow B box is a K-major B's");
+                        if (is_narrow(unit)) {
+                            load_tile<G>(ring, full, empty, smem, &map_a, &epi.map_b_tail, tm, tn, tn, 0, k, nullptr,
+                                         nullptr, G::kABytes + G::kTailN * kRowBytes);
+                            continue;
+                        }
+                    }
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, first_col(unit, tn), 0, k);
                 } else {
                     // A split pair: the unit's k-tiles [kb, ke); else all of K.

@@ -7,6 +7,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/hopper/pingpong_gemm.cuh"
 #include "cuda/hopper/rung_launch.cuh"
@@ -14,13 +15,25 @@
 
 namespace rigel::cuda::sm90 {
 
-// This thread's fp32 pairs stored as they are (StoreF32), with the narrow tail's column count the
-// kernel reads, and the ping-pong kernel's end-of-kernel hook: nothing is in flight to wait for.
+// The rungs' epilogue parameters: the fp32 C and the narrow tail's column count the kernel reads
+// (k39's is 0), and for k40 the B map of kTailN-row boxes its narrow tiles load through (the
+// kernel's producer takes it where the params have one), so that a narrow tile's stage brings the
+// 104 rows of B it multiplies, not 128.
+struct PingPongF32Params {
+    float* c;
+    int tail_cols;  // columns of narrow tiles after the wide ones (0: none)
+};
+struct PingPongF32NarrowBParams {
+    float* c;
+    int tail_cols;
+    CUtensorMap map_b_tail;  // B (N x K) in boxes of kTailN rows
+};
+
+// This thread's fp32 pairs stored as they are (StoreF32), and the ping-pong kernel's end-of-kernel
+// hook: nothing is in flight to wait for.
+template <class P>
 struct PingPongStoreF32 {
-    struct Params {
-        float* c;
-        int tail_cols;  // columns of narrow tiles after the wide ones (0: none)
-    };
+    using Params = P;
     static constexpr int kStagingBytes = 0;
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
@@ -32,9 +45,9 @@ struct PingPongStoreF32 {
 
 template <class G>
 void launch_pingpong_rung(const GemmProblem& p, const char* rung) {
-    using Epi = PingPongStoreF32;
+    using Epi = PingPongStoreF32<std::conditional_t<(G::kTailN > 0), PingPongF32NarrowBParams, PingPongF32Params>>;
     constexpr int kSmem = pingpong_smem_bytes<G, Epi>;
-    static TensorMapCache maps_a, maps_b;
+    static TensorMapCache maps_a, maps_b, maps_b_tail;
     static const int sms = [] {
         RIGEL_CUDA_CHECK(
             cudaFuncSetAttribute(pingpong_kernel<G, Epi>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
@@ -55,9 +68,12 @@ void launch_pingpong_rung(const GemmProblem& p, const char* rung) {
     }
     const std::int64_t tiles = static_cast<std::int64_t>(l.tiles_m) * (wide_cols + tail_cols);
     const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(tiles, sms));
-    pingpong_kernel<G, Epi><<<grid, G::kThreads, kSmem, stream_of(p)>>>(
-        *l.map_a, *l.map_b, Epi::Params{static_cast<float*>(p.c), tail_cols}, l.m, l.n, l.k, l.tiles_m, wide_cols,
-        G::kGroupM);
+    typename Epi::Params params{};
+    params.c = static_cast<float*>(p.c);
+    params.tail_cols = tail_cols;
+    if constexpr (G::kTailN > 0) params.map_b_tail = maps_b_tail.get(p.b, G::kType, p.n, p.k, G::kTailN);
+    pingpong_kernel<G, Epi><<<grid, G::kThreads, kSmem, stream_of(p)>>>(*l.map_a, *l.map_b, params, l.m, l.n, l.k,
+                                                                         l.tiles_m, wide_cols, G::kGroupM);
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 

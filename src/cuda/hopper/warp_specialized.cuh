@@ -231,13 +231,16 @@ __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::
                                           unsigned char* smem, const CUtensorMap* map_a, const CUtensorMap* map_b,
                                           int tm, int tn, int b_row, int kt_begin, int k_end,
                                           const CUtensorMap* map_scale_a = nullptr,
-                                          const CUtensorMap* map_scale_b = nullptr) {
+                                          const CUtensorMap* map_scale_b = nullptr,
+                                          std::uint32_t stage_bytes = G::kStageBytes) {
     // k_end in elements of K, not k-tiles: the ping-pong kernel passes its
     // parameter k itself, which the loop test reads from the constant bank
     // (a k-tile count computed from it would be spilled across the epilogue
     // and reloaded from local memory in every k-iteration). b_row: the tile's
     // first row of a K-major B (column of an MN-major one), tn kBN apart
-    // except in the ping-pong kernel's narrow tail.
+    // except in the ping-pong kernel's narrow tail. stage_bytes: the bytes a
+    // stage's loads bring, less than kStageBytes where map_b's boxes are
+    // narrower than the tile (the narrow tail's B map).
     for (int kt = kt_begin; kt * G::kBK < k_end; ++kt) {
         const int stage = ring.stage();
         unsigned char* const a_tile = smem + stage * G::kStageBytes;
@@ -250,7 +253,7 @@ __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::
             tma_load_2d(scales, map_scale_a, &full[stage], tm * G::kBM, kt);
             tma_load_2d(scales + G::kScaleABytes, map_scale_b, &full[stage], tn & ~3, kt);
         } else {
-            mbar_arrive_expect_tx(&full[stage], G::kStageBytes);
+            mbar_arrive_expect_tx(&full[stage], stage_bytes);
         }
         tma_load_operand<G::kMajorA, G::kBM, G::kBK>(a_tile, map_a, &full[stage], kt, tm * G::kBM);
         tma_load_operand<G::kMajorB, G::kBLoadRows, G::kBK>(a_tile + G::kABytes, map_b, &full[stage], kt, b_row);
