@@ -1,10 +1,12 @@
 // `rigel launch` and `rigel dist`: several GPUs of one node.
 //   rigel launch --nproc 8 -- rigel dist allreduce --out results
-//   rigel launch --nproc 8 -- sh -c 'rigel probe all --out results/gpu$RIGEL_RANK'
+//   rigel launch --nproc 8 -- rigel fleet --out results
 // launch starts one process per GPU (src/dist/launch.hpp): each runs the
 // command after `--` on the GPU of its rank; rigel's device commands pick it up
 // from the environment. `dist allreduce` is the NCCL all-reduce bandwidth
 // probe (src/dist/allreduce.hpp); rank 0 prints the table and writes the CSV.
+// `fleet` runs the probes and the Hopper sweep on the rank's GPU
+// (src/dist/fleet.hpp), for reproduce/fleet_report.py to set beside the others.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -15,10 +17,12 @@
 #include "cli/commands.hpp"
 #include "cli/device_runs.hpp"
 #include "dist/allreduce.hpp"
+#include "dist/fleet.hpp"
 #include "dist/launch.hpp"
 #include "dist/rendezvous.hpp"
 #include "harness/executor.hpp"
 #include "harness/report_io.hpp"
+#include "ladder/suites.hpp"
 
 namespace rigel::cli {
 namespace {
@@ -87,6 +91,35 @@ int run_allreduce(const AllreduceArgs& a, const CLI::App& cmd) {
     return 0;
 }
 
+struct FleetArgs {
+    std::string out;
+    std::vector<std::string> suites{"bench", "bench_llm"};
+    bool no_probes = false;
+};
+
+int run_fleet(const FleetArgs& a, const CLI::App& cmd) {
+    check_out_option(cmd, a.out);
+    for (const std::string& s : a.suites) {
+        const Suite* suite = find_suite(s);
+        if (!suite) throw std::invalid_argument("--suites: unknown suite '" + s + "' (rigel ladder --list-suites)");
+        if (suite->backend != "cuda")
+            throw std::invalid_argument("--suites: '" + s + "' runs on the " + std::string(suite->backend) +
+                                        ", not on the GPU of a rank");
+    }
+    const std::vector<dist::FleetStep> steps = dist::fleet_steps(a.out, a.suites, !a.no_probes);
+    if (steps.empty()) throw std::invalid_argument("rigel fleet has nothing to run: --no-probes and no --suites");
+    const dist::RankInfo rank = dist::rank_from_env();
+    if (rank.launch_id.empty())
+        say("fleet: not under `rigel launch`, so this GPU only; `rigel launch --nproc N -- rigel fleet` runs every "
+            "GPU of the node");
+    // This very binary, whatever PATH says.
+    const dist::FleetResult r = dist::run_fleet("/proc/self/exe", steps);
+    if (r.exit_code == kExitNoDevice) return kExitNoDevice;  // the step said why ("skipped: ...")
+    if (r.exit_code != 0)
+        say("fleet: " + r.failed + " exited with " + std::to_string(r.exit_code) + "; the later steps did not run");
+    return r.exit_code;
+}
+
 }  // namespace
 
 std::vector<SubcommandHook> add_dist_commands(CLI::App& app) {
@@ -105,7 +138,16 @@ std::vector<SubcommandHook> add_dist_commands(CLI::App& app) {
     allreduce->add_option("--min-bytes", aa.min_bytes, "smallest message")->capture_default_str();
     allreduce->add_option("--max-bytes", aa.max_bytes, "largest message")->capture_default_str();
     add_common_options(allreduce, aa.common, false);
-    return {{launch, [] { return run_launch(la); }}, {allreduce, [allreduce] { return run_allreduce(aa, *allreduce); }}};
+    static FleetArgs fa;
+    auto* fleet = app.add_subcommand("fleet", "The probes and the Hopper sweep on this rank's GPU, for every GPU of "
+                                              "a node side by side: rigel launch --nproc N -- rigel fleet --out DIR");
+    fleet->add_option("--out", fa.out, "folder for every GPU's CSV and JSON files")->required();
+    fleet->add_option("--suites", fa.suites, "ladder suites after the probes (rigel ladder --list-suites)")
+        ->capture_default_str();
+    fleet->add_flag("--no-probes", fa.no_probes, "the ladder suites only");
+    return {{launch, [] { return run_launch(la); }},
+            {allreduce, [allreduce] { return run_allreduce(aa, *allreduce); }},
+            {fleet, [fleet] { return run_fleet(fa, *fleet); }}};
 }
 
 }  // namespace rigel::cli

@@ -1,6 +1,6 @@
 // Host tests of the multi-GPU plumbing that needs no GPU: the rank's
 // environment, the file rendezvous, `rigel launch`'s process handling, and
-// the gradient buckets and ZeRO-1 shards.
+// the gradient buckets and ZeRO-1 shards, `rigel fleet`'s steps.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "dist/fleet.hpp"
 #include "dist/launch.hpp"
 #include "dist/partition.hpp"
 #include "dist/rendezvous.hpp"
@@ -115,6 +116,33 @@ TEST(DistLaunch, OneFailureStopsTheOthersAndIsReported) {
     EXPECT_EQ(launch(spec(1, {"rigel-no-such-program"})).exit_code, 127);
     EXPECT_FALSE(check(spec(0, {"true"})).empty());
     EXPECT_FALSE(check(spec(2, {})).empty());
+}
+
+TEST(DistFleet, ProbesThenEachSuiteIntoOneFolder) {
+    const std::vector<FleetStep> steps = fleet_steps("out/f", {"bench", "bench_llm"}, true);
+    ASSERT_EQ(steps.size(), 3u);
+    EXPECT_EQ(steps[0].args, (std::vector<std::string>{"probe", "all", "--out", "out/f"}));
+    EXPECT_EQ(steps[1].args, (std::vector<std::string>{"ladder", "--suite", "bench", "--out", "out/f"}));
+    EXPECT_EQ(steps[2].what, "ladder --suite bench_llm");
+    EXPECT_EQ(fleet_steps("o", {"bench"}, false).size(), 1u);
+}
+
+TEST(DistFleet, StepsRunInTurnAndTheFirstFailureStopsThem) {
+    const auto out = fresh_dir("rigel_fleet_test");
+    const std::string log = (out / "log").string();
+    // /bin/sh as the program: each step's arguments are a script and its $0.
+    const auto step = [&](const std::string& what, const std::string& script) {
+        return FleetStep{what, {"-c", script + "; echo " + what + " >> " + log, what}};
+    };
+    FleetResult r = run_fleet("/bin/sh", {step("one", "true"), step("two", "true")});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(read(out / "log"), "one\ntwo\n");
+    r = run_fleet("/bin/sh", {FleetStep{"bad", {"-c", "exit 77"}}, step("three", "true")});
+    EXPECT_EQ(r.exit_code, 77);
+    EXPECT_EQ(r.failed, "bad");
+    EXPECT_EQ(read(out / "log"), "one\ntwo\n");  // the step after the failure did not run
+    EXPECT_THROW(run_fleet("/rigel-no-such-program", {step("x", "true")}), std::runtime_error);
+    std::filesystem::remove_all(out);
 }
 
 TEST(DistPartition, BucketsHoldWholeTensorsInBackwardOrder) {

@@ -1,0 +1,32 @@
+// `rigel fleet`: what each GPU of a node runs to be set beside the others.
+// Under `rigel launch --nproc N -- rigel fleet --out DIR`, every rank runs the
+// probes (`rigel probe all`) and the Hopper sweep (`rigel ladder --suite bench`
+// and `bench_llm`) on its own GPU, each step a child process of this rigel,
+// into one folder; the sidecars name the launch, the rank's GPU and its PCI bus
+// id, and `make reproduce` sets the GPUs side by side
+// (reproduce/fleet_report.py: docs/fleet/<launch>.csv, FINDINGS.md's "Every
+// GPU of a node").
+#pragma once
+#include <string>
+#include <vector>
+
+namespace rigel::dist {
+
+struct FleetStep {
+    std::string what;               // for messages: "probe all", "ladder --suite bench"
+    std::vector<std::string> args;  // rigel's arguments, the program's name left out
+};
+
+// The steps of one rank: the probes (unless !probes), then each named ladder suite, all writing into out.
+std::vector<FleetStep> fleet_steps(const std::string& out, const std::vector<std::string>& suites, bool probes);
+
+struct FleetResult {
+    int exit_code = 0;   // 0, or the first failing step's code (128 + signal where a signal ended it)
+    std::string failed;  // that step's `what`
+};
+
+// Runs the steps in turn as children of `program` (with this process's environment: the rank's
+// variables go with it), stopping at the first that fails.
+FleetResult run_fleet(const std::string& program, const std::vector<FleetStep>& steps);
+
+}  // namespace rigel::dist
