@@ -31,6 +31,7 @@ import train_report  # noqa: E402
 import gates_report  # noqa: E402
 import allreduce_report  # noqa: E402
 import fleet_report  # noqa: E402
+import scaling_report  # noqa: E402
 import mmasim_report  # noqa: E402
 from figures import accumulator, climb, fused_gain, roofline, speed_ratios, style, wins  # noqa: E402
 
@@ -495,11 +496,14 @@ def main():
         allreduce_section = allreduce_report.section(allreduce_report.load(RESULTS / "h200"))
         if allreduce_section:
             findings_md = findings_md.rstrip("\n") + "\n\n" + allreduce_section
-        fleet_section = fleet_report.section(fin.probes)
+        scaling_section = scaling_report.section(scaling_report.load(RESULTS / "h200"))
+        if scaling_section:
+            findings_md = findings_md.rstrip("\n") + "\n\n" + scaling_section
+        fleet_section = fleet_report.section(fin.probes + fin.ladder)
         if fleet_section:
             findings_md = findings_md.rstrip("\n") + "\n\n" + fleet_section
         fleet_tables = {lid: fleet_report.csv_text(fleet_report.rows(files))
-                        for lid, files in fleet_report.launches(fin.probes).items()}
+                        for lid, files in fleet_report.launches(fin.probes + fin.ladder).items()}
         gates_section = gates_report.findings_section(RESULTS / "toolchain", RESULTS / "h200")
         if gates_section:
             findings_md = findings_md.rstrip("\n") + "\n\n" + gates_section

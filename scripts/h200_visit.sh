@@ -8,6 +8,7 @@
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
 # [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention] [emulate_fp8]
 # [train_det] [ncu_train] [ncu_time] [ncu_rungs] [sass_edit] [env_variants] [gemm_runs] [rungs_paired]
+# [dist_node] [fleet]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -760,6 +761,65 @@ if has dist_one; then
   cmp -s "$OUT/dp_det_plain.ckpt" "$OUT/dp_det_launch.ckpt" && v=identical || v=DIFFERENT
   summary+=("dist: deterministic, launched against plain: checkpoints $v")
   rm -f "$OUT"/dp_*.ckpt
+fi
+
+# Every GPU of a several-GPU machine (DIST_GPUS: how many; default all that nvidia-smi lists).
+# dist_node: NCCL's all-reduce over all of them; data-parallel GPT-2 at 16,384 tokens per GPU per step on
+# N = 1, 2, 4, 8 ranks (as many as there are), for tokens/s and the scaling efficiency; the same global
+# batch on all GPUs and in one process accumulating as many micro-batches (the loss curves set side by
+# side), replicated, with ZeRO stage 1, and in the deterministic mode, whose checkpoints must be equal byte
+# for byte. Each log comes back as <date>_<commit>_dist_<what>_gpt2_cuda.csv (reproduce/scaling_report.py
+# reads them by their sidecars: ranks, batch, seq, accumulation, deterministic). fleet: `rigel fleet`
+# (the probes and the Hopper sweep) on every GPU at once (reproduce/fleet_report.py).
+gpus=${DIST_GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
+dist_log() {  # dist_log WHAT DIR: the run's log into $OUT, renamed for WHAT
+  local f
+  for f in "$2"/*_train_gpt2_cuda.*; do
+    [ -f "$f" ] || continue
+    sed -i "s/_train_gpt2_cuda\.csv/_dist_${1}_gpt2_cuda.csv/" "$f"
+    mv "$f" "$OUT/$(basename "${f/_train_gpt2_cuda/_dist_${1}_gpt2_cuda}")"
+  done
+  rm -rf "$2"
+}
+if has dist_node; then
+  data=${DATA:-../data/shakespeare}
+  dn=(--model gpt2 --backend cuda --data "$data/train.bin" --batch 16 --seq 1024 --warmup 2 --lr 6e-4)
+  log "dist: $gpus GPUs"
+  : > "$OUT/dist_node.txt"
+  timeout -s INT "$(capped 180)" $RIGEL launch --nproc "$gpus" -- $RIGEL dist allreduce --out "$OUT" >> "$OUT/dist_node.txt" 2>&1
+  summary+=("dist: allreduce over $gpus GPUs rc $?")
+  for n in 1 2 4 8; do
+    [ "$n" -le "$gpus" ] || continue
+    fits 60 "dist scaling n$n" || continue
+    timeout -s INT "$(capped 150)" $RIGEL launch --nproc "$n" -- $RIGEL train run "${dn[@]}" --steps 20 \
+      --out "$OUT/d_scale" >> "$OUT/dist_node.txt" 2>&1
+    summary+=("dist: scaling, $n ranks rc $?")
+    dist_log "scale_n$n" "$OUT/d_scale"
+  done
+  # The same global batch ($gpus x 16 x 1024 tokens a step): all GPUs, then one process accumulating.
+  same=(--steps 10)
+  for mode in replicated shard det; do
+    extra=(); [ "$mode" = shard ] && extra=(--shard-optimizer); [ "$mode" = det ] && extra=(--deterministic)
+    fits 90 "dist same batch $mode" || continue
+    rm -f "$OUT"/dn_*.ckpt
+    timeout -s INT "$(capped 200)" $RIGEL launch --nproc "$gpus" -- $RIGEL train run "${dn[@]}" "${same[@]}" "${extra[@]}" \
+      --checkpoint "$OUT/dn_ranks.ckpt" --out "$OUT/d_ranks" >> "$OUT/dist_node.txt" 2>&1
+    summary+=("dist: $mode, $gpus ranks rc $?")
+    dist_log "same_${mode}_n$gpus" "$OUT/d_ranks"
+    one=(); [ "$mode" = det ] && one=(--deterministic)
+    timeout -s INT "$(capped 300)" $RIGEL train run "${dn[@]}" "${same[@]}" "${one[@]}" --accumulation "$gpus" \
+      --checkpoint "$OUT/dn_one.ckpt" --out "$OUT/d_one" >> "$OUT/dist_node.txt" 2>&1
+    summary+=("dist: $mode, one process accumulating $gpus rc $?")
+    dist_log "same_${mode}_n1" "$OUT/d_one"
+    cmp -s "$OUT/dn_ranks.ckpt" "$OUT/dn_one.ckpt" && v=identical || v=different
+    summary+=("dist: $mode, checkpoints of $gpus ranks and of one process: $v")
+    rm -f "$OUT"/dn_*.ckpt
+  done
+fi
+if has fleet && fits 600 "fleet"; then
+  log "fleet: $gpus GPUs"
+  timeout -s INT "$(capped 900)" $RIGEL launch --nproc "$gpus" -- $RIGEL fleet --out "$OUT" > "$OUT/fleet.txt" 2>&1
+  summary+=("fleet over $gpus GPUs rc $?")
 fi
 
 # The deterministic mode (--deterministic): two runs from the same weights

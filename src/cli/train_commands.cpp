@@ -215,6 +215,11 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
         // Under `rigel launch`: how many ranks the tokens/s count, and where AdamW's state lived.
         d.integer("ranks", rank.world).str("optimizer_state", o.shard_optimizer ? "sharded over the ranks (ZeRO stage 1)"
                                                                                 : "replicated");
+        // A step's geometry (accumulation per rank: a step reads batch x seq x accumulation tokens on each
+        // rank), and whether it ran without atomic sums: what reproduce/scaling_report.py groups runs by.
+        d.integer("batch", o.batch).integer("seq", o.seq).integer("accumulation", o.accumulation);
+        d.integer("tokens_per_rank_step", static_cast<std::int64_t>(o.batch) * o.seq * o.accumulation);
+        d.boolean("deterministic", a.deterministic);
         files.write(cells, d, l.step == o.steps);
     });
     if (!speaks) return 0;
