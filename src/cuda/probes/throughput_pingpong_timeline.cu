@@ -58,6 +58,7 @@ namespace rigel::probes {
 namespace {
 
 using cuda::gemm_kernels::FixedEpilogue;
+using cuda::gemm_kernels::FixedTailEpilogue;
 using cuda::gemm_kernels::Timeline;
 using timeline::quantile;
 using timeline::mean;
@@ -87,8 +88,11 @@ struct Case {
     bool narrow_tail = false;  // the narrow tail's kernel (single CTAs, epilogues none and bias + GELU)
 };
 
-template <Epilogue E>
-using Traced = Timeline<FixedEpilogue<__nv_bfloat16, E>>;
+// The narrow tail's (Tail) as the library runs it for this layout: its narrow tiles load B through a map
+// of 104-row boxes (FixedTailEpilogue).
+template <Epilogue E, bool Tail = false>
+using Traced =
+    Timeline<std::conditional_t<Tail, FixedTailEpilogue<__nv_bfloat16, E>, FixedEpilogue<__nv_bfloat16, E>>>;
 
 // CTAs the case launches: one a tile up to the SMs, or as many pairs as fit at once (a pair's unit
 // is a tile-row pair).
@@ -108,7 +112,7 @@ int traced_grid(std::int64_t tiles_m, std::int64_t tiles_n, int sms) {
 template <int ClusterM, Epilogue E, bool Tail = false>
 void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void* bias, void* out,
                    std::uint64_t* events, int slots, int grid, int tiles_n, int tail_cols) {
-    using Epi = Traced<E>;
+    using Epi = Traced<E, Tail>;
     using G = std::conditional_t<Tail, PongTail, Pong<ClusterM>>;
     static_assert(Epi::kStages == G::kStages, "the library's kernel for this epilogue has 6 stages");
     typename Epi::Params p{};
@@ -129,6 +133,7 @@ void launch_traced(const gemm::Desc& d, const void* a, const void* b, const void
     const CUtensorMap map_a = cuda::sm90::make_map_128b(a, DType::bf16, d.m, d.k, d.k, kTile);
     // A pair's CTA loads half of B's tile (plan.cu's boxes: the tile's columns over the cluster's CTAs).
     const CUtensorMap map_b = cuda::sm90::make_map_128b(b, DType::bf16, d.n, d.k, d.k, kTile / ClusterM);
+    if constexpr (Tail) p.map_b_tail = cuda::sm90::make_map_128b(b, DType::bf16, d.n, d.k, d.k, gemm::kTailTileN);
     constexpr int smem = cuda::sm90::pingpong_smem_bytes<G, Epi>;
     const auto kernel = cuda::sm90::pingpong_kernel<G, Epi>;
     cuda::allow_dynamic_smem<cuda::sm90::pingpong_kernel<G, Epi>>(smem);
@@ -191,7 +196,7 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, int gr
         f.kernel = std::string(pair            ? "pingpong_kernel<PingPong<bf16, 6, K, K, 2>"
                                : c.narrow_tail ? "pingpong_kernel<PingPong<bf16, 6, K, K, 1, false, 128, 128, 104>"
                                                : "pingpong_kernel<PingPong<bf16, 6, K, K>") +
-                   ", Timeline<FixedEpilogue<bf16, " +
+                   (c.narrow_tail ? ", Timeline<FixedTailEpilogue<bf16, " : ", Timeline<FixedEpilogue<bf16, ") +
                    std::string(gemm::name(c.epilogue)) + ">>>";
         f.sm_clock_mhz = s.clock_mhz;
         out.push_back(std::move(f));
