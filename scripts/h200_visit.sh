@@ -811,7 +811,8 @@ if has dist_node; then
       --checkpoint "$OUT/dn_one.ckpt" --out "$OUT/d_one" >> "$OUT/dist_node.txt" 2>&1
     summary+=("dist: $mode, one process accumulating $gpus rc $?")
     dist_log "same_${mode}_n1" "$OUT/d_one"
-    cmp -s "$OUT/dn_ranks.ckpt" "$OUT/dn_one.ckpt" && v=identical || v=different
+    if [ ! -f "$OUT/dn_ranks.ckpt" ] || [ ! -f "$OUT/dn_one.ckpt" ]; then v="missing (a run failed)"
+    elif cmp -s "$OUT/dn_ranks.ckpt" "$OUT/dn_one.ckpt"; then v=identical; else v=different; fi
     summary+=("dist: $mode, checkpoints of $gpus ranks and of one process: $v")
     rm -f "$OUT"/dn_*.ckpt
   done
