@@ -817,9 +817,12 @@ if has dist_node; then
     rm -f "$OUT"/dn_*.ckpt
   done
 fi
-if has fleet && fits 600 "fleet"; then
+# FLEET_SUITES: the ladder suites after the probes (default bench alone: with bench_llm too, the step
+# outlasts one call).
+if has fleet && fits 300 "fleet"; then
   log "fleet: $gpus GPUs"
-  timeout -s INT "$(capped 900)" $RIGEL launch --nproc "$gpus" -- $RIGEL fleet --out "$OUT" > "$OUT/fleet.txt" 2>&1
+  timeout -s INT "$(capped 560)" $RIGEL launch --nproc "$gpus" -- $RIGEL fleet --out "$OUT" \
+    --suites ${FLEET_SUITES:-bench} > "$OUT/fleet.txt" 2>&1
   summary+=("fleet over $gpus GPUs rc $?")
 fi
 
