@@ -13,6 +13,9 @@
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# NVLink multicast stays off on the H200 machines (NCCL's NVLS can take a shared host's GPUs out of
+# service): kept off here too, whatever the environment says, for every rank `rigel launch` starts.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # The device machine's copy of .git holds no history, so the commit comes with
 # the tree: scripts/stage_visit.sh exports the committed HEAD into .visit/ (with
 # its commit id in .visit/COMMIT, which the build embeds in the binary); this
@@ -772,9 +775,6 @@ fi
 # reads them by their sidecars: ranks, batch, seq, accumulation, deterministic). fleet: `rigel fleet`
 # (the probes and the Hopper sweep) on every GPU at once (reproduce/fleet_report.py).
 gpus=${DIST_GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
-# NVLink multicast stays off on the H200 machines (NCCL's NVLS can take a shared host's GPUs out of
-# service): kept off here too, whatever the environment says, for every rank `rigel launch` starts.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 dist_log() {  # dist_log WHAT DIR: the run's log into $OUT, renamed for WHAT
   local f
   for f in "$2"/*_train_gpt2_cuda.*; do
