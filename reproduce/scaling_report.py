@@ -90,20 +90,25 @@ def scaling(runs):
     return out
 
 
+SAME_BATCH = re.compile(r"^same_(?P<mode>[a-z]+)_n\d+$")
+
+
 def same_batch_pairs(runs):
-    """[(several ranks' run, one process's run)] of one commit, geometry, global accumulation, optimizer
-    state and mode: the newest of each."""
+    """[(several ranks' run, one process's run)]: logs named same_<mode>_n<N> of one commit, mode and global
+    batch (ranks x batch x seq x accumulation), the newest of each. The mode is the visit's (replicated,
+    shard, det): the one process of a sharded pair keeps the whole optimizer state, as one process does."""
     newest = {}
     for r in sorted(runs, key=lambda r: findings.run_age(r.file)):
-        if r.what.startswith("same"):
-            newest[(r.commit, r.batch, r.seq, r.ranks * r.accumulation, r.deterministic, r.sharded, r.ranks)] = r
+        m = SAME_BATCH.match(r.what)
+        if m:
+            newest[(r.commit, m.group("mode"), r.batch, r.seq, r.ranks * r.accumulation, r.ranks)] = r
     pairs = []
     for key, r in newest.items():
         if r.ranks > 1:
             one = newest.get(key[:-1] + (1,))
             if one is not None:
                 pairs.append((r, one))
-    return sorted(pairs, key=lambda p: (p[0].commit, p[0].deterministic, p[0].sharded))
+    return sorted(pairs, key=lambda p: (p[0].commit, p[0].deterministic, p[0].sharded, p[0].ranks))
 
 
 def section(runs):

@@ -45,11 +45,15 @@ class ScalingReport(TempDirTest):
         self.log("same_det_n1", [1, 1, 1, 1], [10.5, 9.25, 8.0, 7.5], accumulation=8, det=True)
         self.log("same_replicated_n8", [1, 1, 1], [10.5, 9.25, 8.0], ranks=8)
         self.log("same_replicated_n1", [1, 1, 1], [10.5, 9.2501, 8.0], accumulation=8)
-        self.log("same_shard_n8", [1, 1, 1], [10.5, 9.25, 8.0], ranks=8, shard=True)  # no one-process partner
+        # ZeRO stage 1 on the ranks; its one process keeps the whole state, as any one process does.
+        self.log("same_shard_n8", [1, 1, 1], [10.5, 9.25, 8.0], ranks=8, shard=True)
+        self.log("same_shard_n1", [1, 1, 1], [10.5, 9.25, 8.0], accumulation=8)
+        self.log("same_other_n4", [1, 1, 1], [10.5, 9.25, 8.0], ranks=4)  # no one-process partner
         text = scaling_report.section(scaling_report.load(self.dir))
         self.assertIn("| abcdef1 | deterministic | replicated | 8 | 131,072 | 4 | 0 | yes |", text)
         self.assertIn("| abcdef1 | default | replicated | 8 | 131,072 | 3 | 0.0001 | no |", text)
-        self.assertNotIn("ZeRO stage 1 | 8", text)
+        self.assertIn("| abcdef1 | default | ZeRO stage 1 | 8 | 131,072 | 3 | 0 | yes |", text)
+        self.assertNotIn("| 4 | 65,536 |", text)
         self.assertNotIn("Scaling, commit", text)  # no scaling runs
 
     def test_nothing_without_two_sizes_or_a_pair_and_old_logs_left_out(self):
