@@ -28,6 +28,9 @@ import timing_report
 from verdicts import DispatchSignals, accelerated_rule, mnemonic, triangulate_dispatch, win_rule
 
 PROBES_SUFFIX = "_probes.csv"
+# A probes file whose name was taken: rigel then claims <stem>_probes_<run id>.csv (every rank of a
+# `rigel launch` writing into one folder, or a second probe run of one commit).
+PROBES_INFIX = "_probes_"
 LADDER_SUFFIX = "_ladder.csv"
 LADDER_INFIX = "_ladder_"
 SASS_SUFFIX = "_sass.csv"
@@ -121,7 +124,7 @@ class ResultFile:
 
 @dataclass
 class FindingsInput:
-    probes: list = field(default_factory=list)        # *_probes.csv
+    probes: list = field(default_factory=list)        # *_probes.csv and *_probes_<run id>.csv
     ladder: list = field(default_factory=list)        # *_ladder.csv and *_ladder_<suffix>.csv
     # *_sass.csv (object, then opcode counts per compiled source file);
     # <stem>_sass.csv belongs to the probes and ladder files of the same
@@ -245,7 +248,7 @@ def sort_files(files):
 
 
 def load_results(dirs):
-    """Every *_probes.csv, *_ladder*.csv, *_sass.csv and *_sass_kernels.csv
+    """Every *_probes*.csv, *_ladder*.csv, *_sass.csv and *_sass_kernels.csv
     directly in the folders, with their sidecars. A file reached twice (the
     same folder named twice, or two paths to one file) counts once."""
     fin = FindingsInput()
@@ -261,7 +264,7 @@ def load_results(dirs):
                 continue
             fname = entry.name
             path = entry.path
-            probes = fname.endswith(PROBES_SUFFIX)
+            probes = fname.endswith(PROBES_SUFFIX) or (fname.endswith(".csv") and PROBES_INFIX in fname)
             ladder = fname.endswith(LADDER_SUFFIX) or (fname.endswith(".csv") and LADDER_INFIX in fname)
             sass_kernels = fname.endswith(SASS_KERNELS_SUFFIX)
             sass = fname.endswith(SASS_SUFFIX)

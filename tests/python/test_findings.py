@@ -319,8 +319,11 @@ class Load(TempDirTest):
         self.write("2026-12-01_ccccccc_probes.json", throughput_sidecar())
         self.write("2026-12-01_ccccccc_sass.csv", sass_csv("8"))
         self.write("2026-12-01_ccccccc_ladder_bench8192.csv", ladder_csv())
+        # A second probes file of the commit, its name claimed with the run id (a rank of `rigel launch`).
+        self.write("2026-12-01_ccccccc_probes_20261201T000000Z-ab12cd.csv", throughput_csv())
+        self.write("2026-12-01_ccccccc_probes_20261201T000000Z-ab12cd.json", throughput_sidecar())
         fin = findings.load_results([self.dir])
-        self.assertEqual((len(fin.sass), len(fin.ladder)), (1, 1))
+        self.assertEqual((len(fin.sass), len(fin.ladder), len(fin.probes)), (1, 1, 2))
         k30 = line_with(render(fin), "| k30_wgmma | f16 |")
         self.assertIn("| HGMMA 16 |", k30)  # from the object named after the rung
         self.assertIn("**tensor core (HGMMA)**", k30)
