@@ -6,22 +6,6 @@
 
 namespace rigel::dist {
 
-std::vector<Bucket> plan_buckets(const std::vector<Range>& tensors, std::size_t bucket_elems) {
-    if (bucket_elems == 0) throw std::invalid_argument("a gradient bucket must hold at least one element");
-    std::vector<Bucket> buckets;
-    Bucket open;
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-        open.tensors.push_back(i);
-        open.elems += tensors[i].size();
-        if (open.elems >= bucket_elems) {
-            buckets.push_back(std::move(open));
-            open = Bucket{};
-        }
-    }
-    if (!open.tensors.empty()) buckets.push_back(std::move(open));
-    return buckets;
-}
-
 Range shard(std::size_t n, int world, int rank, std::size_t align) {
     if (world < 1) throw std::invalid_argument("a shard needs a world of at least one rank");
     if (rank < 0 || rank >= world)

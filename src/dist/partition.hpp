@@ -1,8 +1,8 @@
-// How data-parallel training divides its parameters (issue: several GPUs):
-// gradient buckets, all-reduced each as soon as the backward pass has
-// finished every gradient in it, and the ZeRO stage-1 shards, the part of the
-// flat parameter vector whose optimizer state (fp32 master weights, AdamW's
-// two moments) one rank keeps.
+// How data-parallel training divides its parameters: the ZeRO stage-1
+// shards, the part of the flat parameter vector whose optimizer state (fp32
+// master weights, AdamW's two moments) one rank keeps. (The gradient buckets
+// are the layers themselves: the CUDA backend sums each layer's tensors as
+// one NCCL group as soon as the backward pass leaves the layer.)
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -14,18 +14,6 @@ struct Range {
     std::size_t begin = 0, end = 0;
     std::size_t size() const { return end - begin; }
 };
-
-// Buckets of whole tensors, in the order the backward pass finishes them.
-// `tensors` are the tensors' ranges in that order (the flat vector's layout
-// may run the other way); a bucket closes once it holds at least
-// `bucket_elems` elements, and the last takes what is left. Each bucket lists
-// the indices (into `tensors`) it holds. Throws std::invalid_argument when
-// bucket_elems is 0.
-struct Bucket {
-    std::vector<std::size_t> tensors;
-    std::size_t elems = 0;
-};
-std::vector<Bucket> plan_buckets(const std::vector<Range>& tensors, std::size_t bucket_elems);
 
 // Rank `rank` of `world`'s shard of a vector of `n` elements: contiguous,
 // every boundary a multiple of `align` elements (so that each shard starts on

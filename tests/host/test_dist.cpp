@@ -1,6 +1,6 @@
 // Host tests of the multi-GPU plumbing that needs no GPU: the rank's
 // environment, the file rendezvous, `rigel launch`'s process handling, and
-// the gradient buckets and ZeRO-1 shards, `rigel fleet`'s steps.
+// the ZeRO-1 shards, `rigel fleet`'s steps.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -143,20 +143,6 @@ TEST(DistFleet, StepsRunInTurnAndTheFirstFailureStopsThem) {
     EXPECT_EQ(read(out / "log"), "one\ntwo\n");  // the step after the failure did not run
     EXPECT_THROW(run_fleet("/rigel-no-such-program", {step("x", "true")}), std::runtime_error);
     std::filesystem::remove_all(out);
-}
-
-TEST(DistPartition, BucketsHoldWholeTensorsInBackwardOrder) {
-    // GPT-2-like sizes in the order the backward pass finishes them.
-    const std::vector<Range> t{{100, 600}, {600, 650}, {0, 100}, {650, 2650}, {2650, 2660}};
-    const std::vector<Bucket> b = plan_buckets(t, 500);
-    ASSERT_EQ(b.size(), 3u);
-    EXPECT_EQ(b[0].tensors, (std::vector<std::size_t>{0}));
-    EXPECT_EQ(b[1].tensors, (std::vector<std::size_t>{1, 2, 3}));
-    EXPECT_EQ(b[2].tensors, (std::vector<std::size_t>{4}));
-    std::size_t total = 0;
-    for (const Bucket& x : b) total += x.elems;
-    EXPECT_EQ(total, 2660u);
-    EXPECT_THROW(plan_buckets(t, 0), std::invalid_argument);
 }
 
 TEST(DistPartition, ShardsCoverTheVectorInRankOrderOnAlignedBoundaries) {
