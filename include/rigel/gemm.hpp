@@ -85,7 +85,9 @@ struct Desc {
     // (the ping-pong split-K, for an f32 D without epilogue) or into a workspace whose sum the last
     // unit of a tile stores through the epilogue (a bf16 D with a fixed epilogue), whose order of
     // fp32 additions varies from run to run: results equal to rounding, not bit for bit. false (the default): every run
-    // of a plan on the same inputs gives the same bits, as cuBLAS does unless atomics are allowed.
+    // of a plan on the same inputs gives the same D (and aux), as cuBLAS does unless atomics are allowed. One
+    // exception whatever this says: dgelu_bgrad's bgrad is always summed by fp32 atomic adds (one a column
+    // and warp), so its last bits vary from run to run; D's do not.
     bool allow_atomics = false;
 };
 
@@ -266,6 +268,9 @@ bool is_kernel_name(std::string_view kernel);
 // Empty when `args` suits `d` (pointers present, 16-byte aligned for TMA, D not aliasing A or B),
 // else one sentence saying why not.
 std::string check_args(const Desc& d, const Args& args);
+// check_args, and what Plan::run_decomposed adds: its GEMM writes D before the epilogue kernel reads
+// aux, so dgelu_bgrad's aux, which run() may take in place (aux == D), must lie apart from D there.
+std::string check_decomposed_args(const Desc& d, const Args& args);
 // Whether a call of a plan with choice `c` on `args` leaves its tiles through TMA stores, its kernel
 // compiled for `kernel_epilogue` (the plan's epilogue; none for the GEMM of run_decomposed): a
 // fixed-epilogue kernel (c.fixed_epilogue and c.tma_store) with none, bias, bias_gelu or bias_gelu_aux,

@@ -37,7 +37,7 @@
 //      round trip (written, read back: 8 M N bytes at kSlabBytesPerSecond)
 //      over one wave of full-K tiles (2 128^2 K flops at kFlopsPerSm); only
 //      where that model promises at least kMinWaveGain. GPT-2's dW products
-//      (768 x 3072 x 16384, 144 tiles) split 4 ways.
+//      (768 x 3072 x 16384, 144 tiles) would split 4 ways; rule 3a takes them first.
 //   3a. Before rule 3, for bf16 operands, a bf16 D and one of
 //      gemm::kFixedEpilogues, with more tiles than SMs, a part-empty last
 //      wave and a long K: the tail split (set_tail_split), where it takes at
@@ -447,7 +447,14 @@ std::string check(const Desc& desc) {
     if (d.a_type != d.b_type)
         return std::string("A and B must have one type (") + name(d.a_type) + " x " + name(d.b_type) +
                " is not a kernel rigel has)";
-    if (is_fp8(d.d_type)) return std::string("D must be f32, bf16 or f16, not ") + name(d.d_type);
+    if (d.d_type != Type::f32 && !is_16bit(d.d_type)) return std::string("D must be f32, bf16 or f16, not ") + name(d.d_type);
+    if ((d.a_op != Op::n && d.a_op != Op::t) || (d.b_op != Op::n && d.b_op != Op::t))
+        return "op(A) and op(B) must each be Op::n or Op::t";
+    if (row_of(d.epilogue).epilogue != d.epilogue)
+        return "the epilogue is none of rigel's (" + std::to_string(static_cast<int>(d.epilogue)) + ")";
+    // Before any ld is multiplied by an element size: a huge ld must not overflow the checks below.
+    for (std::int64_t ld : {d.lda, d.ldb, d.ldd, d.ldc, d.ldaux})
+        if (ld > kMaxInt) return "leading dimensions must be below 2^31";
     if (is_fp8(d.a_type) && !(d.a_op == Op::n && d.b_op == Op::t))
         return "fp8 wgmma reads only K-major operands: fp8 takes layout NT (A stored M x K, B stored N x K), not " +
                layout_name(d.a_op, d.b_op);
@@ -457,8 +464,6 @@ std::string check(const Desc& desc) {
     if (d.ldd < d.n) return "ldd " + std::to_string(d.ldd) + " is smaller than N = " + std::to_string(d.n);
     if (d.ldc < d.n) return "ldc " + std::to_string(d.ldc) + " is smaller than N = " + std::to_string(d.n);
     if (d.ldaux < d.n) return "ldaux " + std::to_string(d.ldaux) + " is smaller than N = " + std::to_string(d.n);
-    for (std::int64_t ld : {d.lda, d.ldb, d.ldd, d.ldc, d.ldaux})
-        if (ld > kMaxInt) return "leading dimensions must be below 2^31";
     if (ceil_div(d.m, kTileM) * ceil_div(d.n, kNarrowTileN) > kMaxInt)
         return "ceil(M/128) * ceil(N/128) output tiles exceed 2^31 - 1";
     return {};
@@ -476,6 +481,16 @@ Choice choose(const Desc& desc, int sms) {
     const Desc d = with_packed_leading_dimensions(desc);
     sms = std::max(sms, 1);
     Choice c;
+    // A shape or kind no kernel has (an empty M or N leaves no tiles to divide the SMs by): rule 1's
+    // defaults, named as refused; Plan's constructor then throws check()'s sentence. Descriptions check()
+    // refuses for their leading dimensions alone are still modelled (the host tests ask for their rules).
+    const auto known_op = [](Op op) { return op == Op::n || op == Op::t; };
+    if (d.m < 1 || d.n < 1 || d.k < 1 || d.m > kMaxInt || d.n > kMaxInt || d.k > kMaxInt ||
+        (!is_16bit(d.a_type) && !is_fp8(d.a_type)) || (d.d_type != Type::f32 && !is_16bit(d.d_type)) ||
+        !known_op(d.a_op) || !known_op(d.b_op) || row_of(d.epilogue).epilogue != d.epilogue) {
+        c.why = "refused: " + check(desc);
+        return c;
+    }
     c.tile_m = kTileM;
     c.tile_n = kNarrowTileN;
     const std::int64_t k_tile = is_fp8(d.a_type) ? 128 : 64;
@@ -880,13 +895,22 @@ std::string check_args(const Desc& desc, const Args& args) {
             overlap(args.aux, aux_bytes, args.b, b_bytes))
             return "aux overlaps D, A or B";
     }
-    // What the epilogue reads while D is being written must not lie inside D.
-    if (e.bias && overlap(args.bias, static_cast<std::uint64_t>(d.n) * type_bytes(d.d_type), args.d, d_bytes))
-        return "bias overlaps D";
-    if (e.bgrad && (overlap(args.bgrad, static_cast<std::uint64_t>(d.n) * 4, args.d, d_bytes) ||
-                    (args.aux && overlap(args.bgrad, static_cast<std::uint64_t>(d.n) * 4, args.aux,
-                                         span_bytes({d.m, d.n}, d.ldaux, d.d_type)))))
-        return "bgrad overlaps D or aux";
+    // What the epilogue reads while D is being written must not lie inside D (nor, for bias, inside aux,
+    // which the same epilogue writes).
+    const std::uint64_t bias_bytes = static_cast<std::uint64_t>(d.n) * type_bytes(d.d_type);
+    if (e.bias && overlap(args.bias, bias_bytes, args.d, d_bytes)) return "bias overlaps D";
+    if (e.bias && e.aux_out && overlap(args.bias, bias_bytes, args.aux, span_bytes({d.m, d.n}, d.ldaux, d.d_type)))
+        return "bias overlaps aux";
+    // bgrad is zeroed before the product and summed into while tiles still read A, B, C and aux.
+    if (e.bgrad) {
+        const std::uint64_t bgrad_bytes = static_cast<std::uint64_t>(d.n) * 4;
+        const bool reads_c = args.beta != 0.0f && args.c;
+        if (overlap(args.bgrad, bgrad_bytes, args.d, d_bytes) || overlap(args.bgrad, bgrad_bytes, args.a, a_bytes) ||
+            overlap(args.bgrad, bgrad_bytes, args.b, b_bytes) ||
+            (args.aux && overlap(args.bgrad, bgrad_bytes, args.aux, span_bytes({d.m, d.n}, d.ldaux, d.d_type))) ||
+            (reads_c && overlap(args.bgrad, bgrad_bytes, args.c, span_bytes({d.m, d.n}, d.ldc, d.d_type))))
+            return "bgrad overlaps A, B, C, D or aux";
+    }
     if (e.aux_in && overlap(args.aux, span_bytes({d.m, d.n}, d.ldaux, d.d_type), args.d, d_bytes) &&
         !(args.aux == args.d && d.ldaux == d.ldd))
         return "aux partly overlaps D: it may be D itself (same pointer and ld), or apart from it";
@@ -899,6 +923,15 @@ std::string check_args(const Desc& desc, const Args& args) {
             return "C partly overlaps D: C may be D itself (same pointer and ld), or apart from it";
     }
     if (args.beta != 0.0f && args.c == args.d && d.ldc != d.ldd) return "C is D but ldc differs from ldd";
+    return {};
+}
+
+std::string check_decomposed_args(const Desc& desc, const Args& args) {
+    if (std::string why = check_args(desc, args); !why.empty()) return why;
+    const Desc d = with_packed_leading_dimensions(desc);
+    if (row_of(d.epilogue).aux_in &&
+        overlap(args.aux, span_bytes({d.m, d.n}, d.ldaux, d.d_type), args.d, span_bytes({d.m, d.n}, d.ldd, d.d_type)))
+        return "aux overlaps D: the decomposed path writes D before its epilogue reads aux (run() takes aux == D)";
     return {};
 }
 

@@ -161,6 +161,43 @@ TEST(GemmCheck, RefusesTypesNoKernelTakes) {
     EXPECT_TRUE(contains(check(d), "D must be f32, bf16 or f16")) << check(d);
 }
 
+// Values outside the enumerations (a caller's cast, a stale struct) are refused, not read as a neighbour.
+TEST(GemmCheck, RefusesValuesOutsideTheEnumerations) {
+    Desc d = square(256);
+    d.d_type = static_cast<Type>(97);
+    EXPECT_TRUE(contains(check(d), "D must be f32, bf16 or f16")) << check(d);
+    d = square(256);
+    d.epilogue = static_cast<Epilogue>(97);
+    EXPECT_TRUE(contains(check(d), "none of rigel's")) << check(d);
+    d = square(256);
+    d.b_op = static_cast<Op>(7);
+    EXPECT_TRUE(contains(check(d), "Op::n or Op::t")) << check(d);
+    // A leading dimension far past 2^31 is refused before it is multiplied by an element size.
+    d = square(256);
+    d.lda = std::int64_t{1} << 62;
+    EXPECT_EQ(check(d), "leading dimensions must be below 2^31");
+}
+
+// The dispatcher never divides by an empty shape: what check() refuses, choose() names as refused
+// (Plan's constructor then throws check()'s sentence). An expert of a mixture that got no tokens has M = 0.
+TEST(GemmChoose, RefusedDescriptionsGetNoKernelAndNoCrash) {
+    std::vector<Desc> refused;
+    for (auto [m, n, k] : {std::array<std::int64_t, 3>{0, 14336, 4096}, {4096, 0, 4096}, {-1, 768, 768},
+                           {0, 768, 768}, {768, 768, 0}})
+        refused.push_back(bf16_product(m, n, k, Op::n, Op::t));
+    Desc f32_out = bf16_product(0, 768, 768, Op::n, Op::t);
+    f32_out.d_type = Type::f32;
+    refused.push_back(f32_out);
+    Desc bad_type = square(512);
+    bad_type.d_type = static_cast<Type>(97);
+    refused.push_back(bad_type);
+    for (const Desc& d : refused) {
+        ASSERT_FALSE(check(d).empty());
+        const Choice c = choose(d, kH200Sms);
+        EXPECT_EQ(c.why, "refused: " + check(d));
+    }
+}
+
 TEST(GemmCheck, RefusesShapesAndLeadingDimensionsTmaCannotTake) {
     for (auto [m, n, k] : {std::array<std::int64_t, 3>{0, 8, 8}, {8, 0, 8}, {8, 8, 0}, {-1, 8, 8}}) {
         Desc d = square(8);
@@ -1083,6 +1120,43 @@ TEST(GemmCheckArgs, RefusesAliasingThatWouldOverwriteOperands) {
     a.beta = 0.0f;  // C is not read: nothing to refuse
     a.c = buf.d + 64;
     EXPECT_EQ(check_args(d, a), "");
+
+    // bgrad is zeroed before the product and summed into while tiles still read A, B, C and aux.
+    Desc g = d;
+    g.epilogue = Epilogue::dgelu_bgrad;
+    for (void* inside : {static_cast<void*>(buf.a), static_cast<void*>(buf.b + 64), static_cast<void*>(buf.aux)}) {
+        a = buf.args(Epilogue::dgelu_bgrad);
+        a.bgrad = static_cast<float*>(inside);
+        EXPECT_EQ(check_args(g, a), "bgrad overlaps A, B, C, D or aux");
+    }
+    a = buf.args(Epilogue::dgelu_bgrad);
+    a.beta = 1.0f;
+    a.c = buf.c;
+    a.bgrad = reinterpret_cast<float*>(buf.c + 128);
+    EXPECT_EQ(check_args(g, a), "bgrad overlaps A, B, C, D or aux");
+    a.beta = 0.0f;  // C unread: bgrad may lie there
+    EXPECT_EQ(check_args(g, a), "");
+
+    // bias_gelu_aux writes aux while other tiles still read the bias.
+    x = d;
+    x.epilogue = Epilogue::bias_gelu_aux;
+    a = buf.args(Epilogue::bias_gelu_aux);
+    a.bias = buf.aux + 256;
+    EXPECT_EQ(check_args(x, a), "bias overlaps aux");
+}
+
+// dgelu_bgrad's aux may be D itself in run() (each element read before it is written), not in
+// run_decomposed(), whose GEMM writes D before its epilogue kernel reads aux.
+TEST(GemmCheckArgs, AuxInPlaceForTheFusedPathOnly) {
+    static Buffers buf;
+    const Desc d = Desc{.m = 32, .n = 32, .k = 32, .b_op = Op::t, .d_type = Type::bf16,
+                        .epilogue = Epilogue::dgelu_bgrad};
+    Args a = buf.args(Epilogue::dgelu_bgrad);
+    a.aux = a.d;
+    EXPECT_EQ(check_args(d, a), "");
+    EXPECT_TRUE(contains(check_decomposed_args(d, a), "aux overlaps D")) << check_decomposed_args(d, a);
+    a = buf.args(Epilogue::dgelu_bgrad);
+    EXPECT_EQ(check_decomposed_args(d, a), "");
 }
 
 // The split pair by name: rule 2a's units on 2 x 1 clusters sharing B. GPT-2's bwd_attn_proj_dw (768 x 768

@@ -4,6 +4,7 @@
 // (src/gemm/dispatch.cpp); nothing here runs before they have passed.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -174,6 +175,11 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
     if (forced.tma_load_c && !(forced.fixed_epilogue && has_tma_c_kernel(desc_)))
         throw std::invalid_argument(std::string("no kernel loads C by TMA for epilogue ") + name(desc_.epilogue) +
                                     " (those of gemm::kTmaCEpilogues, on the fixed kernels)");
+    // The tile order walks groups of group_m tile rows (group_m / cluster_m pairs in a cluster kernel).
+    if (forced.group_m < 0 || (forced.group_m > 0 && forced.group_m % std::max(forced.cluster_m, 1) != 0))
+        throw std::invalid_argument("group_m must be 0 (the kernel's own) or a positive multiple of the cluster's " +
+                                    std::to_string(forced.cluster_m) + " tile rows, not " +
+                                    std::to_string(forced.group_m));
     if (forced.ordered_split && !(split && forced.pingpong && forced.fixed_epilogue))
         throw std::invalid_argument("an ordered split is the split fixed kernel's (splits > 1, ping-pong, fixed epilogue)");
     if (forced.split_tiles != 0 && !(split && forced.pingpong && forced.split_tiles > 0))
@@ -402,7 +408,7 @@ void Plan::run_decomposed(const Args& args, Stream stream) {
     if (state_->without_atomics && !adds_into_d(desc_, args))
         return state_->without_atomics->run_decomposed(args, stream);
     if (state_->residual && args.beta != 0.0f) return state_->residual->run_decomposed(args, stream);
-    refuse_bad_args(desc_, args);
+    if (const std::string why = check_decomposed_args(desc_, args); !why.empty()) throw std::invalid_argument(why);
     const auto s = static_cast<cudaStream_t>(stream);
     EpilogueParams gemm_only = epilogue_params(desc_, args);
     gemm_only.kind = Epilogue::none;
