@@ -2,15 +2,21 @@
 README.md and docs/attention.md show between their generated markers.
 
 Reads every results/h200/*_attention.csv (`rigel attention bench`) and
-*_attention_verify.csv (`rigel attention verify`) with its sidecar. For each
-(suite, case, direction, baseline) the newest run that measured it speaks;
-the verification block names the newest verify run. Nothing is typed in by
-hand: a number that no committed CSV holds is written as "not measured".
+*_attention_verify.csv (`rigel attention verify`) with its sidecar. Only runs
+of rigel's default kernel speak for rigel (a `--kernel` run that forced
+another says so in its sidecar and is left out). For each (suite, case,
+direction) the newest such run that measured that case speaks, all its
+baselines from that one file: a run of some cases (`--cases`, or one stopped
+before its end) speaks for the cases it holds and for no other. Each line
+names its file. The verification block names the newest verify run. Nothing
+is typed in by hand: a number that no committed CSV holds is written as "not
+measured".
 """
 import math
 import os
 
 import findings
+from verdicts import meets_ratio
 
 BENCH_SUFFIX = "_attention.csv"
 VERIFY_SUFFIX = "_attention_verify.csv"
@@ -22,6 +28,9 @@ VERIFY_COLUMNS = ("run_id", "case", "contender", "kernel", "pass", "err_max_scal
 # and checked the forward pass only.
 DIRECTION_BEFORE_IT_EXISTED = "forward"
 SUITE_ORDER = ("targets", "gpt2", "sdpa")
+# `rigel attention bench --kernel`'s default (src/cli/attention_commands.cpp): the kernel rigel's
+# numbers and targets are about.
+DEFAULT_KERNEL = "fa3"
 
 
 def kind_of(name):
@@ -56,16 +65,31 @@ def number(text):
     return math.nan if v is None else v
 
 
+def default_kernel_run(f):
+    """Whether a bench file timed rigel's default kernel: its sidecar names no
+    kernel or the default; a run with another forced (`--kernel fa2`) measured
+    that kernel, not rigel's default."""
+    return f.side("kernel") in ("", DEFAULT_KERNEL)
+
+
 def newest_rows(bench_files):
-    """{(suite, case, direction, baseline): (row dict, file)} from the newest run that has each."""
-    out = {}
-    for f in sorted(bench_files, key=findings.run_age):
+    """{(suite, case, direction, baseline): (row dict, file)}: for each (suite,
+    case, direction), every baseline's row from the one newest run of rigel's
+    default kernel that measured that case in that direction, so that a line
+    never mixes runs. A newer run that lacks the case (a subset, or one
+    stopped before reaching it) leaves the older run's rows in place."""
+    newest = {}  # (suite, case, direction) -> (file, {baseline: row})
+    for f in sorted((f for f in bench_files if default_kernel_run(f)), key=findings.run_age):
         t = f.table
+        got = {}
         for i in range(len(t.rows)):
             row = {c: t.cell(i, c) for c in BENCH_COLUMNS + ("sm_clock_mhz", "power_w", "candidate_ms", "baseline_ms")}
             row["direction"] = direction(t, i)
-            out[(row["suite"], row["case"], row["direction"], row["baseline"])] = (row, f)
-    return out
+            got.setdefault((row["suite"], row["case"], row["direction"]), {})[row["baseline"]] = row
+        for key, by_baseline in got.items():
+            newest[key] = (f, by_baseline)
+    return {key + (baseline,): (row, f) for key, (f, by_baseline) in newest.items()
+            for baseline, row in by_baseline.items()}
 
 
 def direction(t, i):
@@ -87,7 +111,14 @@ def shape(row):
 
 
 def source(f):
-    return f"{findings.md_cell(f.name)} (commit {findings.md_cell(findings.short_commit(f))})"
+    """The file a number came from, with its commit; a run of some cases or one
+    stopped before its end says so."""
+    notes = [f"commit {findings.md_cell(findings.short_commit(f))}"]
+    if f.side("cases_filter"):
+        notes.append(f"cases '{findings.md_cell(f.side('cases_filter'))}'")
+    if f.side("complete") == "false":
+        notes.append("incomplete run")
+    return f"{findings.md_cell(f.name)} ({', '.join(notes)})"
 
 
 def results_block(bench_files):
@@ -142,13 +173,22 @@ def targets_block(bench_files):
     rows = newest_rows(bench_files)
     lines = ["| target | measured | verdict |", "|---|---|---|"]
     for label, case, direction, baseline, threshold in TARGETS:
-        found = [v for (s, c, d, b), v in rows.items() if c == case and d == direction and b == baseline]
-        if not found:
+        # The newest default-kernel run that measured the case (whichever suite ran it: targets repeats
+        # sdpa's S = 4096), and its row against the target's baseline.
+        runs = [v for (s, c, d, b), v in rows.items() if c == case and d == direction]
+        if not runs:
             lines.append(f"| {label} | not measured | open |")
             continue
-        row, f = max(found, key=lambda v: findings.run_age(v[1]))
+        newest = max(runs, key=lambda v: findings.run_age(v[1]))[1]
+        found = [v for (s, c, d, b), v in rows.items()
+                 if c == case and d == direction and b == baseline and v[1] is newest]
+        if not found:
+            lines.append(f"| {label} | not measured against {findings.md_cell(baseline)} in the newest run of the "
+                         f"case, {source(newest)} | open |")
+            continue
+        row, f = found[0]
         r = number(row["ratio_median"])
-        verdict = "met" if r >= threshold else "not met"
+        verdict = "met" if meets_ratio(r, threshold) else "not met"
         lines.append(f"| {label} | {ratio_text(row, 3)} ({source(f)}) | {verdict} |")
     return "\n".join(lines)
 
@@ -246,7 +286,8 @@ def finding_section(bench_files, bandwidth, l2_bytes):
         lines.append(f"Bandwidth: {bandwidth[0]:.2f} TB/s, the bandwidth probe's {findings.md_cell(bandwidth[1])} "
                      f"({findings.md_cell(bandwidth[2].name)}).")
         lines.append("")
-    lines += ["| case | fused (fa3) ms | decomposed ms | fused / decomposed [p10, p90] | S x S bytes per head | "
+    lines += ["| case | fused (fa3) ms | decomposed ms | speed-up: decomposed time / fused time, median [p10, p90] | "
+              "S x S bytes per head | "
               "a head's scratch in the L2 | round trip at the probe's bandwidth, ms | that / fused time | source |",
               "|---|---|---|---|---|---|---|---|---|"]
     ratios, in_l2_cases, dram_cases, dram_over_fused = [], [], [], []

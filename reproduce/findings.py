@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import gemm_report
 import timing_report
-from verdicts import DispatchSignals, accelerated_rule, mnemonic, triangulate_dispatch, win_rule
+from verdicts import WIN_RATIO, DispatchSignals, accelerated_rule, meets_ratio, mnemonic, triangulate_dispatch, win_rule
 
 PROBES_SUFFIX = "_probes.csv"
 # A probes file whose name was taken: rigel then claims <stem>_probes_<run id>.csv (every rank of a
@@ -343,6 +343,37 @@ def typed(t, i, col):
 
 def ratio_text(r):
     return "%.2fx" % r
+
+
+def verdict_digits(r, threshold, digits=2):
+    """Decimals enough that `r` printed does not read as on the other side of
+    `threshold` than the verdict puts it (1.097 is "1.097x", not "1.10x",
+    beside "no win" at 1.10x)."""
+    while digits < 6 and meets_ratio(round(r, digits), threshold) != meets_ratio(r, threshold):
+        digits += 1
+    return digits
+
+
+def paired_columns(t, i):
+    """{vendor rung: (median, p10, p90)} of a ladder row timed in alternating
+    pairs against a vendor row (`rigel ladder --paired`); {} without one."""
+    vendor = t.cell(i, "paired_vendor")
+    median = typed(t, i, "paired_ratio_median")
+    if not vendor or not math.isfinite(median) or median <= 0:
+        return {}
+    return {vendor: (median, typed(t, i, "paired_ratio_p10"), typed(t, i, "paired_ratio_p90"))}
+
+
+def win_ratio_text(v, threshold=WIN_RATIO):
+    """A win verdict's ratio: the paired median with its p10 and p90, marked
+    paired, or the quotient of two medians timed apart, marked unpaired."""
+    if not math.isfinite(v.ratio):
+        return "-"
+    d = verdict_digits(v.ratio, threshold)
+    if not v.paired:
+        return f"{v.ratio:.{d}f}x (unpaired)"
+    spread = (f" [{v.p10:.{d}f}, {v.p90:.{d}f}]" if math.isfinite(v.p10) and math.isfinite(v.p90) else "")
+    return f"{v.ratio:.{d}f}x{spread} (paired)"
 
 
 def ladder_rate(t, i):
@@ -686,8 +717,10 @@ def probe_dispatch_rows(fin, f):
 
 def ladder_dispatch_rows(fin):
     """The best verified rate of each (rung, type) on the CUDA backend, its
-    opcodes from the SASS object named after the rung; and the roofline file."""
-    ref_file = next((f for f in reversed(fin.probes) if scalar_refs(f.table)), None)
+    opcodes from the SASS object named after the rung in the SASS record of
+    the row's own run (its date_commit stem); and the roofline file, the
+    newest probes run (by run id, not by name) that measured a scalar path."""
+    ref_file = max((f for f in fin.probes if scalar_refs(f.table)), key=run_age, default=None)
     best = {}  # (rung, dtype) -> (file, row, rate, ops)
     for f in fin.ladder:
         t = f.table
@@ -856,13 +889,14 @@ class LadderAccel:
     f16: object  # (rate, rung, ops) or None
     verdict: object
     source: str
+    age: tuple = ()  # run_age of the source file: which of two files is the newer run
 
 
 def ladder_groups(t):
     """Per ladder table: best rate per (group, m, n, k, type), best own CUDA rung
     per (m, n, k, type), vendor rows per (m, n, k, type)."""
     best_by_group = {}  # (group, m, n, k, dtype) -> (rate, rung, ops)
-    best_own = {}       # (m, n, k, dtype) -> (rate, rung, ops), own CUDA rungs
+    best_own = {}       # (m, n, k, dtype) -> (rate, rung, ops, row), own CUDA rungs
     vendors = {}        # (m, n, k, dtype) -> [(rung, rate)]
     for i in range(len(t.rows)):
         g, ops = ladder_rate(t, i)
@@ -877,7 +911,7 @@ def ladder_groups(t):
         if t.cell(i, "vendor") == "1":
             vendors.setdefault(key, []).append((rung, g))
         elif t.cell(i, "backend") == "cuda" and g > best_own.get(key, (0.0,))[0]:
-            best_own[key] = (g, rung, ops)
+            best_own[key] = (g, rung, ops, i)
     return best_by_group, best_own, vendors
 
 
@@ -891,7 +925,7 @@ def ladder_accel_data(ladder):
                 continue
             f16 = best_by_group.get((group, m, n, k, "f16"))
             out.append(LadderAccel(group, (m, n, k), dtype, rung, g, ops, f16,
-                                   accelerated_rule(g, f16[0] if f16 else 0.0), f.name))
+                                   accelerated_rule(g, f16[0] if f16 else 0.0), f.name, run_age(f)))
     return out
 
 
@@ -905,13 +939,13 @@ def render_ladder(ladder, probe_accel):
                   + f" | {ratio_text(v.ratio) if math.isfinite(v.ratio) else '-'} | {v.label} | {a.source} |\n")
     for f in ladder:
         _, best_own, vendors = ladder_groups(f.table)
-        for (m, n, k, dtype), (g, rung, ops) in sorted(best_own.items()):
+        for (m, n, k, dtype), (g, rung, ops, i) in sorted(best_own.items()):
             bases = vendors.get((m, n, k, dtype), [])
-            v = win_rule(g, bases)
+            v = win_rule(g, bases, paired_columns(f.table, i))
             strongest = max((b[1] for b in bases), default=0.0)
             win += (f"| {shape_text(m, n, k)} | {dtype} | {md_cell(rung)} {format_rate(g, ops)} | "
                     + (f"{md_cell(v.strongest)} {format_rate(strongest, ops)}" if v.strongest else "-")
-                    + f" | {ratio_text(v.ratio) if math.isfinite(v.ratio) else '-'} | {v.label} | {f.name} |\n")
+                    + f" | {win_ratio_text(v)} | {v.label} | {f.name} |\n")
     md = ""
     if accel or probe_accel:
         md += ("\n## Is a low-precision type accelerated, or only smaller?\n\n"
@@ -930,7 +964,10 @@ def render_ladder(ladder, probe_accel):
     if win:
         md += ("\n## Does a rigel kernel win?\n\n"
                "Rule: a kernel *wins* only at >= 1.10x the strongest baseline; here the baselines are the vendor "
-               "library rows (cuBLAS, cuBLASLt) of the same shape and type.\n\n"
+               "library rows (cuBLAS, cuBLASLt) of the same shape and type. The ratio is *paired* where the run timed "
+               "the rung against that very vendor row in alternating samples (`rigel ladder --paired`): the median "
+               "of the per-pair ratios, [p10, p90] their spread, and the verdict reads it. Elsewhere it is "
+               "*unpaired*: the quotient of the two rows' medians, timed apart.\n\n"
                "| shape | type | best own CUDA rung | strongest vendor row | ratio | verdict | source |\n"
                "|---|---|---|---|---|---|---|\n" + win)
     return md

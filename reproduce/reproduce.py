@@ -34,6 +34,7 @@ import fleet_report  # noqa: E402
 import scaling_report  # noqa: E402
 import mmasim_report  # noqa: E402
 from figures import accumulator, climb, fused_gain, roofline, speed_ratios, style, wins  # noqa: E402
+from verdicts import meets_ratio  # noqa: E402
 
 NAIVE = "k01_cpu_naive"
 
@@ -99,7 +100,7 @@ def read_rows(kind):
     for p in RESULTS.glob(f"*/*_{kind}*.csv"):
         side = p.with_suffix(".json")
         meta = json.loads(side.read_text()) if side.exists() else {}
-        files.append((meta.get("run_id", ""), p, meta))
+        files.append((meta.get("run_id", "") or first_run_id(p), p, meta))
     # Oldest run first (run ids start with the UTC time), so "latest" means latest.
     for _, p, meta in sorted(files, key=lambda f: (f[0], f[1].name)):
         with p.open(newline="") as f:
@@ -114,6 +115,12 @@ def read_rows(kind):
                 r["_ops"] = r["rate_unit"] == "Gop/s" if "rate_unit" in r else r["dtype"] == "i8"
                 rows.append(r)
     return rows
+
+
+def first_run_id(path):
+    """The run id in a CSV's first row (its `run_id` column), "" without one."""
+    with path.open(newline="") as f:
+        return next(csv.DictReader(f), {}).get("run_id", "") or ""
 
 
 def fnum(s):
@@ -144,15 +151,59 @@ def latest_per_key(rows, key):
 
 
 def sass_opcodes():
-    """Matrix opcodes in each rung's machine code: {(machine, rung): "HGMMA"...}."""
+    """Matrix opcodes in each rung's machine code, per SASS record:
+    {(machine, date_commit stem, object): "HGMMA"...}; a record belongs to the
+    ladder files of its own stem (findings.result_stem), never to another
+    commit's."""
     out = {}
     for p in sorted(RESULTS.glob("*/*_sass.csv")):
+        stem = findings.result_stem(p.name)
         with p.open(newline="") as f:
             for r in csv.DictReader(f):
                 found = [op.upper() for op in ("qgmma", "hgmma", "hmma", "imma", "dmma", "ffma")
                          if int(r.get(op, "0") or 0) > 0]
-                out[(p.parent.name, r["object"])] = "+".join(found[:2]) if found else "-"
+                out[(p.parent.name, stem, r["object"])] = "+".join(found[:2]) if found else "-"
     return out
+
+
+def sass_text(r, sass):
+    """The SASS cell of a ladder row: the opcodes of its rung in the SASS
+    record of its own run's stem; "library" for a vendor row, "-" for the CPU,
+    "no SASS record" for an own GPU rung whose run has none for it."""
+    if r["backend"] == "cpu":
+        return "-"
+    if r["vendor"] == "1":
+        return "library"
+    return sass.get((r["_machine"], findings.result_stem(r["_file"]), r["rung"]), "no SASS record")
+
+
+def paired_of(r):
+    """(median, p10, p90, vendor rung) of a ladder row's per-pair ratios
+    against a vendor row (`rigel ladder --paired`), None without them."""
+    median = fnum(r.get("paired_ratio_median", ""))
+    if not r.get("paired_vendor") or not math.isfinite(median) or median <= 0:
+        return None
+    return median, fnum(r.get("paired_ratio_p10", "")), fnum(r.get("paired_ratio_p90", "")), r["paired_vendor"]
+
+
+def spread_text(median, p10, p90, digits):
+    """"1.052x [0.978, 1.059]"; the brackets left out where p10 or p90 is missing."""
+    spread = f" [{p10:.{digits}f}, {p90:.{digits}f}]" if math.isfinite(p10) and math.isfinite(p90) else ""
+    return f"{median:.{digits}f}x{spread}"
+
+
+def pct_text(r):
+    """The "% of vendor" cell: the row's rate over the vendor row's, two
+    medians timed apart; where the row was also timed in alternating pairs
+    against a vendor row, that paired ratio beside it, which is the one to
+    read."""
+    pct = fnum(r["pct_of_vendor"])
+    text = "-" if math.isnan(pct) else f"{pct:.1f}%"
+    p = paired_of(r)
+    if p is None:
+        return text
+    paired = f"{spread_text(p[0], p[1], p[2], 3)} paired vs {p[3].replace('vendor_', '')}"
+    return paired if math.isnan(pct) else f"{text} unpaired; {paired}"
 
 
 def ladder_table(rows, size):
@@ -167,12 +218,10 @@ def ladder_table(rows, size):
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in sel:
         g = r["_rate"]
-        pct = fnum(r["pct_of_vendor"])
         out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
             r["rung"], r["backend"], r["dtype"], r["threads"], rate(g, r["_ops"]),
             "-" if math.isnan(base) else f"{g / base:,.0f}x" if g / base >= 10 else f"{g / base:.1f}x",
-            "-" if math.isnan(pct) else f"{pct:.1f}%", f"{fnum(r['err_max_scaled']):.1e}",
-            sass.get((r["_machine"], r["rung"]), "-" if r["backend"] == "cpu" else "library"),
+            pct_text(r), f"{fnum(r['err_max_scaled']):.1e}", sass_text(r, sass),
             f"{r['_machine']}/{r['_file']}"))
     return "\n".join(out), len(sel)
 
@@ -231,10 +280,8 @@ def climb_table(rows):
            "|---|---|---|---|---|---|---|---|---|"]
     for label, r in steps:
         g = r["_rate"]
-        pct = fnum(r["pct_of_vendor"])
         out.append(f"| {label} | {r['rung']} | {r['dtype']} | {r['m']}^3 | {r['threads']} | {rate(g, r['_ops'])} | "
-                   f"{g / base:,.0f}x | {'-' if math.isnan(pct) else f'{pct:.1f}%'} | "
-                   f"{r['_machine']}/{r['_file']} |")
+                   f"{g / base:,.0f}x | {pct_text(r)} | {r['_machine']}/{r['_file']} |")
     return "\n".join(out), len(steps)
 
 
@@ -264,8 +311,9 @@ def vendor_sweep_data(rows):
     --paired`) where the run took one against that baseline, else the ratio of
     the two single-sided rates. Returns (own rung ids, entries); each entry is
     a dict with dtype, shape, ratios {rung: ratio}, paired {rungs whose ratio
-    is paired}, best (ratio, rung, baseline rung) or None, vendors (the latest
-    run's vendor rows) and files, ordered by type, then volume."""
+    is paired}, spread {paired rung: (p10, p90)}, best (ratio, rung, baseline
+    rung) or None, vendors (the latest run's vendor rows) and files, ordered
+    by type, then volume."""
     ok = [r for r in rows if r["backend"] == "cuda" and r["status"] == "PASS" and r["_rate"] > 0
           and r["group"] in ("hopper", "vendor")]
     vendors_of_run = {}
@@ -286,16 +334,18 @@ def vendor_sweep_data(rows):
     entries = []
     for key in sorted(lines, key=volume):
         rs = lines[key]
-        ratios, paired, rates, runs, best, files = {}, set(), {}, {}, None, []
+        ratios, paired, spread, rates, runs, best, files = {}, set(), {}, {}, {}, None, []
         for rid in own_ids:
             r = next((x for x in rs if x["rung"] == rid), None)
             base = baseline_for(rid, vendors_of_run[(r["run_id"], key[0], key[1])]) if r else None
             if not r or not base:
                 continue
             ratio = r["_rate"] / base["_rate"]
-            if r.get("paired_vendor") == base["rung"] and math.isfinite(fnum(r.get("paired_ratio_median", ""))):
-                ratio = fnum(r["paired_ratio_median"])
+            p = paired_of(r)
+            if p is not None and p[3] == base["rung"]:
+                ratio = p[0]
                 paired.add(rid)
+                spread[rid] = (p[1], p[2])
             ratios[rid] = ratio
             rates[rid] = r["_rate"]
             runs[rid] = r["run_id"]
@@ -304,7 +354,8 @@ def vendor_sweep_data(rows):
             if best is None or ratio > best[0]:
                 best = (ratio, rid, base["rung"])
         latest_run = max(rs, key=lambda x: x["run_id"])["run_id"]
-        entries.append({"dtype": key[0], "shape": key[1], "ratios": ratios, "paired": paired, "rates": rates,
+        entries.append({"dtype": key[0], "shape": key[1], "ratios": ratios, "paired": paired, "spread": spread,
+                        "rates": rates,
                         "runs": runs, "best": best,
                         "vendors": vendors_of_run[(latest_run, key[0], key[1])], "files": files,
                         "machine": rs[0]["_machine"]})
@@ -327,6 +378,17 @@ def wgmma_ceilings(probes):
     return best, f.name
 
 
+def sweep_ratio_text(e, rid, digits, more=""):
+    """A rung's ratio in the sweep: "1.052x [0.978, 1.059] (paired)" where the
+    run paired it with its baseline, else "0.960x (unpaired)" (two medians
+    timed apart); `more` goes inside the parentheses."""
+    ratio = e["ratios"][rid]
+    if rid in e["paired"]:
+        p10, p90 = e["spread"].get(rid, (math.nan, math.nan))
+        return f"{spread_text(ratio, p10, p90, digits)} (paired{more})"
+    return f"{ratio:.{digits}f}x (unpaired{more})"
+
+
 def vendor_sweep_table(rows, ceilings=None):
     """The sweep as a table, so that where rigel loses is as visible as where it wins.
     `ceilings` ({type: Tflop/s}, wgmma_ceilings): each cell also says what share
@@ -337,13 +399,13 @@ def vendor_sweep_table(rows, ceilings=None):
            "|---|---|---|" + "---|" * len(own_ids) + "---|---|"]
     for e in entries:
         ceiling = ceilings.get(e["dtype"])
-        cells = [(f"{e['ratios'][rid]:.2f}x" + (" (paired)" if rid in e["paired"] else "")
+        cells = [(sweep_ratio_text(e, rid, 2)
                   + (f", {e['rates'][rid] / (ceiling * 1000):.0%}" if ceiling else "")) if rid in e["ratios"]
                  else "-" for rid in own_ids]
         vtext = ", ".join(f"{v['rung'].replace('vendor_', '')} {rate(v['_rate'], v['_ops'])}"
                           + (f" ({v['_rate'] / (ceiling * 1000):.0%})" if ceiling else "") for v in e["vendors"])
         best = e["best"]
-        btext = f"{best[0]:.2f}x ({best[1]} / {best[2].replace('vendor_', '')})" if best else "-"
+        btext = sweep_ratio_text(e, best[1], 2, f", {best[1]} / {best[2].replace('vendor_', '')}") if best else "-"
         out.append(f"| {e['dtype']} | {e['shape']} | {vtext} | " + " | ".join(cells) + f" | {btext} | "
                    + ", ".join(f"{e['machine']}/{f}" for f in e["files"]) + " |")
     return "\n".join(out), len(entries)
@@ -369,20 +431,20 @@ def issue11_targets(rows):
 
     def said(found):
         (ratio, rid), e = found
-        return f"{ratio:.3f}x{' (paired)' if rid in e['paired'] else ''}, {rid}"
+        return f"{sweep_ratio_text(e, rid, 3)}, {rid}"
 
     out = []
     for n, goal in ((4096, 1.05), (8192, 1.03)):
         f = best("bf16", n)
         out.append((f"bf16 {n}^3 >= {goal:.2f}x cuBLAS", said(f) if f[0] else "-",
-                    f[0][0] >= goal if f[0] else None))
+                    meets_ratio(f[0][0], goal) if f[0] else None))
     f = best("e4m3", 8192, lambda rid: not promotes(rid))
     out.append(("e4m3 8192^3 without promotion >= 1.02x cuBLASLt FAST_ACCUM", said(f) if f[0] else "-",
-                f[0][0] >= 1.02 if f[0] else None))
+                meets_ratio(f[0][0], 1.02) if f[0] else None))
     promoted = [best("e4m3", n, lambda rid: promotes(rid) and "block_scaled" not in rid) for n in (4096, 8192)]
     out.append(("e4m3 with promotion >= 0.95x cuBLASLt's default at 4096^3 and 8192^3",
                 "; ".join(f"{n}^3 {said(f)}" for n, f in zip((4096, 8192), promoted) if f[0]) or "-",
-                all(f[0][0] >= 0.95 for f in promoted) if all(f[0] for f in promoted) else None))
+                all(meets_ratio(f[0][0], 0.95) for f in promoted) if all(f[0] for f in promoted) else None))
     scaled = []
     for n in (4096, 8192):
         e = by.get(("e4m3", cube(n)))
@@ -392,7 +454,7 @@ def issue11_targets(rows):
             scaled.append((n, r[a] / r[b]))
     out.append(("block-scaled fp8 (k38) within 5 % of promoted fp8 (k34), same run",
                 "; ".join(f"{n}^3 {q:.3f}x k34" for n, q in scaled) or "-",
-                all(q >= 0.95 for _, q in scaled) if len(scaled) == 2 else None))
+                all(meets_ratio(q, 0.95) for _, q in scaled) if len(scaled) == 2 else None))
     squares = [(n, best("bf16", n)) for n in ISSUE11_SQUARES]
     have = [(n, f) for n, f in squares if f[0]]
     low = min(have, key=lambda x: x[1][0][0]) if have else None
@@ -400,7 +462,8 @@ def issue11_targets(rows):
     out.append(("no bf16 square from 2048^3 to 16384^3 below 1.00x cuBLAS",
                 (f"lowest {low[0]}^3: {said(low[1])}" if low else "-")
                 + (f"; {', '.join(missing)} not measured" if missing else ""),
-                (low[1][0][0] >= 1.0 if not missing else (False if low and low[1][0][0] < 1.0 else None))
+                (meets_ratio(low[1][0][0], 1.0) if not missing
+                 else (False if low and not meets_ratio(low[1][0][0], 1.0) else None))
                 if low else None))
     return out
 

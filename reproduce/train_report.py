@@ -8,7 +8,14 @@ the same format (backend torch-eager or torch-compile). A run that crossed
 several device calls (stopped with --stop-after or --max-seconds and resumed)
 left one file per call: the files of one model and backend are joined by step,
 a later run's row replacing an earlier one of the same step.
+
+Every tokens/s figure is the median over steps 2..N (median_rate: step 1
+holds the warm-up and torch.compile's compilation). Speed ratios between runs
+are ratios of two such medians, timed one after the other, not paired
+samples, and say so; they are printed to three decimals, and judged by
+verdicts.meets_ratio on the same value.
 """
+import datetime
 import math
 import os
 import re
@@ -16,8 +23,12 @@ import statistics
 from dataclasses import dataclass, field
 
 import findings
+from verdicts import meets_ratio
 
-LOG_NAME = re.compile(r"_train_(?P<model>[a-z0-9]+)_(?P<backend>[a-z0-9]+(?:-[a-z0-9]+)*)\.csv$")
+# A log whose name was taken in its folder (a second call of one commit on one day) is written as
+# <name>_<run id>.csv (claim_stem, src/harness/report_io.cpp): the same log.
+LOG_NAME = re.compile(r"_train_(?P<model>[a-z0-9]+)_(?P<backend>[a-z0-9]+(?:-[a-z0-9]+)*)"
+                      r"(?:_\d{8}T\d{6}Z-[0-9a-f]+(?:_\d+)?)?\.csv$")
 RIGEL_BACKEND = "cuda"  # the backend PyTorch's runs are set beside
 TORCH_PREFIX = "torch-"  # scripts/gpt2_torch.py's backends: torch-eager, torch-compile
 VENDOR_BACKEND = "cuda-vendor"  # rigel's loop on cuBLASLt and cuDNN, for comparison (rigel train run --backend)
@@ -76,14 +87,13 @@ def runs_block(runs):
     if not runs:
         return ("No committed training log yet (`results/h200/*_train_<model>_<backend>.csv`, written by "
                 "`rigel train run --out`).")
-    lines = ["| model | backend | steps | last loss | last validation loss | median tokens/s | logs |",
+    lines = ["| model | backend | steps | last loss | last validation loss | median tokens/s (steps 2..N) | logs |",
              "|---|---|---|---|---|---|---|"]
     for run in sorted(runs.values(), key=lambda r: (r.model, r.backend)):
         steps = sorted(run.steps)
         last = run.steps[steps[-1]]
         vals = [run.steps[s]["val_loss"] for s in steps if not math.isnan(run.steps[s]["val_loss"])]
-        rates = sorted(run.steps[s]["tokens_per_s"] for s in steps if not math.isnan(run.steps[s]["tokens_per_s"]))
-        median = rates[len(rates) // 2] if rates else math.nan
+        median = median_rate(run)
         logs = ", ".join(findings.md_cell(f.name) for f in run.files)
         lines.append(f"| {run.model} | {run.backend} | {steps[-1]} | {last['loss']:.4f} | "
                      f"{f'{vals[-1]:.4f}' if vals else '-'} | {'-' if math.isnan(median) else f'{median:,.0f}'} | "
@@ -93,30 +103,75 @@ def runs_block(runs):
 
 @dataclass
 class Comparison:
-    """rigel's cuda run and PyTorch's runs of one model from one git commit:
-    one call of `scripts/h200_visit.sh train_compare`."""
+    """rigel's cuda run and PyTorch's runs of one model from one call of
+    `scripts/h200_visit.sh train_compare` (rigel's run first, the others
+    back to back after it, all of one commit)."""
     model: str
     commit: str
-    runs: dict = field(default_factory=dict)  # backend -> Run, joined from this commit's files only
+    runs: dict = field(default_factory=dict)  # backend -> Run, joined from this call's files only
+    last_end: object = None  # when the call's latest file ended (datetime), None if unknown
+
+
+# The sidecars name no call, so a call is told by its files' run ids (each starts with the UTC time
+# its run began): within a call each run starts at most this long after the one before it ended (the
+# profile run and each process's start-up lie between).
+CALL_GAP_S = 600
+
+
+def run_start(rf):
+    """When a log's run began, from its run id (20261202T100000Z-...); None if unreadable."""
+    rid = rf.side("run_id") or rf.table.cell(0, "run_id")
+    try:
+        return datetime.datetime.strptime(rid[:16], "%Y%m%dT%H%M%SZ")
+    except ValueError:
+        return None
+
+
+def run_end(rf, steps):
+    """When a log's run ended: its start plus its last step's elapsed_s."""
+    start = run_start(rf)
+    elapsed = [v["elapsed_s"] for v in steps.values() if not math.isnan(v["elapsed_s"])]
+    return start + datetime.timedelta(seconds=max(elapsed, default=0.0)) if start else None
 
 
 def comparisons(runs):
-    """The Comparisons the runs hold, by model and commit: a commit's rigel
-    cuda run with at least one PyTorch run beside it. A file whose sidecar names
-    no commit (or "unknown") cannot be placed in a call and is left out."""
-    groups = {}
+    """The Comparisons the runs hold, one per call: a fresh rigel cuda run
+    (from step 1) opens a call; a later file of the same model and commit
+    joins it when it began within CALL_GAP_S of the call's latest file's end
+    and does not start its backend afresh a second time (a resumed file, from
+    a later step, continues its backend's run). Kept: calls with a PyTorch or
+    cuda-vendor run beside rigel's. A file whose sidecar names no commit (or
+    "unknown") cannot be placed in a call and is left out."""
+    files = []  # (run age, model, backend, file)
     for run in runs.values():
         if run.backend not in (RIGEL_BACKEND, VENDOR_BACKEND) and not run.backend.startswith(TORCH_PREFIX):
             continue
-        for rf in run.history:  # in run order, so a later file's step wins
-            commit = rf.side("git_commit")
-            if not commit or commit == "unknown":
-                continue
-            c = groups.setdefault((run.model, commit), Comparison(run.model, commit))
-            part = c.runs.setdefault(run.backend, Run(run.model, run.backend))
-            part.files.append(rf)
-            part.steps.update(file_steps(rf))
-    found = [c for c in groups.values()
+        files += [(findings.run_age(rf), run.model, run.backend, rf) for rf in run.history]
+    calls, current = [], {}  # current: model -> the call files may still join
+    for _, model, backend, rf in sorted(files, key=lambda x: x[0]):  # in run order, so a later file's step wins
+        commit = rf.side("git_commit")
+        if not commit or commit == "unknown":
+            continue
+        steps = file_steps(rf)
+        fresh = bool(steps) and min(steps) == 1
+        c = current.get(model)
+        start = run_start(rf)
+        # Without a readable time on either side only the commit and the fresh-run rule decide.
+        near = (c is not None and (c.last_end is None or start is None
+                                   or (start - c.last_end).total_seconds() <= CALL_GAP_S))
+        if backend == RIGEL_BACKEND and fresh:
+            c = current[model] = Comparison(model, commit)
+            calls.append(c)
+        elif c is None or c.commit != commit or not near or (fresh and backend in c.runs):
+            current.pop(model, None)  # a run of no call with rigel's: it closes the one before
+            continue
+        part = c.runs.setdefault(backend, Run(model, backend))
+        part.files.append(rf)
+        part.steps.update(steps)
+        end = run_end(rf, steps)
+        if end is not None:
+            c.last_end = max(c.last_end, end) if c.last_end is not None else end
+    found = [c for c in calls
              if RIGEL_BACKEND in c.runs and any(b.startswith(TORCH_PREFIX) or b == VENDOR_BACKEND for b in c.runs)]
     return sorted(found, key=lambda c: findings.run_age(c.runs[RIGEL_BACKEND].files[0]))  # the oldest first
 
@@ -124,9 +179,20 @@ def comparisons(runs):
 def median_rate(run):
     """The median tokens/s over steps 2..N (step 1 holds the warm-up, and
     torch.compile's compilation); NaN without such a step."""
-    rates = [run.steps[s]["tokens_per_s"] for s in run.steps
-             if s >= 2 and not math.isnan(run.steps[s]["tokens_per_s"])]
+    return median_of_steps(run.steps)
+
+
+def median_of_steps(steps):
+    """median_rate of {step: {column: value}}: every tokens/s figure in the
+    report is this one."""
+    rates = [v["tokens_per_s"] for s, v in steps.items() if s >= 2 and not math.isnan(v["tokens_per_s"])]
     return statistics.median(rates) if rates else math.nan
+
+
+def speed_ratio_text(ratio):
+    """A speed ratio of two medians: three decimals, so that it never reads
+    as on the other side of a target than its verdict puts it."""
+    return "-" if math.isnan(ratio) else f"{ratio:.3f}x"
 
 
 def largest_loss_gap(run, rigel):
@@ -181,7 +247,8 @@ def compare_block(runs):
         devices = sorted({rf.table.cell(0, "device") for r in c.runs.values() for rf in r.files} - {""})
         out += ["", f"{findings.md_cell(c.model)}, commit {findings.md_cell(c.commit[:7])}"
                 + (f", {findings.md_cell(', '.join(devices))}" if devices else "") + ":", "",
-                "| backend | steps | median tokens/s (steps 2..N) | rigel / this backend | final loss | "
+                "| backend | steps | median tokens/s (steps 2..N) | rigel / this backend (ratio of medians, unpaired) | "
+                "final loss | "
                 "largest loss difference to rigel | last validation loss | peak memory (GB) | log |",
                 "|---|---|---|---|---|---|---|---|---|"]
         for backend in [RIGEL_BACKEND] + sorted(b for b in c.runs if b != RIGEL_BACKEND):
@@ -198,7 +265,7 @@ def compare_block(runs):
             val = last_val_loss(run)
             out.append(f"| {findings.md_cell(backend)} | {steps[-1]} | "
                        f"{'-' if math.isnan(rate) else f'{rate:,.0f}'} | "
-                       f"{'-' if math.isnan(ratio) else findings.ratio_text(ratio)} | "
+                       f"{speed_ratio_text(ratio)} | "
                        f"{'-' if math.isnan(final) else f'{final:.4f}'} | {gap} | "
                        f"{'-' if math.isnan(val) else f'{val:.4f}'} | {peak_text(run)} | "
                        f"{', '.join(findings.md_cell(f.name) for f in run.files)} |")
@@ -236,8 +303,9 @@ def targets_block(runs):
         rate = median_rate(c.runs[backend])
         ratio = rigel_rate / rate if rate > 0 and not math.isnan(rigel_rate) else math.nan
         lines.append(f"| tokens/s >= {need:.2f}x {backend} | "
-                     + ("-" if math.isnan(ratio) else f"{findings.ratio_text(ratio)} ({rigel_rate:,.0f} / {rate:,.0f})")
-                     + f" | {verdict(not math.isnan(ratio) and ratio >= need)} |")
+                     + ("-" if math.isnan(ratio) else f"{speed_ratio_text(ratio)} ({rigel_rate:,.0f} / {rate:,.0f}; "
+                        "ratio of medians, unpaired)")
+                     + f" | {verdict(meets_ratio(ratio, need))} |")
     mine = last_val_loss(rigel)
     theirs = {b: last_val_loss(c.runs[b]) for b, _ in SPEED_TARGETS}
     gaps = [abs(mine - v) / v for v in theirs.values() if not math.isnan(v) and v > 0]
@@ -380,8 +448,7 @@ def full_block(folder):
                 "by `scripts/h200_visit.sh train_full`).")
     steps = sorted(run.steps)
     vals = [(s, run.steps[s]["val_loss"]) for s in steps if not math.isnan(run.steps[s]["val_loss"])]
-    rates = sorted(run.steps[s]["tokens_per_s"] for s in steps[1:] if not math.isnan(run.steps[s]["tokens_per_s"]))
-    median = rates[len(rates) // 2] if rates else math.nan
+    median = median_rate(run)
     elapsed = run.steps[steps[-1]]["elapsed_s"]
     best = min(vals, key=lambda v: v[1]) if vals else None
     commit = run.files[-1].side("git_commit")[:7]
@@ -473,11 +540,7 @@ def det_block(folder):
         cols = ("loss", "grad_norm")
         return sorted(x) == sorted(y) and all(x[s][c] == y[s][c] for s in x for c in cols)
 
-    def rate(st):
-        vals = [v["tokens_per_s"] for s, v in st.items() if s >= 2]
-        return statistics.median(vals) if vals else math.nan
-
-    det_rate, default_rate = rate(steps["a"]), rate(steps["default"])
+    det_rate, default_rate = median_of_steps(steps["a"]), median_of_steps(steps["default"])
     lines = [f"From `scripts/h200_visit.sh train_det` at commit {commit[:7]} ({findings.md_cell(files['a'].env('gpu_name'))}): "
              f"{len(steps['a'])} steps of GPT-2 small at 16 x 1024 tokens.",
              "",
@@ -490,7 +553,8 @@ def det_block(folder):
              f"{'equal at every step' if agree(steps['default'], steps['a']) else 'differ (as expected of atomic sums)'} |",
              "",
              f"Median tokens/s over steps 2..N: deterministic {det_rate:,.0f}, default {default_rate:,.0f}: "
-             f"the deterministic mode at {det_rate / default_rate:.2f}x (back to back in one call). Logs: "
+             f"the deterministic mode at {speed_ratio_text(det_rate / default_rate)} (ratio of medians, unpaired: "
+             "back to back in one call). Logs: "
              + ", ".join(files[r].name for r in DET_RUNS) + "."]
     return "\n".join(lines)
 

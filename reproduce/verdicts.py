@@ -100,10 +100,19 @@ class WinVerdict:
     strongest: str = ""  # the strongest baseline's name
     label: str = ""      # "wins", "no win" or "not available"
     reasoning: str = ""
+    # Whether `ratio` is the median of per-pair ratios against the strongest
+    # baseline (alternating samples), with p10/p90 its spread; otherwise it is
+    # the quotient of two medians timed apart (unpaired).
+    paired: bool = False
+    p10: float = NAN
+    p90: float = NAN
 
 
-def win_rule(kernel_rate, baselines):
-    """baselines: (name, rate) pairs; those not measured are ignored."""
+def win_rule(kernel_rate, baselines, paired=None):
+    """baselines: (name, rate) pairs; those not measured are ignored.
+    paired: {baseline name: (median, p10, p90)} of per-pair ratios the kernel
+    was timed with; where it holds the strongest baseline, that median is the
+    ratio judged, else the quotient of the two rates (unpaired)."""
     best = None
     for name, rate in baselines:
         if measured(rate) and (best is None or rate > best[1]):
@@ -111,11 +120,17 @@ def win_rule(kernel_rate, baselines):
     if not measured(kernel_rate) or best is None:
         return WinVerdict(label="not available",
                           reasoning="no baseline was measured" if best is None else "the kernel's rate was not measured")
-    ratio = kernel_rate / best[1]
+    ratio, p10, p90 = kernel_rate / best[1], NAN, NAN
+    pair = (paired or {}).get(best[0])
+    is_paired = pair is not None and measured(pair[0])
+    if is_paired:
+        ratio, p10, p90 = pair
     wins = meets_ratio(ratio, WIN_RATIO)
     return WinVerdict(
-        wins=wins, ratio=ratio, strongest=best[0], label="wins" if wins else "no win",
-        reasoning="%.3gx the strongest baseline (" % ratio + best[0] + "); "
+        wins=wins, ratio=ratio, strongest=best[0], label="wins" if wins else "no win", paired=is_paired,
+        p10=p10, p90=p90,
+        reasoning="%.3gx the strongest baseline (" % ratio + best[0] + ", "
+        + ("median of per-pair ratios" if is_paired else "unpaired ratio of medians") + "); "
         + ("at least 1.10x, a win" if wins else "below 1.10x, within what tuning and noise can move: no win"))
 
 

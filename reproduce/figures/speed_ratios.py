@@ -2,7 +2,8 @@
 type's rate over the f16 rate of the same path, from the throughput probe's
 sustained ceilings (findings.throughput_accel_data) and from the ladder, the
 best rung of a group against the group's best f16 rung at the same shape
-(findings.ladder_accel_data, the latest file for each group, shape and type).
+(findings.ladder_accel_data, the newest run for each group, shape and type:
+by run id, findings.run_age, not by file name).
 The same numbers as FINDINGS.md's "Is a low-precision type accelerated"."""
 import math
 
@@ -10,15 +11,23 @@ import verdicts
 from figures import style
 
 
+def newest_ladder_ratios(ladder_accel):
+    """{(group, shape, type): the LadderAccel of the newest run (by run id)
+    with a measured ratio}."""
+    latest = {}
+    for a in ladder_accel:
+        key = (a.group, a.shape, a.dtype)
+        if math.isfinite(a.verdict.ratio) and (key not in latest or a.age >= latest[key].age):
+            latest[key] = a
+    return latest
+
+
 def draw(plt, findings, probe_accel, ladder_accel, path, write_if_changed):
     bars = []  # (label, ratio, colour)
     for a in probe_accel:
         if math.isfinite(a.verdict.ratio):
             bars.append((f"probe  {a.family} {a.dtype} / f16 (instruction ceilings)", a.verdict.ratio, style.CEILING))
-    latest = {}
-    for a in ladder_accel:
-        if math.isfinite(a.verdict.ratio):
-            latest[(a.group, a.shape, a.dtype)] = a
+    latest = newest_ladder_ratios(ladder_accel)
     for (group, shape, dtype), a in sorted(latest.items()):
         who = "vendor" if group == "vendor" else "own"
         bars.append((f"ladder  {group} {findings.shape_text(*shape)} {dtype}: {a.rung.split('_')[0] if who == 'own' else a.rung.replace('vendor_', '')}"

@@ -98,6 +98,67 @@ class AttentionReport(TempDirTest):
         self.assertIn("The newest run over every kernel: **2/2 checks passed against float64** "
                       "(`rigel attention verify --baselines`, 2026-12-01_aaaaaaa", v)
 
+    def put(self, name, run_id, rows, **side):
+        """A bench CSV and its sidecar, with the sidecar keys given (complete, cases_filter, kernel)."""
+        self.write(name, to_csv(BENCH_HEADER, rows))
+        doc = json.loads(sidecar(run_id, name.split("_")[1] * 6, questions={}))
+        doc.update(side)
+        self.write(name[:-4] + ".json", json.dumps(doc))
+
+    def whole_run(self):
+        old = "20261201T100000Z-aaaaaa"
+        self.put("2026-12-01_aaaaaaa_targets_attention.csv", old,
+                 [bench(old, "s4096_d128", "forward", "cudnn", 0.97), bench(old, "s4096_d128", "forward", "rigel_fa2", 2.5),
+                  bench(old, "s4096_d64", "forward", "cudnn", 0.93, head_dim=64)],
+                 complete=True, cases_filter="", kernel="fa3")
+
+    def test_a_forced_kernel_run_never_feeds_the_default_targets(self):
+        self.whole_run()
+        new = "20261203T100000Z-cccccc"
+        forced = bench(new, "s4096_d128", "forward", "cudnn", 0.29)
+        forced[BENCH_HEADER.index("kernel")] = "fa2"
+        self.put("2026-12-03_ccccccc_targets_attention.csv", new, [forced], complete=True, kernel="fa2")
+        b = self.blocks()
+        self.assertRegex(b["attention-targets"],
+                         r"D 128, S 4096 >= 0\.95x cuDNN \| 0\.970x [^|]*2026-12-01_aaaaaaa_targets_attention\.csv[^|]*\| met \|")
+        self.assertNotIn("0.290x", b["attention-targets"])
+        self.assertNotIn("2026-12-03_ccccccc", b["attention-targets"] + b["attention-results"])
+
+    def test_a_subset_run_speaks_for_its_cases_only_each_line_from_one_file(self):
+        self.whole_run()
+        new = "20261202T100000Z-bbbbbb"
+        # A newer run of the D 64 cases, stopped before its end: it holds s4096_d64 against cuDNN alone.
+        self.put("2026-12-02_bbbbbbb_targets_subset_attention.csv", new,
+                 [bench(new, "s4096_d64", "forward", "cudnn", 0.91, head_dim=64)],
+                 complete=False, cases_filter="_d64", kernel="fa3")
+        b = self.blocks()
+        t = b["attention-targets"]
+        # D 128: the older whole run, the only one that has the case.
+        self.assertRegex(t, r"D 128, S 4096 >= 0\.95x cuDNN \| 0\.970x [^|]*2026-12-01_aaaaaaa[^|]*\| met \|")
+        self.assertRegex(t, r"\(fa2\), S 4096, D 128 \| 2\.500x [^|]*2026-12-01_aaaaaaa")
+        # D 64: the newer subset run holds the case, and says what kind of run it was.
+        self.assertIn("| forward, D 64, S 4096 >= 0.90x cuDNN | 0.910x [0.900, 0.920] "
+                      "(2026-12-02_bbbbbbb_targets_subset_attention.csv (commit bbbbbbb, cases '_d64', incomplete run)) "
+                      "| met |", t)
+        # The results table: each line's numbers and source from one file.
+        lines = {line.split(" | ")[1].split(" ")[0]: line for line in b["attention-results"].splitlines()[2:]}
+        self.assertIn("0.91x [0.90, 0.92]", lines["s4096_d64"])
+        self.assertIn("2026-12-02_bbbbbbb", lines["s4096_d64"])
+        self.assertIn("0.97x [0.96, 0.98] | 2.50x [2.49, 2.51]", lines["s4096_d128"])
+        self.assertIn("2026-12-01_aaaaaaa", lines["s4096_d128"])
+
+    def test_a_newer_run_of_the_case_without_the_baseline_does_not_borrow_an_older_number(self):
+        self.whole_run()
+        new = "20261202T100000Z-bbbbbb"
+        self.put("2026-12-02_bbbbbbb_targets_attention.csv", new, [bench(new, "s4096_d128", "forward", "cudnn", 0.96)],
+                 complete=True, kernel="fa3")
+        t = self.blocks()["attention-targets"]
+        self.assertIn("| wgmma rung (fa3) >= 1.8x the mma.sync rung (fa2), S 4096, D 128 | not measured against "
+                      "rigel_fa2 in the newest run of the case, 2026-12-02_bbbbbbb_targets_attention.csv", t)
+        # Its results line: the newer run's cuDNN ratio, no fa2 ratio borrowed from the older run.
+        line = next(x for x in self.blocks()["attention-results"].splitlines() if "| s4096_d128 (" in x)
+        self.assertIn("| 0.96x [0.95, 0.97] | - | - | - | 2026-12-02_bbbbbbb_targets_attention.csv", line)
+
     def test_a_file_without_the_columns_is_refused(self):
         self.write("2026-12-01_aaaaaaa_gpt2_attention.csv", "run_id,case\nx,y\n")
         with self.assertRaises(findings.FindingsError) as e:
@@ -143,6 +204,14 @@ class AttentionFinding(TempDirTest):
         self.assertIn("The fused pass is 9.0x to 50.0x faster than the decomposed one over the 2 measured cases", text)
         self.assertIn("the round trip alone takes longer than the whole fused pass", text)
         self.assertIn("Where it fits (s1024)", text)
+
+    def test_the_ratio_column_says_it_is_the_speed_up(self):
+        r = "20261201T100000Z-a"
+        self.write("2026-12-01_aaaaaaa_targets_attention.csv",
+                   to_csv(BENCH_HEADER, [bench(r, "s4096_d128", "forward", "rigel_decomposed", 6.5)]))
+        header = next(line for line in self.finding(None).splitlines() if line.startswith("| case |"))
+        self.assertIn("| speed-up: decomposed time / fused time, median [p10, p90] |", header)
+        self.assertNotIn("fused / decomposed", header)
 
     def test_one_row_per_case_and_the_sweep_left_to_measure(self):
         old, new = "20261201T100000Z-a", "20261202T100000Z-b"

@@ -68,8 +68,8 @@ class Render(unittest.TestCase):
         self.assertIn("| hopper | 4096 | e4m3 | k30_wgmma 900.0 Tflop/s | k30_wgmma 780.0 Tflop/s | 1.15x | "
                       "footprint only |", md)
         # f16: 780 / 700 = 1.11x -> wins; e4m3: 900 / 1260 -> no win. The FAIL row never counts.
-        self.assertIn("| 4096 | f16 | k30_wgmma 780.0 Tflop/s | cublas_f16 700.0 Tflop/s | 1.11x | wins |", md)
-        self.assertIn("| 4096 | e4m3 | k30_wgmma 900.0 Tflop/s | cublaslt_fp8 1260.0 Tflop/s | 0.71x | no win |", md)
+        self.assertIn("| 4096 | f16 | k30_wgmma 780.0 Tflop/s | cublas_f16 700.0 Tflop/s | 1.11x (unpaired) | wins |", md)
+        self.assertIn("| 4096 | e4m3 | k30_wgmma 900.0 Tflop/s | cublaslt_fp8 1260.0 Tflop/s | 0.71x (unpaired) | no win |", md)
         self.assertNotIn("k31_broken", md)
 
     def test_ladder_rate_and_rate_unit_columns_replace_gflops(self):
@@ -80,7 +80,7 @@ class Render(unittest.TestCase):
         fin = sample_input()
         fin.ladder.append(result("2026-12-02_aaaaaaa_ladder.csv", to_csv(header, rows)))
         md = render(fin)
-        self.assertIn("| 4096 | f16 | k30_wgmma 780.0 Tflop/s | cublas_f16 700.0 Tflop/s | 1.11x | wins |", md)
+        self.assertIn("| 4096 | f16 | k30_wgmma 780.0 Tflop/s | cublas_f16 700.0 Tflop/s | 1.11x (unpaired) | wins |", md)
         # The unit comes from rate_unit: integer products count operations.
         self.assertIn("| vendor | 4096 | i8 | vendor_i8 1400.0 Tops | cublas_f16 700.0 Tflop/s | 2.00x | accelerated |",
                       md)
@@ -410,3 +410,86 @@ class Excerpt(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# ---- the win verdict reads the paired ratio; "newest" is by run id -------------------------------
+
+PAIRED_HEADER = ["run_id", "rung", "backend", "group", "dtype", "m", "n", "k", "status", "vendor", "rate", "rate_unit",
+                 "paired_vendor", "paired_ratio_median", "paired_ratio_p10", "paired_ratio_p90"]
+
+
+def paired_ladder(rows):
+    """A ladder CSV with rates and paired columns: (rung, vendor, rate, paired vendor, median, p10, p90)."""
+    return to_csv(PAIRED_HEADER, [["20261204T182412Z-1fca22", rung, "cuda", "vendor" if v == "1" else "hopper", "bf16",
+                                   "4096", "4096", "4096", "PASS", v, str(rate), "Gflop/s", pv, med, p10, p90]
+                                  for rung, v, rate, pv, med, p10, p90 in rows])
+
+
+def win_line(md, shape="4096", dtype="bf16"):
+    at = md.find("## Does a rigel kernel win?")
+    return next(line for line in md[at:].splitlines() if line.startswith(f"| {shape} | {dtype} |"))
+
+
+class PairedWins(unittest.TestCase):
+    def test_the_win_row_reads_the_paired_median_with_its_spread(self):
+        # Timed apart, 644.9 / 671.7 = 0.96x; timed in pairs against that same cuBLAS row, 1.03x.
+        fin = sample_input()
+        fin.ladder.append(result("2026-12-04_42ea831_ladder_k39_2.csv", paired_ladder([
+            ("k39_wgmma_pingpong", "0", 644890, "vendor_cublas_bf16", "1.02881", "1.02097", "1.03842"),
+            ("vendor_cublas_bf16", "1", 671718, "", "", "", "")])))
+        line = win_line(render(fin))
+        self.assertIn("| 1.03x [1.02, 1.04] (paired) | no win |", line)
+        self.assertNotIn("0.96x", line)
+
+    def test_a_pair_against_another_vendor_row_leaves_the_ratio_unpaired(self):
+        # Paired against cuBLASLt's default, but FAST_ACCUM is the strongest row: the rates' quotient, so marked.
+        fin = sample_input()
+        fin.ladder.append(result("2026-12-04_42ea831_ladder.csv", paired_ladder([
+            ("k39_wgmma_pingpong", "0", 1000.0, "vendor_cublaslt_e4m3", "1.20", "1.19", "1.21"),
+            ("vendor_cublaslt_e4m3", "1", 900.0, "", "", "", ""),
+            ("vendor_cublaslt_e4m3_fastacc", "1", 1000.0, "", "", "", "")])))
+        self.assertIn("| 1.00x (unpaired) | no win |", win_line(render(fin)))
+
+    def test_a_ratio_just_below_the_line_is_not_rounded_onto_it(self):
+        fin = sample_input()
+        fin.ladder.append(result("2026-12-04_42ea831_ladder.csv", paired_ladder([
+            ("k39_wgmma_pingpong", "0", 700.0, "vendor_cublas_bf16", "1.097", "1.09", "1.104"),
+            ("vendor_cublas_bf16", "1", 700.0, "", "", "", "")])))
+        self.assertIn("| 1.097x [1.090, 1.104] (paired) | no win |", win_line(render(fin)))
+
+
+class NewestByRunId(unittest.TestCase):
+    """Two files whose name order is the reverse of their run order: the later run speaks."""
+
+    def test_the_ladder_roofline_comes_from_the_later_run_not_the_later_name(self):
+        rows_early = [ceiling("hfma2 (f16x2 FMA)", "f16", "50.0", "1980", "264")]
+        rows_late = [ceiling("hfma2 (f16x2 FMA)", "f16", "66.0", "1980", "264")]
+        fin = findings.FindingsInput()
+        # "zzz" sorts after "aaa" by name but ran a day earlier.
+        fin.probes.append(result("2026-12-01_zzzzzzz_probes.csv",
+                                 probes_csv("20261201T100000Z-early", rows_early, header=TYPED_HEADER),
+                                 sidecar("20261201T100000Z-early", "z" * 40, questions={})))
+        fin.probes.append(result("2026-12-01_aaaaaaa_probes.csv",
+                                 probes_csv("20261202T100000Z-late", rows_late, header=TYPED_HEADER),
+                                 sidecar("20261202T100000Z-late", "a" * 40, questions={})))
+        fin.ladder.append(result("2026-12-01_aaaaaaa_ladder.csv", ladder_csv()))
+        rows, ref = findings.ladder_dispatch_rows(fin)
+        self.assertEqual(ref.name, "2026-12-01_aaaaaaa_probes.csv")
+        # k30_wgmma f16 at 780 Tflop/s over the later run's 66 Tflop/s HFMA2 roofline.
+        self.assertIn("| 11.82x HFMA2 |", rows)
+        md = render(fin)
+        self.assertIn("roofline from `2026-12-01_aaaaaaa_probes.csv`", md)
+        self.assertIn("Throughput probe, `2026-12-01_aaaaaaa_probes.csv`", md)
+
+    def test_the_speed_ratio_figure_draws_the_later_run(self):
+        from figures import speed_ratios
+        rows_early = [["20261201T100000Z-early"] + r[1:] for r in LADDER_ROWS]
+        rows_late = [["20261202T100000Z-late"] + r[1:] for r in LADDER_ROWS]
+        rows_late[3][-1] = "1200000"  # k30_wgmma e4m3: 1200 / 780 in the later run
+        # In name order, as load_results gives them: the earlier run's file comes last.
+        ladder = [result("2026-12-01_aaaaaaa_ladder.csv", ladder_csv(rows=rows_late)),
+                  result("2026-12-01_zzzzzzz_ladder.csv", ladder_csv(rows=rows_early))]
+        latest = speed_ratios.newest_ladder_ratios(findings.ladder_accel_data(ladder))
+        a = latest[("hopper", (4096, 4096, 4096), "e4m3")]
+        self.assertEqual(a.source, "2026-12-01_aaaaaaa_ladder.csv")
+        self.assertAlmostEqual(a.verdict.ratio, 1200 / 780)

@@ -243,7 +243,7 @@ class Targets(Fixture):
             "every layout within 3 % of layout NT at 4096^3 (rigel's rates, same run)": False})
         self.assertEqual(v["GPT-2 suite: no product below 0.90x cuBLASLt"].measured, "lowest 0.80x (attn_out); 1 below")
         self.assertEqual(v["every layout within 3 % of layout NT at 4096^3 (rigel's rates, same run)"].measured,
-                         "lowest TT: 0.954x NT's 651.0 Tflop/s")
+                         "lowest TT: 0.954x NT's 651.0 Tflop/s (unpaired rates)")
         self.assertEqual(v["512^3 >= 0.90x cuBLAS"].measured, "0.660x [0.640, 0.680]")
         block = self.blocks(bench=fixture_rows(False))["gemm-targets"]
         self.assertIn("**4 of 9 met**.", block)
@@ -255,10 +255,38 @@ class Targets(Fixture):
         self.assertTrue(all(t.met is True for t in v.values()), {k: t.met for k, t in v.items()})
         # TN at 630.5 / 650 = 0.97 exactly: within 3 %.
         rows = [vs_lt("layouts", "NT", 4096, 4096, 4096, 1.0, layout="NT", rate=650.0),
-                vs_lt("layouts", "TN", 4096, 4096, 4096, 1.0, layout="TN", rate=630.5)]
+                vs_lt("layouts", "TN", 4096, 4096, 4096, 1.0, layout="TN", rate=630.5),
+                vs_lt("layouts", "NN", 4096, 4096, 4096, 1.0, layout="NN", rate=650.0),
+                vs_lt("layouts", "TT", 4096, 4096, 4096, 1.0, layout="TT", rate=650.0)]
         t = gemm_report.layout_target(gemm_report.bench_rows(findings.make_result_file(
             "x_gemm.csv", to_csv(gemm_report.BENCH_COLUMNS, rows).encode())))
         self.assertTrue(t.met)
+
+    def test_the_layout_target_needs_all_four_layouts(self):
+        # NT and TN alone, within 3 % of each other: NN and TT unmeasured, so not met.
+        rows = [vs_lt("layouts", "NT", 4096, 4096, 4096, 1.0, layout="NT", rate=650.0),
+                vs_lt("layouts", "TN", 4096, 4096, 4096, 1.0, layout="TN", rate=645.0)]
+        t = gemm_report.layout_target(gemm_report.bench_rows(findings.make_result_file(
+            "x_gemm.csv", to_csv(gemm_report.BENCH_COLUMNS, rows).encode())))
+        self.assertIs(t.met, False)
+        self.assertEqual(t.verdict, "**not met**")
+        self.assertTrue(t.measured.endswith("; NN, TT not measured"), t.measured)
+
+    def test_a_geometric_mean_over_some_products_is_not_the_suites(self):
+        # Two GPT-2 products at 1.05x and one without a ratio: the mean of the measured two is 1.05x,
+        # yet the suite's mean is not known, so the target is not met, as the floor beside it is not.
+        rows = [vs_lt("gpt2", "qkv", 16384, 2304, 768, 1.05), vs_lt("gpt2", "fc", 16384, 3072, 768, 1.05),
+                vs_lt("gpt2", "proj", 16384, 768, 3072, float("nan"))]
+        mean, floor = gemm_report.suite_targets("GPT-2", gemm_report.bench_rows(findings.make_result_file(
+            "x_gemm.csv", to_csv(gemm_report.BENCH_COLUMNS, rows).encode())), "cublaslt")
+        self.assertIs(mean.met, False)
+        self.assertEqual(mean.measured, "1.050x over 2 products; 1 not measured")
+        self.assertIs(floor.met, False)
+        # All three measured: met.
+        rows[2] = vs_lt("gpt2", "proj", 16384, 768, 3072, 1.05)
+        mean, _ = gemm_report.suite_targets("GPT-2", gemm_report.bench_rows(findings.make_result_file(
+            "x_gemm.csv", to_csv(gemm_report.BENCH_COLUMNS, rows).encode())), "cublaslt")
+        self.assertIs(mean.met, True)
 
     def test_a_missing_suite_or_row_is_not_measured_never_met(self):
         rows = [r for r in fixture_rows(True) if r[3] not in ("small", "layouts")]

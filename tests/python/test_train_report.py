@@ -124,10 +124,10 @@ class TrainCompare(TempDirTest):
         self.assertIn("gpt2, commit 1111111, NVIDIA H200:", block)
         rows = [line for line in lines if line.startswith("| ") and not line.startswith("| backend")]
         self.assertEqual(rows, [
-            "| cuda | 4 | 300 | 1.00x | 8.0000 | - | - | - | 2026-12-02_1111111_train_gpt2_cuda.csv |",
-            "| torch-compile | 3 | 200 | 1.50x | 8.9000 | 0.1000 (step 3) | - | - | "
+            "| cuda | 4 | 300 | 1.000x | 8.0000 | - | - | - | 2026-12-02_1111111_train_gpt2_cuda.csv |",
+            "| torch-compile | 3 | 200 | 1.500x | 8.9000 | 0.1000 (step 3) | - | - | "
             "2026-12-02_1111111_train_gpt2_torch-compile.csv |",
-            "| torch-eager | 4 | 150 | 2.00x | 8.0200 | 0.0500 (step 3) | - | - | "
+            "| torch-eager | 4 | 150 | 2.000x | 8.0200 | 0.0500 (step 3) | - | - | "
             "2026-12-02_1111111_train_gpt2_torch-eager.csv |",
         ])
         self.assertNotIn("2222222", block)
@@ -167,10 +167,55 @@ class TrainCompare(TempDirTest):
         write("2026-12-02_1111111_train_gpt2_torch-eager.csv", "20261202T100200Z-c", [1, 250, 250], 6.35, 8.0,
               device_wide=False)
         block = train_report.targets_block(train_report.load(self.dir))
-        self.assertIn("| tokens/s >= 1.10x torch-compile | 1.10x (330 / 300) | met |", block)
-        self.assertIn("| tokens/s >= 1.40x torch-eager | 1.32x (330 / 250) | **not met** |", block)
+        self.assertIn("| tokens/s >= 1.10x torch-compile | 1.100x (330 / 300; ratio of medians, unpaired) | met |",
+                      block)
+        self.assertIn("| tokens/s >= 1.40x torch-eager | 1.320x (330 / 250; ratio of medians, unpaired) | **not met** |",
+                      block)
         self.assertIn("(largest difference 2.362%) | **not met** |", block)
         self.assertIn("not comparable (an allocator-only peak)", block)
+
+    def test_a_ratio_just_below_a_target_reads_below_it(self):
+        # 1097 / 1000 = 1.097x: "1.10x" beside "not met" would contradict itself.
+        for name, run_id, rate in (("cuda", "20261202T100000Z-a", 1097.0), ("torch-compile", "20261202T100100Z-b", 1000.0),
+                                   ("torch-eager", "20261202T100200Z-c", 700.0)):
+            self.log(f"2026-12-02_1111111_train_gpt2_{name}.csv", run_id, C1, [1.0, rate, rate], [9.0, 8.0, 7.0])
+        runs = train_report.load(self.dir)
+        block = train_report.targets_block(runs)
+        self.assertIn("| tokens/s >= 1.10x torch-compile | 1.097x (1,097 / 1,000; ratio of medians, unpaired) | "
+                      "**not met** |", block)
+        self.assertIn("| torch-compile | 3 | 1,000 | 1.097x |", train_report.compare_block(runs))
+
+    def test_every_median_is_over_steps_two_to_n(self):
+        # Step 1 at 10 tokens/s (warm-up) would pull an upper median over all steps down to 100.
+        self.log("2026-12-02_1111111_train_gpt2_cuda.csv", "20261202T100000Z-a", C1, [10, 100, 300], [3, 2, 1])
+        runs = train_report.load(self.dir)
+        self.assertEqual(train_report.median_rate(runs[("gpt2", "cuda")]), 200)
+        self.assertIn("| gpt2 | cuda | 3 | 1.0000 | - | 200 |", train_report.runs_block(runs))
+
+    def test_two_calls_at_one_commit_stay_apart(self):
+        # Two train_compare calls of one commit, hours apart: each rigel run beside its own PyTorch run,
+        # never joined step by step.
+        self.log("2026-12-02_1111111_train_gpt2_cuda.csv", "20261202T100000Z-a", C1, [1, 300, 300], [11, 10, 9])
+        self.log("2026-12-02_1111111_train_gpt2_torch-eager.csv", "20261202T100100Z-b", C1, [1, 150, 150],
+                 [11, 10, 9])
+        self.log("2026-12-02_1111111_train_gpt2_cuda_20261202T150000Z-c.csv", "20261202T150000Z-c", C1,
+                 [1, 600, 600, 600], [11, 5, 4, 3])
+        self.log("2026-12-02_1111111_train_gpt2_torch-eager_20261202T150100Z-d.csv", "20261202T150100Z-d", C1,
+                 [1, 200, 200, 200], [11, 5, 4, 3])
+        # A PyTorch run of that commit long after both calls, with no rigel run of its own: in no call.
+        self.log("2026-12-02_1111111_train_gpt2_torch-compile_20261202T200000Z-e.csv", "20261202T200000Z-e", C1,
+                 [1, 999, 999], [11, 5, 4])
+        runs = train_report.load(self.dir)
+        found = train_report.comparisons(runs)
+        self.assertEqual([(sorted(c.runs), [f.name for r in c.runs.values() for f in r.files]) for c in found], [
+            (["cuda", "torch-eager"], ["2026-12-02_1111111_train_gpt2_cuda.csv",
+                                       "2026-12-02_1111111_train_gpt2_torch-eager.csv"]),
+            (["cuda", "torch-eager"], ["2026-12-02_1111111_train_gpt2_cuda_20261202T150000Z-c.csv",
+                                       "2026-12-02_1111111_train_gpt2_torch-eager_20261202T150100Z-d.csv"])])
+        self.assertEqual([train_report.median_rate(c.runs["cuda"]) for c in found], [300, 600])
+        self.assertEqual([sorted(c.runs["torch-eager"].steps) for c in found], [[1, 2, 3], [1, 2, 3, 4]])
+        # Each call has its own table.
+        self.assertIn("| cuda | 4 | 600 | 1.000x |", train_report.compare_block(runs))
 
     def test_a_run_of_step_one_alone_has_no_median(self):
         self.log("2026-12-02_1111111_train_gpt2_cuda.csv", "20261202T100000Z-a", C1, [100], [11.0])
@@ -278,7 +323,8 @@ class DeterministicRuns(TempDirTest):
         self.assertIn("| two deterministic runs from the same weights | equal at every step |", block)
         self.assertIn("| stopped after step 4 and resumed, against the straight run | equal at every step |", block)
         self.assertIn("differ (as expected of atomic sums)", block)
-        self.assertIn("deterministic 800, default 1,000: the deterministic mode at 0.80x", block)
+        self.assertIn("deterministic 800, default 1,000: the deterministic mode at 0.800x (ratio of medians, unpaired",
+                      block)
 
     def test_a_difference_is_flagged(self):
         self.put_all(det_rate=1000.0, default_rate=1000.0, b_shift=1e-3)

@@ -2,17 +2,19 @@
 to its baseline from the same run, the paired median where `rigel ladder
 --paired` took one against that baseline, and the two rates' quotient
 otherwise (old files have no paired columns)."""
+import os
 import unittest
 
 import helpers  # noqa: F401  (puts reproduce/ on the path)
+from helpers import REPRODUCE, TempDirTest
 import reproduce
 
 
-def row(rung, rate, vendor="0", paired_vendor="", paired=""):
+def row(rung, rate, vendor="0", paired_vendor="", paired="", p10="", p90=""):
     return {"backend": "cuda", "status": "PASS", "_rate": rate, "group": "vendor" if vendor == "1" else "hopper",
             "vendor": vendor, "run_id": "r1", "dtype": "e4m3", "m": "4096", "n": "4096", "k": "4096",
             "rung": rung, "_file": "f.csv", "_machine": "h200", "_ops": False, "paired_vendor": paired_vendor,
-            "paired_ratio_median": paired}
+            "paired_ratio_median": paired, "paired_ratio_p10": p10, "paired_ratio_p90": p90}
 
 
 class VendorSweep(unittest.TestCase):
@@ -92,8 +94,74 @@ class Issue11Targets(unittest.TestCase):
         rows = [cube_row("vendor_cublas_bf16", 600.0, "bf16", 2048, vendor="1"),
                 cube_row("k39_wgmma_pingpong", 580.0, "bf16", 2048)]
         m, ok = self.verdicts(rows)["no bf16 square from 2048^3 to 16384^3 below 1.00x cuBLAS"]
-        self.assertTrue(m.startswith("lowest 2048^3: 0.967x, k39_wgmma_pingpong"), m)
+        self.assertTrue(m.startswith("lowest 2048^3: 0.967x (unpaired), k39_wgmma_pingpong"), m)
         self.assertFalse(ok)
+
+
+class PairedSpread(unittest.TestCase):
+    """A paired ratio travels with its p10 and p90 into the sweep and issue 11's targets; an unpaired one
+    is marked as the quotient of two medians."""
+
+    def rows(self):
+        return [cube_row("vendor_cublas_bf16", 660.4, "bf16", 8192, vendor="1"),
+                cube_row("k39_wgmma_pingpong", 648.6, "bf16", 8192, paired_vendor="vendor_cublas_bf16",
+                         paired="1.05193", p10="0.97812", p90="1.05917"),
+                cube_row("k35_wgmma_cluster_multicast", 650.0, "bf16", 8192)]
+
+    def test_the_sweep_carries_p10_and_p90(self):
+        _, entries = reproduce.vendor_sweep_data(self.rows())
+        e = entries[0]
+        self.assertEqual(e["spread"]["k39_wgmma_pingpong"], (0.97812, 1.05917))
+        self.assertNotIn("k35_wgmma_cluster_multicast", e["spread"])
+        table, _ = reproduce.vendor_sweep_table(self.rows())
+        self.assertIn("| 1.05x [0.98, 1.06] (paired) |", table)
+        self.assertIn("| 0.98x (unpaired) |", table)  # 650.0 / 660.4, two medians timed apart
+        self.assertIn("| 1.05x [0.98, 1.06] (paired, k39_wgmma_pingpong / cublas_bf16) |", table)
+
+    def test_the_issue11_target_prints_the_spread(self):
+        v = {t: (m, ok) for t, m, ok in reproduce.issue11_targets(self.rows())}
+        self.assertEqual(v["bf16 8192^3 >= 1.03x cuBLAS"],
+                         ("1.052x [0.978, 1.059] (paired), k39_wgmma_pingpong", True))
+        self.assertIn("| bf16 8192^3 >= 1.03x cuBLAS | 1.052x [0.978, 1.059] (paired), k39_wgmma_pingpong | met |",
+                      reproduce.issue11_block(self.rows()))
+
+
+def ladder_row(rung, rate, file, vendor="0", backend="cuda", pct="", **kw):
+    r = cube_row(rung, rate, "bf16", 4096, vendor=vendor, **kw)
+    r.update(backend=backend, threads="1", pct_of_vendor=pct, err_max_scaled="5.5e-07", _file=file)
+    return r
+
+
+class LadderTable(TempDirTest):
+    """reproduce.ladder_table's SASS column reads the SASS record of the row's own run (its date_commit
+    stem), and its "% of vendor" column says which figure is paired."""
+
+    def setUp(self):
+        super().setUp()
+        # A SASS record of another commit, listed last by name: it must not speak for k39's run.
+        self.write("results/h200/2026-12-05_fffffff_sass.csv",
+                   "object,hgmma,qgmma,hmma,imma,dmma,ffma\nk39_wgmma_pingpong,16,0,0,0,0,0\n")
+        self.write("results/h200/2026-12-01_2d29642_sass.csv",
+                   "object,hgmma,qgmma,hmma,imma,dmma,ffma\nk32_wgmma_persistent,32,0,0,0,0,0\n")
+        reproduce.set_root(self.dir)
+        self.addCleanup(reproduce.set_root, os.path.join(REPRODUCE, ".."))
+
+    def test_sass_of_the_rows_own_run_or_no_record(self):
+        rows = [ladder_row("vendor_cublas_bf16", 671718.0, "2026-12-04_42ea831_ladder_k39_2.csv", vendor="1",
+                           pct="100"),
+                ladder_row("k39_wgmma_pingpong", 644890.0, "2026-12-04_42ea831_ladder_k39_2.csv", pct="96.006",
+                           paired_vendor="vendor_cublas_bf16", paired="1.02881", p10="1.02097", p90="1.03842"),
+                ladder_row("k32_wgmma_persistent", 651200.0, "2026-12-01_2d29642_ladder_gpu_short.csv", pct="95.8")]
+        table, n = reproduce.ladder_table(rows, 4096)
+        self.assertEqual(n, 3)
+        lines = {line.split(" | ")[0][2:]: line for line in table.splitlines()[2:]}
+        self.assertIn("| library |", lines["vendor_cublas_bf16"])
+        k39 = lines["k39_wgmma_pingpong"]
+        self.assertIn("| no SASS record |", k39)
+        self.assertNotIn("library", k39)
+        self.assertNotIn("HGMMA", k39)
+        self.assertIn("| 96.0% unpaired; 1.029x [1.021, 1.038] paired vs cublas_bf16 |", k39)
+        self.assertIn("| 95.8% | 5.5e-07 | HGMMA |", lines["k32_wgmma_persistent"])
 
 
 if __name__ == "__main__":
