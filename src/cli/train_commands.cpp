@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -182,19 +183,27 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
         o.sync = sync.get();
     }
     const bool speaks = rank.rank == 0;
+    // A SIGINT or SIGTERM (forwarded by `rigel launch` to every rank) stops
+    // the run after the step in progress, validated if due and checkpointed,
+    // so that --resume continues it; a second one quits at once.
     install_stop_handlers();
+    o.should_stop = stop_requested;
     RunFiles files(speaks ? a.out : std::string(), log_header(), "train_log", "train_" + a.model + "_" + a.backend,
                    a.model, o.seed, *ex);
     auto backend = on_device ? train::make_cuda_backend(o.model, o.batch, o.seq, a.backend == "cuda-vendor",
                                                         a.deterministic)
                                        : train::make_reference_backend(o.model);
     std::vector<std::vector<std::string>> cells;
+    std::int64_t last_step = 0, last_checkpoint = 0;
     train::train(o, *backend, [&](const train::StepLog& l) {
+        last_step = l.step;
+        if (l.checkpointed) last_checkpoint = l.step;
         if (!speaks) return;
         if (cells.empty())  // the files and the checkpoint were accepted
             say("training " + a.model + " (" + std::to_string(train::param_layout(o.model).total) + " parameters) on " +
                 backend->name() + (rank.world > 1 ? " x " + std::to_string(rank.world) + " ranks" : "") + ", " +
-                std::to_string(o.batch * o.seq * o.accumulation * rank.world) + " tokens per step");
+                std::to_string(static_cast<std::int64_t>(o.batch) * o.seq * o.accumulation * rank.world) +
+                " tokens per step");
         std::printf("step %5lld/%lld  loss %.4f%s  lr %.3g  norm %.3f  %.0f tok/s%s%s\n",
                     static_cast<long long>(l.step), static_cast<long long>(o.steps), l.loss,
                     l.has_val ? ("  val " + num(l.val_loss)).c_str() : "", l.lr, l.grad_norm, l.tokens_per_s,
@@ -220,14 +229,22 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
         d.integer("batch", o.batch).integer("seq", o.seq).integer("accumulation", o.accumulation);
         d.integer("tokens_per_rank_step", static_cast<std::int64_t>(o.batch) * o.seq * o.accumulation);
         d.boolean("deterministic", a.deterministic);
+        // Complete only at the schedule's last step: a run stopped before it
+        // (--stop-after, --max-seconds, a signal) is a piece that --resume continues.
         files.write(cells, d, l.step == o.steps);
     });
-    if (!speaks) return 0;
+    // Stopped by a signal: the shell's code for it, on every rank, once the files say what was done.
+    const int stopped_by = stop_signal();
+    if (!speaks) return stopped_by != 0 ? 128 + stopped_by : 0;
     files.report(cells.size());
     if (o.profile && !o.init_only)
         report_profile(backend->phase_times(), a.out, "profile_" + a.model + "_" + a.backend, a.model, o.seed, *ex);
     if (o.init_only) say("wrote the initialization to " + a.checkpoint + " (step 0)");
-    return 0;
+    if (stopped_by != 0 && !o.init_only && last_step < o.steps)
+        say("stopped after step " + std::to_string(last_step) + " of " + std::to_string(o.steps) +
+            (last_checkpoint == last_step && last_step > 0 ? "; --resume continues from " + a.checkpoint
+                                                           : "; no checkpoint (--checkpoint) to resume from"));
+    return stopped_by != 0 ? 128 + stopped_by : 0;
 }
 
 struct SampleArgs {

@@ -1,15 +1,21 @@
 #include "dist/launch.hpp"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include "dist/rendezvous.hpp"
 
@@ -18,22 +24,72 @@ extern char** environ;
 namespace rigel::dist {
 namespace {
 
-// The children, for the signal handler: it forwards SIGINT and SIGTERM.
+// The children, for the signal handler: it forwards the stop signals.
 // Each child leads a process group of its own, and signals go to the whole
 // group, so that a rank that is a shell script stops with everything it
-// started.
+// started. A rank's entry is -1 once it has been waited for: its group's id
+// may then be reused, and is signalled no more.
 constexpr int kMaxRanks = 1024;
+constexpr std::array<int, 3> kForwardedSignals{SIGINT, SIGTERM, SIGHUP};
 volatile sig_atomic_t g_count = 0;
+volatile sig_atomic_t g_forwarded = 0;  // a stop signal reached every rank
 pid_t g_pids[kMaxRanks];
 
 void forward(int sig) {
+    g_forwarded = 1;
     for (sig_atomic_t i = 0; i < g_count; ++i)
         if (g_pids[i] > 0) kill(-g_pids[i], sig);
 }
 
-void stop_all(int except) {
+void signal_all(int sig, int except) {
     for (sig_atomic_t i = 0; i < g_count; ++i)
-        if (i != except && g_pids[i] > 0) kill(-g_pids[i], SIGTERM);
+        if (i != except && g_pids[i] > 0) kill(-g_pids[i], sig);
+}
+
+// Waits for every started rank. From the first failure on (or at once with
+// `stop_now`, when the launch itself failed) the others are stopped: SIGTERM
+// (unless a forwarded signal already asked them), then SIGKILL for every
+// group still alive after `grace_seconds`; meanwhile the wait polls, so that
+// the deadline is kept whatever the ranks do.
+LaunchResult wait_for_ranks(double grace_seconds, bool stop_now) {
+    using Clock = std::chrono::steady_clock;
+    std::optional<Clock::time_point> kill_at;
+    bool killed = false;
+    const auto stop_others = [&](int except) {
+        if (!g_forwarded) signal_all(SIGTERM, except);
+        kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace_seconds));
+    };
+    if (stop_now) stop_others(-1);
+    LaunchResult result;
+    for (int left = g_count; left > 0;) {
+        int status = 0;
+        const pid_t pid = waitpid(-1, &status, kill_at ? WNOHANG : 0);
+        if (pid < 0) {
+            if (errno == EINTR) continue;
+            break;  // no child left to wait for
+        }
+        if (pid == 0) {  // stopping, and no rank exited since the last look
+            if (!killed && Clock::now() >= *kill_at) {
+                signal_all(SIGKILL, -1);
+                killed = true;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            continue;
+        }
+        int rank = -1;
+        for (int r = 0; r < g_count; ++r)
+            if (g_pids[r] == pid) rank = r;
+        if (rank < 0) continue;
+        g_pids[rank] = -1;
+        --left;
+        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (code != 0 && result.first_failed < 0 && !stop_now) {
+            result.exit_code = code;
+            result.first_failed = rank;
+            if (!kill_at) stop_others(rank);
+        }
+    }
+    return result;
 }
 
 std::string make_rendezvous(const std::string& parent) {
@@ -75,6 +131,8 @@ std::string check(const LaunchSpec& spec) {
     if (spec.command.empty()) return "no command to launch: give it after --";
     if (spec.nproc < 1) return "--nproc must be at least 1";
     if (spec.nproc > kMaxRanks) return "--nproc may be at most " + std::to_string(kMaxRanks);
+    if (!std::isfinite(spec.grace_seconds) || spec.grace_seconds < 0)
+        return "the grace before the ranks are killed must be a finite number of seconds, 0 or more";
     return {};
 }
 
@@ -86,35 +144,46 @@ LaunchResult launch(const LaunchSpec& spec) {
     std::vector<std::vector<std::string>> envs;
     for (int r = 0; r < spec.nproc; ++r) envs.push_back(rank_environment(r, spec.nproc, dir));
 
-    struct sigaction sa {}, old_int{}, old_term{};
+    // The forwarding handler, for each stop signal the launcher was not
+    // started ignoring (nohup's SIGHUP, a background job's SIGINT: the
+    // children inherit the ignoring).
+    struct sigaction sa {};
     sa.sa_handler = forward;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    std::array<struct sigaction, kForwardedSignals.size()> old_actions{};
+    g_forwarded = 0;
+    for (std::size_t i = 0; i < kForwardedSignals.size(); ++i) {
+        sigaction(kForwardedSignals[i], nullptr, &old_actions[i]);
+        if (old_actions[i].sa_handler != SIG_IGN) sigaction(kForwardedSignals[i], &sa, nullptr);
+    }
     const auto restore = [&] {
-        sigaction(SIGINT, &old_int, nullptr);
-        sigaction(SIGTERM, &old_term, nullptr);
+        for (std::size_t i = 0; i < kForwardedSignals.size(); ++i)
+            sigaction(kForwardedSignals[i], &old_actions[i], nullptr);
         std::error_code ec;
         std::filesystem::remove_all(dir, ec);
         g_count = 0;
     };
 
-    // SIGINT and SIGTERM wait while the children are made: a child between
+    // The stop signals wait while the children are made: a child between
     // fork and exec still has the forwarding handler, and would take a stop
-    // for itself to forward. It restores the default handlers first.
+    // for itself to forward. It restores the launcher's own handlers first.
     sigset_t stops, old_mask;
     sigemptyset(&stops);
-    sigaddset(&stops, SIGINT);
-    sigaddset(&stops, SIGTERM);
+    for (const int sig : kForwardedSignals) sigaddset(&stops, sig);
     sigprocmask(SIG_BLOCK, &stops, &old_mask);
+    const pid_t launcher = getpid();
     g_count = 0;
     for (int r = 0; r < spec.nproc; ++r) {
         std::vector<char*> envp = pointers(envs[static_cast<std::size_t>(r)]);
         const pid_t pid = fork();
         if (pid == 0) {
+            // The launcher's death, SIGKILL included, stops the rank as a
+            // forwarded SIGTERM would. A launcher that died before this line
+            // sends nothing: the child has a new parent already, and goes.
+            if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != launcher) _exit(128 + SIGTERM);
             setpgid(0, 0);
-            signal(SIGINT, SIG_DFL);
-            signal(SIGTERM, SIG_DFL);
+            for (std::size_t i = 0; i < kForwardedSignals.size(); ++i)
+                sigaction(kForwardedSignals[i], &old_actions[i], nullptr);
             sigprocmask(SIG_SETMASK, &old_mask, nullptr);
             execvpe(argv[0], argv.data(), envp.data());
             _exit(127);  // the shell's "command not found"
@@ -122,9 +191,7 @@ LaunchResult launch(const LaunchSpec& spec) {
         if (pid < 0) {
             const std::string why = std::strerror(errno);
             sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-            stop_all(-1);
-            while (wait(nullptr) > 0) {
-            }
+            wait_for_ranks(spec.grace_seconds, true);
             restore();
             throw std::runtime_error("cannot start rank " + std::to_string(r) + ": " + why);
         }
@@ -134,27 +201,7 @@ LaunchResult launch(const LaunchSpec& spec) {
     }
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
 
-    LaunchResult result;
-    for (int left = spec.nproc; left > 0;) {
-        int status = 0;
-        const pid_t pid = waitpid(-1, &status, 0);
-        if (pid < 0) {
-            if (errno == EINTR) continue;
-            break;
-        }
-        int rank = -1;
-        for (int r = 0; r < spec.nproc; ++r)
-            if (g_pids[r] == pid) rank = r;
-        if (rank < 0) continue;
-        g_pids[rank] = -1;
-        --left;
-        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (code != 0 && result.first_failed < 0) {
-            result.exit_code = code;
-            result.first_failed = rank;
-            stop_all(rank);
-        }
-    }
+    const LaunchResult result = wait_for_ranks(spec.grace_seconds, false);
     restore();
     return result;
 }

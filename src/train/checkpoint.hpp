@@ -1,7 +1,10 @@
 // Training checkpoints: everything a run needs to continue bit for bit (the
-// fp32 master parameters, AdamW's two moments, the step, the data loader's and
-// the random generator's state, the options it ran with), saved atomically and
-// checked on load.
+// fp32 master parameters, AdamW's two moments, the step, the data loader's
+// state, the options it ran with), saved atomically and checked on load. The
+// layout has room for a random generator's state, but `rigel train run`
+// writes zeros there: training draws no random numbers after the
+// initialization (which the seed in the options fixes), so there is no
+// generator state to continue.
 //
 // File layout (version 1), all little-endian:
 //   header, 32 bytes: magic "RIGELCKP" (8 bytes), version (u64),
@@ -35,7 +38,8 @@ inline constexpr std::size_t kCheckpointFixedFieldBytes = 112;  // the payload b
 // The model a checkpoint belongs to (train/gpt2.hpp).
 using ModelConfig = Gpt2Config;
 
-// The state of a 256-bit generator such as xoshiro256.
+// The state of a 256-bit generator such as xoshiro256: all zeros in the
+// checkpoints of `rigel train run`, whose steps draw no random numbers.
 struct RngState {
     std::array<std::uint64_t, 4> words{};
     bool operator==(const RngState&) const = default;
@@ -48,7 +52,7 @@ struct Checkpoint {
     std::vector<float> first_moment;   // AdamW m, one per parameter
     std::vector<float> second_moment;  // AdamW v, one per parameter
     LoaderState loader;
-    RngState rng;
+    RngState rng;         // zeros from the training loop (see RngState)
     std::string options;  // the training options as JSON text, stored as given
 };
 

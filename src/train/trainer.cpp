@@ -1,12 +1,20 @@
 // The training loop and the host reference backend (trainer.hpp).
 #include "train/trainer.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cinttypes>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 
+#include "core/hash.hpp"
 #include "dist/partition.hpp"
 #include "train/checkpoint.hpp"
 #include "train/gpt2_reference.hpp"
@@ -80,21 +88,59 @@ private:
     GradientSync* sharded_ = nullptr;  // set by a step with a sharded optimizer: save() gathers
 };
 
-// The options a checkpoint records, as text (JSON), and compares on resume:
-// a run continues only with the batch shape and data it started with.
-std::string options_text(const TrainOptions& o) {
-    // The accumulation over all ranks: a run resumes with any number of ranks
-    // that keeps the global batch (world x accumulation).
-    return "{\"train_file\": \"" + o.train_file.filename().string() + "\", \"batch\": " + std::to_string(o.batch) +
-           ", \"seq\": " + std::to_string(o.seq) + ", \"accumulation\": " + std::to_string(o.accumulation * o.world()) +
-           ", \"seed\": " + std::to_string(o.seed) + "}";
+// A number as JSON text that reads back to the same double.
+std::string exact(double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", v);
+    return text;
 }
 
-double validation_loss(const TrainOptions& o, const TokenFile& val, TrainBackend& backend) {
-    DataLoader loader(val, o.batch, o.seq);  // the same batches at every evaluation
+// The options a checkpoint records, as text (JSON), and compares on resume
+// character for character: a run continues only with the schedule, the
+// optimizer's settings, the batch shape, the seed and the training tokens it
+// started with, since any other would not end where one uninterrupted run
+// ends. Left out: what may differ between the pieces of one run (where it
+// stops, how often it checkpoints and validates, the validation file,
+// profiling), and the train file's folder (a run may move); its name, token
+// count and a hash of its tokens say whether it is the same data.
+std::string options_text(const TrainOptions& o, const TokenFile& train_tokens) {
+    const std::uint64_t tokens_hash =
+        hash64(train_tokens.tokens.data(), train_tokens.tokens.size() * sizeof(std::uint16_t));
+    char hash_hex[17];
+    std::snprintf(hash_hex, sizeof hash_hex, "%016" PRIx64, tokens_hash);
+    // The accumulation over all ranks: a run resumes with any number of ranks
+    // that keeps the global batch (world x accumulation).
+    return "{\"train_file\": \"" + o.train_file.filename().string() +
+           "\", \"train_tokens\": " + std::to_string(train_tokens.tokens.size()) + ", \"train_hash\": \"" + hash_hex +
+           "\", \"batch\": " + std::to_string(o.batch) + ", \"seq\": " + std::to_string(o.seq) +
+           ", \"accumulation\": " + std::to_string(o.accumulation * o.world()) + ", \"seed\": " + std::to_string(o.seed) +
+           ", \"steps\": " + std::to_string(o.steps) + ", \"lr\": " + exact(o.lr) +
+           ", \"warmup\": " + std::to_string(o.warmup) + ", \"final_lr_fraction\": " + exact(o.final_lr_fraction) +
+           ", \"clip\": " + exact(o.clip) + ", \"beta1\": " + exact(o.adamw.beta1) + ", \"beta2\": " +
+           exact(o.adamw.beta2) + ", \"eps\": " + exact(o.adamw.eps) + ", \"weight_decay\": " +
+           exact(o.adamw.weight_decay) + "}";
+}
+
+// The validation loss on the same batches at every evaluation: those of a
+// copy of `start`, a loader at the validation file's first batch.
+double validation_loss(const TrainOptions& o, const DataLoader& start, TrainBackend& backend) {
+    DataLoader loader = start;
     double sum = 0;
     for (int i = 0; i < o.val_batches; ++i) sum += backend.eval_loss(loader.next_batch(), o);
     return sum / o.val_batches;
+}
+
+// Empty when a file can be made in `folder`, else why not: a file is created
+// there (O_CREAT | O_EXCL, under a name no other process or rank takes) and
+// removed at once, so that a run finds out now, not at its first checkpoint,
+// that the folder is read-only or not its own.
+std::string probe_writable(const std::filesystem::path& folder) {
+    std::string name = (folder / ".rigel_write_probe.XXXXXX").string();
+    const int fd = ::mkstemp(name.data());
+    if (fd < 0) return std::strerror(errno);
+    ::close(fd);
+    ::unlink(name.c_str());
+    return {};
 }
 
 }  // namespace
@@ -122,8 +168,37 @@ std::unique_ptr<TrainBackend> make_reference_backend(const Gpt2Config& c) {
 ModelState train(const TrainOptions& o, TrainBackend& backend, const std::function<void(const StepLog&)>& on_step) {
     if (const std::string why = check(o); !why.empty()) throw std::invalid_argument(why);
     TokenFile train_tokens = read_token_file(o.train_file, o.model.vocab_size);
-    std::optional<TokenFile> val;
-    if (!o.val_file.empty()) val = read_token_file(o.val_file, o.model.vocab_size);
+    const std::string options = options_text(o, train_tokens);
+    // The validation loader, made now: a file too short for one batch is
+    // refused before the first step, not at the first validation.
+    std::optional<DataLoader> val;
+    if (!o.val_file.empty()) val.emplace(read_token_file(o.val_file, o.model.vocab_size), o.batch, o.seq);
+
+    // The checkpoint's folder, made now and probed: a run must not find out at
+    // its first checkpoint that it cannot write. A fresh run never writes over
+    // a checkpoint. Every rank checks (they see the same files), and with
+    // several the ranks decide together, so that none goes on alone into the
+    // first step's sum, and none writes before every one has looked.
+    if (!o.checkpoint.empty()) {
+        const std::filesystem::path folder = o.checkpoint.has_parent_path() ? o.checkpoint.parent_path() : ".";
+        std::string refusal;
+        if (!o.resume) {
+            std::error_code ec;
+            std::filesystem::create_directories(folder, ec);
+            if (ec || !std::filesystem::is_directory(folder))
+                refusal = "the checkpoint's folder " + folder.string() + " cannot be made" +
+                          (ec ? ": " + ec.message() : std::string());
+        }
+        // (Resuming from a folder that is not there: load_checkpoint names the missing file.)
+        if (refusal.empty() && std::filesystem::is_directory(folder))
+            if (const std::string why = probe_writable(folder); !why.empty())
+                refusal = "the checkpoint's folder " + folder.string() + " cannot be written: " + why;
+        if (refusal.empty() && !o.resume && std::filesystem::exists(o.checkpoint))
+            refusal = o.checkpoint.string() + " exists: pass --resume to continue it, or name another file";
+        if (o.sync && o.sync->any(!refusal.empty()) && refusal.empty())
+            refusal = "another rank refused to start with the checkpoint " + o.checkpoint.string();
+        if (!refusal.empty()) throw std::invalid_argument(refusal);
+    }
 
     // The starting state: a checkpoint's, or GPT-2's initialization.
     std::int64_t done = 0;
@@ -133,9 +208,9 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
         Checkpoint c = load_checkpoint(o.checkpoint);
         if (const std::string why = check_compatible(c, o.model); !why.empty())
             throw std::invalid_argument(o.checkpoint.string() + ": " + why);
-        if (c.options != options_text(o))
+        if (c.options != options)
             throw std::invalid_argument(o.checkpoint.string() + " was written by a run with other options (" +
-                                        c.options + "), not " + options_text(o));
+                                        c.options + "), not " + options);
         if (c.step >= (o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps))
             throw std::invalid_argument(o.checkpoint.string() + " is at step " + std::to_string(c.step) +
                                         ": nothing left of " + std::to_string(o.steps) + " steps");
@@ -143,17 +218,6 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
         loader_state = c.loader;
         state = {std::move(c.parameters), std::move(c.first_moment), std::move(c.second_moment)};
     } else {
-        // The checkpoint's folder, made now: a run must not find out at its first checkpoint that it cannot write.
-        if (!o.checkpoint.empty() && o.checkpoint.has_parent_path()) {
-            std::error_code ec;
-            std::filesystem::create_directories(o.checkpoint.parent_path(), ec);
-            if (ec || !std::filesystem::is_directory(o.checkpoint.parent_path()))
-                throw std::invalid_argument("the checkpoint's folder " + o.checkpoint.parent_path().string() +
-                                            " cannot be made: " + ec.message());
-        }
-        if (!o.checkpoint.empty() && o.rank() == 0 && std::filesystem::exists(o.checkpoint))
-            throw std::invalid_argument(o.checkpoint.string() + " exists: pass --resume to continue it, or name "
-                                        "another file");
         const std::vector<double> init = ref::init_params(o.model, o.seed);
         state.params.assign(init.begin(), init.end());
         state.m.assign(state.params.size(), 0.0f);
@@ -175,7 +239,7 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
                                                  .second_moment = std::move(s.v),
                                                  .loader = loader.state(),
                                                  .rng = {},
-                                                 .options = options_text(o)});
+                                                 .options = options});
         return true;
     };
     if (o.init_only) {
@@ -202,17 +266,19 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
         log.flops_per_s = training_flops_per_token(o.model, o.seq) * log.tokens_per_s;
         log.peak_memory = backend.peak_memory_bytes();
         log.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        // Several ranks stop at the same step (one that stopped alone would leave the others waiting in a sum).
-        bool out_of_time = o.max_seconds > 0 && log.elapsed_s >= o.max_seconds;
-        if (o.sync && o.max_seconds > 0) out_of_time = o.sync->any(out_of_time);
-        const bool last = step == end || out_of_time;
+        // Out of time, or asked to stop. Several ranks stop at the same step (one
+        // that stopped alone would leave the others waiting in a sum): they
+        // decide together, at every step where either can happen.
+        bool stop = (o.max_seconds > 0 && log.elapsed_s >= o.max_seconds) || (o.should_stop && o.should_stop());
+        if (o.sync && (o.max_seconds > 0 || o.should_stop)) stop = o.sync->any(stop);
+        const bool last = step == end || stop;
         if (val && (last || (o.val_every > 0 && step % o.val_every == 0))) {
             log.val_loss = validation_loss(o, *val, backend);
             log.has_val = true;
         }
         if (last || (o.checkpoint_every > 0 && step % o.checkpoint_every == 0)) log.checkpointed = write_checkpoint(step);
         on_step(log);
-        if (out_of_time) break;
+        if (stop) break;
     }
     return backend.save();
 }

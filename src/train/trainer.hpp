@@ -61,6 +61,11 @@ struct TrainOptions {
     std::int64_t steps = 10;           // the schedule's length
     std::int64_t stop_after = 0;       // stop (checkpointed) after this step; 0: at `steps`
     double max_seconds = 0;            // stop (checkpointed) after the step that passes this; 0: no limit
+    // Asked after each step; true stops there, validated if due and
+    // checkpointed, as --max-seconds does (`rigel train run`: a SIGINT or
+    // SIGTERM arrived). With sync, set it on every rank or on none: the ranks
+    // decide together, and one asked to stop stops them all.
+    std::function<bool()> should_stop;
     double lr = 6e-4, final_lr_fraction = 0.1, clip = 1.0;
     std::int64_t warmup = 0;
     AdamWSettings adamw{};
@@ -160,11 +165,15 @@ struct StepLog {
 // writes the checkpoint (every rank's state is the same), the log's tokens/s
 // count all ranks' tokens.
 // Runs the loop from step 1 (or, resuming, from the checkpoint's next step)
-// to o.steps (or o.stop_after, or the step that passes o.max_seconds; the
-// schedule is always o.steps long, so a run stopped and resumed equals one
-// that ran through), calling `on_step` after each. Throws std::invalid_argument,
-// before any step, for bad options, token files or a checkpoint that does
-// not fit; a fresh run refuses to write over an existing checkpoint.
+// to o.steps (or o.stop_after, the step that passes o.max_seconds, or the
+// step after which o.should_stop says stop; the schedule is always o.steps
+// long, so a run stopped and resumed equals one that ran through), calling
+// `on_step` after each. Throws std::invalid_argument, before any step, for
+// bad options, token files (a validation file too short for one batch
+// included), a checkpoint folder that cannot be written, or a checkpoint
+// that does not fit: another model, or other options (the schedule, the
+// optimizer's settings, the batch shape, the seed, or other training tokens).
+// A fresh run refuses to write over an existing checkpoint, on every rank.
 ModelState train(const TrainOptions& o, TrainBackend& backend, const std::function<void(const StepLog&)>& on_step);
 
 }  // namespace rigel::train

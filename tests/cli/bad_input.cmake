@@ -22,6 +22,17 @@ function(expect_error)
   check_error("${ARGN}" "${rc}" "${err}")
 endfunction()
 
+# The same, and the line must hold `part`: a case that names the flag under
+# test fails for that flag, not for some other mistake on its command line.
+function(expect_error_saying part)
+  execute_process(COMMAND ${RIGEL} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  check_error("${ARGN}" "${rc}" "${err}")
+  string(FIND "${err}" "${part}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "rigel ${ARGN}: expected the error to say '${part}', got:\n${err}")
+  endif()
+endfunction()
+
 # The same with an empty --out last (a list cannot carry an empty argument).
 function(expect_error_empty_out)
   execute_process(COMMAND ${RIGEL} ${ARGN} --out "" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -29,9 +40,6 @@ function(expect_error_empty_out)
 endfunction()
 
 expect_error(ladder --paired --verify-only --sizes 8 --out ${WORK}/out)
-expect_error(train run --data ${WORK}/none.bin --shard-optimizer)
-expect_error(train run --data ${WORK}/none.bin --deterministic)
-expect_error(train run --data ${WORK}/none.bin --backend cuda-vendor --deterministic)
 expect_error(launch --nproc 0 -- true)
 expect_error(launch --nproc 2)
 expect_error(fleet --out ${WORK}/out --suites nosuch)
@@ -142,13 +150,50 @@ expect_error(attention bench --suite targets --cases s4096,,d128 --out ${WORK}/o
 expect_error(attention list --suite nonsense)
 expect_error_empty_out(attention verify)
 expect_error(train)
-expect_error(train run)
-expect_error(train run --data ${WORK}/no_such_tokens.bin)
-expect_error(train run --data ${WORK}/no_such_tokens.bin --model gpt3)
-expect_error(train run --data ${WORK}/no_such_tokens.bin --backend tpu)
-expect_error(train run --data ${WORK}/no_such_tokens.bin --batch 0)
-expect_error(train run --data ${WORK}/no_such_tokens.bin --lr nan)
-expect_error(train run --data ${WORK}/no_such_tokens.bin --resume)
+# rigel train run: each case on a valid token file (src/train/token_file.hpp:
+# 256 int32 of header, magic 20240520, version 1, the count, then uint16
+# tokens), so that only the option under test is wrong; 300 tokens hold one
+# batch of the default 4 x 64, a short file of 100 does not.
+find_program(PYTHON3 python3 REQUIRED)
+foreach(file_and_count "tokens.bin;300" "short.bin;100")
+  list(GET file_and_count 0 name)
+  list(GET file_and_count 1 count)
+  execute_process(COMMAND ${PYTHON3} -c "import struct, sys
+n = int(sys.argv[2])
+with open(sys.argv[1], 'wb') as f:
+    f.write(struct.pack('<256i', 20240520, 1, n, *([0] * 253)))
+    f.write(struct.pack('<%dH' % n, *[(i * 7 + 3) % 1000 for i in range(n)]))" ${WORK}/${name} ${count}
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "cannot write the token file ${WORK}/${name}")
+  endif()
+endforeach()
+set(tokens ${WORK}/tokens.bin)
+expect_error_saying("--data is required" train run)
+expect_error_saying("no_such_tokens.bin' does not exist" train run --data ${WORK}/no_such_tokens.bin)
+expect_error_saying("--model 'gpt3' is not tiny or gpt2" train run --data ${tokens} --model gpt3)
+expect_error_saying("--backend 'tpu' is not" train run --data ${tokens} --backend tpu)
+expect_error_saying("--batch '0' is not an integer" train run --data ${tokens} --batch 0)
+expect_error_saying("--lr 'nan' is not a finite number" train run --data ${tokens} --lr nan)
+expect_error_saying("need a checkpoint file" train run --data ${tokens} --resume)
+expect_error_saying("--shard-optimizer shards" train run --data ${tokens} --shard-optimizer)
+expect_error_saying("--deterministic takes --backend cuda" train run --data ${tokens} --deterministic)
+expect_error_saying("--deterministic takes --backend cuda" train run --data ${tokens} --backend cuda-vendor
+                    --deterministic)
+# Found before the first step, not after the last one: a validation file too
+# short for one batch, and a checkpoint folder that cannot be written.
+expect_error_saying("short.bin' holds 100 tokens" train run --data ${tokens} --val ${WORK}/short.bin)
+expect_error_saying("cannot be written" train run --data ${tokens} --checkpoint /proc/rigel_test.ckpt)
+# A checkpoint (step 0) that a fresh run will not write over, and that resumes
+# only with the options it was written with (here: another schedule).
+execute_process(COMMAND ${RIGEL} train run --data ${tokens} --init-only --checkpoint ${WORK}/init.ckpt
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "rigel train run --init-only failed (${rc}):\n${err}")
+endif()
+expect_error_saying("init.ckpt exists: pass --resume" train run --data ${tokens} --checkpoint ${WORK}/init.ckpt)
+expect_error_saying("was written by a run with other options" train run --data ${tokens} --checkpoint
+                    ${WORK}/init.ckpt --resume --steps 30)
 expect_error(train sample)
 expect_error(train sample --checkpoint ${WORK}/no_such.ckpt --tokenizer ${WORK}/no_such.tiktoken)
 expect_error(train sample --checkpoint ${WORK}/no_such.ckpt --temperature -1)

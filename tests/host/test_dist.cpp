@@ -2,7 +2,10 @@
 // environment, the file rendezvous, `rigel launch`'s process handling, and
 // the ZeRO-1 shards, `rigel fleet`'s steps.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -116,6 +119,75 @@ TEST(DistLaunch, OneFailureStopsTheOthersAndIsReported) {
     EXPECT_EQ(launch(spec(1, {"rigel-no-such-program"})).exit_code, 127);
     EXPECT_FALSE(check(spec(0, {"true"})).empty());
     EXPECT_FALSE(check(spec(2, {})).empty());
+    LaunchSpec no_grace = spec(2, {"true"});
+    no_grace.grace_seconds = -1;
+    EXPECT_FALSE(check(no_grace).empty());
+}
+
+// A rank that does not exit on SIGTERM (one blocked in a collective, here a
+// shell that ignores it) is killed once the grace has passed: the launch
+// ends, and reports the failure that started the stop.
+TEST(DistLaunch, RanksThatIgnoreTheStopAreKilledAfterTheGrace) {
+    LaunchSpec s = spec(3, {"sh", "-c", "if [ \"$RIGEL_RANK\" = 2 ]; then sleep 0.3; exit 5; fi; trap '' TERM; sleep 30"});
+    s.grace_seconds = 0.5;
+    const auto start = std::chrono::steady_clock::now();
+    const LaunchResult r = launch(s);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r.exit_code, 5);
+    EXPECT_EQ(r.first_failed, 2);
+    EXPECT_GE(took, 0.5);  // the grace was given
+    EXPECT_LT(took, 5.0);  // and no more
+}
+
+namespace {
+
+// Whether process `pid` has ended (gone, or a zombie nobody has reaped yet).
+bool ended(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    const std::size_t paren = line.rfind(')');
+    return paren == std::string::npos || line.substr(paren + 2, 1) == "Z";
+}
+
+}  // namespace
+
+// A launcher killed outright (SIGKILL: no handler runs) leaves no rank
+// running: each gets SIGTERM from the kernel when it dies (PR_SET_PDEATHSIG).
+TEST(DistLaunch, RanksStopWhenTheLauncherDies) {
+    const auto out = fresh_dir("rigel_launch_orphans");
+    const pid_t launcher = fork();
+    ASSERT_GE(launcher, 0);
+    if (launcher == 0) {
+        // Each rank writes its pid, then becomes the sleep (exec keeps the pid and the death signal).
+        setenv("RIGEL_TEST_OUT", out.c_str(), 1);
+        launch(spec(2, {"sh", "-c", "echo $$ > $RIGEL_TEST_OUT/pid_$RIGEL_RANK.tmp && "
+                                    "mv $RIGEL_TEST_OUT/pid_$RIGEL_RANK.tmp $RIGEL_TEST_OUT/pid_$RIGEL_RANK && "
+                                    "exec sleep 30"}));
+        _exit(0);
+    }
+    std::vector<pid_t> ranks;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (int r = 0; r < 2; ++r) {
+        const auto file = out / ("pid_" + std::to_string(r));
+        while (!std::filesystem::exists(file) && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        const std::string text = read(file);
+        if (text.empty())
+            ADD_FAILURE() << "rank " << r << " never started";
+        else
+            ranks.push_back(static_cast<pid_t>(std::stol(text)));
+    }
+    kill(launcher, SIGKILL);
+    waitpid(launcher, nullptr, 0);
+    for (const pid_t pid : ranks) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!ended(pid) && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        EXPECT_TRUE(ended(pid)) << "rank process " << pid << " outlived its launcher";
+        if (!ended(pid)) kill(pid, SIGKILL);
+    }
+    std::filesystem::remove_all(out);
 }
 
 TEST(DistFleet, ProbesThenEachSuiteIntoOneFolder) {

@@ -1,9 +1,12 @@
 // The training loop (src/train/trainer.hpp) on the float64 reference backend
 // and a tiny model: the loss falls on learnable data; a run stopped halfway,
 // checkpointed and resumed ends bit for bit where one uninterrupted run does;
-// bad options, files and checkpoints are refused before any step, and a fresh
-// run never writes over a checkpoint.
+// a stop request ends the run after its step, checkpointed, on every rank;
+// bad options, files, folders and checkpoints (another schedule, other data)
+// are refused before any step, and a fresh run never writes over a checkpoint.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <barrier>
@@ -167,11 +170,75 @@ TEST_F(TrainerTest, RefusesBadInputBeforeAnyStepAndNeverOverwritesACheckpoint) {
     refused(other, "exceeds the model's context");
     other = o;
     other.resume = true;
-    other.steps = 2;
+    other.stop_after = 2;
     refused(other, "nothing left");
+    // The schedule and the optimizer's settings are the run's: resumed with
+    // others it would not end where one run ends.
+    other = o;
+    other.resume = true;
+    other.steps = 12;
+    refused(other, "other options");
+    other = o;
+    other.resume = true;
+    other.lr = 2e-2;
+    refused(other, "other options");
+    other = o;
+    other.resume = true;
+    other.adamw.weight_decay = 0.05;
+    refused(other, "other options");
+    // Other tokens under the same name and of the same count: the hash tells them apart.
+    std::vector<std::uint16_t> shuffled(4000);
+    for (std::size_t i = 0; i < shuffled.size(); ++i) shuffled[i] = static_cast<std::uint16_t>((i * 5 + 1) % 32);
+    fs::create_directories(dir_ / "other");
+    write_token_file(dir_ / "other" / "train.bin", shuffled);
+    other = o;
+    other.resume = true;
+    other.train_file = dir_ / "other" / "train.bin";
+    refused(other, "other options");
+    // A validation file too short for one batch of 2 x 8 tokens: refused now, not after the last step.
+    write_token_file(dir_ / "short_val.bin", std::vector<std::uint16_t>(10, 1));
+    other = o;
+    other.checkpoint.clear();
+    other.val_file = dir_ / "short_val.bin";
+    refused(other, "needs 17");
+    // A checkpoint folder that exists but cannot be written: refused now, not at the first checkpoint.
+    // (Root writes into a read-only folder; /proc takes no file from anyone.)
+    const fs::path read_only = dir_ / "read_only";
+    fs::create_directories(read_only);
+    fs::permissions(read_only, fs::perms::owner_read | fs::perms::owner_exec);
+    other = o;
+    other.checkpoint = (geteuid() == 0 ? fs::path("/proc") : read_only) / "run.ckpt";
+    refused(other, "cannot be written");
+    fs::permissions(read_only, fs::perms::owner_all);
     std::ifstream again(o.checkpoint, std::ios::binary);
     const std::vector<char> after((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
     EXPECT_EQ(before, after);
+}
+
+// A stop request (`rigel train run`: SIGINT or SIGTERM) ends the run after the
+// step in progress, as --max-seconds does: validated and checkpointed there,
+// so that --resume continues it.
+TEST_F(TrainerTest, AStopRequestEndsTheRunAfterItsStepCheckpointed) {
+    TrainOptions o = options();
+    o.checkpoint = dir_ / "stopped.ckpt";
+    int asked = 0;
+    o.should_stop = [&] { return ++asked >= 2; };
+    std::vector<StepLog> logs;
+    run(o, &logs);
+    ASSERT_EQ(logs.size(), 2u);
+    EXPECT_EQ(asked, 2);
+    EXPECT_TRUE(logs.back().checkpointed);
+    EXPECT_TRUE(logs.back().has_val);
+    EXPECT_EQ(load_checkpoint(o.checkpoint).step, 2);
+    // Resumed, it ends where one uninterrupted run ends.
+    o.should_stop = nullptr;
+    o.resume = true;
+    std::vector<StepLog> rest;
+    const ModelState resumed = run(o, &rest);
+    ASSERT_EQ(rest.size(), 6u);
+    EXPECT_EQ(rest.front().step, 3);
+    const ModelState whole = run(options());
+    EXPECT_TRUE(same_bits(resumed.params, whole.params));
 }
 
 // --profile turns the backend's timing on once, before the second step (the
@@ -284,12 +351,16 @@ void run_two_ranks(Fixture& f, Adjust adjust, ModelState (&states)[2], std::vect
 TEST_F(TrainerTest, TwoRanksMatchOneProcessWithTwiceTheAccumulation) {
     TrainOptions one = options();
     one.accumulation = 2;
+    one.stop_after = 6;
     std::vector<StepLog> one_logs;
     const ModelState single = run(one, &one_logs);
 
     ModelState states[2];
     std::vector<StepLog> logs[2];
-    run_two_ranks(*this, [&](TrainOptions& o, int) { o.checkpoint = dir_ / "dp.ckpt"; }, states, logs);
+    run_two_ranks(*this, [&](TrainOptions& o, int) {
+        o.checkpoint = dir_ / "dp.ckpt";
+        o.stop_after = 6;  // the rest in one process, below
+    }, states, logs);
 
     EXPECT_TRUE(same_bits(states[0].params, states[1].params));  // the ranks never drift apart
     ASSERT_EQ(states[0].params.size(), single.params.size());
@@ -305,11 +376,10 @@ TEST_F(TrainerTest, TwoRanksMatchOneProcessWithTwiceTheAccumulation) {
     // The checkpoint resumes in one process with accumulation 2 (the same global batch).
     TrainOptions more = options();
     more.accumulation = 2;
-    more.steps = 8;
     more.checkpoint = dir_ / "dp.ckpt";
     more.resume = true;
-    EXPECT_THROW(run(more), std::invalid_argument);  // nothing left of 8 steps
-    more.steps = 10;
+    more.stop_after = 6;
+    EXPECT_THROW(run(more), std::invalid_argument);  // nothing left before step 6
     more.stop_after = 0;
     TrainOptions wrong = more;
     wrong.accumulation = 1;
@@ -317,7 +387,7 @@ TEST_F(TrainerTest, TwoRanksMatchOneProcessWithTwiceTheAccumulation) {
     std::vector<StepLog> resumed;
     run(more, &resumed);
     ASSERT_EQ(resumed.size(), 2u);
-    EXPECT_EQ(resumed.front().step, 9);
+    EXPECT_EQ(resumed.front().step, 7);
 }
 
 // --max-seconds under several ranks: the ranks stop at the same step (any
@@ -329,6 +399,54 @@ TEST_F(TrainerTest, RanksStopTogetherAtTheTimeLimit) {
     run_two_ranks(*this, [](TrainOptions& o, int r) { o.max_seconds = r == 1 ? 1e-9 : 1e9; }, states, logs);
     EXPECT_EQ(logs[0].size(), 1u);
     EXPECT_EQ(logs[1].size(), 1u);
+}
+
+// A stop request under several ranks: rank 1 alone is asked (a signal that
+// reached one process), and both stop after step 2, checkpointed.
+TEST_F(TrainerTest, RanksStopTogetherWhenOneIsAskedTo) {
+    ModelState states[2];
+    std::vector<StepLog> logs[2];
+    run_two_ranks(*this, [&](TrainOptions& o, int r) {
+        o.checkpoint = dir_ / "stop.ckpt";
+        o.should_stop = [r, asked = 0]() mutable { return r == 1 && ++asked >= 2; };
+    }, states, logs);
+    ASSERT_EQ(logs[0].size(), 2u);
+    ASSERT_EQ(logs[1].size(), 2u);
+    EXPECT_TRUE(logs[0].back().checkpointed);
+    EXPECT_EQ(load_checkpoint(dir_ / "stop.ckpt").step, 2);
+    EXPECT_TRUE(same_bits(states[0].params, states[1].params));
+}
+
+// A fresh run over an existing checkpoint under several ranks: every rank
+// refuses (not rank 0 alone, which would leave the others waiting in the
+// first step's sum), before any step.
+TEST_F(TrainerTest, EveryRankRefusesAnExistingCheckpoint) {
+    TrainOptions first = options();
+    first.checkpoint = dir_ / "taken.ckpt";
+    first.stop_after = 1;
+    run(first);
+    ThreadSync::Shared shared(2);
+    int steps[2] = {0, 0};
+    std::string refusals[2];
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 2; ++r)
+        ranks.emplace_back([&, r] {
+            ThreadSync sync(shared, 2, r);
+            TrainOptions o = options();
+            o.checkpoint = first.checkpoint;
+            o.sync = &sync;
+            auto backend = make_reference_backend(o.model);
+            try {
+                train(o, *backend, [&](const StepLog&) { ++steps[r]; });
+            } catch (const std::invalid_argument& e) {
+                refusals[r] = e.what();
+            }
+        });
+    for (std::thread& t : ranks) t.join();
+    for (int r = 0; r < 2; ++r) {
+        EXPECT_NE(refusals[r].find("exists: pass --resume"), std::string::npos) << r << ": " << refusals[r];
+        EXPECT_EQ(steps[r], 0) << r;
+    }
 }
 
 // ZeRO stage 1: with the optimizer's state sharded, two ranks end bit for bit
