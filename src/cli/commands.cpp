@@ -193,9 +193,19 @@ void list_suites() {
     std::printf("%-12s %-5s %s\n", "suite", "bknd", "purpose");
     for (const Suite& s : suite_table()) {
         const SuiteCheck check = check_suite(s, rungs);
-        std::printf("%-12s %-5s %s\n%-18s rigel ladder --suite %s = %s%s\n", std::string(s.name).c_str(),
+        std::string odd;
+        if (check.problems.empty()) {
+            std::vector<Shape> shapes;
+            for (const auto& text : s.sizes) shapes.push_back(parse_shape(text));
+            std::vector<Backend> backends{Backend::cpu, Backend::cuda};
+            if (s.backend == "cpu") backends = {Backend::cpu};
+            if (s.backend == "cuda") backends = {Backend::cuda};
+            if (const auto shape = odd_companion(shapes, backends))
+                odd = "; and verified, never timed, at " + shape->str();
+        }
+        std::printf("%-12s %-5s %s\n%-18s rigel ladder --suite %s = %s%s%s\n", std::string(s.name).c_str(),
                     std::string(s.backend).c_str(), std::string(s.purpose).c_str(), "",
-                    std::string(s.name).c_str(), suite_options_text(s).c_str(),
+                    std::string(s.name).c_str(), suite_options_text(s).c_str(), odd.c_str(),
                     check.checked_rungs ? "" : " (its rungs are not in this build)");
         for (const auto& p : check.problems) broken.push_back("suite " + std::string(s.name) + ": " + p);
     }
@@ -307,6 +317,11 @@ LadderPlan plan_ladder(const LadderArgs& typed, const CLI::App& cmd) {
     std::vector<std::string> shape_names;
     for (const Shape& s : opts.shapes) shape_names.push_back(s.str());
     refuse_repeats("--sizes", shape_names, sizes);
+    // A suite and the default sizes are verified at an odd companion too, a
+    // shape that is a multiple of no tile (runner.hpp); sizes given one by one
+    // are run as given.
+    if (suite || typed.sizes.empty())
+        if (const auto odd = odd_companion(opts.shapes, opts.backends)) opts.verify_shapes.push_back(*odd);
 
     opts.rungs = a.rungs;
     const auto rungs = selected_rungs(opts);
@@ -384,10 +399,14 @@ public:
         side_.complete = complete;
         side_.interrupted = interrupted;
         side_.details = JsonObject{};
+        std::vector<std::string> verify_shapes;
+        for (const auto& s : plan_.opts.verify_shapes) verify_shapes.push_back(s.str());
         side_.details.str("recipe", std::string(name(plan_.opts.recipe)))
             .array_of_str("shapes", shapes)
+            .array_of_str("verify_shapes", verify_shapes)
             .array_of_str("dtypes", types)
             .str("backend", plan_.backend)
+            .object("timing", timing_settings(plan_.opts))
             .integer("failed", failed);
         files_.write(result_header(), cells, side_);
     }
@@ -492,7 +511,9 @@ int run(int argc, char** argv) {
     LadderArgs la;
     auto* ladder = app.add_subcommand("ladder", "Run the ladder: every rung verified against float64, then timed");
     ladder->add_option("--backend", la.backend, "cpu, cuda or all")->capture_default_str();
-    ladder->add_option("--sizes", la.sizes, "N (cube) or MxNxK, several allowed (default: 512 1024)");
+    ladder->add_option("--sizes", la.sizes,
+                       "N (cube) or MxNxK, several allowed (default: 512 1024, and an odd companion verified, "
+                       "never timed: 509x1021x1031 on the CPU, 1021x1028x1040 with CUDA; a suite gets one too)");
     ladder->add_option("--dtype", la.dtypes,
                        "operand types (" + names_text(dtype_names(), " ") +
                            "), or all: every type the selected rungs take (default: each backend's usual types)");
@@ -515,11 +536,13 @@ int run(int argc, char** argv) {
     ladder->add_option("--min-time", la.min_time,
                        "minimum timed seconds per measurement, " + seconds_range + " (default: CPU " +
                            num_text(kCpuTiming.min_time_s) + ", GPU " + num_text(kGpuTiming.min_time_s) +
-                           "); at least " + std::to_string(kCpuTiming.min_reps) + " repetitions on the CPU and " +
-                           std::to_string(kGpuTiming.min_reps) + " on the GPU, at most " +
-                           std::to_string(kCpuTiming.max_reps) + " and " + std::to_string(kGpuTiming.max_reps) +
-                           ", and none begun after " + num_text(kCpuTiming.max_time_s) + " s (CPU) or " +
-                           num_text(kGpuTiming.max_time_s) + " s (GPU) unless --min-time is longer");
+                           "); repetitions continue until it and " + std::to_string(kCpuTiming.min_reps) +
+                           " repetitions on the CPU or " + std::to_string(kGpuTiming.min_reps) +
+                           " on the GPU are reached (at most " + std::to_string(kCpuTiming.max_reps) + " and " +
+                           std::to_string(kGpuTiming.max_reps) + "), but none begins after " +
+                           num_text(kCpuTiming.max_time_s) + " s (CPU) or " + num_text(kGpuTiming.max_time_s) +
+                           " s (GPU), or after --min-time if longer: that cap wins, so a slower rung gets fewer "
+                           "repetitions (the CSV's reps; noise_rel is empty below 2)");
     ladder->add_flag("--force", la.force, "run rungs past their default size limit");
     ladder->add_flag("--verify-only", la.verify_only, "verify every rung; time none");
     ladder->add_flag("--paired", la.paired,

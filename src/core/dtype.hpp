@@ -36,6 +36,11 @@ struct DTypeInfo {
     OutType out;
     double unit_roundoff_accum;   // u of the accumulator the verification gate assumes
     double elem_tol_cap;          // the per-element tolerance never exceeds this
+    // The verification gate's likely-error rule (element_tolerance in
+    // reference.hpp): max(tol_floor_u * u, tol_sqrt_k * sqrt(K) * u), never
+    // above the worst-case rule min(elem_tol_cap, max(16 u, 2 K u)).
+    double tol_sqrt_k;
+    double tol_floor_u;
 };
 
 std::span<const DTypeInfo> dtype_table();

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "core/hash.hpp"
@@ -39,6 +41,64 @@ void blocked_rows(const double* a_rows, const double* b, std::int64_t r, std::in
 }
 #endif
 
+// Runs fn(begin, end) over [0, count) split into `threads` contiguous parts.
+template <class Fn>
+void parallel_for(std::int64_t count, int threads, Fn fn) {
+    const std::int64_t t = std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(count, 1));
+    if (t == 1) return fn(std::int64_t{0}, count);
+    std::vector<std::thread> pool;
+    for (std::int64_t w = 0; w < t; ++w) pool.emplace_back([=, &fn] { fn(count * w / t, count * (w + 1) / t); });
+    for (auto& th : pool) th.join();
+}
+
+// Hoeffding's factor for the row check: a row of an output within tolerance
+// fails with probability below 2 exp(-kRowLambda^2 / 2).
+constexpr double kRowLambda = 8.0;
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// The row check's data (Reference::x and the rest): O(M K + K N) float64 work.
+void add_row_check(const std::vector<double>& a, const std::vector<double>& b, std::int64_t m, std::int64_t n,
+                   std::int64_t k, std::uint64_t seed, int threads, Reference& R) {
+    Rng rng(seed ^ 0x46524556ull);
+    R.x.resize(static_cast<std::size_t>(n));
+    for (double& v : R.x) v = (rng.next() >> 63) != 0 ? 1.0 : -1.0;
+    std::vector<double> bx(static_cast<std::size_t>(k)), b_sum(bx.size()), b_max(bx.size());
+    parallel_for(k, threads, [&](std::int64_t p0, std::int64_t p1) {
+        for (std::int64_t p = p0; p < p1; ++p) {
+            const double* row = b.data() + p * n;
+            double s = 0, sa = 0, mx = 0;
+            for (std::int64_t j = 0; j < n; ++j) {
+                s += row[j] * R.x[static_cast<std::size_t>(j)];
+                sa += std::fabs(row[j]);
+                mx = std::max(mx, std::fabs(row[j]));
+            }
+            const auto at = static_cast<std::size_t>(p);
+            bx[at] = s;
+            b_sum[at] = sa;
+            b_max[at] = mx;
+        }
+    });
+    R.product_x.resize(static_cast<std::size_t>(m));
+    R.row_sum.resize(R.product_x.size());
+    R.row_max.resize(R.product_x.size());
+    parallel_for(m, threads, [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i) {
+            const double* row = a.data() + i * k;
+            double s = 0, sa = 0, mx = 0;
+            for (std::int64_t p = 0; p < k; ++p) {
+                const auto q = static_cast<std::size_t>(p);
+                s += row[p] * bx[q];
+                sa += std::fabs(row[p]) * b_sum[q];
+                mx += std::fabs(row[p]) * b_max[q];
+            }
+            const auto at = static_cast<std::size_t>(i);
+            R.product_x[at] = s;
+            R.row_sum[at] = sa;
+            R.row_max[at] = mx;
+        }
+    });
+}
+
 }  // namespace
 
 void reference_rows(const double* a, const double* b, std::int64_t n, std::int64_t k,
@@ -67,7 +127,7 @@ Reference compute_reference(const std::vector<double>& a, const std::vector<doub
     if (work <= full_limit) {
         for (std::int64_t i = 0; i < m; ++i) R.rows.push_back(i);
     } else {
-        const auto block = static_cast<std::int64_t>(std::ceil(work / full_limit));
+        const auto block = std::min(kMaxRowBlock, static_cast<std::int64_t>(std::ceil(work / full_limit)));
         Rng rng(seed ^ 0x524f5753ull);
         R.rows.push_back(0);
         for (std::int64_t r0 = 0; r0 < m; r0 += block) {
@@ -86,6 +146,7 @@ Reference compute_reference(const std::vector<double>& a, const std::vector<doub
     std::transform(a.begin(), a.end(), abs_a.begin(), [](double x) { return std::fabs(x); });
     std::transform(b.begin(), b.end(), abs_b.begin(), [](double x) { return std::fabs(x); });
     reference_rows(abs_a.data(), abs_b.data(), n, k, R.rows, R.abs_ref.data(), threads);
+    if (!R.full()) add_row_check(a, b, m, n, k, seed, threads, R);
     return R;
 }
 
@@ -93,7 +154,10 @@ double element_tolerance(DType t, std::int64_t k) {
     const DTypeInfo& d = info(t);
     if (d.out == OutType::i32) return 0.0;
     const double u = d.unit_roundoff_accum;
-    return std::min(d.elem_tol_cap, std::max(16.0 * u, 2.0 * static_cast<double>(k) * u));
+    const double terms = static_cast<double>(std::max<std::int64_t>(k, 1));
+    const double worst = std::min(d.elem_tol_cap, std::max(16.0 * u, 2.0 * terms * u));
+    const double likely = std::max(d.tol_floor_u * u, d.tol_sqrt_k * std::sqrt(terms) * u);
+    return std::min(worst, likely);
 }
 
 Verdict verify(DType t, const void* out, const Reference& ref) {
@@ -147,6 +211,42 @@ Verdict verify(DType t, const void* out, const Reference& ref) {
     }
     v.err_rel_fro = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
     v.err_max_scaled = worst;
+
+    // Every row as a whole, where only a sample was checked element by
+    // element: |(C x)_i - (A (B x))_i| = |sum_j E_ij x_j| for the error E of
+    // row i, against Hoeffding's bound kRowLambda sqrt(sum_j E_ij^2) with
+    // |E_ij| <= tolerance S_ij, and sum_j S_ij^2 <= max_j S_ij sum_j S_ij;
+    // plus the float64 rounding of both sides, below (N + K + 2) 2^-53
+    // (sum_j S_ij + sum_j |C_ij|) since every product in them is exact.
+    std::int64_t bad_row = -1;
+    double bad_residual = 0, bad_allowance = 0;
+    if (!ref.x.empty() && v.unwritten == 0 && v.nan_count == 0) {
+        const double terms = static_cast<double>(ref.n + ref.k + 2);
+        const double gamma = terms * 0x1p-53 / (1.0 - terms * 0x1p-53);
+        for (std::int64_t i = 0; i < ref.m; ++i) {
+            double cx = 0, c_abs = 0;
+            for (std::int64_t j = 0; j < ref.n; ++j) {
+                const double c = value_at(i * ref.n + j);
+                cx += c * ref.x[static_cast<std::size_t>(j)];
+                c_abs += std::fabs(c);
+            }
+            const auto at = static_cast<std::size_t>(i);
+            const double residual = std::fabs(cx - ref.product_x[at]);
+            // (1 + gamma): row_max and row_sum are float64 sums themselves.
+            const double allowance =
+                kRowLambda * v.tolerance * std::sqrt(ref.row_max[at] * ref.row_sum[at]) * (1.0 + gamma) +
+                gamma * (ref.row_sum[at] + c_abs);
+            // An infinite element makes the residual infinite or NaN: that row fails.
+            const double ratio = !std::isfinite(residual) ? kInfinity
+                                 : allowance > 0          ? residual / allowance
+                                 : residual > 0           ? kInfinity
+                                                          : 0.0;
+            if (ratio > v.row_check) {
+                v.row_check = ratio;
+                bad_row = i, bad_residual = residual, bad_allowance = allowance;
+            }
+        }
+    }
     if (v.unwritten > 0) {
         v.reason = std::to_string(v.unwritten) + " of " + std::to_string(total) + " outputs never written";
     } else if (v.nan_count > 0) {
@@ -156,6 +256,11 @@ Verdict verify(DType t, const void* out, const Reference& ref) {
     } else if (worst > v.tolerance) {
         char buf[128];
         std::snprintf(buf, sizeof buf, "max scaled error %.3g exceeds tolerance %.3g", worst, v.tolerance);
+        v.reason = buf;
+    } else if (v.row_check > 1) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "row %lld: |C x - A (B x)| = %.3g exceeds its allowance %.3g (row check)",
+                      static_cast<long long>(bad_row), bad_residual, bad_allowance);
         v.reason = buf;
     }
     v.pass = v.reason.empty();

@@ -1,6 +1,7 @@
 // The library's float64 reference and verification gate (reference.hpp).
 //
-// The allowance of one element, a worst-case bound. p = sum_k a b and
+// The allowance of one element: the accumulation's likely bound (the ladder's
+// element_tolerance), the rest worst-case bounds. p = sum_k a b and
 // S = sum_k |a b| in float64 (exact: products of two stored values are exact
 // in double), u = 2^-24 (fp32), u_D and eta_D the output type's unit roundoff
 // and half its smallest subnormal (f32: 0 and 0, no rounding after the fp32

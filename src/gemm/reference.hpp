@@ -3,10 +3,10 @@
 // epilogue and output rounding included, and the comparison that decides
 // whether what the device wrote is right.
 //
-// Every element of D (and aux, and bgrad) gets its own allowance, a worst-case
-// bound on what an honest kernel can be off by (reference.cpp derives it):
-// fp32 accumulation in proportion to |alpha| sum_k |a b| (the ladder's
-// element_tolerance), fp32 evaluation of alpha, beta, bias and the activation,
+// Every element of D (and aux, and bgrad) gets its own allowance, a bound on
+// what an honest kernel can be off by (reference.cpp derives it): fp32
+// accumulation in proportion to |alpha| sum_k |a b| (the ladder's
+// element_tolerance, a likely bound, not the worst case), fp32 evaluation of alpha, beta, bias and the activation,
 // carried through the activation's local slope, and the output type's rounding
 // relative to the value itself. An error beyond its allowance fails the run.
 // Also failed: an element of M x N still holding the poison (never written),

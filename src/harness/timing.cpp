@@ -32,9 +32,10 @@ TimingStats summarize(std::vector<double> samples) {
     s.p10_s = quantile(samples, 0.1);
     s.p90_s = quantile(samples, 0.9);
     s.mean_s = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(s.reps);
+    if (s.reps < 2) return s;  // one sample has no spread: noise_rel stays NaN
     double var = 0;
     for (double x : samples) var += (x - s.mean_s) * (x - s.mean_s);
-    var /= std::max(1, s.reps - 1);
+    var /= s.reps - 1;
     s.noise_rel = s.mean_s > 0 ? std::sqrt(var) / s.mean_s : 0.0;
     return s;
 }
@@ -69,15 +70,23 @@ TimingStats measure(const std::function<double()>& sample, const TimingConfig& c
 
     std::vector<double> samples;
     double total = 0;
+    bool capped = false;
     const auto start = clock::now();
     while (static_cast<int>(samples.size()) < cfg.max_reps) {
         const double t = sample();
         samples.push_back(t);
         total += t;
         const bool enough = total >= cfg.min_time_s && static_cast<int>(samples.size()) >= cfg.min_reps;
-        if (enough || since(start) > cfg.max_time_s) break;
+        if (enough) break;
+        // The cap wins over min_reps and min_time_s (timing.hpp).
+        if (since(start) > cfg.max_time_s) {
+            capped = true;
+            break;
+        }
     }
-    return summarize(std::move(samples));
+    TimingStats s = summarize(std::move(samples));
+    s.capped = capped;
+    return s;
 }
 
 double gflops(double m, double n, double k, double seconds) {

@@ -3,6 +3,7 @@
 // turns repetitions into statistics with a warm-up by time.
 #pragma once
 #include <functional>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,18 +15,27 @@ namespace rigel {
 // bound, and a clock or a cache settles in well under a second.
 inline constexpr double kMaxMeasureSeconds = 60.0;
 
+// Repetitions go on until both min_time_s and min_reps are reached, or
+// max_reps; but none begins once max_time_s has passed since the first: that
+// cap wins over min_reps (and over min_time_s, where it is the shorter), so
+// that a rung slower than the cap is timed once and the ladder still ends.
 struct TimingConfig {
     double warmup_s = 0.2;    // run untimed until this much time has passed (clocks settle)
     double min_time_s = 0.5;  // keep sampling until the samples add up to this...
     int min_reps = 5;         // ...and at least this many were taken
     int max_reps = 2000;
-    double max_time_s = 30.0; // stop early for very slow rungs
+    double max_time_s = 30.0; // begin no repetition after this long (wins over the two above)
 };
 
 struct TimingStats {
     double median_s = 0, min_s = 0, p10_s = 0, p90_s = 0, mean_s = 0;
-    double noise_rel = 0;  // standard deviation / mean
+    // Standard deviation / mean; NaN with fewer than two repetitions, which
+    // say nothing of the spread (the CSV leaves the cell empty).
+    double noise_rel = std::numeric_limits<double>::quiet_NaN();
     int reps = 0;
+    // measure(): max_time_s ended the sampling before min_reps or min_time_s
+    // was reached.
+    bool capped = false;
 };
 
 // Throws std::invalid_argument, naming the field, unless warmup_s and

@@ -178,9 +178,20 @@ private:
     std::optional<Reference> ref_;
 };
 
+// A row whose timing threw: FAIL with the reason, and no rate reported.
+void fail_timing(ResultRow& row, const std::string& reason) {
+    row.status = Status::fail;
+    row.reason = reason;
+    row.timing = {};
+    row.gflops = 0;
+    row.device_sample = {};
+    row.paired = {};
+    row.paired_vendor.clear();
+}
+
 // One planned run: poison the output, run once, verify against the
-// reference, and only then time.
-ResultRow run_one(const PlannedRun& p, GroupInputs& in, const LadderOptions& opts, int threads,
+// reference, and only then time (unless `time_it` is false).
+ResultRow run_one(const PlannedRun& p, GroupInputs& in, const LadderOptions& opts, bool time_it, int threads,
                   Progress& progress) {
     const Rung& r = *p.rung;
     Executor& ex = *p.executor;
@@ -231,17 +242,26 @@ ResultRow run_one(const PlannedRun& p, GroupInputs& in, const LadderOptions& opt
     row.verdict = verify(in.type, in.host_out.data(), ref);
     row.status = row.verdict.pass ? Status::pass : Status::fail;
     row.reason = row.verdict.reason;
-    if (row.verdict.pass && !opts.verify_only) {
+    if (row.verdict.pass && time_it) {
         const TimingConfig& tc = r.backend == Backend::cpu ? opts.cpu_timing : opts.gpu_timing;
         const double expected_s = expected_measure_seconds(one_run_s, tc);
         if (expected_s >= kLongStepSeconds)
             progress.say(row, "verified in " + duration_text(one_run_s) + "; timing, about " +
                                   duration_text(expected_s));
-        ex.begin_sampling();
-        row.timing = measure([&] { return ex.time_once([&] { r.run(prob); }); }, tc);
-        row.device_sample = ex.end_sampling();
-        row.gflops = gflops(static_cast<double>(in.shape.m), static_cast<double>(in.shape.n),
-                            static_cast<double>(in.shape.k), row.timing.median_s);
+        // A rung that throws while it is timed fails its own row; the group's
+        // other rows, and the rest of the ladder, still run.
+        try {
+            DeviceSampling sampling(ex);
+            row.timing = measure([&] { return ex.time_once([&] { r.run(prob); }); }, tc);
+            row.device_sample = sampling.stop();
+            row.gflops = gflops(static_cast<double>(in.shape.m), static_cast<double>(in.shape.n),
+                                static_cast<double>(in.shape.k), row.timing.median_s);
+        } catch (const std::exception& e) {
+            fail_timing(row, std::string("error while timing: ") + e.what());
+        }
+        if (row.timing.capped)
+            progress.say(row, "the time cap of " + fmt("%g", tc.max_time_s) + " s ended the timing after " +
+                                  std::to_string(row.timing.reps) + " repetition(s)");
     }
     const double step_s = seconds_since(t0);
     progress.say(row, std::string(name(row.status)) +
@@ -284,12 +304,20 @@ void pair_with_vendor(const PlannedGroup& g, std::span<ResultRow> rows, GroupInp
             p.a = da.get(), p.b = db.get(), p.c = dc.get();
             return p;
         };
-        DeviceBuffer ra(ex, in.a.bytes.size()), rb(ex, in.b_as(r.b_layout).bytes.size()), rc(ex, in.host_out.size());
-        DeviceBuffer va(ex, in.a.bytes.size()), vb(ex, in.b_as(vendor.b_layout).bytes.size()),
-            vc(ex, in.host_out.size());
-        const GemmProblem pr = problem(r, ra, rb, rc), pv = problem(vendor, va, vb, vc);
-        row.paired = measure_paired([&] { return ex.time_once([&] { r.run(pr); }); },
-                                    [&] { return ex.time_once([&] { vendor.run(pv); }); }, opts.paired_timing);
+        // As in run_one: a throw while pairing fails this row alone.
+        try {
+            DeviceBuffer ra(ex, in.a.bytes.size()), rb(ex, in.b_as(r.b_layout).bytes.size()),
+                rc(ex, in.host_out.size());
+            DeviceBuffer va(ex, in.a.bytes.size()), vb(ex, in.b_as(vendor.b_layout).bytes.size()),
+                vc(ex, in.host_out.size());
+            const GemmProblem pr = problem(r, ra, rb, rc), pv = problem(vendor, va, vb, vc);
+            row.paired = measure_paired([&] { return ex.time_once([&] { r.run(pr); }); },
+                                        [&] { return ex.time_once([&] { vendor.run(pv); }); }, opts.paired_timing);
+        } catch (const std::exception& e) {
+            fail_timing(row, "error while timing, paired with " + std::string(vendor.id) + ": " + e.what());
+            progress.say(row, "FAIL (" + row.reason + ")");
+            continue;
+        }
         row.paired_vendor = vendor.id;
         progress.say(row, "paired with " + std::string(vendor.id) + ": " + fmt("%.3f", row.paired.ratio_median) +
                               " [" + fmt("%.3f", row.paired.ratio_p10) + ", " + fmt("%.3f", row.paired.ratio_p90) +
@@ -329,6 +357,14 @@ Shape parse_shape(const std::string& text) {
     return s;
 }
 
+bool tile_multiple(const Shape& s) { return s.m % 16 == 0 && s.n % 16 == 0 && s.k % 16 == 0; }
+
+std::optional<Shape> odd_companion(const std::vector<Shape>& shapes, const std::vector<Backend>& backends) {
+    if (!std::all_of(shapes.begin(), shapes.end(), tile_multiple)) return std::nullopt;
+    const bool cuda = std::find(backends.begin(), backends.end(), Backend::cuda) != backends.end();
+    return cuda ? Shape{1021, 1028, 1040} : Shape{509, 1021, 1031};
+}
+
 std::vector<DType> default_dtypes(Backend b) {
     if (b == Backend::cpu) return {DType::f32};
     return {DType::f32, DType::tf32, DType::f16, DType::bf16, DType::e4m3};
@@ -351,7 +387,7 @@ std::vector<DType> backend_types(Backend b, const LadderOptions& opts, const std
 }
 
 void validate_request(const LadderOptions& opts, const LadderContext& ctx) {
-    if (opts.shapes.empty()) throw std::invalid_argument("no sizes given");
+    if (opts.shapes.empty() && opts.verify_shapes.empty()) throw std::invalid_argument("no sizes given");
     const auto& rungs = ctx.rungs;
     for (const auto& f : opts.rungs) {
         const bool known = f == "all" || std::any_of(rungs.begin(), rungs.end(), [&](const Rung* r) {
@@ -397,7 +433,9 @@ void validate_request(const LadderOptions& opts, const LadderContext& ctx) {
         if (!ex) throw std::invalid_argument("backend " + std::string(name(b)) + " is not available");
         if (!ex->unavailable_reason().empty()) continue;  // the runner reports SKIP rows
         const auto types = backend_types(b, opts, rungs);
-        for (const Shape& s : opts.shapes)
+        std::vector<Shape> every = opts.shapes;
+        every.insert(every.end(), opts.verify_shapes.begin(), opts.verify_shapes.end());
+        for (const Shape& s : every)
             for (DType t : types) {
                 const double host = host_bytes_needed(s, t);
                 const double host_free = static_cast<double>(ctx.cpu->free_memory_bytes());
@@ -450,9 +488,12 @@ LadderPlan plan_ladder(const LadderOptions& opts, const LadderContext& ctx) {
         for (DType t : backend_types(b, opts, ctx.rungs))
             if (std::find(all_types.begin(), all_types.end(), t) == all_types.end()) all_types.push_back(t);
 
-    for (const Shape& shape : opts.shapes)
+    std::vector<std::pair<Shape, bool>> shapes;  // (shape, verified only)
+    for (const Shape& s : opts.shapes) shapes.emplace_back(s, false);
+    for (const Shape& s : opts.verify_shapes) shapes.emplace_back(s, true);
+    for (const auto& [shape, verify_only] : shapes)
         for (DType type : all_types) {
-            PlannedGroup group{.shape = shape, .type = type, .runs = {}};
+            PlannedGroup group{.shape = shape, .type = type, .runs = {}, .verify_only = verify_only};
             for (Backend b : opts.backends) {
                 const auto types = backend_types(b, opts, ctx.rungs);
                 if (std::find(types.begin(), types.end(), type) == types.end()) continue;
@@ -480,10 +521,10 @@ std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext
         for (const PlannedRun& run : group.runs) {
             // A stop request (SIGINT, SIGTERM) ends the run between measurements.
             if (ctx.should_stop && ctx.should_stop()) break;
-            rows.push_back(run_one(run, in, opts, plan.threads, progress));
+            rows.push_back(run_one(run, in, opts, !opts.verify_only && !group.verify_only, plan.threads, progress));
             rows.back().host = host;
         }
-        if (opts.paired && !opts.verify_only && rows.size() - first == group.runs.size() &&
+        if (opts.paired && !opts.verify_only && !group.verify_only && rows.size() - first == group.runs.size() &&
             !(ctx.should_stop && ctx.should_stop()))
             pair_with_vendor(group, std::span<ResultRow>(rows).subspan(first), in, opts, plan.threads, progress);
         if (ctx.checkpoint) {
@@ -512,6 +553,31 @@ void fill_ratios(std::vector<ResultRow>& rows) {
                 row.pct_of_vendor = 100.0 * row.gflops / o.gflops;
         }
     }
+}
+
+JsonObject timing_settings(const LadderOptions& opts) {
+    JsonObject t;
+    t.boolean("verify_only", opts.verify_only).boolean("force", opts.force).boolean("paired", opts.paired);
+    for (Backend b : opts.backends) {
+        const TimingConfig& tc = b == Backend::cpu ? opts.cpu_timing : opts.gpu_timing;
+        t.object(std::string(name(b)), JsonObject{}
+                                           .num("warmup_s", tc.warmup_s)
+                                           .num("min_time_s", tc.min_time_s)
+                                           .integer("min_reps", tc.min_reps)
+                                           .integer("max_reps", tc.max_reps)
+                                           .num("max_time_s", tc.max_time_s));
+    }
+    if (opts.paired) {
+        const PairedConfig& pc = opts.paired_timing;
+        t.object("pairs", JsonObject{}
+                              .num("warmup_s", pc.warmup_s)
+                              .num("min_time_s", pc.min_time_s)
+                              .integer("min_pairs", pc.min_pairs)
+                              .integer("max_pairs", pc.max_pairs)
+                              .num("max_time_s", pc.max_time_s)
+                              .num("block_s", pc.block_s));
+    }
+    return t;
 }
 
 std::vector<std::string> result_header() {

@@ -13,6 +13,7 @@
 #include "core/reference.hpp"
 #include "harness/executor.hpp"
 #include "harness/paired.hpp"
+#include "harness/report_io.hpp"
 #include "harness/timing.hpp"
 #include "ladder/rung.hpp"
 
@@ -29,9 +30,25 @@ Shape parse_shape(const std::string& text);
 
 inline constexpr std::string_view kNaiveRungId = "k01_cpu_naive";
 
+// Whether M, N and K are all multiples of 16, as every tile of every rung is:
+// a shape that is not exercises the rungs' edge paths.
+bool tile_multiple(const Shape& s);
+
+// The odd companion a suite or the default sizes are verified at (never timed,
+// LadderOptions::verify_shapes), so that every rung meets a shape that is a
+// multiple of no tile: none when one of `shapes` already is not. On the CPU
+// alone 509x1021x1031; with the CUDA backend 1021x1028x1040, whose K is a
+// multiple of 16 (TMA's 16-byte rows of fp8) and N of 4 (cuBLAS's int8
+// kernels), neither of 32.
+std::optional<Shape> odd_companion(const std::vector<Shape>& shapes, const std::vector<Backend>& backends);
+
 struct LadderOptions {
     std::vector<Backend> backends{Backend::cpu};
     std::vector<Shape> shapes;
+    // Shapes every rung is verified at and none timed (nor paired), after
+    // `shapes`: the odd companions that are multiples of no tile, which a
+    // rate table does not need but every rung's verification does.
+    std::vector<Shape> verify_shapes;
     std::vector<DType> dtypes;          // empty: each backend's default types
     std::vector<std::string> rungs;     // rung ids or group names; empty: all
     Recipe recipe = Recipe::uniform;
@@ -95,6 +112,7 @@ struct PlannedGroup {
     Shape shape;
     DType type = DType::f32;
     std::vector<PlannedRun> runs;
+    bool verify_only = false;  // a shape of LadderOptions::verify_shapes
 };
 
 struct LadderPlan {
@@ -139,6 +157,8 @@ LadderPlan plan_ladder(const LadderOptions& opts, const LadderContext& ctx);
 
 // Plan, run each planned run (inputs, reference, poison, run, verify, time),
 // then report (ratios). Stops between measurements when ctx.should_stop says so.
+// An exception from a rung while it is verified, timed or paired fails its row
+// ("error: ...", "error while timing: ...") and the run goes on.
 std::vector<ResultRow> run_ladder(const LadderOptions& opts, const LadderContext& ctx);
 
 // Seconds that measure() is expected to take for a rung whose one run took
@@ -150,6 +170,12 @@ void fill_ratios(std::vector<ResultRow>& rows);
 
 // The types a backend runs when none are asked for.
 std::vector<DType> default_dtypes(Backend b);
+
+// The settings the run's measurements were taken under, for the sidecar:
+// verify_only, force and paired; per backend of the run ("cpu", "cuda") its
+// warm-up, minimum time, minimum and maximum repetitions and time cap; and,
+// when paired, the pairs' own settings.
+JsonObject timing_settings(const LadderOptions& opts);
 
 // CSV columns and cells of a result row (one row per rung, shape, type).
 std::vector<std::string> result_header();

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +20,7 @@
 #include "harness/report_io.hpp"
 #include "harness/timing.hpp"
 #include "ladder/runner.hpp"
+#include "probes/numerics/emulate.hpp"
 #include "temp_dir.hpp"
 
 using namespace rigel;
@@ -148,6 +151,22 @@ TEST(Reference, SampledRowsCoverEveryBlock) {
         EXPECT_TRUE(std::any_of(r.rows.begin(), r.rows.end(), [&](std::int64_t x) { return x / 10 == blk; }));
 }
 
+TEST(Reference, SampledBlocksAreAtMost32Rows) {
+    // 16384^3 over the default limit asked for one row in 256 (64 of 16384,
+    // half of every 128-row tile's rows never among them); the block is
+    // capped so that each 32 rows hold one. Here work / limit is 6000.
+    std::vector<double> a(1024 * 4, 1.0), b(4 * 6, 1.0);
+    const Reference r = compute_reference(a, b, 1024, 6, 4, 3, 1, /*full_limit=*/4.096);
+    for (std::int64_t blk = 0; blk < 1024 / kMaxRowBlock; ++blk)
+        EXPECT_TRUE(std::any_of(r.rows.begin(), r.rows.end(),
+                                [&](std::int64_t x) { return x / kMaxRowBlock == blk; }))
+            << "rows " << blk * kMaxRowBlock << "..";
+    EXPECT_LE(r.rows.size(), static_cast<std::size_t>(1024 / kMaxRowBlock + 2));
+    // Sampled: every row is still checked as a whole.
+    EXPECT_EQ(r.x.size(), 6u);
+    EXPECT_EQ(r.product_x.size(), 1024u);
+}
+
 TEST(Verify, PassesTheRightAnswer) {
     std::vector<double> a, b;
     const Reference r = small_reference(31, 17, 45, a, b);
@@ -188,6 +207,135 @@ TEST(Verify, ToleranceGrowsWithKAndIsCapped) {
     EXPECT_LT(element_tolerance(DType::f32, 16), element_tolerance(DType::f32, 4096));
     EXPECT_LE(element_tolerance(DType::e4m3, 1 << 20), info(DType::e4m3).elem_tol_cap);
     EXPECT_EQ(element_tolerance(DType::i8, 4096), 0.0);
+    // The likely bound, 8 sqrt(K) u for fp32 accumulation, floored at 16 u;
+    // fp8's floored at 64 u (u = 2^-14); never above the worst case 2 K u.
+    EXPECT_DOUBLE_EQ(element_tolerance(DType::f32, 1024), 8 * 32 * 0x1p-24);
+    EXPECT_DOUBLE_EQ(element_tolerance(DType::bf16, 1), 16 * 0x1p-24);
+    EXPECT_DOUBLE_EQ(element_tolerance(DType::e4m3, 4096), 64 * 0x1p-14);
+    EXPECT_DOUBLE_EQ(element_tolerance(DType::e4m3, 16384), 128 * 0x1p-14);
+    EXPECT_DOUBLE_EQ(element_tolerance(DType::e4m3, 16), 2 * 16 * 0x1p-14);
+    for (const auto& d : dtype_table())
+        for (std::int64_t k : {1, 7, 64, 1000, 4096, 65536, 1 << 22}) {
+            const double u = d.unit_roundoff_accum;
+            EXPECT_LE(element_tolerance(d.type, k), std::min(d.elem_tol_cap, std::max(16 * u, 2.0 * k * u)))
+                << d.name << " K=" << k;
+        }
+}
+
+namespace {
+
+// An operand's values rounded to tf32 (10 fraction bits, to nearest even), as
+// a tensor core reads fp32 inputs in TF32 mode.
+std::vector<double> tf32_rounded(std::vector<double> v) {
+    for (double& x : v) {
+        std::uint32_t w = 0;
+        const float f = static_cast<float>(x);
+        std::memcpy(&w, &f, 4);
+        w = (w + 0xFFFu + ((w >> 13) & 1u)) & ~0x1FFFu;
+        float r = 0;
+        std::memcpy(&r, &w, 4);
+        x = r;
+    }
+    return v;
+}
+
+// C = A B (A m x k, B k x n, row-major values) in float64 through the
+// reference's own product, rounded once to f32: an exact rung.
+std::vector<float> product_f32(const std::vector<double>& a, const std::vector<double>& b, std::int64_t m,
+                               std::int64_t n, std::int64_t k) {
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(m));
+    for (std::int64_t i = 0; i < m; ++i) rows[static_cast<std::size_t>(i)] = i;
+    std::vector<double> c(static_cast<std::size_t>(m * n));
+    reference_rows(a.data(), b.data(), n, k, rows, c.data(), 2);
+    return {c.begin(), c.end()};
+}
+
+struct Operands {
+    std::vector<double> a, b;
+};
+Operands operands(DType t, std::int64_t m, std::int64_t n, std::int64_t k) {
+    return {make_operand(t, Recipe::uniform, 5, 0, static_cast<std::size_t>(m), static_cast<std::size_t>(k),
+                         KAxis::cols).values,
+            make_operand(t, Recipe::uniform, 5, 1, static_cast<std::size_t>(k), static_cast<std::size_t>(n),
+                         KAxis::rows).values};
+}
+
+}  // namespace
+
+// Wrong results that the worst-case rule 2 K u let pass: each must fail now,
+// while the same product done right passes.
+TEST(Verify, FailsAnF32RungThatComputesInTf32) {
+    const std::int64_t m = 128, n = 128, k = 1024;
+    const Operands in = operands(DType::f32, m, n, k);
+    const Reference r = compute_reference(in.a, in.b, m, n, k, 1, 2);
+    EXPECT_TRUE(verify(DType::f32, product_f32(in.a, in.b, m, n, k).data(), r).pass);
+    // A serial fp32 FMA chain, the honest rung at its plainest, passes too.
+    std::vector<float> chain(static_cast<std::size_t>(m * n));
+    for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+            float acc = 0;
+            for (std::int64_t p = 0; p < k; ++p)
+                acc = std::fma(static_cast<float>(in.a[i * k + p]), static_cast<float>(in.b[p * n + j]), acc);
+            chain[i * n + j] = acc;
+        }
+    EXPECT_TRUE(verify(DType::f32, chain.data(), r).pass);
+    const Verdict v = verify(DType::f32, product_f32(tf32_rounded(in.a), tf32_rounded(in.b), m, n, k).data(), r);
+    EXPECT_FALSE(v.pass) << "err " << v.err_max_scaled << " tolerance " << v.tolerance;
+}
+
+TEST(Verify, FailsOneDroppedKTerm) {
+    const std::int64_t m = 128, n = 128, k = 8192;
+    Operands in = operands(DType::f32, m, n, k);
+    const Reference r = compute_reference(in.a, in.b, m, n, k, 1, 2);
+    EXPECT_TRUE(verify(DType::f32, product_f32(in.a, in.b, m, n, k).data(), r).pass);
+    for (std::int64_t i = 0; i < m; ++i) in.a[i * k + 4321] = 0;  // the term k = 4321 never added
+    const Verdict v = verify(DType::f32, product_f32(in.a, in.b, m, n, k).data(), r);
+    EXPECT_FALSE(v.pass) << "err " << v.err_max_scaled << " tolerance " << v.tolerance;
+}
+
+TEST(Verify, FailsAnE4m3ResultMissingA32WideKSlice) {
+    const std::int64_t m = 128, n = 128, k = 4096;
+    Operands in = operands(DType::e4m3, m, n, k);
+    const Reference r = compute_reference(in.a, in.b, m, n, k, 1, 2);
+    EXPECT_TRUE(verify(DType::e4m3, product_f32(in.a, in.b, m, n, k).data(), r).pass);
+    // The fp8 wgmma's own truncating sums (the k33 model, bit for bit) pass.
+    std::vector<double> b_nk(in.b.size());
+    for (std::int64_t p = 0; p < k; ++p)
+        for (std::int64_t j = 0; j < n; ++j) b_nk[j * k + p] = in.b[p * n + j];
+    const auto k33 = emulate::gemm(*emulate::path_named("wgmma_e4m3"), in.a, b_nk, m, n, k, {}, 2);
+    const Verdict honest = verify(DType::e4m3, k33.data(), r);
+    EXPECT_TRUE(honest.pass) << honest.reason;
+    for (std::int64_t i = 0; i < m; ++i)  // one fp8 wgmma's K step (32 values) skipped
+        for (std::int64_t p = 2048; p < 2048 + 32; ++p) in.a[i * k + p] = 0;
+    const Verdict v = verify(DType::e4m3, product_f32(in.a, in.b, m, n, k).data(), r);
+    EXPECT_FALSE(v.pass) << "err " << v.err_max_scaled << " tolerance " << v.tolerance;
+}
+
+// Sampled rows leave most of C unchecked element by element; the row check
+// (C x against A (B x)) still sees a row that is wrong as a whole.
+TEST(Verify, RowCheckCatchesAWrongRowTheSampleMissed) {
+    const std::int64_t m = 512, n = 96, k = 64;
+    const Operands in = operands(DType::f32, m, n, k);
+    const Reference r = compute_reference(in.a, in.b, m, n, k, 1, 2, /*full_limit=*/1.0);
+    ASSERT_FALSE(r.full());
+    const auto good = product_f32(in.a, in.b, m, n, k);
+    const Verdict ok = verify(DType::f32, good.data(), r);
+    EXPECT_TRUE(ok.pass) << ok.reason;
+    EXPECT_GT(ok.row_check, 0.0);
+    EXPECT_LT(ok.row_check, 1.0);
+    std::int64_t unchecked = 1;
+    while (std::binary_search(r.rows.begin(), r.rows.end(), unchecked)) ++unchecked;
+
+    auto copied = good;  // row `unchecked` holds its neighbour's values: an indexing bug
+    std::copy_n(good.begin() + (unchecked + 1) * n, n, copied.begin() + unchecked * n);
+    Verdict v = verify(DType::f32, copied.data(), r);
+    EXPECT_FALSE(v.pass);
+    EXPECT_NE(v.reason.find("row " + std::to_string(unchecked) + ":"), std::string::npos) << v.reason;
+
+    auto inf = good;
+    inf[static_cast<std::size_t>(unchecked * n + 5)] = std::numeric_limits<float>::infinity();
+    v = verify(DType::f32, inf.data(), r);
+    EXPECT_FALSE(v.pass) << "an infinity outside the sampled rows";
 }
 
 TEST(Timing, SummaryStatistics) {
@@ -209,6 +357,33 @@ TEST(Timing, MeasureHonoursMinimumRepsAndTime) {
     EXPECT_EQ(s.reps, 10);
     // A zero warm-up still runs one untimed repetition, and only one.
     EXPECT_EQ(calls, s.reps + 1);
+}
+
+TEST(Timing, OneRepetitionHasNoNoiseFigure) {
+    const TimingStats one = summarize({0.25});
+    EXPECT_EQ(one.reps, 1);
+    EXPECT_DOUBLE_EQ(one.median_s, 0.25);
+    EXPECT_TRUE(std::isnan(one.noise_rel)) << "a single sample says nothing of the spread";
+    EXPECT_TRUE(std::isnan(summarize({}).noise_rel));
+    EXPECT_DOUBLE_EQ(summarize({0.25, 0.25}).noise_rel, 0.0);
+}
+
+TEST(Timing, TheTimeCapWinsOverMinimumReps) {
+    // Each repetition takes 20 ms of wall time and the cap is 10 ms: one
+    // repetition, not min_reps, and the statistics say so.
+    const TimingConfig cfg{.warmup_s = 0, .min_time_s = 0, .min_reps = 5, .max_reps = 100, .max_time_s = 0.01};
+    const TimingStats s = measure(
+        [] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            return 0.02;
+        },
+        cfg);
+    EXPECT_EQ(s.reps, 1);
+    EXPECT_TRUE(s.capped);
+    EXPECT_TRUE(std::isnan(s.noise_rel));
+    const TimingStats quick = measure([] { return 0.001; }, TimingConfig{.warmup_s = 0, .min_time_s = 0,
+                                                                          .min_reps = 3, .max_reps = 3});
+    EXPECT_FALSE(quick.capped);
 }
 
 TEST(Timing, MeasureRefusesSettingsThatCouldRunForever) {

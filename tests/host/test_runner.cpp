@@ -336,6 +336,33 @@ TEST(Suites, EverySuiteHoldsAgainstTheRegistry) {
     }
 }
 
+// Every rung is verified on a shape that is a multiple of no tile: each suite
+// names one, or is given its odd companion (verified, never timed); and so is
+// the default.
+TEST(Suites, EverySuiteCarriesAShapeThatIsAMultipleOfNoTile) {
+    for (const Suite& s : suite_table()) {
+        std::vector<Shape> shapes;
+        for (const auto& text : s.sizes) shapes.push_back(parse_shape(text));
+        std::vector<Backend> backends{Backend::cpu, Backend::cuda};
+        if (s.backend == "cpu") backends = {Backend::cpu};
+        if (s.backend == "cuda") backends = {Backend::cuda};
+        const auto odd = odd_companion(shapes, backends);
+        if (odd) shapes.push_back(*odd);
+        EXPECT_TRUE(std::any_of(shapes.begin(), shapes.end(), [](const Shape& x) { return !tile_multiple(x); }))
+            << s.name;
+        // A companion exists only where the suite has no such shape, and the
+        // CUDA one suits TMA's fp8 rows (K % 16) and cuBLAS int8 (N % 4).
+        if (odd && s.backend != "cpu") {
+            EXPECT_TRUE(odd->k % 16 == 0 && odd->n % 4 == 0) << s.name;
+        }
+    }
+    const auto odd = odd_companion({parse_shape("512"), parse_shape("1024")}, {Backend::cpu});
+    ASSERT_TRUE(odd.has_value());
+    EXPECT_EQ(odd->str(), "509x1021x1031");
+    EXPECT_FALSE(tile_multiple(*odd));
+    EXPECT_FALSE(odd_companion({parse_shape("17x33x8192")}, {Backend::cuda}).has_value());
+}
+
 TEST(Suites, CheckNamesEveryProblem) {
     Fixture f;
     f.ctx.rungs.push_back(&kCudaBf16);
@@ -412,6 +439,117 @@ TEST(Runner, ExpectedMeasureTimeFollowsTheTimingRules) {
     EXPECT_NEAR(expected_measure_seconds(1, few), 1 + 2, 1e-9) << "max_reps caps the timed runs";
 }
 
+
+// Rungs that are right until their n-th call, then throw: a fault that only
+// timing (or pairing) reaches.
+int g_calls = 0;
+void right_then_throws(const GemmProblem& p, int nth) {
+    if (++g_calls >= nth) throw std::runtime_error("launch failed on call " + std::to_string(g_calls));
+    right_f32(p);
+}
+const Rung kThrowsSecond = make_rung({.id = "t_throws_second", .run = [](const GemmProblem& p) {
+                                          right_then_throws(p, 2);
+                                      }});
+// Verification, the warm-up and two timed repetitions: the fifth call is the pairing's.
+const Rung kThrowsFifth = make_rung({.id = "t_throws_fifth", .run = [](const GemmProblem& p) {
+                                         right_then_throws(p, 5);
+                                     }});
+
+TEST(Runner, AThrowWhileTimingFailsItsRowAndTheLadderGoesOn) {
+    Fixture f;
+    f.ctx.rungs = {&test_rungs()[0], &kThrowsSecond, &test_rungs().back()};
+    g_calls = 0;
+    const auto rows = run_ladder(f.opts, f.ctx);
+    ASSERT_EQ(rows.size(), 6u) << "both shapes, every rung";
+    const ResultRow& thrown = f.row(rows, "t_throws_second", 5);
+    EXPECT_EQ(thrown.status, Status::fail);
+    EXPECT_EQ(thrown.reason, "error while timing: launch failed on call 2");
+    EXPECT_TRUE(thrown.verdict.pass) << "it was verified before it threw";
+    EXPECT_EQ(thrown.timing.reps, 0);
+    EXPECT_EQ(cell(thrown, "rate"), "") << "no rate for a row whose timing failed";
+    EXPECT_EQ(cell(thrown, "status"), "FAIL");
+    // The rows after it, in its group and the next, ran and were timed.
+    EXPECT_EQ(f.row(rows, "t_vendor", 5).status, Status::pass);
+    EXPECT_EQ(f.row(rows, "t_vendor", 5).timing.reps, 2);
+    EXPECT_EQ(f.row(rows, "k01_cpu_naive", 8).status, Status::pass);
+    EXPECT_EQ(f.row(rows, "t_vendor", 8).timing.reps, 2);
+    EXPECT_EQ(f.checkpoints, 2);
+}
+
+TEST(Runner, AThrowWhilePairingFailsItsRowAndTheLadderGoesOn) {
+    Fixture f;
+    f.ctx.rungs = {&test_rungs()[0], &kThrowsFifth, &test_rungs().back()};
+    f.opts.shapes = {parse_shape("6x4x8")};
+    f.opts.paired = true;
+    f.opts.paired_timing = PairedConfig{.warmup_s = 0, .min_time_s = 0, .min_pairs = 4, .max_pairs = 4,
+                                        .max_time_s = 1};
+    g_calls = 0;
+    const auto rows = run_ladder(f.opts, f.ctx);
+    ASSERT_EQ(rows.size(), 3u);
+    const ResultRow& thrown = f.row(rows, "t_throws_fifth", 8);
+    EXPECT_EQ(thrown.status, Status::fail);
+    EXPECT_EQ(thrown.reason, "error while timing, paired with t_vendor: launch failed on call 5");
+    EXPECT_EQ(thrown.paired.pairs, 0);
+    EXPECT_EQ(cell(thrown, "paired_vendor"), "");
+    EXPECT_EQ(cell(thrown, "rate"), "");
+    EXPECT_EQ(f.row(rows, "k01_cpu_naive", 8).paired.pairs, 4) << "the group's other rungs are still paired";
+}
+
+TEST(Runner, VerifyShapesAreVerifiedAndNeverTimed) {
+    Fixture f;
+    f.opts.shapes = {parse_shape("8")};
+    f.opts.verify_shapes = {parse_shape("17x9x33")};
+    f.opts.rungs = {"k01_cpu_naive", "t_wrong", "t_vendor"};
+    f.opts.paired = true;
+    f.opts.paired_timing = PairedConfig{.warmup_s = 0, .min_time_s = 0, .min_pairs = 2, .max_pairs = 2,
+                                        .max_time_s = 1};
+    const auto rows = run_ladder(f.opts, f.ctx);
+    ASSERT_EQ(rows.size(), 6u);
+    EXPECT_EQ(rows[3].shape.str(), "17x9x33") << "after the timed shapes";
+    for (const ResultRow& r : rows) {
+        if (r.shape.k != 33) continue;
+        EXPECT_EQ(r.timing.reps, 0) << r.rung;
+        EXPECT_EQ(r.paired.pairs, 0) << r.rung;
+        EXPECT_EQ(cell(r, "rate"), "") << r.rung;
+    }
+    EXPECT_EQ(f.row(rows, "k01_cpu_naive", 33).status, Status::pass);
+    EXPECT_EQ(f.row(rows, "t_wrong", 33).status, Status::fail) << "verified all the same";
+    EXPECT_EQ(f.row(rows, "k01_cpu_naive", 8).timing.reps, 2);
+    EXPECT_EQ(f.row(rows, "k01_cpu_naive", 8).paired.pairs, 2);
+}
+
+TEST(Runner, OneRepetitionLeavesTheNoiseCellEmpty) {
+    ResultRow r;
+    r.rung = "k01_cpu_naive";
+    r.dtype = "f32";
+    r.status = Status::pass;
+    r.timing = summarize({0.5});
+    r.gflops = 1;
+    EXPECT_EQ(cell(r, "reps"), "1");
+    EXPECT_EQ(cell(r, "noise_rel"), "");
+    r.timing = summarize({0.5, 0.6});
+    EXPECT_FALSE(cell(r, "noise_rel").empty());
+}
+
+TEST(Runner, TimingSettingsForTheSidecar) {
+    Fixture f;
+    f.opts.backends = {Backend::cpu, Backend::cuda};
+    f.opts.cpu_timing = TimingConfig{.warmup_s = 0.1, .min_time_s = 0.5, .min_reps = 3, .max_reps = 200,
+                                     .max_time_s = 20};
+    f.opts.force = true;
+    const std::string plain = timing_settings(f.opts).dump();
+    for (const char* key : {"\"verify_only\": false", "\"force\": true", "\"paired\": false", "\"cpu\"",
+                            "\"cuda\"", "\"warmup_s\": 0.1", "\"min_time_s\": 0.5", "\"min_reps\": 3",
+                            "\"max_reps\": 200", "\"max_time_s\": 20"})
+        EXPECT_NE(plain.find(key), std::string::npos) << key << " in " << plain;
+    EXPECT_EQ(plain.find("\"pairs\""), std::string::npos) << "pairs' settings only for a paired run";
+    f.opts.paired = true;
+    f.opts.verify_only = true;
+    const std::string paired = timing_settings(f.opts).dump();
+    for (const char* key : {"\"verify_only\": true", "\"paired\": true", "\"pairs\"", "\"min_pairs\"",
+                            "\"max_pairs\"", "\"block_s\""})
+        EXPECT_NE(paired.find(key), std::string::npos) << key << " in " << paired;
+}
 
 TEST(Runner, PairedTimesEachPassingRungAgainstItsVendorInPairs) {
     Fixture f;
