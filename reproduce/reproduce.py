@@ -150,31 +150,58 @@ def latest_per_key(rows, key):
     return list(out.values())
 
 
+def stem_age(folder, stem):
+    """How late the run of a date_commit stem is: the first run id of its
+    probes or ladder CSVs (the UTC time it starts with), then the stem."""
+    ids = []
+    for p in sorted(folder.glob(stem + "_*.csv")):
+        if p.name.endswith("_sass.csv") or p.name.endswith("_sass_kernels.csv"):
+            continue
+        with p.open(newline="") as f:
+            row = next(csv.DictReader(f), None)
+        if row and row.get("run_id"):
+            ids.append(row["run_id"])
+    return (min(ids) if ids else "", stem)
+
+
 def sass_opcodes():
     """Matrix opcodes in each rung's machine code, per SASS record:
-    {(machine, date_commit stem, object): "HGMMA"...}; a record belongs to the
-    ladder files of its own stem (findings.result_stem), never to another
-    commit's."""
+    {(machine, date_commit stem, object): "HGMMA"...}, and under
+    (machine, None, object) every record of that object as (age, opcodes,
+    stem), for rows whose own run recorded no SASS."""
     out = {}
     for p in sorted(RESULTS.glob("*/*_sass.csv")):
         stem = findings.result_stem(p.name)
+        age = stem_age(p.parent, stem)
         with p.open(newline="") as f:
             for r in csv.DictReader(f):
                 found = [op.upper() for op in ("qgmma", "hgmma", "hmma", "imma", "dmma", "ffma")
                          if int(r.get(op, "0") or 0) > 0]
-                out[(p.parent.name, stem, r["object"])] = "+".join(found[:2]) if found else "-"
+                ops = "+".join(found[:2]) if found else "-"
+                out[(p.parent.name, stem, r["object"])] = ops
+                out.setdefault((p.parent.name, None, r["object"]), []).append((age, ops, stem))
     return out
 
 
 def sass_text(r, sass):
     """The SASS cell of a ladder row: the opcodes of its rung in the SASS
-    record of its own run's stem; "library" for a vendor row, "-" for the CPU,
-    "no SASS record" for an own GPU rung whose run has none for it."""
+    record of its own run's stem; else in the newest record made before its
+    run, naming the commit whose build that was; "library" for a vendor row,
+    "-" for the CPU, "no SASS record" for an own GPU rung no earlier record
+    holds."""
     if r["backend"] == "cpu":
         return "-"
     if r["vendor"] == "1":
         return "library"
-    return sass.get((r["_machine"], findings.result_stem(r["_file"]), r["rung"]), "no SASS record")
+    own = sass.get((r["_machine"], findings.result_stem(r["_file"]), r["rung"]))
+    if own is not None:
+        return own
+    before = [rec for rec in sass.get((r["_machine"], None, r["rung"]), [])
+              if rec[0][0] and rec[0][0] < r.get("run_id", "")]
+    if not before:
+        return "no SASS record"
+    _, ops, stem = max(before)
+    return f"{ops} ({stem.split('_', 1)[-1]}'s build)"
 
 
 def paired_of(r):

@@ -163,6 +163,21 @@ class LadderTable(TempDirTest):
         self.assertIn("| 96.0% unpaired; 1.029x [1.021, 1.038] paired vs cublas_bf16 |", k39)
         self.assertIn("| 95.8% | 5.5e-07 | HGMMA |", lines["k32_wgmma_persistent"])
 
+    def test_a_record_made_before_the_run_speaks_for_it_by_name(self):
+        # k32's record at 2d29642, whose probes ran before the row's run: named as that commit's build.
+        self.write("results/h200/2026-12-01_2d29642_probes.csv", "run_id,probe\n20261201T000000Z-aaaaaa,x\n")
+        self.write("results/h200/2026-12-05_fffffff_probes.csv", "run_id,probe\n20261205T000000Z-bbbbbb,x\n")
+        reproduce.set_root(self.dir)
+        rows = [ladder_row("k32_wgmma_persistent", 651200.0, "2026-12-04_42ea831_ladder_k39_2.csv", pct="95.8"),
+                ladder_row("k39_wgmma_pingpong", 644890.0, "2026-12-04_42ea831_ladder_k39_2.csv", pct="96.0")]
+        for r in rows:
+            r["run_id"] = "20261204T000000Z-cccccc"
+        table, _ = reproduce.ladder_table(rows, 4096)
+        lines = {line.split(" | ")[0][2:]: line for line in table.splitlines()[2:]}
+        self.assertIn("| HGMMA (2d29642's build) |", lines["k32_wgmma_persistent"])
+        # fffffff's record of k39 was made after the run: it does not speak for it.
+        self.assertIn("| no SASS record |", lines["k39_wgmma_pingpong"])
+
 
 if __name__ == "__main__":
     unittest.main()
