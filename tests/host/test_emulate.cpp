@@ -7,6 +7,7 @@
 // shapes are refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -165,4 +166,54 @@ TEST(Emulate, TheFastChainIsTheMeasuredModelBitForBit) {
                 ++checked;
             }
     EXPECT_EQ(checked, static_cast<int>(emulate::paths().size()) * 3 * 200);
+}
+
+// An instruction with no products still passes its C through the path's
+// output rule, as the H200 machine's "D = C when A*B = 0" rows measured: the
+// fp8 wgmma model truncates C to 13 fraction bits toward zero and flushes an
+// fp32-subnormal C to +0; the 16-bit models return C = -0 as +0 and keep
+// every other C.
+TEST(Emulate, CWithoutProductsGoesThroughThePathsRounding) {
+    const auto c_only = [](const emulate::Path& p, double c) {
+        probes::DotCase dc = probes::empty_case(p.k_inst);
+        dc.c = c;
+        return probes::predict(p.model, dc, p.k_inst, p.type);
+    };
+    for (const char* fp8 : {"wgmma_e4m3", "wgmma_e5m2"}) {
+        const emulate::Path& p = *emulate::path_named(fp8);
+        EXPECT_EQ(static_cast<float>(c_only(p, -9.26857217e+27f)), -9.2682298e+27f) << fp8;  // the device's answer
+        probes::SplitMix rng(7);
+        for (int i = 0; i < 1000; ++i) {
+            const double c = probes::random_f32(rng, -126, 127);
+            const int e = probes::exponent_of(c);
+            EXPECT_EQ(c_only(p, c), std::ldexp(std::trunc(std::ldexp(c, 13 - e)), e - 13)) << fp8 << " " << c;
+        }
+        for (const double c : {0x1p-140, -3 * 0x1p-145, -0.0}) {
+            EXPECT_EQ(c_only(p, c), 0.0) << fp8 << " " << c;
+            EXPECT_FALSE(std::signbit(c_only(p, c))) << fp8 << " " << c;
+        }
+    }
+    for (const char* half : {"mma_sync_bf16", "mma_sync_f16", "wgmma_bf16", "wgmma_f16"}) {
+        const emulate::Path& p = *emulate::path_named(half);
+        EXPECT_FALSE(std::signbit(c_only(p, -0.0))) << half;
+        for (const double c : {0x1p-149, 0x1p-126 - 0x1p-149, 1.0 + 0x1p-23, -0x1.fffffep127, double(-9.26857217e+27f)})
+            EXPECT_EQ(c_only(p, c), c) << half << " " << c;
+    }
+}
+
+// A chain with whole instructions of zeros inside it: the fast chain rounds
+// the running sum through them as probes::predict does.
+TEST(Emulate, TheFastChainRoundsThroughInstructionsOfZeros) {
+    for (const emulate::Path& p : emulate::paths())
+        for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+            const int k = 6 * p.k_inst;
+            Operand a = make_operand(p.type, Recipe::normal, seed, 0, 1, k, KAxis::cols);
+            const Operand b = make_operand(p.type, Recipe::normal, seed, 1, 1, k, KAxis::cols);
+            for (const int inst : {0, 2, 5})
+                if ((seed >> (inst % 3)) & 1) std::fill_n(a.values.begin() + inst * p.k_inst, p.k_inst, 0.0);
+            const float fast = emulate::element(p, a.values, b.values);
+            probes::DotCase dc{a.values, b.values, 0.0};
+            const float model = static_cast<float>(probes::predict(p.model, dc, p.k_inst, p.type));
+            ASSERT_EQ(std::memcmp(&fast, &model, sizeof fast), 0) << p.name << " seed " << seed;
+        }
 }

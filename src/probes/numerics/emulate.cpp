@@ -33,7 +33,9 @@ constexpr BlockModel kHalfModel{.block = 16,
                                 .exp_rule = ExpRule::factors};
 
 // fp8 wgmma (e4m3): 32 products and C in one step, 13 bits kept, truncation,
-// the result truncated to 13 fraction bits. MMA-Sim's published Hopper
+// the result truncated to 13 fraction bits, an fp32-subnormal result flushed
+// to +0 (the probe's "fp32-subnormal C" row; no sum of fp8 products reaches
+// that range, so only a subnormal C shows it). MMA-Sim's published Hopper
 // parameters; rigel's probe, once it also tried a result narrower than fp32,
 // measured the same model bit-identical on 2048/2048 single and 256/256
 // chained instructions (2026-12-01_da76df2_probes.csv; with fp32's 23 bits it
@@ -44,6 +46,7 @@ constexpr BlockModel kFp8WgmmaModel{.block = 32,
                                          .align = AlignCut::toward_zero,
                                          .out = Rounding::toward_zero,
                                          .c_in_first_block = true,
+                                         .subnormal_out = false,
                                          .exp_rule = ExpRule::factors,
                                          .out_frac_bits = 13};
 constexpr std::string_view kFp8Source =
@@ -112,12 +115,17 @@ double chain_fast(const Path& p, const double* a, const double* b, int len) {
                 emax = std::max(emax, e[n]);
                 ++n;
             }
-            if (n == 0) continue;  // a block of zeros passes the running sum through
             if (acc != 0) {
                 v[n] = acc;
                 e[n] = exponent_bits(acc);
                 emax = std::max(emax, e[n]);
                 ++n;
+            }
+            // A block of zero products still rounds the running sum alone
+            // (probes::predict); with nothing at all the sum is +0.
+            if (n == 0) {
+                acc = 0.0;
+                continue;
             }
             const double q = std::ldexp(1.0, emax - m.frac_bits);
             double s = 0.0;

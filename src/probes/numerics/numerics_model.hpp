@@ -155,9 +155,32 @@ inline const char* name(Rounding r) {
 constexpr Rounding all_roundings[] = {Rounding::nearest_even, Rounding::toward_zero, Rounding::down, Rounding::up,
                                       Rounding::nearest_away};
 
+// The result of a rounding that overflowed fp32's range (a value of sign
+// `neg` whose rounded magnitude reached 2^128), as IEEE 754 (7.4) gives it:
+// the largest finite number of that sign when rounding toward zero, down for
+// a positive value or up for a negative one; infinity otherwise (to nearest,
+// or toward the infinity of the value's own sign). The largest finite number
+// has all frac_bits fraction bits set. The probes never drive an accumulator
+// past fp32's range, so this is the model's assumption, not a measurement; it
+// decides what the measured models give there, since every measured
+// tensor-core step rounds toward zero.
+inline double overflowed(bool neg, Rounding r, int frac_bits) {
+    const double largest = std::ldexp(2.0 - std::ldexp(1.0, -frac_bits), 127);
+    bool to_inf = true;
+    switch (r) {
+        case Rounding::nearest_even:
+        case Rounding::nearest_away: to_inf = true; break;
+        case Rounding::toward_zero: to_inf = false; break;
+        case Rounding::down: to_inf = neg; break;
+        case Rounding::up: to_inf = !neg; break;
+    }
+    const double mag = to_inf ? INFINITY : largest;
+    return neg ? -mag : mag;
+}
+
 // Rounds an exact value (a double whose digits are all meant) to fp32 in
 // mode r; below 2^-126 either onto the subnormal grid (subnormals = true) or
-// to a signed zero. Overflow gives +-inf (not reached by the probes).
+// to a signed zero; past fp32's range as overflowed() says.
 // frac_bits < 23: rounded further, to that many fraction bits in fp32's
 // exponent range (MMA-Sim's "e8m13" output of Hopper's fp8 wgmma).
 inline double round_f32(double x, Rounding r, bool subnormals = true, int frac_bits = 23) {
@@ -175,7 +198,7 @@ inline double round_f32(double x, Rounding r, bool subnormals = true, int frac_b
         case Rounding::nearest_away: i = std::round(scaled); break;
     }
     const double out = std::ldexp(i, quantum);
-    if (std::fabs(out) >= 0x1p128) return std::copysign(INFINITY, x);
+    if (std::fabs(out) >= 0x1p128) return overflowed(x < 0, r, frac_bits);
     if (out == 0) return std::copysign(0.0, x);
     return out;
 }
@@ -234,7 +257,8 @@ inline std::optional<ExactSum> exact_sum(const std::vector<double>& terms) {
 }
 
 // The sum rounded to fp32 in mode r (subnormals kept or flushed to zero), or
-// to frac_bits < 23 fraction bits.
+// to frac_bits < 23 fraction bits; an exact zero is +0, and overflow is
+// overflowed()'s.
 inline double round_f32(const ExactSum& s, Rounding r, bool subnormals = true, int frac_bits = 23) {
     if (s.mant == 0) return 0.0;
     const bool neg = s.mant < 0;
@@ -268,7 +292,7 @@ inline double round_f32(const ExactSum& s, Rounding r, bool subnormals = true, i
         kept = static_cast<double>(k + (up ? 1 : 0));
     }
     const double out = std::ldexp(kept, quantum);
-    if (std::fabs(out) >= 0x1p128) return neg ? -INFINITY : INFINITY;
+    if (std::fabs(out) >= 0x1p128) return overflowed(neg, r, frac_bits);
     return neg ? -out : out;
 }
 
@@ -379,25 +403,35 @@ inline double rounded(const std::vector<double>& terms, const BlockModel& m) {
 
 // What the model predicts for dc on an instruction of k_inst products
 // (chained over dc.a.size() / k_inst instructions; the fp32 result of one is
-// the C of the next). A block whose products are all zero passes the running
-// sum through unchanged.
-inline double predict(const BlockModel& m, const DotCase& dc, int k_inst, DType t) {
-    const double sub_limit = std::ldexp(1.0, facts(t).emin);
-    const auto input = [&](double x) { return (!m.subnormal_in && std::fabs(x) < sub_limit) ? 0.0 : x; };
+// the C of the next); A's values are of type t, B's of tb (t where omitted),
+// each flushed by its own type's smallest normal when subnormal inputs are.
+//
+// A block whose products are all zero is still a step: the running sum alone
+// is aligned, cut and rounded by the output rule. The device does this: its
+// "D = C when A*B = 0" rows show fp8 wgmma truncating C to 13 fraction bits
+// (C = -9.26857217e+27 came back as -9.2682298e+27) and every 16-bit path
+// turning C = -0 into +0 (an exact zero sum is +0), and its "fp32-subnormal C"
+// row shows fp8 wgmma flushing such a C to +0.
+inline double predict(const BlockModel& m, const DotCase& dc, int k_inst, DType t, DType tb) {
+    const double sub_a = std::ldexp(1.0, facts(t).emin), sub_b = std::ldexp(1.0, facts(tb).emin);
+    const auto input = [&](double x, double sub_limit) {
+        return (!m.subnormal_in && std::fabs(x) < sub_limit) ? 0.0 : x;
+    };
     double acc = dc.c;
-    if (!m.subnormal_out && acc != 0 && std::fabs(acc) < 0x1p-126) acc = std::copysign(0.0, acc);
+    // A flushed C is +0, as the device returned it; with products beside it
+    // the sign of a zero term is immaterial.
+    if (!m.subnormal_out && std::fabs(acc) < 0x1p-126) acc = 0.0;
     const int k_total = static_cast<int>(dc.a.size());
     for (int k0 = 0; k0 < k_total; k0 += k_inst) {
         for (int b0 = k0; b0 < k0 + k_inst; b0 += m.block) {
             std::vector<detail::Term> terms;
             for (int k = b0; k < std::min(b0 + m.block, k0 + k_inst); ++k) {
-                const double a = input(dc.a[k]), b = input(dc.b[k]);
+                const double a = input(dc.a[k], sub_a), b = input(dc.b[k], sub_b);
                 const double p = a * b;
                 if (p == 0) continue;
                 const int e = m.exp_rule == ExpRule::factors ? exponent_of(a) + exponent_of(b) : exponent_of(p);
                 terms.push_back({p, e});
             }
-            if (terms.empty()) continue;
             const bool first = b0 == k0;
             if (first && !m.c_in_first_block) {
                 std::vector<double> parts = detail::aligned(terms, m);
@@ -410,6 +444,10 @@ inline double predict(const BlockModel& m, const DotCase& dc, int k_inst, DType 
         }
     }
     return acc;
+}
+
+inline double predict(const BlockModel& m, const DotCase& dc, int k_inst, DType t) {
+    return predict(m, dc, k_inst, t, t);
 }
 
 // A path that ptxas builds from other instructions: on sm_90, mma.sync with
