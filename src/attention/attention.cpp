@@ -70,14 +70,18 @@ std::string check_forward_args(const Desc& desc, const ForwardArgs& a) {
     }
     if (a.lse != nullptr && reinterpret_cast<std::uintptr_t>(a.lse) % 4 != 0) return "lse is not 4-byte aligned";
     const std::uint64_t o_bytes = extent_bytes(d, d.ldo);
+    const std::uint64_t lse_bytes = static_cast<std::uint64_t>(d.batch * d.heads * d.seq) * sizeof(float);
+    // The outputs are written while other CTAs still read Q, K and V, so
+    // neither may share a byte with them (Q, K and V may share theirs).
     for (const auto& [what, p, bytes] :
          {std::tuple<const char*, const void*, std::uint64_t>{"Q", a.q, extent_bytes(d, d.ldq)},
           {"K", a.k, extent_bytes(d, d.ldk)},
-          {"V", a.v, extent_bytes(d, d.ldv)}})
+          {"V", a.v, extent_bytes(d, d.ldv)}}) {
         if (overlaps(a.o, o_bytes, p, bytes)) return std::string("O overlaps ") + what + " (no in-place attention)";
-    if (a.lse != nullptr &&
-        overlaps(a.o, o_bytes, a.lse, static_cast<std::uint64_t>(d.batch * d.heads * d.seq) * sizeof(float)))
-        return "O overlaps lse";
+        if (a.lse != nullptr && overlaps(a.lse, lse_bytes, p, bytes))
+            return std::string("lse overlaps ") + what + " (the forward pass writes lse while it reads " + what + ")";
+    }
+    if (a.lse != nullptr && overlaps(a.o, o_bytes, a.lse, lse_bytes)) return "O overlaps lse";
     return {};
 }
 

@@ -8,11 +8,12 @@
 // Inputs are drawn as the ladder draws them (--recipe, --seed), quantized to
 // the path's type; the library computes D = A B^T in fp32 (A M x K row-major,
 // B N x K: layout NT), and the emulation follows the split of K the library's
-// dispatcher chose for the shape; a rung chains all of K. A vendor library
-// says nothing of its split (cuBLASLt names one in its algorithm, cuBLAS
-// nothing; the ladder's vendor rungs neither): the split is inferred from D
-// (emulate::infer), and how many of all of D's elements the inferred split
-// reproduces is the finding.
+// dispatcher chose for the shape, or the rung's own (cli/emulate_rungs.hpp:
+// most chain all of K; k37 splits it by the shape and the SM count). A vendor
+// library says nothing of its split (cuBLASLt names one in its algorithm,
+// cuBLAS nothing; the ladder's vendor rungs neither): the split is inferred
+// from D (emulate::infer), and how many of all of D's elements the inferred
+// split reproduces is the finding.
 #include <CLI/CLI.hpp>
 
 #include <charconv>
@@ -27,6 +28,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/device_runs.hpp"
+#include "cli/emulate_rungs.hpp"
 #include "core/hash.hpp"
 #include "core/recipe.hpp"
 #include "gemm/driver.hpp"
@@ -69,14 +71,44 @@ gemm::Type library_type(DType t) {
                                 "k34_wgmma_fp8_promoted or k36_wgmma_fp8_promoted_cluster");
 }
 
-// How a rung's kernel divides K: the promoted fp8 rungs restart the tensor
-// core's sum every 128 of K and add each partial into an fp32 total from
-// zero (warp_specialized.cuh, cluster_gemm.cuh): the serial split into
-// k-tiles of 128. Every other rung chains all of K.
-emulate::KSplit rung_split(const std::string& rung, int k) {
-    for (const char* promoted : {"k34_wgmma_fp8_promoted", "k36_wgmma_fp8_promoted_cluster", "k38_wgmma_fp8_block_scaled"})
-        if (rung == promoted) return {.splits = (k + 127) / 128, .k_tile = 128};
+// The operand type of a vendor comparison. Refused before anything runs
+// (vendor_refusal) where the vendor has no GEMM for it.
+gemm::Type vendor_type(DType t) {
+    switch (t) {
+        case DType::bf16: return gemm::Type::bf16;
+        case DType::f16: return gemm::Type::f16;
+        case DType::e4m3: return gemm::Type::e4m3;
+        case DType::e5m2: return gemm::Type::e5m2;
+        default: break;
+    }
+    throw std::invalid_argument("no vendor GEMM takes " + std::string(name(t)) + " operands");
+}
+
+// Empty when `against` (cublas or cublaslt) has a GEMM for the path's
+// operands; else one sentence why not. Known without the device, so it is
+// said before the device is asked for.
+std::string vendor_refusal(const std::string& against, DType t) {
+    const bool fp8 = t == DType::e4m3 || t == DType::e5m2;
+    if (against == "cublas" && fp8)
+        return "--against cublas runs cublasGemmEx, which takes no fp8 operands: set an fp8 path against cublaslt "
+               "or a vendor_cublaslt rung";
+    if (against == "cublaslt" && t == DType::e5m2)
+        return "cuBLASLt documents no e5m2 x e5m2 matmul (its fp8 pairs need an e4m3 operand), so --against "
+               "cublaslt has nothing to compare with wgmma_e5m2; --against vendor_cublaslt_e5m2 asks this cuBLASLt";
     return {};
+}
+
+// The device's SM count, which k37's split of K depends on, from the facts
+// the executor reports (cudaDeviceProp::multiProcessorCount).
+int sm_count(const Executor& ex) {
+    for (const auto& [key, value] : ex.describe()) {
+        if (key != "gpu_sm_count") continue;
+        int sms = 0;
+        const char* end = value.data() + value.size();
+        if (const auto [p, ec] = std::from_chars(value.data(), end, sms); ec == std::errc() && p == end && sms > 0)
+            return sms;
+    }
+    throw std::runtime_error("the device reports no SM count, on which k37_wgmma_splitk's split of K depends");
 }
 
 std::uint32_t bits(float v) {
@@ -163,9 +195,10 @@ Outcome emulate_one(const emulate::Path& p, const Problem& pr, int splits, Recip
     };
     std::vector<float> device;
     emulate::KSplit split{.splits = splits};
+    bool from_first = false;  // the partials added from the first (k37), not from zero
     Outcome o;
     if (compare && is_vendor(against)) {
-        const gemm::Type t = path->type == DType::e4m3 ? gemm::Type::e4m3 : library_type(path->type);
+        const gemm::Type t = vendor_type(path->type);
         const gemm::Desc desc{.m = m, .n = n, .k = k, .a_type = t, .b_type = t, .a_op = gemm::Op::n,
                               .b_op = gemm::Op::t,
                               .d_type = gemm::Type::f32};
@@ -176,6 +209,9 @@ Outcome emulate_one(const emulate::Path& p, const Problem& pr, int splits, Recip
         });
     } else if (compare && against != "library") {
         const Rung& rung = rung_for(against, *path);
+        const RungSplit rs = rung_split(against, path->type, m, n, k, against == kSplitKRung ? sm_count(*ex) : 0);
+        split = rs.split;
+        from_first = rs.from_first;
         device = on_device([&](const void* a, const void* b, void* c) {
             const GemmProblem gp{.type = path->type, .m = m, .n = n, .k = k, .a = a, .b = b, .c = c,
                                  .stream = ex->stream()};
@@ -185,7 +221,6 @@ Outcome emulate_one(const emulate::Path& p, const Problem& pr, int splits, Recip
                                                 std::to_string(n) + " x " + std::to_string(k) + ": " + why);
             rung.run(gp);
         });
-        split = rung_split(against, k);
         if (rung.group == "vendor") o.algorithm = "the first algorithm of cuBLASLt's heuristic (the rung's choice)";
     } else if (compare) {
         const gemm::Desc desc{.m = m, .n = n, .k = k, .a_type = library_type(path->type),
@@ -207,7 +242,8 @@ Outcome emulate_one(const emulate::Path& p, const Problem& pr, int splits, Recip
         o.sampled = fits.front().sampled;
         o.sample_identical = fits.front().identical;
     }
-    const std::vector<float> d = emulate::gemm(*path, A.values, B.values, m, n, k, split, threads);
+    std::vector<float> d = emulate::gemm(*path, A.values, B.values, m, n, k, split, threads);
+    if (from_first) sum_from_first(*path, A.values, B.values, m, n, k, split, d);
 
     // D's bits hashed as the ladder hashes its outputs.
     const std::uint64_t checksum = hash64(d.data(), d.size() * sizeof(float));
@@ -238,6 +274,9 @@ int run_emulate(const EmulateArgs& a, const CLI::App& cmd) {
     const emulate::Path* path = emulate::path_named(a.path);
     if (!path) throw std::invalid_argument("--path '" + a.path + "' is not one of " + emulate::path_names());
     if (a.against == "library") library_type(path->type);  // refused before anything runs
+    if (is_vendor(a.against))
+        if (const std::string why = vendor_refusal(a.against, path->type); !why.empty())
+            throw std::invalid_argument(why);
     const std::vector<Problem> problems = problems_of(a);
     const int splits = parse_dim("--splits", a.splits);
     const auto recipe = parse_recipe(a.recipe);

@@ -201,6 +201,12 @@ expect_error(train check --seed -3 --out ${WORK}/out)
 expect_error_empty_out(train check)
 expect_error_empty_out(attention bench --suite gpt2)
 expect_error_empty_out(gemm bench --suite small)
+# A vendor comparison the vendor has no GEMM for: refused before the device is
+# asked for (so here too, without one), nothing written.
+expect_error_saying("cuBLASLt documents no e5m2 x e5m2 matmul" emulate --path wgmma_e5m2 --against cublaslt
+                    --out ${WORK}/out)
+expect_error_saying("cublasGemmEx, which takes no fp8 operands" emulate --path wgmma_e5m2 --against cublas
+                    --out ${WORK}/out)
 
 file(READ ${WORK}/out/keep.csv kept)
 if(NOT kept STREQUAL "earlier,results\n1,2\n")

@@ -371,6 +371,41 @@ TEST(AttentionArgs, RefusesNullMisalignedAndOverlappingPointers) {
     EXPECT_TRUE(contains(check_forward_args(qkv, in_place), "O overlaps Q"));
 }
 
+// lse is written while other CTAs still read Q, K and V: it may touch none of them.
+TEST(AttentionArgs, RefusesAnLseOverlappingQKOrV) {
+    const Desc d = with_defaults(Desc{.batch = 2, .heads = 3, .seq = 10, .head_dim = 64});
+    const std::uintptr_t base = 0x10000000;  // never dereferenced
+    const std::uintptr_t bytes = static_cast<std::uintptr_t>(2 * 10 * 3 * 64 * 2);
+    const std::uintptr_t lse_bytes = 2 * 3 * 10 * sizeof(float);
+    const auto at = [&](std::uintptr_t offset) { return reinterpret_cast<void*>(base + offset); };
+    const auto lse_at = [&](std::uintptr_t offset) { return reinterpret_cast<float*>(base + offset); };
+    const ForwardArgs a{.q = at(0), .k = at(bytes), .v = at(2 * bytes), .o = at(3 * bytes), .lse = lse_at(4 * bytes)};
+    ASSERT_EQ(check_forward_args(d, a), "");
+
+    ForwardArgs bad = a;
+    bad.lse = lse_at(0);
+    EXPECT_EQ(check_forward_args(d, bad), "lse overlaps Q (the forward pass writes lse while it reads Q)");
+    bad.lse = lse_at(2 * bytes - 4);  // lse's first float is K's last two elements
+    EXPECT_TRUE(contains(check_forward_args(d, bad), "lse overlaps K"));
+    bad.lse = lse_at(3 * bytes - lse_bytes + 4);  // the last float in O, the rest in V
+    EXPECT_TRUE(contains(check_forward_args(d, bad), "lse overlaps V"));
+    bad.o = at(5 * bytes);
+    bad.lse = lse_at(3 * bytes);  // right after V, O moved away: no byte shared
+    EXPECT_EQ(check_forward_args(d, bad), "");
+    bad.lse = lse_at(5 * bytes - lse_bytes);  // right before O
+    EXPECT_EQ(check_forward_args(d, bad), "");
+    bad.lse = lse_at(5 * bytes - lse_bytes + 4);
+    EXPECT_EQ(check_forward_args(d, bad), "O overlaps lse");
+
+    // One QKV buffer: lse anywhere in the rows' span overlaps it.
+    const Desc qkv = with_defaults(Desc{.batch = 2, .heads = 3, .seq = 10, .head_dim = 64, .ldq = 576, .ldk = 576,
+                                        .ldv = 576});
+    ForwardArgs fused{.q = at(0), .k = at(384), .v = at(768), .o = at(4 * bytes), .lse = lse_at(5 * bytes)};
+    EXPECT_EQ(check_forward_args(qkv, fused), "");
+    fused.lse = lse_at(1152);  // Q's second row
+    EXPECT_TRUE(contains(check_forward_args(qkv, fused), "lse overlaps Q"));
+}
+
 TEST(AttentionPlan, RefusesWhatTheKernelsCannotTake) {
     EXPECT_NO_THROW(Plan(Desc{.seq = 17, .head_dim = 128, .causal = true}));
     try {

@@ -14,21 +14,64 @@
 using namespace rigel;
 using namespace rigel::probes;
 
+namespace {
+
+// What fma_kernel returns, summed over its threads, when its loop makes
+// `trips` trips: the chains, then the trips each thread adds.
+double fma_kernel_result(long long threads, int chains, int lanes, int unroll, long long trips, bool verify) {
+    double total = 0;
+    for (long long t = 0; t < threads; ++t) {
+        double s = 0;
+        for (int j = 0; j < chains; ++j) {
+            double acc = double((t + j) & 7);
+            for (long long it = 0; it < trips; ++it)
+                for (int u = 0; u < unroll; ++u) acc = (acc * 1 + 1) * 1 + (verify ? 1 : -1);
+            s += lanes * acc;
+        }
+        total += s + double(trips);
+    }
+    return total;
+}
+
+}  // namespace
+
 TEST(ThroughputArith, FmaChecksumIsWhatTheKernelComputes) {
     for (bool verify : {true, false})
         for (int lanes : {1, 2}) {
             const long long threads = 37, iters = 5;
             const int chains = 3, unroll = 2;
-            double total = 0;
-            for (long long t = 0; t < threads; ++t)
-                for (int j = 0; j < chains; ++j) {
-                    double acc = double((t + j) & 7);
-                    for (long long it = 0; it < iters; ++it)
-                        for (int u = 0; u < unroll; ++u) acc = (acc * 1 + 1) * 1 + (verify ? 1 : -1);
-                    total += lanes * acc;
-                }
-            EXPECT_EQ(fma_checksum(threads, chains, lanes, unroll, iters, verify), total);
+            EXPECT_EQ(fma_checksum(threads, chains, lanes, unroll, iters, verify),
+                      fma_kernel_result(threads, chains, lanes, unroll, iters, verify));
         }
+}
+
+// The timed run's steps cancel, so only the trips each thread adds tie its
+// checksum to the iteration count: a kernel that made fewer trips fails.
+TEST(ThroughputArith, TimedChecksumsDependOnTheIterationCount) {
+    const long long threads = 37, n = 1000;
+    const int chains = 3, unroll = 2;
+    for (int lanes : {1, 2}) {
+        const double want = fma_checksum(threads, chains, lanes, unroll, n, false);
+        EXPECT_NE(want, fma_checksum(threads, chains, lanes, unroll, n + 1, false));
+        EXPECT_EQ(fma_kernel_result(threads, chains, lanes, unroll, n, false), want);
+        for (long long fewer : {n - 1, n / 2, 0LL})
+            EXPECT_NE(fma_kernel_result(threads, chains, lanes, unroll, fewer, false), want) << fewer << " trips";
+    }
+
+    // A matrix kernel: its accumulators (matrix_checksum, chain_start_sum)
+    // come out the same for any count in the timed run; the trips do not.
+    const double ab_sum = -7, warps = 4, accumulators = warps * 4;
+    const long long mma_threads = 128;
+    const auto expected = [&](long long iters) {
+        return matrix_checksum(accumulators, ab_sum, 1, iters, false) + chain_start_sum(mma_threads, 4, 4) +
+               loop_trips_sum(mma_threads, iters);
+    };
+    EXPECT_EQ(matrix_checksum(accumulators, ab_sum, 1, n, false), matrix_checksum(accumulators, ab_sum, 1, 0, false));
+    EXPECT_NE(expected(n), expected(n + 1));
+    for (long long fewer : {n - 1, 0LL})
+        EXPECT_NE(expected(n), matrix_checksum(accumulators, ab_sum, 1, fewer, false) +
+                                   chain_start_sum(mma_threads, 4, 4) + double(mma_threads) * double(fewer));
+    EXPECT_EQ(loop_trips_sum(mma_threads, n), 128000.0);
 }
 
 TEST(ThroughputArith, ProductSumIsTheSumOfTheProductMatrix) {

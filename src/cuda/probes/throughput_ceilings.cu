@@ -9,7 +9,8 @@
 // The inputs are small integers, so the checksum is exact: a short run whose
 // every step adds (multiplier 1, addends +1 +1, or B then B again) is compared
 // with its float64 expectation, and so is every timed run, whose steps
-// cancel (addends +1 -1, or B then -B). Each ceiling is the median of several
+// cancel (addends +1 -1, or B then -B); every thread also adds the trips its
+// loop made, so a timed run that skipped iterations fails. Each ceiling is the median of several
 // launches of about 0.1 s after a warm-up of 0.5 s, with the SM clock, power
 // and clock-event reasons NVML saw during the timed launches.
 #include <cuda_bf16.h>
@@ -85,7 +86,8 @@ __global__ void __launch_bounds__(fma_block) fma_kernel(float m, float ce, float
     T acc[fma_chains];
 #pragma unroll
     for (int j = 0; j < fma_chains; ++j) acc[j] = S::make(float((tid + j) & 7));
-    for (long long it = 0; it < iters; ++it) {
+    long long trips = 0;  // added to the result: the timed run's steps cancel (loop_trips_sum)
+    for (long long it = 0; it < iters; ++it, ++trips) {
 #pragma unroll
         for (int u = 0; u < fma_unroll; ++u) {
 #pragma unroll
@@ -94,7 +96,7 @@ __global__ void __launch_bounds__(fma_block) fma_kernel(float m, float ce, float
             for (int j = 0; j < fma_chains; ++j) acc[j] = S::fma(acc[j], mv, cov);
         }
     }
-    double s = 0;
+    double s = double(trips);
 #pragma unroll
     for (int j = 0; j < fma_chains; ++j) s += S::sum(acc[j]);
     sums[tid] = s;
@@ -138,7 +140,8 @@ __global__ void __launch_bounds__(mma_block)
         for (int c = 0; c < mma_chains; ++c)
 #pragma unroll
             for (int i = 0; i < s.d_elems; ++i) acc[c][i] = mma_acc_t<K>(c);
-        for (long long it = 0; it < iters; ++it) {
+        long long trips = 0;  // added to the result: the timed run's steps cancel (loop_trips_sum)
+        for (long long it = 0; it < iters; ++it, ++trips) {
             if constexpr (operands_vary(K)) {
                 // B ^ ((it + c) & zero) is B (zero is 0 at every launch), but
                 // the compiler cannot know it: B differs per chain and per
@@ -172,7 +175,7 @@ __global__ void __launch_bounds__(mma_block)
                 for (int c = 0; c < mma_chains; ++c) mma<K>(acc[c], ar, bmr);
             }
         }
-        double sum = 0;
+        double sum = double(trips);
 #pragma unroll
         for (int c = 0; c < mma_chains; ++c) {
             mma<K>(acc[c], ar, bpr);
@@ -232,7 +235,8 @@ __global__ void __launch_bounds__(mma_block)
         for (int c = 0; c < mma_chains; ++c)
 #pragma unroll
             for (int i = 0; i < 4; ++i) acc[c][i] = c;
-        for (long long it = 0; it < iters; ++it) {
+        long long trips = 0;  // added to the result: the timed run's steps cancel (loop_trips_sum)
+        for (long long it = 0; it < iters; ++it, ++trips) {
             const std::uint64_t flip = static_cast<std::uint64_t>(it) & zero;
             double bpi[4], bmi[4];
 #pragma unroll
@@ -245,7 +249,7 @@ __global__ void __launch_bounds__(mma_block)
 #pragma unroll
             for (int c = 0; c < mma_chains; ++c) dmma_m16n8k16(acc[c], ar, bmi);
         }
-        double sum = 0;
+        double sum = double(trips);
 #pragma unroll
         for (int c = 0; c < mma_chains; ++c) {
             dmma_m16n8k16(acc[c], ar, bpr);
@@ -289,7 +293,8 @@ __global__ void __launch_bounds__(128)
         Acc acc[N / 2];
 #pragma unroll
         for (int i = 0; i < N / 2; ++i) acc[i] = 0;
-        for (long long it = 0; it < iters; ++it) {
+        long long trips = 0;  // added to the result: the timed run's steps cancel (loop_trips_sum)
+        for (long long it = 0; it < iters; ++it, ++trips) {
             wgmma_fence();
 #pragma unroll
             for (int p = 0; p < wg_pairs; ++p) {
@@ -303,7 +308,7 @@ __global__ void __launch_bounds__(128)
         wgmma<T, N>(acc, da, dbp, 1u);
         wgmma_commit();
         wgmma_wait_all();
-        double sum = 0;
+        double sum = double(trips);
 #pragma unroll
         for (int i = 0; i < N / 2; ++i) {
             fence_operand(acc[i]);
@@ -499,7 +504,7 @@ std::optional<Workload> mma_workload(const DeviceFacts& dev, Buffers& buf, std::
     w.checksum = checked_sum(sums, built);
     w.expected = [=](long long iters, bool verify) {
         return matrix_checksum(double(warps) * mma_chains, ab_sum, 1, iters, verify) +
-               chain_start_sum(threads, mma_chains, s.d_elems);
+               chain_start_sum(threads, mma_chains, s.d_elems) + loop_trips_sum(threads, iters);
     };
     const double mma_ops = 2.0 * s.m * s.n * s.k;
     w.ops_per_iter = double(warps) * mma_chains * 2 * mma_ops;
@@ -548,7 +553,7 @@ std::optional<Workload> dmma16816_workload(const DeviceFacts& dev, Buffers& buf,
     w.checksum = checked_sum(sums, built);
     w.expected = [=](long long iters, bool verify) {
         return matrix_checksum(double(warps) * mma_chains, ab_sum, 1, iters, verify) +
-               chain_start_sum(threads, mma_chains, 4);
+               chain_start_sum(threads, mma_chains, 4) + loop_trips_sum(threads, iters);
     };
     const double mma_ops = 2.0 * 16 * 8 * 16;
     w.ops_per_iter = double(warps) * mma_chains * 2 * mma_ops;
@@ -628,7 +633,8 @@ std::optional<Workload> wgmma_workload(const DeviceFacts& dev, Buffers& buf, std
     };
     w.checksum = checked_sum(sums, built);
     w.expected = [=](long long iters, bool verify) {
-        return matrix_checksum(double(grid), ab_sum, wg_pairs, iters, verify);
+        return matrix_checksum(double(grid), ab_sum, wg_pairs, iters, verify) +
+               loop_trips_sum(static_cast<long long>(grid) * 128, iters);
     };
     const double op = 2.0 * 64 * N * k;
     w.ops_per_iter = double(grid) * 2 * wg_pairs * op;

@@ -12,16 +12,25 @@
 
 namespace rigel::probes {
 
+// The timed runs' steps cancel (below), so their accumulators end where they
+// started whatever the iteration count: alone they would pass a kernel that
+// skipped its loop. So every thread of a ceiling kernel also adds to its
+// result the trips its loop made: `iters` each, exact in a double (an integer
+// far below 2^53 in every sum). The verifying run's short loop, the same
+// code, shows that each trip does its work.
+inline double loop_trips_sum(long long threads, long long iters) { return double(threads) * double(iters); }
+
 // Scalar FMA kernel: accumulator j of thread t starts at (t + j) & 7 and each
 // iteration applies (x*1 + ce) then (x*1 + co), `unroll` times. Verifying run:
 // ce = co = 1, so every step adds 1; timed run: ce = 1, co = -1, so the pairs
-// cancel. `lanes` values per accumulator (2 for f16x2 / bf16x2).
+// cancel. `lanes` values per accumulator (2 for f16x2 / bf16x2). Each thread
+// adds its loop's trips (loop_trips_sum).
 inline double fma_checksum(long long threads, int chains, int lanes, int unroll, long long iters, bool verify) {
     double total = 0;
     const double step = verify ? 2.0 * unroll * double(iters) : 0.0;
     for (long long t = 0; t < threads; ++t)
         for (int j = 0; j < chains; ++j) total += lanes * (double((t + j) & 7) + step);
-    return total;
+    return total + loop_trips_sum(threads, iters);
 }
 
 // The sum of all elements of A * B for A (rows_a x k, row-major) and B given
@@ -46,7 +55,8 @@ inline double small_int(SplitMix& rng) {
 
 // Matrix kernels: per accumulator, `pairs` x (B, -B) per iteration and one
 // final B: the verifying run (B- = B) accumulates (2 pairs iters + 1) A*B,
-// the timed run exactly A*B.
+// the timed run exactly A*B. The accumulators' part only: the ceiling
+// kernels' threads add their loop's trips to it (loop_trips_sum).
 inline double matrix_checksum(double accumulators, double ab_sum, int pairs, long long iters, bool verify) {
     const double factor = verify ? 2.0 * pairs * double(iters) + 1.0 : 1.0;
     return accumulators * factor * ab_sum;
