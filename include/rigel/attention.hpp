@@ -92,7 +92,7 @@ struct ForwardArgs {
     float* lse = nullptr;
 };
 // Empty when `a` suits `d` (d passed check()): Q, K, V and O present and 16-byte aligned (the
-// kernels move rows in 16-byte pieces), lse 4-byte aligned, O disjoint from Q, K, V and lse;
+// kernels move rows in 16-byte pieces), lse 4-byte aligned, O disjoint from Q, K, V and lse, and lse from Q, K and V;
 // else one sentence saying why not.
 std::string check_forward_args(const Desc& d, const ForwardArgs& a);
 
