@@ -580,6 +580,19 @@ def predicted_gain(r, tbs):
     return extra_s / gemm_s
 
 
+def pass_bandwidth(r):
+    """TB/s at which the decomposed path's extra passes ran: their bytes over
+    the time the decomposed path takes beyond the fused one; NaN where it is
+    not slower or a rate is missing."""
+    if not all(math.isfinite(x) and x > 0 for x in (r.candidate_tflops, r.baseline_tflops)):
+        return math.nan
+    flops = 2.0 * r.m * r.n * r.k
+    extra_s = flops / (r.baseline_tflops * 1e12) - flops / (r.candidate_tflops * 1e12)
+    if extra_s <= 0:
+        return math.nan
+    return EXTRA_PASSES * r.m * r.n * OUT_BYTES.get(r.d_type, 2) / extra_s / 1e12
+
+
 def fused_gain_data(fin):
     """FusedGain from the newest bench file with the fused suite, or None."""
     rows = fused_rows(newest_per_suite(fin.gemm_bench))
@@ -682,16 +695,22 @@ def render_finding(fin):
     else:
         md += "no committed sidecar records the L2 size, so where D stops fitting in it is not shown.\n"
     md += ("\n| n | D = n^2 x 2 bytes | D fits in L2 | fused Tflop/s | decomposed Tflop/s | gain, median [p10, p90] | "
-           f"predicted gain | against RIGEL's {100 * RIGEL_GAIN[0]:.1f}-{100 * RIGEL_GAIN[1]:.1f} % |\n"
-           "|---|---|---|---|---|---|---|---|\n")
+           f"predicted gain | the extra passes' bandwidth | against RIGEL's {100 * RIGEL_GAIN[0]:.1f}-"
+           f"{100 * RIGEL_GAIN[1]:.1f} % |\n"
+           "|---|---|---|---|---|---|---|---|---|\n")
     for p in data.points:
         r = p.row
         fits = "-" if p.in_l2 is None else ("yes" if p.in_l2 else "no")
         pred = "-" if not math.isfinite(p.predicted) else "%+.1f %%" % (100 * p.predicted)
+        pass_bw = pass_bandwidth(r)
         md += (f"| {p.n} | {p.d_bytes / MIB:,.1f} MiB | {fits} | {tflops(r.candidate_tflops)} | "
                f"{tflops(r.baseline_tflops)} | {gain_text(r.ratio)} [{gain_text(r.p10)}, {gain_text(r.p90)}] | "
-               f"{pred} | "
+               f"{pred} | {'-' if not math.isfinite(pass_bw) else '%.2f TB/s' % pass_bw} | "
                f"{rigel_side(p.gain)} |\n")
+    md += ("\nThe extra passes' bandwidth: the bytes the decomposed path moves more than the fused one "
+           f"({EXTRA_PASSES} x M x N x 2) over the time it takes more (2MNK over each path's median rate). Where it "
+           "falls well below B, the decomposed path's elementwise kernel, not the bytes, sets the gain, and the "
+           "gain overstates what fusion saves against a pass at the card's bandwidth.\n")
     relation, why = fused_relation(data.points)
     md += f"\n**Relation to RIGEL's statement: {relation}.** The H200: {why}"
     top = data.points[-1]

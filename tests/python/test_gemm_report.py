@@ -370,8 +370,12 @@ class FusedFinding(Fixture):
                       "(2026-12-01_410124e_probes.csv @ 410124e)", md)
         self.assertIn("fits in the 60 MiB L2 (up to n = 5,608)", md)
         # 4096: predicted 2 x 650 / (4096 x 4.0) = 7.9 %; D = 32 MiB fits in L2. 8192: 128 MiB does not.
-        self.assertIn("| 4096 | 32.0 MiB | yes | 650.0 | 601.9 | +8.0 % [+7.0 %, +9.0 %] | +7.9 % | inside |", md)
-        self.assertIn("| 8192 | 128.0 MiB | no | 670.0 | 644.2 | +4.0 % [+3.0 %, +5.0 %] | +4.1 % | below |", md)
+        # The extra passes' bandwidth: 2 x 4096^2 x 2 bytes over 2 x 4096^3 (1/601.9 - 1/650) ps = 3.97 TB/s.
+        self.assertIn("| 4096 | 32.0 MiB | yes | 650.0 | 601.9 | +8.0 % [+7.0 %, +9.0 %] | +7.9 % | 3.97 TB/s | "
+                      "inside |", md)
+        self.assertIn("| 8192 | 128.0 MiB | no | 670.0 | 644.2 | +4.0 % [+3.0 %, +5.0 %] | +4.1 % | 4.09 TB/s | "
+                      "below |", md)
+        self.assertIn("the decomposed path's elementwise kernel, not the bytes, sets the gain", md)
         for n in FUSED_GAINS:
             self.assertIn(f"\n| {n} | ", md)
         # 16384's p10 is below 1: the gain there is within the pairs' spread.
