@@ -40,7 +40,8 @@ PASS_WORDS = {"1": True, "true": True, "pass": True, "0": False, "false": False,
 SUITE_ORDER = ["gpt2", "gpt2_dw", "llama7b", "fused", "layouts", "small"]
 SUITE_TEXT = {
     "gpt2": "every GEMM of one GPT-2 124M training step at 16,384 tokens, forward and backward in their real layouts",
-    "gpt2_dw": "GPT-2's weight gradients as rigel's trainer runs them, fp32 dW accumulated in place",
+    "gpt2_dw": ("GPT-2's weight gradients as rigel's trainer runs them, fp32 dW accumulated in place; rigel with "
+                "atomics allowed (its sums' order varies from run to run), cuBLASLt in its default, deterministic mode"),
     "llama7b": "a 7B-class model's MLP and QKV products at 4,096 tokens, forward and backward",
     "fused": "bias + GELU fused into the store, square n = 512 ... 16384",
     "layouts": "4096^3 in every storage order of A and B, no epilogue",
