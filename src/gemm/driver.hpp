@@ -29,6 +29,9 @@ struct VerifyRow {
     bool pass = false;
     double err_max_scaled = 0, tolerance = 0;
     std::string reason{};  // the first failure, or the refusal's sentence
+    // Where a baseline runs the product otherwise than the desc says, as a user of it would (cuBLASLt:
+    // "bias gradient in bf16, cuBLASLt's only type for it"); empty where it does not.
+    std::string note{};
 };
 
 // One timed pair (a row of the bench CSV): rigel against one baseline.
@@ -37,6 +40,7 @@ struct BenchRow {
     Desc desc{};
     Contender candidate = Contender::rigel, baseline = Contender::cublaslt;
     std::string kernel{};   // the candidate's plan, kernel_text
+    std::string baseline_note{};  // VerifyRow::note of the baseline: how it was run where not as the desc says
     PairedStats stats{};    // side A the candidate, side B the baseline
     DeviceSample sample{};  // clocks, power and temperature over the pairs
     // Blocked timing (PairedConfig::block_s > 0): each side's own, the median over its blocks
@@ -63,18 +67,25 @@ VerifyRow check_refusal(Executor& ex, const RefusalCase& r);
 
 // Verifies rigel and each baseline of `baselines` that applies to `c`
 // (applies()), then times rigel against each that passed, in pairs.
+// cuBLASLt runs as a user of it would (cuda::vendor::LtConfig::as_a_user):
+// where it refuses rigel's f32 bias gradient, with the gradient in its own
+// type in a buffer of its own, checked there (at that type's rounding, against
+// the column sums of D) besides D, and the rows say so (VerifyRow::note,
+// BenchRow::baseline_note).
 BenchOutcome bench_case(Executor& ex, const GemmCase& c, std::span<const Contender> baselines,
                         const PairedConfig& timing, std::uint64_t seed, int threads);
 
 // One launch of a vendor baseline (cuBLASLt or cuBLAS) on the caller's
-// buffers on stream s, as a bench case runs it (not waited for: the caller
-// synchronizes, and a timed call measures the launch alone); returns its
-// algorithm as the library names it (cuBLASLt: the tuned choice, split-K
-// included; cuBLAS: "cublasGemmEx").
+// buffers on stream s, tuned as a bench case tunes it, cuBLASLt with rigel's
+// types exactly and every output in the caller's buffers (LtConfig::same)
+// (not waited for: the caller synchronizes, and a timed call measures the
+// launch alone); returns its algorithm as the library names it (cuBLASLt: the
+// tuned choice, split-K included; cuBLAS: "cublasGemmEx").
 std::string run_baseline(Contender who, const Desc& d, const Args& args, Stream s);
 
-// Empty when vendor baseline `who` can compute `d` on this GPU (cuBLASLt's
-// heuristic asked for 256-byte aligned pointers); else one sentence why not.
+// Empty when vendor baseline `who` can compute `d` on this GPU as run_baseline
+// runs it (cuBLASLt's heuristic asked for 256-byte aligned pointers); else one
+// sentence why not.
 std::string baseline_support(Contender who, const Desc& d);
 
 }  // namespace rigel::gemm

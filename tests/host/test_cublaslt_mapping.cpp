@@ -1,21 +1,35 @@
 // Host tests of the row-major to column-major mapping the cuBLASLt baseline hands to
 // cublasLtMatmul (src/cuda/vendor/cublaslt_gemm.hpp): a column-major GEMM computed from the
 // mapped operands, transposes and leading dimensions must write exactly rigel's D (gemm.hpp's
-// storage rules) in every layout, with leading dimensions larger than the extents.
+// storage rules) in every layout, with leading dimensions larger than the extents. Also the
+// baseline's pure choices: the bias gradient's type where cuBLASLt refuses rigel's, and the block
+// scales' modes and layouts (src/cuda/vendor/cublaslt_block_scaled.hpp), held to rigel's float64
+// block-scaled reference through the same column-major reading.
 #include "cuda/vendor/cublaslt_gemm.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <optional>
+#include <stdexcept>
 #include <vector>
+
+#include "core/block_scaling.hpp"
+#include "cuda/hopper/block_scaled.hpp"
+#include "cuda/vendor/cublaslt_block_scaled.hpp"
 
 namespace {
 
+using rigel::BlockScaled;
 using rigel::cuda::vendor::lt_gemm;
 using rigel::cuda::vendor::LtGemm;
 using rigel::cuda::vendor::LtMatrix;
+using rigel::cuda::vendor::LtScaleMode;
 using rigel::gemm::Desc;
+using rigel::gemm::Epilogue;
 using rigel::gemm::Op;
+using rigel::gemm::Type;
 
 // Every stored element, padding included, gets a distinct small integer, so that a wrong leading
 // dimension or a swapped index changes the exact result.
@@ -120,6 +134,132 @@ TEST(CublasltMapping, RigelsNtIsCublasltsTn) {
     EXPECT_FALSE(g.trans_b);
     EXPECT_EQ(g.m, 32);
     EXPECT_EQ(g.n, 64);
+}
+
+// cuBLASLt's default vector type: D's, except bf16 beside fp8 operands and an f32 D (cublasLt.h's
+// BIAS_DATA_TYPE); rigel's: the bias in D's type, the bias gradient f32.
+TEST(CublasltBgrad, DefaultAndRigelsVectorTypes) {
+    using rigel::cuda::vendor::lt_default_vector_type;
+    using rigel::cuda::vendor::rigel_vector_type;
+    EXPECT_EQ(lt_default_vector_type(Desc{.d_type = Type::bf16}), Type::bf16);
+    EXPECT_EQ(lt_default_vector_type(Desc{.d_type = Type::f16}), Type::f16);
+    EXPECT_EQ(lt_default_vector_type(Desc{.d_type = Type::f32}), Type::f32);
+    EXPECT_EQ(lt_default_vector_type(Desc{.a_type = Type::e4m3, .b_type = Type::e4m3, .d_type = Type::f32}),
+              Type::bf16);
+    EXPECT_EQ(lt_default_vector_type(Desc{.a_type = Type::e5m2, .b_type = Type::e4m3, .d_type = Type::bf16}),
+              Type::bf16);
+    EXPECT_EQ(rigel_vector_type(Desc{.d_type = Type::bf16, .epilogue = Epilogue::bias}), Type::bf16);
+    EXPECT_EQ(rigel_vector_type(Desc{.d_type = Type::f32, .epilogue = Epilogue::bias_gelu}), Type::f32);
+    EXPECT_EQ(rigel_vector_type(Desc{.d_type = Type::bf16, .epilogue = Epilogue::dgelu_bgrad}), Type::f32);
+}
+
+// GPT-2's backward product (bf16 D, dgelu_bgrad): the baseline falls back to cuBLASLt's bf16 gradient,
+// and the row says so in these words.
+TEST(CublasltBgrad, OwnGradientTypeAndNote) {
+    using rigel::cuda::vendor::lt_own_bgrad_note;
+    using rigel::cuda::vendor::lt_own_bgrad_type;
+    const Desc gpt2{.m = 16384, .n = 3072, .k = 768, .d_type = Type::bf16, .epilogue = Epilogue::dgelu_bgrad};
+    ASSERT_EQ(lt_own_bgrad_type(gpt2), std::optional<Type>(Type::bf16));
+    EXPECT_EQ(lt_own_bgrad_note(*lt_own_bgrad_type(gpt2)), "bias gradient in bf16, cuBLASLt's only type for it");
+    EXPECT_EQ(lt_own_bgrad_type(Desc{.d_type = Type::f16, .epilogue = Epilogue::dgelu_bgrad}),
+              std::optional<Type>(Type::f16));
+    // Nothing to fall back to: the default is rigel's f32 already.
+    EXPECT_EQ(lt_own_bgrad_type(Desc{.d_type = Type::f32, .epilogue = Epilogue::dgelu_bgrad}), std::nullopt);
+    // A bias is an input in rigel's type: never converted, whatever cuBLASLt's default.
+    for (Epilogue e : {Epilogue::none, Epilogue::bias, Epilogue::bias_relu, Epilogue::bias_gelu,
+                       Epilogue::bias_gelu_aux})
+        EXPECT_EQ(lt_own_bgrad_type(Desc{.a_type = Type::e4m3, .b_type = Type::e4m3, .a_op = Op::n, .b_op = Op::t,
+                                         .d_type = Type::f32, .epilogue = e}),
+                  std::nullopt)
+            << rigel::gemm::name(e);
+}
+
+// Values whose size changes from block to block, so that a scale applied to the wrong block shows.
+std::vector<float> blocky(std::size_t rows, std::size_t cols, int seed) {
+    std::vector<float> x(rows * cols);
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < cols; ++c) {
+            const int block = static_cast<int>((r / 128) * 7 + r % 5 + (c / 128) * 3) + seed;
+            const double wave = std::sin(0.37 * static_cast<double>(r * cols + c) + seed);
+            x[r * cols + c] = static_cast<float>(std::ldexp(wave, block % 9 - 4));
+        }
+    return x;
+}
+
+BlockScaled quantized(std::size_t rows, std::size_t k, int block_rows, int seed) {
+    return rigel::quantize_blocks(blocky(rows, k, seed), rows, k, block_rows, 128, rigel::DType::e4m3);
+}
+
+TEST(CublasltBlockScales, ModesOfDeepSeeksRecipe) {
+    using rigel::cuda::vendor::kLtDeepSeekModes;
+    using rigel::cuda::vendor::lt_block_scale_modes;
+    using rigel::cuda::vendor::lt_scale_mode_of;
+    const BlockScaled a = quantized(3, 256, 1, 1), b = quantized(130, 256, 128, 2);
+    EXPECT_EQ(lt_scale_mode_of(a), LtScaleMode::vec128);
+    EXPECT_EQ(lt_scale_mode_of(b), LtScaleMode::blk128x128);
+    // cuBLASLt's A is rigel's B: BLK128x128_32F on its A, VEC128_32F on its B.
+    const auto modes = lt_block_scale_modes(a, b);
+    EXPECT_EQ(modes.a, LtScaleMode::blk128x128);
+    EXPECT_EQ(modes.b, LtScaleMode::vec128);
+    EXPECT_EQ(modes.a, kLtDeepSeekModes.a);
+    EXPECT_EQ(modes.b, kLtDeepSeekModes.b);
+    EXPECT_THROW(lt_scale_mode_of(rigel::quantize_blocks(blocky(2, 128, 0), 2, 128, 1, 64)), std::invalid_argument);
+    EXPECT_THROW(lt_scale_mode_of(rigel::quantize_blocks(blocky(128, 128, 0), 128, 128, 64, 128)),
+                 std::invalid_argument);
+}
+
+// k38's A scales (b scale_ld(M) + row) are VEC128_32F's layout as they are, M a multiple of 4 or not;
+// B's are repacked, k-blocks side by side within each 128-row block, padded to 4.
+TEST(CublasltBlockScales, LayoutsAgainstK38s) {
+    using namespace rigel::cuda::vendor;
+    for (std::size_t m : {1, 3, 4, 129}) {
+        const BlockScaled a = quantized(m, 300, 1, 3);
+        EXPECT_EQ(lt_block_scales(a), a.scales_block_major(static_cast<std::size_t>(rigel::cuda::scale_ld(
+                                          static_cast<std::int64_t>(m)))))
+            << "M " << m;
+    }
+    const std::size_t n = 300, k = 1104;  // 3 blocks of rows, 9 of K (rounded up to 12)
+    const BlockScaled b = quantized(n, k, 128, 4);
+    const std::vector<float> lt = lt_block_scales(b);
+    ASSERT_EQ(lt.size(), static_cast<std::size_t>(lt_blk128_count(n, k)));
+    EXPECT_EQ(lt.size(), 3u * 12u);
+    for (std::int64_t jb = 0; jb < 3; ++jb)
+        for (std::int64_t kb = 0; kb < 12; ++kb) {
+            const float want = kb < 9 ? b.scales[static_cast<std::size_t>(jb * 9 + kb)] : 0.0f;
+            EXPECT_EQ(lt[static_cast<std::size_t>(lt_blk128_index(jb, kb, k))], want) << jb << ", " << kb;
+        }
+}
+
+// What cuBLASLt computes from the mapped operands (its A rigel's B, read K x N column-major with op T;
+// its B rigel's A, K x M with op N), each product scaled through the layouts above, must be rigel's
+// block-scaled product, D read back row-major (cuBLASLt's N x M column-major D).
+TEST(CublasltBlockScales, MappedScaledProductIsRigelsReference) {
+    using namespace rigel::cuda::vendor;
+    const std::int64_t m = 5, n = 130, k = 300;
+    const BlockScaled a = quantized(m, k, 1, 5), b = quantized(n, k, 128, 6);
+    const std::vector<float> a_lt = lt_block_scales(a), b_lt = lt_block_scales(b);
+    const Desc desc{.m = m, .n = n, .k = k, .a_type = Type::e4m3, .b_type = Type::e4m3, .a_op = Op::n,
+                    .b_op = Op::t, .d_type = Type::f32};
+    const LtGemm g = lt_gemm(desc);
+    ASSERT_TRUE(g.trans_a);
+    ASSERT_FALSE(g.trans_b);
+    const std::vector<double> ref = rigel::block_scaled_reference(a, b);
+    double worst = 0;
+    for (std::int64_t i = 0; i < g.m; ++i)      // cuBLASLt's rows: rigel's columns (N)
+        for (std::int64_t j = 0; j < g.n; ++j) {  // its columns: rigel's rows (M)
+            double sum = 0;
+            for (std::int64_t p = 0; p < g.k; ++p) {
+                // op(A)(i, p): column i of B's storage read column-major, ld K.
+                const double av = b.values[static_cast<std::size_t>(p + i * g.a.ld)];
+                const double bv = a.values[static_cast<std::size_t>(p + j * g.b.ld)];
+                const double sa = b_lt[static_cast<std::size_t>(lt_blk128_index(i / 128, p / 128, k))];
+                const double sb = a_lt[static_cast<std::size_t>(lt_vec128_index(j, p / 128, m))];
+                sum += av * sa * bv * sb;
+            }
+            const double want = ref[static_cast<std::size_t>(j * n + i)];
+            worst = std::max(worst, std::fabs(sum - want) / std::max(std::fabs(want), 1e-300));
+        }
+    EXPECT_LT(worst, 1e-12);
 }
 
 }  // namespace

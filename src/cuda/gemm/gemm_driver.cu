@@ -7,12 +7,16 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda/check.cuh"
@@ -31,6 +35,28 @@ namespace {
 constexpr int kRefusalFill = 0x5A;
 
 cudaStream_t stream_of(Executor& ex) { return static_cast<cudaStream_t>(ex.stream()); }
+
+using cuda::vendor::LtConfig;
+using cuda::vendor::LtOwnBgrad;
+
+constexpr double kU32 = 0x1p-24;
+
+// What rounding to a stored type costs, as reference.cpp counts it: unit roundoff and half the
+// smallest subnormal (an f32 D: none, nothing rounds after the fp32 epilogue).
+struct Rounding {
+    double u = 0, eta = 0;
+};
+Rounding rounding_of(Type t) {
+    switch (t) {
+        case Type::bf16: return {0x1p-8, 0x1p-134};
+        case Type::f16: return {0x1p-11, 0x1p-25};
+        default: return {};
+    }
+}
+
+bool is_poison_element(const std::uint8_t* p, int bytes) {
+    return std::all_of(p, p + bytes, [](std::uint8_t b) { return b == kPoisonByte; });
+}
 
 cudaDataType_t cuda_type(Type t) {
     switch (t) {
@@ -116,26 +142,165 @@ public:
         return d;
     }
 
-    GemmVerdict check_outputs(Path path, std::uint64_t seed, int threads) {
+    // The outputs against float64. `own`: a baseline that wrote the bias gradient to a buffer of its
+    // own, in its own type (cuBLASLt's bf16 where it refuses rigel's f32); D is checked by verify_gemm
+    // as for every contender, and that gradient by check_own_bgrad.
+    GemmVerdict check_outputs(Path path, std::uint64_t seed, int threads, const LtOwnBgrad& own = {}) {
         const EpilogueTraits e = traits(desc_.epilogue);
-        std::vector<std::uint8_t> d(sizes_.d), aux, bgrad;
+        std::vector<std::uint8_t> d(sizes_.d), aux, bgrad, own_bgrad;
         ex_.download(d.data(), d_->get(), d.size());
         if (e.aux_out) {
             aux.resize(sizes_.aux);
             ex_.download(aux.data(), aux_->get(), aux.size());
         }
-        if (e.bgrad) {
+        ColumnSums sums;
+        std::vector<float> slot;
+        if (e.bgrad && own.data) {
+            own_bgrad.resize(static_cast<std::size_t>(own.count) * static_cast<std::size_t>(type_bytes(own.type)));
+            ex_.download(own_bgrad.data(), own.data, own_bgrad.size());
+            // verify_gemm judges D and an f32 bias gradient together. This baseline wrote no f32 one, so
+            // its slot gets the very column sums verify_gemm compares it with (off by their f32 rounding,
+            // a small fraction of the allowance): that part then checks nothing and hides nothing of D,
+            // and the baseline's own gradient is held to check_own_bgrad below.
+            sums = column_sums(d, path, threads);
+            slot.resize(sums.ref.size());
+            std::transform(sums.ref.begin(), sums.ref.end(), slot.begin(),
+                           [](double x) { return static_cast<float>(x); });
+        } else if (e.bgrad) {
             bgrad.resize(sizes_.bgrad);
             ex_.download(bgrad.data(), bgrad_->get(), bgrad.size());
         }
         const DeviceOutputs out{.d = d.data(),
                                 .aux = aux.empty() ? nullptr : aux.data(),
-                                .bgrad = bgrad.empty() ? nullptr : reinterpret_cast<const float*>(bgrad.data())};
-        return verify_gemm(desc_, in_, out, seed, threads, VerifyOptions{.path = path});
+                                .bgrad = !slot.empty()    ? slot.data()
+                                         : bgrad.empty() ? nullptr
+                                                         : reinterpret_cast<const float*>(bgrad.data())};
+        GemmVerdict v = verify_gemm(desc_, in_, out, seed, threads, VerifyOptions{.path = path});
+        if (!own_bgrad.empty()) check_own_bgrad(v, sums, own, own_bgrad);
+        return v;
     }
 
 private:
     std::unique_ptr<DeviceBuffer> buffer(std::size_t bytes) { return std::make_unique<DeviceBuffer>(ex_, bytes); }
+
+    // The column sums of dgelu_bgrad's D that a bias gradient is checked against, and what each may be
+    // off by before the gradient's own rounding, taken as verify_gemm takes its own (reference.hpp):
+    // from the float64 reference when it checks every row of D (M N (K + 64) within full_limit), else
+    // from the D the device wrote (itself checked against the reference on the sampled rows). Unlike
+    // verify_gemm's, which follows rigel's own order of additions, the fp32 sum is allowed any order
+    // ((M - 1) u |x| summed, the worst case): the vendor's order is not documented.
+    struct ColumnSums {
+        std::vector<double> ref, allowed;
+    };
+    ColumnSums column_sums(const std::vector<std::uint8_t>& d_bytes, Path path, int threads) const {
+        const Desc& d = desc_;
+        const auto n = static_cast<std::size_t>(d.n);
+        const double per_row = static_cast<double>(d.n) * (static_cast<double>(d.k) + 64.0);
+        const bool all_rows = std::floor(VerifyOptions{}.full_limit / per_row) >= static_cast<double>(d.m);
+        const double m = static_cast<double>(d.m);
+        const double gamma = (m - 1.0) * kU32 / (1.0 - (m - 1.0) * kU32);
+        const int workers = static_cast<int>(std::clamp<std::int64_t>(threads, 1, d.m));
+        std::vector<std::vector<double>> sum(static_cast<std::size_t>(workers), std::vector<double>(n, 0.0)),
+            allowed(sum), magnitude(sum);
+        const Rounding r = rounding_of(d.d_type);
+        const int bytes = type_bytes(d.d_type);
+        std::vector<std::thread> pool;
+        for (int w = 0; w < workers; ++w)
+            pool.emplace_back([&, w] {
+                auto& s = sum[static_cast<std::size_t>(w)];
+                auto& a = allowed[static_cast<std::size_t>(w)];
+                auto& mag = magnitude[static_cast<std::size_t>(w)];
+                for (std::int64_t i = d.m * w / workers; i < d.m * (w + 1) / workers; ++i)
+                    for (std::size_t j = 0; j < n; ++j) {
+                        if (all_rows) {
+                            const ElementBound b = element_bound(d, in_, i, static_cast<std::int64_t>(j), path);
+                            s[j] += b.d_ref;
+                            a[j] += b.unrounded_allowed;
+                            mag[j] += std::fabs(b.d_ref) + b.unrounded_allowed;
+                            continue;
+                        }
+                        const std::int64_t idx = i * d.ldd + static_cast<std::int64_t>(j);
+                        if (is_poison_element(d_bytes.data() + idx * bytes, bytes)) continue;  // verify_gemm fails it
+                        const double x = load_element(d.d_type, d_bytes.data(), idx);
+                        if (std::isnan(x)) continue;
+                        s[j] += x;
+                        mag[j] += std::fabs(x);
+                    }
+            });
+        for (std::thread& t : pool) t.join();
+        ColumnSums out{.ref = std::vector<double>(n, 0.0), .allowed = std::vector<double>(n, 0.0)};
+        for (std::size_t j = 0; j < n; ++j) {
+            double s = 0, a = 0, mag = 0;
+            for (int w = 0; w < workers; ++w) {
+                s += sum[static_cast<std::size_t>(w)][j];
+                a += allowed[static_cast<std::size_t>(w)][j];
+                mag += magnitude[static_cast<std::size_t>(w)][j];
+            }
+            out.ref[j] = s;
+            // Whether the vendor sums D before its rounding to D's type or after is not documented:
+            // either is allowed, each stored element being within u_D |x| + eta_D of x.
+            if (all_rows) {
+                out.allowed[j] = a + r.u * mag + m * r.eta + gamma * mag;
+            } else {
+                const double v = (mag + m * r.eta) / (1.0 - r.u);  // bounds the magnitudes before rounding
+                out.allowed[j] = r.u * v + m * r.eta + gamma * v;
+            }
+        }
+        return out;
+    }
+
+    // A baseline's own bias gradient (`bytes`: own.count elements of own.type) against the column sums,
+    // each allowed their allowance plus its rounding to own.type; folded into `v` (the first failure
+    // kept, the worst ratio over D and the gradient).
+    static void check_own_bgrad(GemmVerdict& v, const ColumnSums& sums, const LtOwnBgrad& own,
+                                const std::vector<std::uint8_t>& bytes) {
+        const Rounding r = rounding_of(own.type);
+        const int width = type_bytes(own.type);
+        std::int64_t unwritten = 0, nan = 0;
+        double worst = 0;
+        std::string detail;
+        for (std::int64_t j = 0; j < own.count; ++j) {
+            if (is_poison_element(bytes.data() + j * width, width)) {
+                ++unwritten;
+                continue;
+            }
+            const double got = load_element(own.type, bytes.data(), j);
+            if (std::isnan(got)) {
+                ++nan;
+                continue;
+            }
+            const double ref = sums.ref[static_cast<std::size_t>(j)];
+            const double allowed =
+                sums.allowed[static_cast<std::size_t>(j)] + r.u * std::fabs(got) / (1.0 - r.u) + r.eta;
+            const double err = got == ref ? 0.0 : std::fabs(got - ref);
+            const double ratio = err == 0 ? 0.0 : allowed > 0 ? err / allowed : INFINITY;
+            if (ratio > worst) {
+                worst = ratio;
+                char buf[192];
+                std::snprintf(buf, sizeof buf, "bgrad[%lld] (%s) is %.9g, the column sum %.9g, allowance %.3g",
+                              static_cast<long long>(j), name(own.type), got, ref, allowed);
+                detail = buf;
+            }
+        }
+        v.nan_count += nan;
+        if (worst > v.err_max_scaled) {
+            v.err_max_scaled = worst;
+            v.worst = "bgrad";
+        }
+        if (!v.pass) return;
+        if (unwritten > 0)
+            v.reason = std::to_string(unwritten) + " of the " + std::to_string(own.count) + " elements of the " +
+                       name(own.type) + " bias gradient were never written";
+        else if (nan > 0)
+            v.reason = std::to_string(nan) + " elements of the " + std::string(name(own.type)) +
+                       " bias gradient are NaN where the reference is finite";
+        else if (worst > v.tolerance) {
+            char buf[64];
+            std::snprintf(buf, sizeof buf, " (%.3g allowances off)", worst);
+            v.reason = detail + buf;
+        }
+        v.pass = v.reason.empty();
+    }
 
     Executor& ex_;
     Desc desc_;
@@ -151,6 +316,8 @@ struct Runner {
     Contender who;
     std::function<void()> launch;
     std::function<std::string()> kernel;  // asked after the first launch (cuBLASLt names its algorithm then)
+    LtOwnBgrad own{};                     // cuBLASLt's own bias-gradient buffer, where it writes one
+    std::string note{};                   // VerifyRow::note
 };
 
 Runner runner(Contender who, Plan& plan, const DeviceCase& dc, Executor& ex) {
@@ -164,8 +331,11 @@ Runner runner(Contender who, Plan& plan, const DeviceCase& dc, Executor& ex) {
             return {who, [&plan, args, s] { plan.run_decomposed(args, s); },
                     [&plan] { return kernel_text(plan.choice()) + " + epilogue kernel"; }};
         case Contender::cublaslt:
-            return {who, [desc, args, s] { cuda::vendor::cublaslt_gemm(desc, args, s); },
-                    [desc] { return cuda::vendor::cublaslt_gemm_algorithm(desc); }};
+            // As a user of cuBLASLt would run it (bench_case asked its support in this config first).
+            return {who, [desc, args, s] { cuda::vendor::cublaslt_gemm(desc, args, s, LtConfig::as_a_user); },
+                    [desc] { return cuda::vendor::cublaslt_gemm_algorithm(desc, LtConfig::as_a_user); },
+                    cuda::vendor::cublaslt_gemm_own_bgrad(desc),
+                    cuda::vendor::cublaslt_gemm_note(desc, LtConfig::as_a_user)};
         case Contender::cublas:
             return {who, [desc, args, s] { cublas_gemm(desc, args, s); }, [] { return std::string("cublasGemmEx"); }};
     }
@@ -180,9 +350,14 @@ Runner runner(Contender who, Plan& plan, const DeviceCase& dc, Executor& ex) {
 // promises runs that repeat bit for bit.
 VerifyRow verify_one(const GemmCase& c, DeviceCase& dc, Runner& r, Executor& ex, std::uint64_t seed, int threads,
                      bool same_bits = false) {
-    VerifyRow row{.case_name = c.name, .desc = dc.desc(), .path = r.who};
+    VerifyRow row{.case_name = c.name, .desc = dc.desc(), .path = r.who, .note = r.note};
     try {
         dc.prepare_outputs();
+        if (r.own.data)
+            RIGEL_CUDA_CHECK(cudaMemsetAsync(r.own.data, kPoisonByte,
+                                             static_cast<std::size_t>(r.own.count) *
+                                                 static_cast<std::size_t>(type_bytes(r.own.type)),
+                                             stream_of(ex)));
         const int launches = r.who == Contender::rigel && !c.in_place ? 2 : 1;
         std::vector<std::uint8_t> first;
         for (int i = 0; i < launches; ++i) {
@@ -206,7 +381,7 @@ VerifyRow verify_one(const GemmCase& c, DeviceCase& dc, Runner& r, Executor& ex,
         // allowance by about one bf16 rounding of the pre-activation on the H200
         // machine), so both get the decomposed path's one extra rounding.
         const Path path = r.who == Contender::rigel ? Path::fused : Path::decomposed;
-        const GemmVerdict v = dc.check_outputs(path, seed, threads);
+        const GemmVerdict v = dc.check_outputs(path, seed, threads, r.own);
         row.pass = v.pass;
         row.err_max_scaled = v.err_max_scaled;
         row.tolerance = v.tolerance;
@@ -328,7 +503,8 @@ BenchOutcome bench_case(Executor& ex, const GemmCase& c, std::span<const Contend
     for (Contender b : baselines) {
         if (!applies(b, c)) continue;
         if (b == Contender::cublaslt)
-            if (const std::string why = cuda::vendor::cublaslt_gemm_support(dc.desc()); !why.empty()) {
+            if (const std::string why = cuda::vendor::cublaslt_gemm_support(dc.desc(), LtConfig::as_a_user);
+                !why.empty()) {
                 out.skipped.push_back(std::string(name(b)) + ": " + why);
                 continue;
             }
@@ -346,7 +522,7 @@ BenchOutcome bench_case(Executor& ex, const GemmCase& c, std::span<const Contend
         const auto side_a = [&] { return ex.time_once(rigel.launch); };
         const auto side_b = [&] { return ex.time_once(b.launch); };
         BenchRow row{.case_name = c.name, .desc = d, .candidate = Contender::rigel, .baseline = b.who,
-                     .kernel = rigel.kernel()};
+                     .kernel = rigel.kernel(), .baseline_note = b.note};
         if (timing.block_s > 0) {
             // Blocked timing: the device read over each block apart, so that each side's own clock shows.
             // (A block cut short by an error ends its sampling as the optional goes.)
