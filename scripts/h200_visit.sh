@@ -12,6 +12,11 @@
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
+self=$(realpath "$0")
+# Every timeout below also kills what outlives its signal by 20 s: rigel's first SIGINT only asks it to
+# stop after the measurement in progress, which a kernel that hangs never reaches, and a step that
+# never ends would take the call's whole limit and the archive with it.
+timeout() { command timeout -k 20 "$@"; }
 cd "$(dirname "$0")/.."
 # NVLink multicast stays off on the H200 machines (NCCL's NVLS can take a shared host's GPUs out of
 # service): kept off here too, whatever the environment says, for every rank `rigel launch` starts.
@@ -34,6 +39,11 @@ pack() { tar czf "$FINAL/visit.tar.gz" --exclude='*.ckpt' -C "$OUT" . ; }
 trap pack EXIT
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests ladder probes sass)
+# A misspelt step would be skipped in silence after the machine's start: refused before anything runs.
+known_steps=$(grep -oE '\bhas [a-z_0-9]+' "$self" | awk '{print $2}' | sort -u)
+for s in "${steps[@]}"; do
+  grep -qx -- "$s" <<< "$known_steps" || { echo "h200_visit: no step named '$s'" >&2; exit 2; }
+done
 has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 log() { echo "== $*" >&2; }
 # Outside .visit, which each call replaces; a cache from another source folder
