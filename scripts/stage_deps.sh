@@ -5,7 +5,8 @@
 # cudnn-frontend headers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rm -rf .deps && mkdir -p .deps/include
+# Only what this script stages is replaced: a staged toolchain (.deps/toolchain) stays.
+rm -rf .deps/include .deps/googletest && mkdir -p .deps/include
 cp -r /usr/include/CLI .deps/include/
 for h in cblas.h openblas_config.h; do
   src=$(find /usr/include -name "$h" -path "*openblas-pthread*" | head -1)

@@ -14,6 +14,9 @@ cd "$(dirname "$0")/.."
   { echo "stage_prebuilt: .visit holds $(cat .visit/COMMIT), HEAD is $(git rev-parse HEAD): stage again" >&2; exit 1; }
 [ -z "$(git status --porcelain --untracked-files=no)" ] ||
   { echo "stage_prebuilt: uncommitted changes: commit them, the binary is stamped with HEAD" >&2; exit 1; }
+# The build globs its sources, so an untracked file under them would be built in and stamped as HEAD.
+[ -z "$(git status --porcelain --untracked-files=all -- src include cmake CMakeLists.txt)" ] ||
+  { echo "stage_prebuilt: untracked files among the sources: commit or remove them" >&2; exit 1; }
 # This machine has the headers .deps/ stages for the H200 machine (CLI11, cudnn-frontend) installed.
 BUILD=${PREBUILT_BUILD:-build/prebuilt}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a > /dev/null
