@@ -97,6 +97,15 @@ class Issue11Targets(unittest.TestCase):
         self.assertTrue(m.startswith("lowest 2048^3: 0.967x (unpaired), k39_wgmma_pingpong"), m)
         self.assertFalse(ok)
 
+    def test_a_square_between_the_powers_of_two_counts(self):
+        rows = []
+        for n, rate in ((2048, 610.0), (3072, 590.0), (4096, 620.0), (8192, 620.0), (16384, 620.0), (1024, 500.0)):
+            rows += [cube_row("vendor_cublas_bf16", 600.0, "bf16", n, vendor="1"),
+                     cube_row("k39_wgmma_pingpong", rate, "bf16", n)]
+        m, ok = self.verdicts(rows)["no bf16 square from 2048^3 to 16384^3 below 1.00x cuBLAS"]
+        self.assertTrue(m.startswith("lowest 3072^3: 0.983x (unpaired)"), m)  # 1024^3 lies outside the range
+        self.assertFalse(ok)
+
 
 class PairedSpread(unittest.TestCase):
     """A paired ratio travels with its p10 and p90 into the sweep and issue 11's targets; an unpaired one
