@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/hopper/k37_splits.hpp"
 #include "core/dtype.hpp"
 #include "probes/numerics/emulate.hpp"
 
@@ -19,20 +20,15 @@ namespace rigel::cli {
 
 inline constexpr std::string_view kSplitKRung = "k37_wgmma_splitk";
 
-// k37_wgmma_splitk's split count for an M x N x K problem on `sms` SMs,
-// restated from choose_splits in src/cuda/hopper/k37_wgmma_splitk.cu (that
-// file compiles only with CUDA; the two must change together): 128 x 256
-// tiles and k-tiles of 128 bytes of K (64 elements of bf16/f16, 128 of fp8);
-// one split while the tiles fill the SMs, else as many as keep the grid to
-// one wave and each split at least 4 k-tiles long.
+// k37_wgmma_splitk's split count for an M x N x K problem on `sms` SMs: the
+// rung's own k37_split_count (cuda/hopper/k37_splits.hpp) over its 128 x 256
+// tiles and k-tiles of 128 bytes of K (64 elements of bf16/f16, 128 of fp8).
 inline int k37_splits(DType t, int m, int n, int k, int sms) {
     if (m < 1 || n < 1 || k < 1 || sms < 1)
         throw std::invalid_argument("k37_splits: M, N, K and the SM count must be at least 1");
     const std::int64_t tiles = std::int64_t{(m + 127) / 128} * ((n + 255) / 256);
-    if (tiles >= sms) return 1;
     const int k_tile = 1024 / info(t).storage_bits;
-    const int k_tiles = (k + k_tile - 1) / k_tile;
-    return std::max(1, std::min(sms / static_cast<int>(tiles), k_tiles / 4));
+    return cuda::k37_split_count(tiles, (k + k_tile - 1) / k_tile, sms);
 }
 
 struct RungSplit {

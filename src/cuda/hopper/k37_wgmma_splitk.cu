@@ -20,7 +20,7 @@
 // consumer whose 64 rows all lie past M (M <= 64) issues no wgmma: the 128-row
 // tile then costs the tensor cores what a 64-row tile would, without a second
 // tile shape.
-// Splits (choose_splits below): 1 when the tiles fill the machine (then k37
+// Splits (k37_split_count, k37_splits.hpp): 1 when the tiles fill the machine (then k37
 // is k32/k33 itself, persistent grid); otherwise
 //     splits = max(1, min(floor(SMs / tiles), floor(k_tiles / 4)))
 // with SMs queried from the device. One CTA fits per SM (192 KB of stages, the
@@ -55,6 +55,7 @@
 #include <string>
 
 #include "cuda/device_cache.hpp"
+#include "cuda/hopper/k37_splits.hpp"
 #include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/hopper/warp_specialized.cuh"
 
@@ -70,16 +71,7 @@ using SplitK = WarpSpecialized<T, 256, 4, Schedule::split_k, Accumulation::tenso
 template <DType T>
 using Whole = WarpSpecialized<T, 256, 4, Schedule::persistent_grouped, Accumulation::tensor_core>;
 
-constexpr int kMinKTilesPerSplit = 4;  // one pass of the 4-stage ring
 constexpr int kSumThreads = 256;
-
-// See the opening comment. tiles >= 1; k_tiles = ceil(K / BK) >= 1.
-int choose_splits(std::int64_t tiles, int k_tiles, int sms) {
-    if (tiles >= sms) return 1;
-    const int by_sms = sms / static_cast<int>(tiles);
-    const int by_k = k_tiles / kMinKTilesPerSplit;
-    return std::max(1, std::min(by_sms, by_k));
-}
 
 // The partial tiles' home, allocated on first use at its largest size (the
 // heuristic keeps splits x tiles <= SMs and a tile holds 128 x 256 floats), so
@@ -156,7 +148,7 @@ void run_split_k(const GemmProblem& p, const char* rung) {
     const int tiles_m = ceil_div(m, G::kBM);
     const int tiles_n = ceil_div(n, G::kBN);
     const std::int64_t tiles = static_cast<std::int64_t>(tiles_m) * tiles_n;
-    const int splits = choose_splits(tiles, ceil_div(k, G::kBK), sms);
+    const int splits = k37_split_count(tiles, ceil_div(k, G::kBK), sms);
     if (splits == 1) return launch_warp_specialized<Whole<T>>(p, rung);  // writes all of C itself
 
     require_alignment(p, rung);
