@@ -89,6 +89,28 @@ inline NarrowTail plan_narrow_tail(int tiles_m, std::int64_t n, int bn, int narr
     return best;
 }
 
+// The wave fit (k41): the tile width per shape. A 192-column tile is as many columns' work on one SM
+// as 1.5 of 128 (the model's cost is its width plus kTileOverheadCols, as above), so the two widths
+// cut the same N into different numbers of tiles and waves. 3072^3: 576 tiles of 128 leave the fifth
+// wave 48 of 132 SMs (k40's narrow tail brings the busiest SM to 612 columns' worth), while 384 tiles
+// of 192 are 2.91 waves: 588. The 192-wide tiles are taken where their busiest CTA's load is at
+// least kMinGain below the narrow-tail plan's (or the uniform 128-wide tiles' where no tail is taken).
+inline constexpr int kWaveFitWideN = 192;
+struct WaveFit {
+    bool wide = false;                // true: uniform tiles kWaveFitWideN wide, no narrow tail
+    NarrowTail tail;                  // the 128-wide plan (k40's), taken where wide is false
+    std::int64_t wide_load = 0;       // the busiest CTA's load on the wide tiles, in columns
+};
+inline WaveFit plan_wave_fit(int tiles_m, std::int64_t n, int bn, int wide_bn, int narrow_bn, int ctas) {
+    WaveFit f;
+    f.tail = plan_narrow_tail(tiles_m, n, bn, narrow_bn, ctas);
+    if (tiles_m <= 0 || n <= 0 || bn <= 0 || wide_bn <= bn || ctas <= 0) return f;
+    const std::int64_t wide_tiles = tiles_m * ((n + wide_bn - 1) / wide_bn);
+    f.wide_load = busiest_cta_load(wide_tiles, wide_bn + kTileOverheadCols, 0, 0, ctas);
+    f.wide = static_cast<double>(f.wide_load) <= (1.0 - kMinGain) * static_cast<double>(f.tail.busiest_load);
+    return f;
+}
+
 // A narrow tile's place, the kernel's and the host tests' (tile: its index among the narrow tiles):
 // the narrow columns walked in the wide tiles' grouped order (tile rows in groups of group_m), the
 // first starting at column `first_col` (the wide columns' end).

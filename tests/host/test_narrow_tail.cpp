@@ -15,6 +15,7 @@ using rigel::gemm::busiest_cta_load;
 using rigel::gemm::kMinGain;
 using rigel::gemm::narrow_tile;
 using rigel::gemm::plan_narrow_tail;
+using rigel::gemm::plan_wave_fit;
 
 constexpr int kSms = 132;
 
@@ -40,6 +41,38 @@ TEST(NarrowTail, RefusesNonsense) {
     EXPECT_EQ(plan_narrow_tail(0, 4096, 128, 104, kSms).narrow_cols, 0);
     EXPECT_EQ(plan_narrow_tail(32, 4096, 128, 128, kSms).narrow_cols, 0);
     EXPECT_EQ(plan_narrow_tail(32, 4096, 128, 104, 0).narrow_cols, 0);
+}
+
+TEST(WaveFit, Square3072TakesTheWideTiles) {
+    // 24 x 16 = 384 tiles of 192: 3 on the busiest SM (588 columns' worth), where k40's tail leaves 612.
+    const auto f = plan_wave_fit(24, 3072, 128, 192, 104, kSms);
+    EXPECT_TRUE(f.wide);
+    EXPECT_EQ(f.wide_load, 3 * 196);
+    EXPECT_EQ(f.tail.busiest_load, 612);
+}
+
+TEST(WaveFit, KeepsTheNarrowTailWhereItFitsAsWell) {
+    // 4096^3: 22 columns of 192 (the last 64 wide) make 704 tiles, 6 on the busiest SM: 1,176 against
+    // the tail's 1,032. 8192^3: 4,116 against 4,128 is under 1 %. 2048^3: 392 against 264.
+    for (int s : {2048, 4096, 6144, 8192, 16384}) {
+        const auto f = plan_wave_fit(s / 128, s, 128, 192, 104, kSms);
+        EXPECT_FALSE(f.wide) << s;
+        EXPECT_EQ(f.tail.busiest_load, plan_narrow_tail(s / 128, s, 128, 104, kSms).busiest_load) << s;
+    }
+    const auto f = plan_wave_fit(64, 8192, 128, 192, 104, kSms);
+    EXPECT_EQ(f.wide_load, 21 * 196);
+    EXPECT_EQ(f.tail.busiest_load, 4128);
+}
+
+TEST(WaveFit, WideOnlyWhereItGainsAndRefusesNonsense) {
+    for (int m = 64; m <= 16384; m += 769)
+        for (std::int64_t n = 100; n <= 20000; n += 457) {
+            const auto f = plan_wave_fit((m + 127) / 128, n, 128, 192, 104, kSms);
+            if (f.wide) EXPECT_LE(f.wide_load, (1.0 - kMinGain) * f.tail.busiest_load) << m << " x " << n;
+        }
+    EXPECT_FALSE(plan_wave_fit(0, 3072, 128, 192, 104, kSms).wide);
+    EXPECT_FALSE(plan_wave_fit(24, 3072, 128, 128, 104, kSms).wide);
+    EXPECT_FALSE(plan_wave_fit(24, 3072, 128, 192, 104, 0).wide);
 }
 
 TEST(NarrowTail, LoadModelDealsUnitsInTurn) {

@@ -82,6 +82,11 @@ const std::array kHopperRungs{
          .lesson = "k39 with its last tile columns re-cut 104 wide, so the last wave of whole tiles comes out even "
                    "on the SMs",
          .run = k40_wgmma_narrow_tail, .check = hopper_tma_check},
+    Rung{.id = "k41_wgmma_wave_fit", .backend = Backend::cuda, .group = "hopper", .dtypes = kHalf,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "k40 with the tile width chosen per shape: 128 x 192 tiles where they fill the SMs' waves better "
+                   "than k40's narrow tail can",
+         .run = k41_wgmma_wave_fit, .check = hopper_tma_check},
 };
 
 }  // namespace
