@@ -142,6 +142,17 @@
 //      on the tail split, in one call; 176 is the tile of cuBLASLt's fastest
 //      kernel for that product. Among the suites' products only that one
 //      takes it.
+//  10. Where rule 4's kernel takes a bf16 D with one of gemm::kTailEpilogues
+//      unsplit on 128 x 128 tiles, A and B K-major (NT), and the narrow tail
+//      (narrow_tail.hpp) takes at least kMinGain off the busiest SM's work:
+//      the last tile columns re-cut 104 wide ("fixed_tail"); calls with
+//      beta != 0 on rule 4's kernel (Plan's residual plan). The 7B fwd_down
+//      (4096 x 4096 x 11008, 1,024 tiles): 1.025x cuBLASLt against 1.003x
+//      unsplit, the same cuBLASLt algorithm in both, one call
+//      (2026-12-05_2ac711e_llama7b_*subset_gemm.csv). MN-major operands lost
+//      in the same call (bwd_gate_up_dx and bwd_qkv_dx, NN: 0.92x against
+//      1.00x; bwd_qkv_dw, TN: 0.90x against rule 3a's 0.99x), so they keep
+//      rules 3a and 4.
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
@@ -622,6 +633,24 @@ Choice choose(const Desc& desc, int sms) {
                         " waves): the ping-pong kernel with 192-column tiles compiled for this epilogue and a bf16 "
                         "D, its tiles leaving by TMA stores (N and the rows multiples of 8); calls with beta != 0 "
                         "on the 128 x 128 kernel that loads C by TMA";
+            }
+        }
+        // Rule 10: the narrow tail where it evens out the last wave, A and B K-major.
+        if (c.splits == 1 && c.tile_m == kTileM && c.tile_n == kNarrowTileN && has_tail_kernel(d) && d.a_op == Op::n && d.b_op == Op::t) {
+            const NarrowTail t = plan_narrow_tail(static_cast<int>(ceil_div(d.m, kTileM)), d.n, kNarrowTileN,
+                                                  kTailTileN, sms);
+            if (t.narrow_cols > 0) {
+                c.tail_n = kTailTileN;
+                c.tma_load_c = false;  // Plan's residual plan runs the calls with beta != 0
+                c.ctas = static_cast<int>(
+                    std::min<std::int64_t>(ceil_div(d.m, kTileM) * (t.wide_cols + t.narrow_cols), sms));
+                c.why = std::to_string(tiles) + " tiles of 128 x 128 leave the last wave part-empty: the last " +
+                        std::to_string(ceil_div(d.n, kNarrowTileN) - t.wide_cols) + " tile columns re-cut into " +
+                        std::to_string(t.narrow_cols) + " of " + std::to_string(kTailTileN) +
+                        ", the busiest SM's work " + std::to_string(t.busiest_load) + " columns' worth against " +
+                        std::to_string(t.uniform_load) +
+                        " (the ping-pong kernel compiled for this epilogue and a bf16 D, its tiles leaving by TMA "
+                        "stores; calls with beta != 0 on rule 4's kernel)";
             }
         }
     }

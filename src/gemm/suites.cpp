@@ -350,6 +350,14 @@ std::vector<GemmCase> verify_cases() {
                                                .b_type = Type::bf16, .a_op = a, .b_op = b, .d_type = Type::bf16,
                                                .epilogue = Epilogue::none},
                                           1.0f, beta, false, r.suffix));
+    // Rule 10 (the narrow tail for K-major A and B) as the dispatcher takes it: 3001 x 3001 x 296 in NT, for
+    // each of its epilogues, beta 0 (the tail's kernel) and beta 1 (the residual plan on rule 4's kernel).
+    for (Epilogue e : gemm::kTailEpilogues)
+        for (float beta : {0.0f, 1.0f})
+            out.push_back(verify_case(Desc{.m = 3001, .n = 3001, .k = 296, .a_type = Type::bf16,
+                                           .b_type = Type::bf16, .a_op = Op::n, .b_op = Op::t,
+                                           .d_type = Type::bf16, .epilogue = e},
+                                      1.0f, beta, true, "_rule10"));
     // The tile order in groups of 16 and 32 tile rows (fixed_g16, fixed_g32): 17 rows of tiles, so the
     // last group is a short one.
     for (const char* kernel : {"fixed_g16", "fixed_g32"})

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "gemm/narrow_tail.hpp"
 #include "gemm/suites.hpp"
 #include "rigel/gemm.hpp"
 
@@ -568,7 +569,10 @@ TEST(GemmChoose, BfloatTrainingEpiloguesTakeTheirCompiledKernel) {
         EXPECT_TRUE(c.pingpong) << name(e);
         EXPECT_TRUE(c.fixed_epilogue) << name(e);
         EXPECT_TRUE(contains(c.why, "compiled for this epilogue")) << c.why;
-        EXPECT_EQ(kernel_text(c), "128x128 pingpong fixed-epilogue splits 1");
+        // 4096^3 NT: rule 10's narrow tail for the epilogues it is compiled for.
+        const bool tail = std::find(kTailEpilogues.begin(), kTailEpilogues.end(), e) != kTailEpilogues.end();
+        EXPECT_EQ(kernel_text(c), tail ? "128x128 pingpong fixed-epilogue tail 104 splits 1"
+                                       : "128x128 pingpong fixed-epilogue splits 1");
     }
     // Any other epilogue, output type or operand type: the kernel that takes them all.
     const auto generic = [](Desc d) { return !choose(d, kH200Sms).fixed_epilogue; };
@@ -1308,7 +1312,7 @@ TEST(GemmChoose, Rule9TakesN176WhereItFillsTheWaves) {
 // The narrow tail by name ("fixed_tail"): the fixed ping-pong kernel on 128 x 128 tiles with tail_n 104,
 // for the epilogues it is compiled for (kTailEpilogues) in every layout; none for f16, for an fp32 D or
 // for an epilogue it lacks. The dispatcher never picks it.
-TEST(GemmDispatch, FixedTailByNameOnly) {
+TEST(GemmDispatch, FixedTailByNameAndRule10) {
     for (const auto& [a, b] : {std::pair{Op::n, Op::t}, std::pair{Op::n, Op::n}, std::pair{Op::t, Op::n},
                                std::pair{Op::t, Op::t}})
         for (Epilogue e : rigel::gemm::kTailEpilogues) {
@@ -1320,12 +1324,50 @@ TEST(GemmDispatch, FixedTailByNameOnly) {
             EXPECT_EQ(c->tile_n, 128);
             EXPECT_EQ(c->splits, 1);
             EXPECT_TRUE(contains(c->why, "re-cut 104 wide")) << c->why;
-            EXPECT_EQ(choose(bf16_product(4096, 4096, 4096, a, b, e), kH200Sms).tail_n, 0);
+            // Rule 10: the dispatcher takes it for K-major A and B only.
+            const Choice chosen = choose(bf16_product(4096, 4096, 4096, a, b, e), kH200Sms);
+            EXPECT_EQ(chosen.tail_n, a == Op::n && b == Op::t ? 104 : 0) << chosen.why;
         }
     EXPECT_FALSE(kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t, Epilogue::bias), "fixed_tail", kH200Sms));
     Desc f16 = bf16_product(4096, 4096, 4096, Op::n, Op::t);
     f16.a_type = f16.b_type = f16.d_type = Type::f16;
     EXPECT_FALSE(kernel_named(f16, "fixed_tail", kH200Sms));
+}
+
+TEST(GemmChoose, Rule10NarrowTailWhereItEvensTheLastWave) {
+    // The 7B fwd_down: 1,024 tiles, the last 4 columns of 128 re-cut into 5 of 104.
+    const Choice down = choose(bf16_product(4096, 4096, 11008, Op::n, Op::t), kH200Sms);
+    EXPECT_EQ(down.tail_n, 104);
+    EXPECT_EQ(down.tile_n, 128);
+    EXPECT_EQ(down.splits, 1);
+    EXPECT_FALSE(down.tma_load_c);  // beta != 0: the residual plan on rule 4's kernel
+    EXPECT_EQ(down.ctas, kH200Sms);
+    EXPECT_TRUE(contains(down.why, "re-cut into 5 of 104")) << down.why;
+    // No narrow tail where it evens nothing out by 1 % (2048^3), for an epilogue it was not compiled
+    // for (bias), an fp32 D, or where another rule takes the product (the LM head's 192-wide tiles,
+    // rule 9's 176-wide ones, rule 7's short tiles).
+    EXPECT_EQ(choose(bf16_product(2048, 2048, 2048, Op::n, Op::t), kH200Sms).tail_n, 0);
+    EXPECT_EQ(choose(bf16_product(4096, 4096, 4096, Op::n, Op::t, Epilogue::bias), kH200Sms).tail_n, 0);
+    Desc f32 = bf16_product(4096, 4096, 4096, Op::n, Op::t);
+    f32.d_type = Type::f32;
+    EXPECT_EQ(choose(f32, kH200Sms).tail_n, 0);
+    const Choice head = choose(bf16_product(16384, 50304, 768, Op::n, Op::t), kH200Sms);
+    EXPECT_EQ(head.tile_n, 192);
+    EXPECT_EQ(head.tail_n, 0);
+    const Choice qkv = choose(bf16_product(4096, 12288, 4096, Op::n, Op::t), kH200Sms);
+    EXPECT_EQ(qkv.tile_n, 176);
+    EXPECT_EQ(qkv.tail_n, 0);
+    EXPECT_EQ(choose(bf16_product(512, 512, 512, Op::n, Op::t), kH200Sms).tail_n, 0);
+    // Wherever it fires, the tail is what plan_narrow_tail plans for the shape.
+    for (std::int64_t m = 1000; m <= 9000; m += 1111)
+        for (std::int64_t n = 1000; n <= 9000; n += 1333) {
+            const Choice c = choose(bf16_product(m, n, 4096, Op::n, Op::t, Epilogue::bias_gelu), kH200Sms);
+            if (c.tail_n == 0) continue;
+            const auto t = plan_narrow_tail(static_cast<int>((m + 127) / 128), n, 128, 104, kH200Sms);
+            EXPECT_GT(t.narrow_cols, 0) << m << " x " << n;
+            EXPECT_EQ(c.splits, 1);
+            EXPECT_EQ(c.tile_n, 128);
+        }
 }
 
 }  // namespace rigel::gemm

@@ -116,12 +116,14 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {
         plain.allow_atomics = false;
         state_->without_atomics = std::make_unique<Plan>(plain);
     }
-    if (wide_n_tiles(choice_)) {
+    if (wide_n_tiles(choice_) || choice_.tail_n > 0) {
         Choice with_c = choice_;
         with_c.tile_n = 128;
-        with_c.tma_load_c = true;
+        with_c.tail_n = 0;
+        with_c.tma_load_c = has_tma_c_kernel(d);
         with_c.why = "rule 4's kernel for the calls with beta != 0 of a product on 128 x " +
-                     std::to_string(choice_.tile_n) + " tiles";
+                     std::to_string(choice_.tile_n) + " tiles" +
+                     (choice_.tail_n > 0 ? " with a narrow tail" : "");
         state_->residual = std::make_unique<Plan>(d, with_c);
     }
 }
