@@ -24,6 +24,16 @@
 // its 128-wide ones at K = 4096 where both filled their waves alike, so no
 // credit for the fewer L2 bytes), from k40's 0.983x cuBLAS to about 1.02x;
 // the other squares as k40.
+// Measured (results/h200/2026-12-05_2ac711e_ladder.csv, one call, each rung
+// paired with cuBLAS, 2,000 pairs, bf16 with an fp32 C): 3072^3 0.984x
+// [0.975, 0.993] against k40's 0.987x [0.974, 0.997]; 4096^3, where both run
+// k40's kernel, 1.049x against 1.048x. The prediction failed: the 192-wide
+// tiles' 3.9 % less work on the busiest SM did not show in the paired ratio.
+// Their unpaired rate was 2.6 % above k40's (661.5 against 644.8 Tflop/s, a
+// few seconds apart), the kind of gap the paired samples exist to remove, so
+// whatever the 192-wide tile saves in its last wave it loses per column at
+// this size. Both odd verify shapes that take the wide tiles (3001^2 x 296)
+// and those that do not passed for bf16 and f16 in the same build.
 // On the development machine: the 192-wide kernel with the rung's fp32
 // stores spills 40 bytes (ptxas -warn-spills): kept loop-invariant values,
 // read back (LDL) in the epilogue's predicated stores and the tile setup,
