@@ -300,10 +300,12 @@ fi
 # that a kernel that hangs costs minutes, not the visit.
 # VERIFY_CASES: only the verify suite's cases whose names contain one of
 # these comma-separated texts (a short visit; the report leaves such runs out).
+# VERIFY_LIMIT_S (default 300): the verify run's limit; the whole suite takes
+# about 330 s on the H200 machine.
 if has gemm || has gemm_quick; then
   log "gemm verify"
   verify_cases=(); [ -n "${VERIFY_CASES:-}" ] && verify_cases=(--cases "$VERIFY_CASES")
-  timeout -s INT "$(capped 300)" $RIGEL gemm verify "${verify_cases[@]}" --out "$OUT" > "$OUT/gemm_verify.txt" 2> "$OUT/gemm_verify.err"
+  timeout -s INT "$(capped "${VERIFY_LIMIT_S:-300}")" $RIGEL gemm verify "${verify_cases[@]}" --out "$OUT" > "$OUT/gemm_verify.txt" 2> "$OUT/gemm_verify.err"
   summary+=("gemm verify: rc $?")
   # QUICK_SUITES: gemm_quick's suites where they differ from gemm_bench's GEMM_SUITES (none: verify alone).
   if has gemm; then gemm_suites=(all); else read -r -a gemm_suites <<< "${QUICK_SUITES:-${GEMM_SUITES:-fused small}}"; fi
