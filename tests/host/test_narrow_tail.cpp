@@ -68,7 +68,9 @@ TEST(WaveFit, WideOnlyWhereItGainsAndRefusesNonsense) {
     for (int m = 64; m <= 16384; m += 769)
         for (std::int64_t n = 100; n <= 20000; n += 457) {
             const auto f = plan_wave_fit((m + 127) / 128, n, 128, 192, 104, kSms);
-            if (f.wide) EXPECT_LE(f.wide_load, (1.0 - kMinGain) * f.tail.busiest_load) << m << " x " << n;
+            if (f.wide) {
+                EXPECT_LE(f.wide_load, (1.0 - kMinGain) * f.tail.busiest_load) << m << " x " << n;
+            }
         }
     EXPECT_FALSE(plan_wave_fit(0, 3072, 128, 192, 104, kSms).wide);
     EXPECT_FALSE(plan_wave_fit(24, 3072, 128, 128, 104, kSms).wide);
