@@ -396,7 +396,13 @@ def suite_targets(label, rows, baseline):
     if s.lowest:
         # Three decimals: a geometric mean of 0.9967 would read "1.00x" beside "not met" at two. A mean
         # over some of the suite's products is not the suite's: not met while any product is unmeasured.
-        mean.measured = (f"{s.geomean:.3f}x over {products(s.measured)}"
+        # Beside it, the geometric means of the products' p10 and p90: how far the pairs' spread reaches
+        # (a mean at 1.000x whose bracket straddles 1.00 is a tie, not a win).
+        got = [r for r in vs if r.measured]
+        spread = ""
+        if got and all(math.isfinite(r.p10) and math.isfinite(r.p90) and r.p10 > 0 for r in got):
+            spread = f" [{geomean([r.p10 for r in got]):.3f}, {geomean([r.p90 for r in got]):.3f}]"
+        mean.measured = (f"{s.geomean:.3f}x{spread} over {products(s.measured)}"
                          + (f"; {s.total - s.measured} not measured" if s.measured < s.total else ""))
         mean.met = meets_ratio(s.geomean, SUITE_GEOMEAN_TARGET) and s.measured == s.total
         below = [r for r in vs if r.measured and not meets_ratio(r.ratio, SUITE_FLOOR_TARGET)]
@@ -460,7 +466,8 @@ def targets_block(bench_files):
     met = sum(t.met is True for t in ts)
     measured = sum(t.met is not None for t in ts)
     head = (f"Issue 10's targets on the H200 machine (bf16 in and out, paired ratios from the newest bench CSV of each "
-            f"suite): **{met} of {len(ts)} met**" + (f", {len(ts) - measured} not measured." if measured < len(ts)
+            f"suite, [p10, p90] of the pairs; a suite's geometric mean with those of its products' p10 and p90): "
+            f"**{met} of {len(ts)} met**" + (f", {len(ts) - measured} not measured." if measured < len(ts)
                                                    else "."))
     if not bench_files:
         head = ("Issue 10's targets; no committed GEMM bench CSV yet (`results/h200/*_gemm.csv`), so none is measured.")

@@ -280,7 +280,7 @@ class Targets(Fixture):
         mean, floor = gemm_report.suite_targets("GPT-2", gemm_report.bench_rows(findings.make_result_file(
             "x_gemm.csv", to_csv(gemm_report.BENCH_COLUMNS, rows).encode())), "cublaslt")
         self.assertIs(mean.met, False)
-        self.assertEqual(mean.measured, "1.050x over 2 products; 1 not measured")
+        self.assertEqual(mean.measured, "1.050x [1.030, 1.070] over 2 products; 1 not measured")
         self.assertIs(floor.met, False)
         # All three measured: met.
         rows[2] = vs_lt("gpt2", "proj", 16384, 768, 3072, 1.05)
