@@ -151,8 +151,8 @@
 //      unsplit, the same cuBLASLt algorithm in both, one call
 //      (2026-12-05_2ac711e_llama7b_*subset_gemm.csv). MN-major operands lost
 //      in the same call (bwd_gate_up_dx and bwd_qkv_dx, NN: 0.92x against
-//      1.00x; bwd_qkv_dw, TN: 0.90x against rule 3a's 0.99x), so they keep
-//      rules 3a and 4.
+//      1.00x; bwd_qkv_dw, TN: 0.90x against rule 3a's 0.99x; both store B
+//      MN-major), so they keep rules 3a and 4; TT is unmeasured.
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
