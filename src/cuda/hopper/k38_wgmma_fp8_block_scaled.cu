@@ -29,7 +29,11 @@
 // with real scales (e4m3; e5m2 0.884x, 0.884x), 0.87x and 0.85x cuBLASLt's
 // default fp8 (results/h200/2026-12-04_25ee3fc_blockscaled_e4m3.csv and
 // _ladder.csv; ed269c6's visit read the same): the prediction failed, by
-// about 11 %.
+// about 11 %. Against cuBLASLt's own block-scaled fp8 (VEC128_32F for A,
+// BLK128x128_32F for B, which cuBLASLt 13.1 runs on the H200 once the scale
+// pointers are set): 0.949x [0.935, 0.963] at 4096^3, and cuBLASLt's block
+// scaling took its kernel 15 % longer than its unscaled fp8
+// (2026-12-05_97b822c_blockscaled_e4m3.csv; docs/gemm.md).
 // How it got there (results/h200/experiments/README.md has every run): with
 // the scales read from global memory (row-major A scales) k38 ran at 0.78x
 // and 0.73x k34, and neither loading them a k-tile ahead, nor two, nor
