@@ -9,6 +9,7 @@
 #include "probes/numerics/numerics_model.hpp"
 #include "probes/throughput/pingpong_timeline.hpp"
 #include "probes/throughput/wgmma_corun.hpp"
+#include "probes/throughput/wgmma_operand_layout.hpp"
 #include "probes/throughput/throughput_arith.hpp"
 
 using namespace rigel;
@@ -232,4 +233,105 @@ TEST(WgmmaCorun, KindsAreListedInTheirEnumsOrder) {
     EXPECT_TRUE(corun::is_ffma(corun::Kind::ffma_32k));
     EXPECT_FALSE(corun::is_ffma(corun::Kind::fadd));
     EXPECT_EQ(corun::wgmmas(2000), 16001);
+}
+
+// -- the operand-layout probe's host half (probes/throughput/wgmma_operand_layout.hpp) -------------
+
+namespace oplayout = rigel::probes::oplayout;
+
+namespace {
+// The 128B swizzle as the hardware applies it to a 1024-aligned tile's byte address: the 16-byte chunk
+// bits [4,7) XOR the row-in-atom bits [7,10).
+unsigned swizzled(unsigned address) { return address ^ (((address >> 7) & 7u) << 4); }
+}  // namespace
+
+TEST(WgmmaOperandLayout, TheSwizzleIsTheAddressBitsXor) {
+    for (int row = 0; row < 64; ++row)
+        for (int col = 0; col < 128; ++col)
+            EXPECT_EQ(oplayout::sw128_offset(row, col), swizzled(unsigned(row * 128 + col))) << row << " " << col;
+}
+
+TEST(WgmmaOperandLayout, ImagesFollowTheDescriptorsFields) {
+    // Before the swizzle, element (i, k) sits where the descriptor's fields put it: a K-major operand's
+    // 8-row groups SBO apart, a row's 128 bytes along K; an MN-major one's 64-column slabs LBO apart,
+    // its 8-row groups of K SBO apart. One k16 step is the fields' advance.
+    const auto k = oplayout::desc_fields(oplayout::Major::k);
+    const auto mn = oplayout::desc_fields(oplayout::Major::mn);
+    for (int i = 0; i < 256; ++i)
+        for (int kk = 0; kk < oplayout::kDepth; ++kk) {
+            const unsigned k_plain = unsigned((i / 8) * k.sbo + (i % 8) * 128 + kk * 2);
+            const unsigned mn_plain = unsigned((i / 64) * mn.lbo + (kk / 8) * mn.sbo + (kk % 8) * 128 + (i % 64) * 2);
+            ASSERT_EQ(oplayout::operand_offset(oplayout::Major::k, i, kk), swizzled(k_plain));
+            ASSERT_EQ(oplayout::operand_offset(oplayout::Major::mn, i, kk), swizzled(mn_plain));
+            if (kk + 16 < oplayout::kDepth) {
+                EXPECT_EQ(unsigned((i / 8) * k.sbo + (i % 8) * 128 + (kk + 16) * 2) - k_plain, k.k_step_bytes);
+                EXPECT_EQ(oplayout::operand_offset(oplayout::Major::mn, i, kk + 16) -
+                              oplayout::operand_offset(oplayout::Major::mn, i, kk),
+                          mn.k_step_bytes);
+            }
+        }
+}
+
+TEST(WgmmaOperandLayout, EveryElementHasItsOwnSlotAndTheLastSlabIsPadded) {
+    for (const int rows : {64, 104, 168, 256})
+        for (const auto major : {oplayout::Major::k, oplayout::Major::mn}) {
+            std::vector<std::uint16_t> bits(std::size_t(rows) * oplayout::kDepth);
+            for (std::size_t e = 0; e < bits.size(); ++e) bits[e] = static_cast<std::uint16_t>(e + 1);  // never 0
+            const std::vector<std::uint8_t> img = oplayout::operand_image(major, rows, bits);
+            ASSERT_EQ(img.size(), std::size_t(oplayout::operand_bytes(major, rows)));
+            std::vector<int> seen(img.size() / 2, 0);
+            for (int i = 0; i < rows; ++i)
+                for (int kk = 0; kk < oplayout::kDepth; ++kk) {
+                    const unsigned o = oplayout::operand_offset(major, i, kk);
+                    ASSERT_EQ(o % 2, 0u);
+                    ++seen[o / 2];
+                    EXPECT_EQ(img[o] | (img[o + 1] << 8), bits[std::size_t(i) * oplayout::kDepth + kk]);
+                }
+            std::size_t used = 0, zero = 0;
+            for (std::size_t s = 0; s < seen.size(); ++s) {
+                EXPECT_LE(seen[s], 1);
+                used += std::size_t(seen[s]);
+                if (!seen[s] && img[2 * s] == 0 && img[2 * s + 1] == 0) ++zero;
+            }
+            EXPECT_EQ(used, std::size_t(rows) * oplayout::kDepth);
+            EXPECT_EQ(used + zero, seen.size());  // whatever no element fills is zero
+        }
+    EXPECT_EQ(oplayout::operand_bytes(oplayout::Major::mn, 104), 2 * 8192);  // 64 + 40 columns: two slabs
+    EXPECT_EQ(oplayout::operand_bytes(oplayout::Major::k, 104), 104 * 128);
+    EXPECT_THROW(oplayout::operand_image(oplayout::Major::k, 12, std::vector<std::uint16_t>(12 * 64)),
+                 std::invalid_argument);
+}
+
+TEST(WgmmaOperandLayout, ChecksumsWeighEveryElementOfD) {
+    // D = A B^T by hand for a B of 8 rows: the weighted sum, and what a launch adds up to.
+    SplitMix rng(5);
+    std::vector<double> a(std::size_t(oplayout::kM) * oplayout::kDepth), b(8 * std::size_t(oplayout::kDepth));
+    for (auto& x : a) x = small_int(rng);
+    for (auto& x : b) x = small_int(rng);
+    double want = 0, swapped = 0;
+    for (int r = 0; r < oplayout::kM; ++r)
+        for (int c = 0; c < 8; ++c) {
+            double d = 0, d_other = 0;
+            for (int k = 0; k < oplayout::kDepth; ++k) {
+                d += a[std::size_t(r) * 64 + k] * b[std::size_t(c) * 64 + k];
+                d_other += a[std::size_t(r) * 64 + k] * b[std::size_t(c ^ 1) * 64 + k];
+            }
+            want += d * oplayout::weight(r, c);
+            swapped += d_other * oplayout::weight(r, c);  // B's rows read in the wrong order
+        }
+    EXPECT_EQ(oplayout::weighted_product(a, b, 8), want);
+    EXPECT_NE(oplayout::weighted_product(a, b, 8), swapped);
+    // Two CTAs of two chains, 3 iterations: 128 threads a chain each add 3.
+    EXPECT_EQ(oplayout::launch_checksum(2, want, 3, false), 4 * (want + 128.0 * 3));
+    EXPECT_EQ(oplayout::launch_checksum(2, want, 3, true), 4 * (7 * want + 128.0 * 3));
+    EXPECT_EQ(oplayout::wgmmas_per_chain(3), 28);
+    EXPECT_DOUBLE_EQ(oplayout::sm_cycles_per_wgmma(28 * 2 * 64.0, 3), 64.0);
+    EXPECT_DOUBLE_EQ(oplayout::ideal_cycles(104), 52.0);
+}
+
+TEST(WgmmaOperandLayout, LayoutsAreNamedAsTheLibraryNamesThem) {
+    EXPECT_EQ(oplayout::layout_name(oplayout::Major::k, oplayout::Major::k), "NT");
+    EXPECT_EQ(oplayout::layout_name(oplayout::Major::k, oplayout::Major::mn), "NN");
+    EXPECT_EQ(oplayout::layout_name(oplayout::Major::mn, oplayout::Major::k), "TT");
+    EXPECT_EQ(oplayout::layout_name(oplayout::Major::mn, oplayout::Major::mn), "TN");
 }

@@ -6,6 +6,7 @@ std::vector<Finding> run_throughput(const ProbeContext& ctx);  // throughput_cei
 std::vector<Finding> run_bandwidth(const ProbeContext& ctx);   // throughput_bandwidth.cu
 std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx);  // throughput_pingpong_timeline.cu
 std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx);        // throughput_wgmma_corun.cu
+std::vector<Finding> run_wgmma_operand_layout(const ProbeContext& ctx);  // throughput_wgmma_operand_layout.cu
 }
 
 namespace rigel::cuda {
@@ -28,6 +29,10 @@ std::span<const Probe> throughput_probes() {
          "Does other warps' work on the same SM (FP32, MUFU, conversions, a GELU, loads, stmatrix, global stores, long code) slow a running wgmma "
          "chain, and by how many tensor cycles a step?",
          &probes::run_wgmma_corun},
+        {"wgmma_operand_layout",
+         "Does a wgmma's operand layout in shared memory (K-major or MN-major, 128B swizzle) or an N that ends "
+         "inside a 64-column swizzle slab change its cycles?",
+         &probes::run_wgmma_operand_layout},
     };
     return table;
 }
