@@ -24,6 +24,7 @@
 // at least kMinGain below the uniform tiles'. Plain C++, host-tested.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 #include "cuda/hopper/sm90_types.cuh"
@@ -109,6 +110,27 @@ inline WaveFit plan_wave_fit(int tiles_m, std::int64_t n, int bn, int wide_bn, i
     f.wide_load = busiest_cta_load(wide_tiles, wide_bn + kTileOverheadCols, 0, 0, ctas);
     f.wide = static_cast<double>(f.wide_load) <= (1.0 - kMinGain) * static_cast<double>(f.tail.busiest_load);
     return f;
+}
+
+// The tail fit (k42): the narrow tail's width chosen per shape among kTailFitWidths, the one whose
+// plan leaves the busiest CTA the least work (the first listed on a tie; no tail where none gains
+// kMinGain). 3072^3: k40's 104-wide tail re-cuts the last 8 columns of 128 into 10 of 104 and leaves
+// the busiest SM 612 columns' worth; 64-wide tiles re-cut only the last 2 columns, into 4, so that the
+// 528 wide tiles are exactly 4 waves and 96 of the 132 SMs take one narrow tile after them: 596.
+// Among the sweep's squares only 3072^3 changes (4096^3 and 8192^3 keep 104: 1,032 against 1,056 and
+// 4,128 against 4,160). 64 is also a whole 64-column slab of an MN-major B.
+inline constexpr std::array<int, 2> kTailFitWidths{kTailTileN, 64};
+struct TailFit {
+    int narrow_bn = kTailFitWidths[0];
+    NarrowTail tail;
+};
+inline TailFit plan_tail_fit(int tiles_m, std::int64_t n, int bn, int ctas) {
+    TailFit best{kTailFitWidths[0], plan_narrow_tail(tiles_m, n, bn, kTailFitWidths[0], ctas)};
+    for (std::size_t i = 1; i < kTailFitWidths.size(); ++i) {
+        const NarrowTail t = plan_narrow_tail(tiles_m, n, bn, kTailFitWidths[i], ctas);
+        if (t.busiest_load < best.tail.busiest_load) best = {kTailFitWidths[i], t};
+    }
+    return best;
 }
 
 // A narrow tile's place, the kernel's and the host tests' (tile: its index among the narrow tiles):

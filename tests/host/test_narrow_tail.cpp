@@ -111,9 +111,9 @@ TEST(NarrowTail, EveryPlanCoversNOnceAndGains) {
 // The ping-pong kernel's tiles under a plan, as it walks them (pingpong_gemm.cuh's coords: the wide
 // tiles by tile_coords over tiles_m x wide_cols, then narrow_tile's): every element of D in exactly
 // one tile, every narrow tile starting inside N.
-void expect_exact_cover(int m, int n, int group_m = 8) {
+void expect_exact_cover(int m, int n, int group_m = 8, int narrow_bn = 104) {
     const int tiles_m = (m + 127) / 128;
-    const auto p = plan_narrow_tail(tiles_m, n, 128, 104, kSms);
+    const auto p = plan_narrow_tail(tiles_m, n, 128, narrow_bn, kSms);
     ASSERT_GT(p.narrow_cols, 0) << m << " x " << n << " takes no narrow tail";
     std::vector<int> covered(static_cast<std::size_t>(tiles_m) * n, 0);  // per tile row and column
     const auto mark = [&](int tm, int col0, int width) {
@@ -129,8 +129,8 @@ void expect_exact_cover(int m, int n, int group_m = 8) {
         mark(tm, tn * 128, 128);
     }
     for (int t = 0; t < tiles_m * p.narrow_cols; ++t) {
-        const auto nt = narrow_tile(t, tiles_m, p.narrow_cols, group_m, p.wide_cols * 128, 104);
-        mark(nt.tm, nt.col0, 104);
+        const auto nt = narrow_tile(t, tiles_m, p.narrow_cols, group_m, p.wide_cols * 128, narrow_bn);
+        mark(nt.tm, nt.col0, narrow_bn);
     }
     for (std::size_t i = 0; i < covered.size(); ++i)
         ASSERT_EQ(covered[i], 1) << m << " x " << n << ": tile row " << i / n << ", column " << i % n;
@@ -143,6 +143,41 @@ TEST(NarrowTail, TheKernelsTilesCoverDExactlyOnce) {
     expect_exact_cover(2500, 2100);
     expect_exact_cover(3001, 3001, 1);
     expect_exact_cover(6144, 6144, 16);
+    // k42's 64-wide tails: 3072^3, the odd 3001^2 (a last narrow column of 57), 6144^3.
+    expect_exact_cover(3072, 3072, 8, 64);
+    expect_exact_cover(3001, 3001, 8, 64);
+    expect_exact_cover(6144, 6144, 8, 64);
+}
+
+TEST(TailFit, Square3072TakesTheSlabWideTail) {
+    // The last 2 columns of 128 as 4 of 64: 528 wide tiles (4 waves), then 96 narrow: 4 x 132 + 68.
+    const auto f = rigel::gemm::plan_tail_fit(24, 3072, 128, kSms);
+    EXPECT_EQ(f.narrow_bn, 64);
+    EXPECT_EQ(f.tail.wide_cols, 22);
+    EXPECT_EQ(f.tail.narrow_cols, 4);
+    EXPECT_EQ(f.tail.busiest_load, 4 * 132 + 68);
+    EXPECT_EQ(plan_narrow_tail(24, 3072, 128, 104, kSms).busiest_load, 612);  // k40's
+    // The odd verify shapes reach both widths: 3001^2 the 64-wide tail, 2500 x 2100 the 104-wide one.
+    EXPECT_EQ(rigel::gemm::plan_tail_fit(24, 3001, 128, kSms).narrow_bn, 64);
+    EXPECT_EQ(rigel::gemm::plan_tail_fit(20, 2100, 128, kSms).narrow_bn, 104);
+    EXPECT_GT(rigel::gemm::plan_tail_fit(20, 2100, 128, kSms).tail.narrow_cols, 0);
+}
+
+TEST(TailFit, KeepsK40sTailWhereItIsAtLeastAsGood) {
+    for (int s : {2048, 4096, 8192, 16384}) {
+        const auto f = rigel::gemm::plan_tail_fit(s / 128, s, 128, kSms);
+        EXPECT_EQ(f.narrow_bn, 104) << s;
+        EXPECT_EQ(f.tail.busiest_load, plan_narrow_tail(s / 128, s, 128, 104, kSms).busiest_load) << s;
+    }
+    // Never worse than either width alone, over a sweep of shapes.
+    for (int m = 64; m <= 16384; m += 769)
+        for (std::int64_t n = 100; n <= 20000; n += 457) {
+            const int tm = (m + 127) / 128;
+            const auto f = rigel::gemm::plan_tail_fit(tm, n, 128, kSms);
+            for (const int w : rigel::gemm::kTailFitWidths)
+                EXPECT_LE(f.tail.busiest_load, plan_narrow_tail(tm, n, 128, w, kSms).busiest_load) << m << " x " << n;
+            EXPECT_EQ(f.tail.busiest_load, plan_narrow_tail(tm, n, 128, f.narrow_bn, kSms).busiest_load);
+        }
 }
 
 }  // namespace

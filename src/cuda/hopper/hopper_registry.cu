@@ -87,6 +87,11 @@ const std::array kHopperRungs{
          .lesson = "k40 with the tile width chosen per shape: 128 x 192 tiles where they fill the SMs' waves better "
                    "than k40's narrow tail can",
          .run = k41_wgmma_wave_fit, .check = hopper_tma_check},
+    Rung{.id = "k42_wgmma_tail_fit", .backend = Backend::cuda, .group = "hopper", .dtypes = kHalf,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "k40 with the narrow tail's width chosen per shape: 64-wide tiles where they even the last wave "
+                   "out better than 104-wide ones",
+         .run = k42_wgmma_tail_fit, .check = hopper_tma_check},
 };
 
 }  // namespace
