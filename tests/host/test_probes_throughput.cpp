@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
 #include "probes/numerics/numerics_model.hpp"
 #include "probes/throughput/pingpong_timeline.hpp"
 #include "probes/throughput/wgmma_corun.hpp"
+#include "probes/throughput/tma_box_rate.hpp"
 #include "probes/throughput/wgmma_operand_layout.hpp"
 #include "probes/throughput/throughput_arith.hpp"
 
@@ -334,4 +336,47 @@ TEST(WgmmaOperandLayout, LayoutsAreNamedAsTheLibraryNamesThem) {
     EXPECT_EQ(oplayout::layout_name(oplayout::Major::k, oplayout::Major::mn), "NN");
     EXPECT_EQ(oplayout::layout_name(oplayout::Major::mn, oplayout::Major::k), "TT");
     EXPECT_EQ(oplayout::layout_name(oplayout::Major::mn, oplayout::Major::mn), "TN");
+}
+
+// -- the TMA box-rate probe's host half (probes/throughput/tma_box_rate.hpp) -----------------------
+
+namespace tmarate = rigel::probes::tmarate;
+
+TEST(TmaBoxRate, EveryBoxStaysInsideTheMatrixAndItsValuesAreExactInBf16) {
+    for (const auto& c : tmarate::kCases)
+        for (int cta = 0; cta < 264; ++cta) {
+            const int col0 = tmarate::first_col(cta, c.offset);
+            EXPECT_LE(col0 + tmarate::kTileCols, tmarate::kDim) << c.name;  // the step's 128 columns (or rows)
+        }
+    EXPECT_LE(tmarate::kKSteps * 64, tmarate::kDim);
+    for (int r = 0; r < tmarate::kDim; r += 7)
+        for (int c = 0; c < tmarate::kDim; c += 5) EXPECT_LE(std::abs(tmarate::value(r, c)), 128);  // 8 bits
+    EXPECT_EQ(tmarate::kCases[3].offset * 2 % 128, 80);  // 80 bytes past a line, as 3688 is
+    EXPECT_EQ(3688 % 64, 40);
+}
+
+TEST(TmaBoxRate, AStepFillsItsStageOnceWithTheBoxesElements) {
+    for (const bool mn : {true, false}) {
+        std::vector<int> seen(tmarate::kStepBytes / 2, 0);
+        for (int i = 0; i < tmarate::kStepBytes / 2; ++i) {
+            const auto e = tmarate::step_element(mn, i, 3688, 4032);
+            ASSERT_LT(e.offset, unsigned(tmarate::kStepBytes));
+            ++seen[e.offset / 2];
+            if (mn) {  // rows of K, columns of N: the two boxes' 128 columns from 3688
+                EXPECT_GE(e.row, 4032);
+                EXPECT_LT(e.row, 4096);
+                EXPECT_GE(e.col, 3688);
+                EXPECT_LT(e.col, 3688 + 128);
+            } else {  // rows of N, columns of K
+                EXPECT_GE(e.col, 4032);
+                EXPECT_LT(e.row, 3688 + 128);
+            }
+        }
+        for (const int s : seen) EXPECT_EQ(s, 1);
+    }
+    // The MN-major step's second box is the column 64 further on, one 8 KB slab into the stage.
+    const auto a = tmarate::step_element(true, 64, 0, 0), b = tmarate::step_element(true, 0, 0, 0);
+    EXPECT_EQ(a.col - b.col, 64);
+    EXPECT_EQ(a.offset - b.offset, unsigned(tmarate::kBoxBytes));
+    EXPECT_DOUBLE_EQ(tmarate::cta_bytes(2), 2.0 * 64 * 16384);
 }

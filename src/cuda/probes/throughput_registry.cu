@@ -7,6 +7,7 @@ std::vector<Finding> run_bandwidth(const ProbeContext& ctx);   // throughput_ban
 std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx);  // throughput_pingpong_timeline.cu
 std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx);        // throughput_wgmma_corun.cu
 std::vector<Finding> run_wgmma_operand_layout(const ProbeContext& ctx);  // throughput_wgmma_operand_layout.cu
+std::vector<Finding> run_tma_box_rate(const ProbeContext& ctx);          // throughput_tma_box_rate.cu
 }
 
 namespace rigel::cuda {
@@ -33,6 +34,10 @@ std::span<const Probe> throughput_probes() {
          "Does a wgmma's operand layout in shared memory (K-major or MN-major, 128B swizzle) or an N that ends "
          "inside a 64-column swizzle slab change its cycles?",
          &probes::run_wgmma_operand_layout},
+        {"tma_box_rate",
+         "Does a TMA load of 128B-swizzled boxes slow down when the boxes start between the 128-byte lines of the "
+         "contiguous dimension (an MN-major operand's tile at a column that is no multiple of 64)?",
+         &probes::run_tma_box_rate},
     };
     return table;
 }
