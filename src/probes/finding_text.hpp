@@ -41,6 +41,31 @@ inline Finding make_finding(std::string probe, std::string path, std::string dty
     return f;
 }
 
+// What the rows of one measurement share: the probe, path and type, what the documentation says and
+// where, the kernel that measured it, and whether its checks passed.
+struct RowSource {
+    std::string probe, path, dtype, doc_statement, doc_source, kernel;
+    bool verified = false;
+};
+
+// A row of such a measurement with a typed value (Finding::value), written with `decimals` decimals;
+// relation fills_in.
+inline Finding value_row(const RowSource& src, std::string quantity, double value, int decimals, std::string unit,
+                         std::string expected, std::string detail) {
+    Finding f = make_finding(src.probe, src.path, src.dtype, std::move(quantity));
+    f.value = value;
+    f.measured = fmt_fixed(value, decimals);
+    f.unit = std::move(unit);
+    f.expected = std::move(expected);
+    f.verified = src.verified;
+    f.relation = DocRelation::fills_in;
+    f.doc_statement = src.doc_statement;
+    f.doc_source = src.doc_source;
+    f.kernel = src.kernel;
+    f.detail = std::move(detail);
+    return f;
+}
+
 inline Finding not_available(std::string probe, std::string path, std::string dtype, std::string quantity,
                              std::string why) {
     Finding f = make_finding(std::move(probe), std::move(path), std::move(dtype), std::move(quantity));

@@ -70,6 +70,24 @@ bool kernel_has_image(Kernel kernel) {
     return true;
 }
 
+// Seconds that `launch` (a callable that launches work on the default stream) takes on the device,
+// timed with CUDA events recorded around it.
+template <typename Launch>
+double event_seconds(Launch&& launch) {
+    cudaEvent_t start, stop;
+    RIGEL_CUDA_CHECK(cudaEventCreate(&start));
+    RIGEL_CUDA_CHECK(cudaEventCreate(&stop));
+    RIGEL_CUDA_CHECK(cudaEventRecord(start));
+    launch();
+    RIGEL_CUDA_CHECK(cudaEventRecord(stop));
+    RIGEL_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    RIGEL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    RIGEL_CUDA_CHECK(cudaEventDestroy(start));
+    RIGEL_CUDA_CHECK(cudaEventDestroy(stop));
+    return ms * 1e-3;
+}
+
 // The mangled symbol of a kernel, as cuobjdump names it, so its own SASS can be
 // found (empty where the runtime cannot say).
 inline std::string kernel_symbol(const void* kernel) {

@@ -364,18 +364,7 @@ std::string pci_bus_id() {
 }
 
 double time_launch(const Workload& w, long long iters) {
-    cudaEvent_t start, stop;
-    RIGEL_CUDA_CHECK(cudaEventCreate(&start));
-    RIGEL_CUDA_CHECK(cudaEventCreate(&stop));
-    RIGEL_CUDA_CHECK(cudaEventRecord(start));
-    w.launch(iters, false);
-    RIGEL_CUDA_CHECK(cudaEventRecord(stop));
-    RIGEL_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    RIGEL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    RIGEL_CUDA_CHECK(cudaEventDestroy(start));
-    RIGEL_CUDA_CHECK(cudaEventDestroy(stop));
-    return ms * 1e-3;
+    return event_seconds([&] { w.launch(iters, false); });
 }
 
 struct Ceiling {

@@ -95,24 +95,17 @@ Launched launch(const CUtensorMap& map, const Case& c, int grid, long long passe
                 DeviceArray<int>& mismatches) {
     RIGEL_CUDA_CHECK(cudaFuncSetAttribute(tma_rate_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
     mismatches.fill_bytes(0);
-    cudaEvent_t start, stop;
-    RIGEL_CUDA_CHECK(cudaEventCreate(&start));
-    RIGEL_CUDA_CHECK(cudaEventCreate(&stop));
-    RIGEL_CUDA_CHECK(cudaEventRecord(start));
-    tma_rate_kernel<<<grid, kThreads, kSmemBytes>>>(map, c.mn_major, c.offset, passes, cycles.get(), mismatches.get());
-    RIGEL_CUDA_CHECK_LAUNCH();
-    RIGEL_CUDA_CHECK(cudaEventRecord(stop));
-    RIGEL_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    RIGEL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    RIGEL_CUDA_CHECK(cudaEventDestroy(start));
-    RIGEL_CUDA_CHECK(cudaEventDestroy(stop));
+    const double seconds = event_seconds([&] {
+        tma_rate_kernel<<<grid, kThreads, kSmemBytes>>>(map, c.mn_major, c.offset, passes, cycles.get(),
+                                                         mismatches.get());
+        RIGEL_CUDA_CHECK_LAUNCH();
+    });
     Launched l;
     l.mismatches = mismatches.download()[0];
     std::vector<double> per_cta;
     for (const long long cyc : cycles.download()) per_cta.push_back(cta_bytes(passes) / static_cast<double>(cyc));
     l.bytes_per_cycle = timeline::quantile(per_cta, 0.5);
-    l.tbps = static_cast<double>(grid) * cta_bytes(passes) / (static_cast<double>(ms) * 1e-3) * 1e-12;
+    l.tbps = static_cast<double>(grid) * cta_bytes(passes) / seconds * 1e-12;
     return l;
 }
 
@@ -174,20 +167,12 @@ std::vector<Finding> run_tma_box_rate(const ProbeContext& ctx) {
                                                                                                   "last step's stage") +
                                    " checked against the matrix at its swizzled place, " +
                                    std::to_string(kReps + 2) + " launches.";
+        const RowSource src{probe_name, path, "bf16", doc,
+                            "CUDA driver API, cuTensorMapEncodeTiled; PTX ISA 9.0, cp.async.bulk.tensor",
+                            kernel_symbol(reinterpret_cast<const void*>(tma_rate_kernel)), r.ok};
         const auto row = [&](const std::string& quantity, double value, int decimals, const std::string& unit,
                              const std::string& expected, const std::string& detail) {
-            Finding f = make_finding(probe_name, path, "bf16", quantity);
-            f.value = value;
-            f.measured = fmt_fixed(value, decimals);
-            f.unit = unit;
-            f.expected = expected;
-            f.verified = r.ok;
-            f.relation = DocRelation::fills_in;
-            f.doc_statement = doc;
-            f.doc_source = "CUDA driver API, cuTensorMapEncodeTiled; PTX ISA 9.0, cp.async.bulk.tensor";
-            f.kernel = kernel_symbol(reinterpret_cast<const void*>(tma_rate_kernel));
-            f.detail = detail + " " + checks;
-            out.push_back(std::move(f));
+            out.push_back(value_row(src, quantity, value, decimals, unit, expected, detail + " " + checks));
         };
         const bool unaligned = c.mn_major && c.offset != 0;
         row("TMA bytes a clock an SM: " + std::string(c.name), r.bytes_per_cycle, 1, "B/clk",

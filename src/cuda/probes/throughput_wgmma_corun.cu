@@ -409,20 +409,10 @@ std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
             std::string(r.ok ? "Checksums exact: the chain's " : "CHECK FAILED: the chain's ") +
             "accumulators (" + std::to_string(kReps) + " launches and a short run of B twice)" +
             (kind.counts ? " and every co-runner thread's chain sum against its step count." : ".");
+        const RowSource src{probe_name, path, "bf16", doc, "PTX ISA 9.0, wgmma.mma_async", kernel_name, r.ok};
         const auto row = [&](const std::string& quantity, double value, int decimals, const std::string& unit,
                              const std::string& expected, const std::string& detail) {
-            Finding f = make_finding(probe_name, path, "bf16", quantity);
-            f.value = value;
-            f.measured = fmt_fixed(value, decimals);
-            f.unit = unit;
-            f.expected = expected;
-            f.verified = r.ok;
-            f.relation = DocRelation::fills_in;
-            f.doc_statement = doc;
-            f.doc_source = "PTX ISA 9.0, wgmma.mma_async";
-            f.kernel = kernel_name;
-            f.detail = detail + " " + checks;
-            out.push_back(std::move(f));
+            out.push_back(value_row(src, quantity, value, decimals, unit, expected, detail + " " + checks));
         };
         const std::string beside = "beside it on every sub-partition one warp issuing " + std::string(kind.what);
         row("wgmma cycles beside " + std::string(kind.name), r.cycles, 2, "cycles",

@@ -247,28 +247,22 @@ std::vector<Finding> run_wgmma_operand_layout(const ProbeContext& ctx) {
         const Variant& v = variants[i];
         const Result& r = results[i];
         const Result& both_k = results[i - i % 4];  // the same N with A and B K-major
-        Finding f = make_finding(probe_name, path_of(v.n), "bf16",
-                                 "SM cycles a wgmma, A " + oplayout::major_name(v.a) + ", B " +
-                                     oplayout::major_name(v.b) + " (layout " + oplayout::layout_name(v.a, v.b) + ")");
-        f.value = r.cycles;
-        f.measured = fmt_fixed(r.cycles, 2);
-        f.expected = fmt_fixed(oplayout::ideal_cycles(v.n), 0);
-        f.unit = "cycles";
-        f.verified = r.ok;
-        f.relation = DocRelation::fills_in;
-        f.doc_statement = doc;
-        f.doc_source = "PTX ISA 9.0, wgmma.mma_async, \"Shared Memory Matrix Layout\" and \"Matrix Descriptor Format\"";
-        f.kernel = kernel_symbol(v.kernel);
-        f.detail = "the slower of two warpgroups' chains (one CTA an SM, " + std::to_string(grid) +
-                   " CTAs) over both chains' " + fmt_fixed(2.0 * oplayout::wgmmas_per_chain(iters), 0) +
-                   " instructions, the median over CTAs and " + std::to_string(kReps) + " launches; " +
-                   fmt_fixed(r.cycles / oplayout::ideal_cycles(v.n), 3) + " of N / 2 (2,048 multiply-adds a clock)" +
-                   (i % 4 == 0 ? "" : ", " + fmt_fixed(r.cycles / both_k.cycles, 3) + " of both operands K-major at this N") +
-                   ". " +
-                   (r.ok ? "Checksums exact" : "CHECK FAILED") +
-                   ": every element of D weighted by its (row, column), " + std::to_string(kReps + 1) +
-                   " launches and a short run of B twice.";
-        out.push_back(std::move(f));
+        const RowSource src{probe_name, path_of(v.n), "bf16", doc,
+                            "PTX ISA 9.0, wgmma.mma_async, \"Shared Memory Matrix Layout\" and \"Matrix Descriptor "
+                            "Format\"",
+                            kernel_symbol(v.kernel), r.ok};
+        out.push_back(value_row(
+            src,
+            "SM cycles a wgmma, A " + oplayout::major_name(v.a) + ", B " + oplayout::major_name(v.b) + " (layout " +
+                oplayout::layout_name(v.a, v.b) + ")",
+            r.cycles, 2, "cycles", fmt_fixed(oplayout::ideal_cycles(v.n), 0),
+            "the slower of two warpgroups' chains (one CTA an SM, " + std::to_string(grid) + " CTAs) over both chains' " +
+                fmt_fixed(2.0 * oplayout::wgmmas_per_chain(iters), 0) + " instructions, the median over CTAs and " +
+                std::to_string(kReps) + " launches; " + fmt_fixed(r.cycles / oplayout::ideal_cycles(v.n), 3) +
+                " of N / 2 (2,048 multiply-adds a clock)" +
+                (i % 4 == 0 ? "" : ", " + fmt_fixed(r.cycles / both_k.cycles, 3) + " of both operands K-major at this N") +
+                ". " + (r.ok ? "Checksums exact" : "CHECK FAILED") + ": every element of D weighted by its (row, column), " +
+                std::to_string(kReps + 1) + " launches and a short run of B twice."));
     }
     return out;
 }
