@@ -457,13 +457,19 @@ int run_ladder_command(const LadderArgs& a, const CLI::App& cmd) {
                       .checkpoint = {},
                       .should_stop = stop_requested,
                       .rungs = all_rungs()};
-    if (plan.backend == "cuda" && !cuda->unavailable_reason().empty())
+    // A build without CUDA knows no CUDA rung: asked for one, it says why it cannot run rather than
+    // calling the name unknown.
+    if (plan.backend == "cuda" && cuda_rungs().empty())
         throw DeviceUnavailable("skipped: " + cuda->unavailable_reason());
     if (plan.backend == "all" && cuda_rungs().empty())
         ctx.progress("cuda: " + cuda->unavailable_reason() + "; the cpu rungs run alone");
 
-    // Check everything the run will need before anything runs or is written.
+    // Check everything the run will need before anything runs or is written: a request that could not
+    // run on any machine (an unknown rung, a type no selected rung takes) is an error here too, before
+    // a missing device makes it a skip.
     validate_request(plan.opts, ctx);
+    if (plan.backend == "cuda" && !cuda->unavailable_reason().empty())
+        throw DeviceUnavailable("skipped: " + cuda->unavailable_reason());
     install_stop_handlers();
     std::optional<LadderFiles> files;
     if (!plan.out.empty()) {
