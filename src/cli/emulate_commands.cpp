@@ -285,9 +285,9 @@ int run_emulate(const EmulateArgs& a, const CLI::App& cmd) {
     const std::uint64_t seed = parse_seed("--seed", a.common.seed);
     const int threads = parse_threads("--threads", a.common.threads);
     const bool compare = a.against != "none";
-    std::unique_ptr<Executor> ex = compare ? sm90_device("rigel emulate --against " + a.against) : make_host_executor();
     if (compare && a.against != "library" && !is_vendor(a.against))
-        rung_for(a.against, *path);  // refused before anything runs
+        rung_for(a.against, *path);  // refused before anything runs, and before a missing device is a skip
+    std::unique_ptr<Executor> ex = compare ? sm90_device("rigel emulate --against " + a.against) : make_host_executor();
 
     if (!path->measured)
         say(std::string(path->name) + "'s model is " + std::string(path->model_source) +

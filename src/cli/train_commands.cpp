@@ -170,6 +170,9 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     if (rank.world > 1 && !on_device)
         throw std::invalid_argument("the reference backend runs in one process: launch --backend cuda on several GPUs");
     if (rank.world > 1 && o.profile) throw std::invalid_argument("--profile times one process: run it without launch");
+    // A wrong token file is an error on any machine, before a missing device makes the run a skip.
+    (void)train::token_file_size(o.train_file);
+    if (!o.val_file.empty()) (void)train::token_file_size(o.val_file);
     std::unique_ptr<Executor> ex =
         on_device ? sm90_device("rigel's training") : make_host_executor();
     // Under `rigel launch` the gradients go through NCCL even on one rank

@@ -34,9 +34,9 @@ std::string quoted(const std::filesystem::path& path) { return "'" + path.string
     throw std::invalid_argument("token file " + quoted(path) + " " + why);
 }
 
-// The size of a regular file; refuses a missing path, a folder, or a file whose
-// size cannot be read.
-std::uintmax_t regular_file_size(const std::filesystem::path& path) {
+}  // namespace
+
+std::uintmax_t token_file_size(const std::filesystem::path& path) {
     std::error_code ec;
     const auto status = std::filesystem::status(path, ec);
     if (!std::filesystem::exists(status)) refuse(path, "does not exist.");
@@ -45,6 +45,8 @@ std::uintmax_t regular_file_size(const std::filesystem::path& path) {
     if (ec) refuse(path, "cannot be read (" + ec.message() + ").");
     return size;
 }
+
+namespace {
 
 // write() all of `bytes`, retrying after a signal and after a short write.
 int write_all(int fd, std::span<const std::byte> bytes) {
@@ -66,7 +68,7 @@ TokenFile read_token_file(const std::filesystem::path& path, int vocab_size) {
     if (vocab_size < 1 || vocab_size > 65536)
         refuse(path, "cannot be checked against a vocab_size of " + std::to_string(vocab_size) +
                          ", which must be 1 to 65536 for uint16 tokens.");
-    const std::uintmax_t size = regular_file_size(path);
+    const std::uintmax_t size = token_file_size(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) refuse(path, "cannot be opened for reading.");
     if (size < kTokenFileHeaderBytes)

@@ -30,6 +30,11 @@ struct TokenFile {
 // other than header + 2N bytes, or holds a token >= vocab_size (1..65536).
 TokenFile read_token_file(const std::filesystem::path& path, int vocab_size);
 
+// The size of `path` in bytes; throws std::invalid_argument, one sentence naming the file, when it is
+// missing, not a regular file or unreadable (what read_token_file says first). Commands call it on
+// their token files before asking for a device, so that a wrong path is an error on any machine.
+std::uintmax_t token_file_size(const std::filesystem::path& path);
+
 // Writes `tokens` as a token file, atomically (write_file_durably). Throws
 // std::invalid_argument for more tokens than the header's int32 count holds,
 // std::runtime_error when the write fails.
