@@ -19,6 +19,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/device_runs.hpp"
+#include "dist/file_sync.hpp"
 #include "dist/nccl_sync.hpp"
 #include "dist/rendezvous.hpp"
 #include "harness/interrupt.hpp"
@@ -167,8 +168,6 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     // Several ranks (`rigel launch`): data parallel over NCCL, rank 0 the one
     // that prints, logs and checkpoints.
     const dist::RankInfo rank = dist::rank_from_env();
-    if (rank.world > 1 && !on_device)
-        throw std::invalid_argument("the reference backend runs in one process: launch --backend cuda on several GPUs");
     if (rank.world > 1 && o.profile) throw std::invalid_argument("--profile times one process: run it without launch");
     // A wrong token file is an error on any machine, before a missing device makes the run a skip.
     (void)train::token_file_size(o.train_file);
@@ -176,13 +175,14 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     std::unique_ptr<Executor> ex =
         on_device ? sm90_device("rigel's training") : make_host_executor();
     // Under `rigel launch` the gradients go through NCCL even on one rank
-    // (its sum is the identity), so one GPU exercises the data-parallel path.
-    if (a.shard_optimizer && (!on_device || rank.rendezvous.empty()))
-        throw std::invalid_argument("--shard-optimizer shards AdamW's state over the ranks of `rigel launch` "
-                                    "(--backend cuda)");
+    // (its sum is the identity), so one GPU exercises the data-parallel path;
+    // the reference backend's ranks sum through files in the rendezvous
+    // folder (dist/file_sync.hpp), so the path runs on a machine with no GPU.
+    if (a.shard_optimizer && rank.rendezvous.empty())
+        throw std::invalid_argument("--shard-optimizer shards AdamW's state over the ranks of `rigel launch`");
     std::unique_ptr<train::GradientSync> sync;
-    if (on_device && !rank.rendezvous.empty()) {
-        sync = dist::make_nccl_sync(rank);
+    if (!rank.rendezvous.empty()) {
+        sync = on_device ? dist::make_nccl_sync(rank) : dist::make_file_sync(rank);
         o.sync = sync.get();
     }
     const bool speaks = rank.rank == 0;

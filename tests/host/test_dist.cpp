@@ -17,10 +17,12 @@
 #include <utility>
 #include <vector>
 
+#include "dist/file_sync.hpp"
 #include "dist/fleet.hpp"
 #include "dist/launch.hpp"
 #include "dist/partition.hpp"
 #include "dist/rendezvous.hpp"
+#include "temp_dir.hpp"
 
 using namespace rigel::dist;
 
@@ -233,4 +235,94 @@ TEST(DistPartition, ShardsCoverTheVectorInRankOrderOnAlignedBoundaries) {
             }
     EXPECT_THROW(shard(10, 2, 2, 4), std::invalid_argument);
     EXPECT_THROW(shard(10, 0, 0, 4), std::invalid_argument);
+}
+
+// -- the reference backend's sums between processes (dist/file_sync.hpp), ranks as threads here ----
+
+namespace {
+
+RankInfo file_rank(int rank, int world, const std::string& dir) {
+    RankInfo r;
+    r.rank = rank;
+    r.world = world;
+    r.local_rank = rank;
+    r.rendezvous = dir;
+    return r;
+}
+
+}  // namespace
+
+TEST(FileSync, SumsGathersAndVotesAlikeOnEveryRank) {
+    const rigel::test::TempDir dir;
+    constexpr int kWorld = 3;
+    std::vector<std::vector<float>> sums(kWorld), gathered(kWorld);
+    std::vector<int> votes(kWorld), quiet(kWorld);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < kWorld; ++r)
+        ranks.emplace_back([&, r] {
+            const auto sync = make_file_sync(file_rank(r, kWorld, dir.path().string()), 30.0);
+            // Two tensors as one bucket: rank r holds r + i and 0.1 (r + 1).
+            std::vector<float> a{float(r), float(r + 1), float(r + 2)}, b{0.1f * float(r + 1)};
+            const rigel::train::GradientSync::Tensor bucket[] = {{a.data(), a.size()}, {b.data(), b.size()}};
+            sync->sum_bucket(bucket, nullptr);
+            sums[r] = a;
+            sums[r].push_back(b[0]);
+            // Rank r's 2 floats at [2r, 2r + 2), the rest garbage until the gather.
+            std::vector<float> g(2 * kWorld, -1.0f);
+            g[2 * r] = float(10 * r);
+            g[2 * r + 1] = float(10 * r + 1);
+            sync->gather(g.data(), 2 * sizeof(float), nullptr);
+            gathered[r] = g;
+            votes[r] = sync->any(r == 1);
+            quiet[r] = sync->any(false);
+        });
+    for (auto& t : ranks) t.join();
+    for (int r = 0; r < kWorld; ++r) {
+        // 0 + 1 + 2, 1 + 2 + 3, 2 + 3 + 4; the fractions summed in double in rank order, rounded once.
+        EXPECT_EQ(sums[r][0], 3.0f);
+        EXPECT_EQ(sums[r][1], 6.0f);
+        EXPECT_EQ(sums[r][2], 9.0f);
+        EXPECT_EQ(sums[r][3], static_cast<float>(double(0.1f * 1.0f) + double(0.1f * 2.0f) + double(0.1f * 3.0f)));
+        EXPECT_EQ(sums[r], sums[0]);  // the same bits on every rank
+        EXPECT_EQ(gathered[r], (std::vector<float>{0, 1, 10, 11, 20, 21}));
+        EXPECT_EQ(votes[r], 1);
+        EXPECT_EQ(quiet[r], 0);
+    }
+    // Each rank keeps only its file of the last collective (the launcher removes the folder).
+    int left = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+        ++left;
+        EXPECT_EQ(e.path().filename().string().rfind("sync_3_rank", 0), 0u) << e.path();
+    }
+    EXPECT_EQ(left, kWorld);
+}
+
+TEST(FileSync, RefusesMismatchedPartsAndALaunchWithoutRendezvous) {
+    const rigel::test::TempDir dir;
+    std::string error;
+    std::thread other([&] {
+        const auto sync = make_file_sync(file_rank(1, 2, dir.path().string()), 30.0);
+        std::vector<float> x(3, 1.0f);
+        try {
+            sync->sum(x.data(), x.size(), nullptr);
+        } catch (const std::runtime_error& e) {
+            error = e.what();
+        }
+    });
+    const auto sync = make_file_sync(file_rank(0, 2, dir.path().string()), 30.0);
+    std::vector<float> y(2, 1.0f);
+    EXPECT_THROW(sync->sum(y.data(), y.size(), nullptr), std::runtime_error);
+    other.join();
+    EXPECT_NE(error.find("rank 0 sent 8 bytes"), std::string::npos) << error;
+    EXPECT_THROW(make_file_sync(RankInfo{}), std::invalid_argument);
+    // A rank that never publishes: the wait ends with the file's name.
+    std::filesystem::create_directory(dir / "alone");
+    const auto alone = make_file_sync(file_rank(0, 2, (dir / "alone").string()), 0.05);
+    float z = 1.0f;
+    try {
+        alone->sum(&z, 1, nullptr);
+        ADD_FAILURE() << "no throw";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("sync_0_rank1"), std::string::npos) << e.what();
+    }
 }
