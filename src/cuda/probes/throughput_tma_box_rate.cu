@@ -69,8 +69,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         cycles[blockIdx.x] = clock64() - t0;
     }
     __syncthreads();
-    // The last step's stage, every element against the matrix.
+    // The last step's stage, every element against the matrix. Each thread waits on the stage's
+    // barrier itself (its phase has completed, so the wait returns at once): what makes the TMA's writes
+    // visible to it.
     const long long last = steps - 1;
+    cuda::sm90::mbar_wait(&full[last % kStages], static_cast<std::uint32_t>((last / kStages) & 1));
     const unsigned char* const stage = ring + (last % kStages) * kStepBytes;
     const int k0 = static_cast<int>(last % kKSteps) * 64;
     int bad = 0;
