@@ -33,9 +33,10 @@ K = {"bf16": 16, "f16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32, "i8": 32}
 # e5m2; k36's m64n128 halves), the library's 128 x 168, 128 x 176 and 128 x 192 ping-pong tiles (m64n168, m64n176, m64n192,
 # bf16), k41's 128 x 192 tiles (m64n192, f16), the ping-pong kernel's narrow tails (m64n104, and k42's m64n64, bf16 and f16) and the probes (layouts: bf16 and e4m3 at N = 8;
 # numerics: bf16, e4m3 and e5m2 at N = 8; throughput: bf16 and e4m3 at
-# N = 8..256, f16, tf32, i8 at 256).
+# N = 8..256, f16, tf32, i8 at 256; wgmma_operand_layout: bf16 at N = 40, a
+# partial 64-column slab alone).
 PLAN = {
-    "bf16": [8, 16, 32, 64, 104, 128, 168, 176, 192, 256],
+    "bf16": [8, 16, 32, 40, 64, 104, 128, 168, 176, 192, 256],
     "f16": [64, 104, 128, 192, 256],
     "tf32": [256],
     "e4m3": [8, 16, 32, 64, 128, 256],

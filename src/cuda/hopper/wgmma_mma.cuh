@@ -71,6 +71,30 @@ struct Wgmma<DType::bf16, 32> : WgmmaType<DType::bf16> {
 };
 
 template <>
+struct Wgmma<DType::bf16, 40> : WgmmaType<DType::bf16> {
+    template <int TransA = 0, int TransB = 0>
+    static __device__ __forceinline__ void mma(float (&d)[20], std::uint64_t desc_a, std::uint64_t desc_b,
+                                               std::uint32_t scale_d) {
+        static_assert((TransA | TransB) >> 1 == 0, "imm-trans is 0 or 1");
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %22, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n40k16.f32.bf16.bf16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+            "%12, %13, %14, %15, %16, %17, %18, %19"
+            "}, %20, %21, p, 1, 1, %23, %24;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+              "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+              "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+              "+f"(d[18]), "+f"(d[19])
+            : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB));
+#else
+        (void)d, (void)desc_a, (void)desc_b, (void)scale_d;
+#endif
+    }
+};
+
+template <>
 struct Wgmma<DType::bf16, 64> : WgmmaType<DType::bf16> {
     template <int TransA = 0, int TransB = 0>
     static __device__ __forceinline__ void mma(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b,

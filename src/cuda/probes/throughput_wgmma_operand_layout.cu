@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -173,9 +174,10 @@ std::array<Variant, 4> variants_of() {
 }
 std::vector<Variant> all_variants() {
     std::vector<Variant> v;
-    for (const auto& four : {variants_of<64>(), variants_of<104>(), variants_of<128>(), variants_of<168>(),
-                             variants_of<176>(), variants_of<192>(), variants_of<256>()})
+    for (const auto& four : {variants_of<40>(), variants_of<64>(), variants_of<104>(), variants_of<128>(),
+                             variants_of<168>(), variants_of<176>(), variants_of<192>(), variants_of<256>()})
         v.insert(v.end(), four.begin(), four.end());
+    if (v.size() != 4 * oplayout::kNs.size()) throw std::logic_error("wgmma_operand_layout: a kernel for every N");
     return v;
 }
 

@@ -36,10 +36,11 @@ inline constexpr int kSlabColumns = 64;            // bf16 elements in a 128-byt
 inline constexpr int kSlabBytes = kDepth * kRowBytes;  // one 64-row slab of an MN-major operand
 inline constexpr int kM = 64;                      // A's rows: one m64 instruction
 
-// The N swept, and the operand majors: every N the library issues on a bf16 tile (the narrow tail's
-// 104, the 168/176/192 tiles, 128 and 256) and 64; A and B each K- or MN-major (the library's four
-// layouts: NT = A K, B K; NN = A K, B MN; TT = A MN, B K; TN = A MN, B MN).
-inline constexpr std::array<int, 7> kNs{64, 104, 128, 168, 176, 192, 256};
+// The N swept, and the operand majors: every N the library issues on a bf16 tile (the narrow tails'
+// 104 and 64, the 168/176/192 tiles, 128 and 256) and 40, the part of 104 and 168 past their whole
+// slabs, alone (a partial slab, or a partial slab after whole ones); A and B each K- or MN-major (the
+// library's four layouts: NT = A K, B K; NN = A K, B MN; TT = A MN, B K; TN = A MN, B MN).
+inline constexpr std::array<int, 8> kNs{40, 64, 104, 128, 168, 176, 192, 256};
 
 // Byte `col_byte` of 128-byte row `row` of a 1024-aligned tile in the 128B swizzle.
 constexpr unsigned sw128_offset(int row, int col_byte) {
