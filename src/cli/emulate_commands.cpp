@@ -285,8 +285,10 @@ int run_emulate(const EmulateArgs& a, const CLI::App& cmd) {
     const std::uint64_t seed = parse_seed("--seed", a.common.seed);
     const int threads = parse_threads("--threads", a.common.threads);
     const bool compare = a.against != "none";
-    if (compare && a.against != "library" && !is_vendor(a.against))
-        rung_for(a.against, *path);  // refused before anything runs, and before a missing device is a skip
+    // A rung is refused before anything runs, and, in a build with CUDA rungs, before a missing device
+    // makes the run a skip (a build without CUDA knows no rung, and says why it cannot run instead).
+    const bool names_rung = compare && a.against != "library" && !is_vendor(a.against);
+    if (names_rung && !cuda_rungs().empty()) rung_for(a.against, *path);
     std::unique_ptr<Executor> ex = compare ? sm90_device("rigel emulate --against " + a.against) : make_host_executor();
 
     if (!path->measured)
