@@ -33,6 +33,7 @@ import allreduce_report  # noqa: E402
 import fleet_report  # noqa: E402
 import scaling_report  # noqa: E402
 import mmasim_report  # noqa: E402
+import operand_layout_report  # noqa: E402
 from figures import accumulator, climb, fused_gain, roofline, speed_ratios, style, wins  # noqa: E402
 from verdicts import meets_ratio  # noqa: E402
 
@@ -588,6 +589,9 @@ def main():
         mmasim_section = mmasim_report.section(fin.probes)
         if mmasim_section:
             findings_md = findings_md.rstrip("\n") + "\n\n" + mmasim_section
+        layout_section = operand_layout_report.section(fin.probes)
+        if layout_section:
+            findings_md = findings_md.rstrip("\n") + "\n\n" + layout_section
         allreduce_section = allreduce_report.section(allreduce_report.load(RESULTS / "h200"))
         if allreduce_section:
             findings_md = findings_md.rstrip("\n") + "\n\n" + allreduce_section
