@@ -125,8 +125,10 @@ int run_fleet(const FleetArgs& a, const CLI::App& cmd) {
 std::vector<SubcommandHook> add_dist_commands(CLI::App& app) {
     static LaunchArgs la;
     auto* launch = app.add_subcommand("launch", "Run a command once per GPU of this node, each process on the GPU "
-                                                "of its rank, with a rendezvous for NCCL");
-    launch->add_option("--nproc", la.nproc, "processes (one per GPU)")->required();
+                                                "of its rank, with a rendezvous for NCCL (the reference backend's "
+                                                "ranks, on the CPU, sum through it)");
+    launch->add_option("--nproc", la.nproc, "processes (one per GPU, or CPU ranks of the reference backend)")
+        ->required();
     launch->add_option("--rendezvous-dir", la.rendezvous_parent,
                        "where the run's rendezvous folder is made (default: the system's temporary folder)");
     launch->add_option("command", la.command, "the command each rank runs, after --")->required()->expected(-1);
