@@ -1,8 +1,8 @@
 """What an MN-major operand costs a Hopper GEMM's narrow tiles: FINDINGS.md's section "The operand's layout:
 the wgmma instruction and the TMA loads", from the probes wgmma_operand_layout and tma_box_rate.
 
-The newest committed probes file holding each probe's rows is read (typed `value` column, verified rows
-only). The wgmma rows become one table: for each N, the SM's cycles a wgmma m64nNk16 in each of the
+The newest committed probes file holding each probe's rows is read (typed `value` and, for N, `swept`
+columns; verified rows only). The wgmma rows become one table: for each N, the SM's cycles a wgmma m64nNk16 in each of the
 library's four layouts (NT: A and B K-major; NN: B MN-major; TT: A MN-major; TN: both), each beside N / 2
 (2,048 multiply-adds a clock) and the MN-major ones as a ratio to NT at the same N. The TMA rows become a
 second: bytes a clock an SM and aggregate TB/s for each box case, the boxes off the 128-byte lines as a
@@ -15,7 +15,6 @@ import findings
 
 LAYOUTS = ("NT", "NN", "TT", "TN")
 SLOWER = 1.05  # a variant this much slower than NT at its N is named
-N_OF = re.compile(r"m64n(\d+)k16")
 LAYOUT_OF = re.compile(r"\(layout (N[NT]|T[NT])\)")
 BPC = "TMA bytes a clock an SM: "
 TBPS = "TMA aggregate bandwidth: "
@@ -34,12 +33,13 @@ def newest(probes, probe):
 
 
 def wgmma_cycles(f, rows):
-    """{N: {layout: cycles}} from wgmma_operand_layout's rows."""
+    """{N: {layout: cycles}} from wgmma_operand_layout's rows: N from the typed `swept` column, the layout
+    from the row's name (its quantity)."""
     out = {}
     for i in rows:
-        n, lay = N_OF.search(f.table.cell(i, "path")), LAYOUT_OF.search(f.table.cell(i, "quantity"))
-        if n and lay:
-            out.setdefault(int(n.group(1)), {})[lay.group(1)] = float(f.table.cell(i, "value"))
+        n, lay = findings.parse_number(f.table.cell(i, "swept")), LAYOUT_OF.search(f.table.cell(i, "quantity"))
+        if n is not None and lay:
+            out.setdefault(int(n), {})[lay.group(1)] = float(f.table.cell(i, "value"))
     return out
 
 

@@ -8,17 +8,18 @@ from helpers import TYPED_HEADER, TempDirTest, findings, probes_csv, sidecar
 import operand_layout_report  # noqa: E402  (helpers put reproduce/ on the path)
 
 
-def row(probe, path, quantity, value, verified="1", unit="cycles"):
+def row(probe, path, quantity, value, verified="1", unit="cycles", swept=""):
     # probe, path, dtype, quantity, measured, expected, unit, verified, relation, doc_statement, doc_source,
-    # detail, then the typed columns (value first)
+    # detail, then the typed columns (value first, swept last)
     return [probe, path, "bf16", quantity, f"{value:.2f}", "", unit, verified, "fills_in", "silent", "PTX", "",
-            str(value), "", "", "", "", "", "", ""]
+            str(value), "", "", "", "", "", "", swept]
 
 
 def wgmma(n, layout, cycles, verified="1"):
     majors = {"NT": ("K", "K"), "NN": ("K", "MN"), "TT": ("MN", "K"), "TN": ("MN", "MN")}[layout]
     return row("wgmma_operand_layout", f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 (128B swizzle)",
-               f"SM cycles a wgmma, A {majors[0]}-major, B {majors[1]}-major (layout {layout})", cycles, verified)
+               f"SM cycles a wgmma, A {majors[0]}-major, B {majors[1]}-major (layout {layout})", cycles, verified,
+               swept=str(n))
 
 
 def tma(case, bpc, tbps):

@@ -253,7 +253,7 @@ std::vector<Finding> run_wgmma_operand_layout(const ProbeContext& ctx) {
                             "PTX ISA 9.0, wgmma.mma_async, \"Shared Memory Matrix Layout\" and \"Matrix Descriptor "
                             "Format\"",
                             kernel_symbol(v.kernel), r.ok};
-        out.push_back(value_row(
+        Finding f = value_row(
             src,
             "SM cycles a wgmma, A " + oplayout::major_name(v.a) + ", B " + oplayout::major_name(v.b) + " (layout " +
                 oplayout::layout_name(v.a, v.b) + ")",
@@ -264,7 +264,9 @@ std::vector<Finding> run_wgmma_operand_layout(const ProbeContext& ctx) {
                 " of N / 2 (2,048 multiply-adds a clock)" +
                 (i % 4 == 0 ? "" : ", " + fmt_fixed(r.cycles / both_k.cycles, 3) + " of both operands K-major at this N") +
                 ". " + (r.ok ? "Checksums exact" : "CHECK FAILED") + ": every element of D weighted by its (row, column), " +
-                std::to_string(kReps + 1) + " launches and a short run of B twice."));
+                std::to_string(kReps + 1) + " launches and a short run of B twice.");
+        f.swept = v.n;  // the N of the sweep, typed (reproduce/operand_layout_report.py reads it)
+        out.push_back(std::move(f));
     }
     return out;
 }
