@@ -70,23 +70,34 @@ bool kernel_has_image(Kernel kernel) {
     return true;
 }
 
-// Seconds that `launch` (a callable that launches work on the default stream) takes on the device,
-// timed with CUDA events recorded around it.
-template <typename Launch>
-double event_seconds(Launch&& launch) {
-    cudaEvent_t start, stop;
-    RIGEL_CUDA_CHECK(cudaEventCreate(&start));
-    RIGEL_CUDA_CHECK(cudaEventCreate(&stop));
-    RIGEL_CUDA_CHECK(cudaEventRecord(start));
-    launch();
-    RIGEL_CUDA_CHECK(cudaEventRecord(stop));
-    RIGEL_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    RIGEL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    RIGEL_CUDA_CHECK(cudaEventDestroy(start));
-    RIGEL_CUDA_CHECK(cudaEventDestroy(stop));
-    return ms * 1e-3;
-}
+// Seconds that an operation on the default stream takes on the device, timed with two CUDA events
+// recorded around it; the events are made once and kept, so a timing loop creates none.
+class EventTimer {
+public:
+    EventTimer() {
+        RIGEL_CUDA_CHECK(cudaEventCreate(&start_));
+        RIGEL_CUDA_CHECK(cudaEventCreate(&stop_));
+    }
+    ~EventTimer() {
+        (void)cudaEventDestroy(start_);
+        (void)cudaEventDestroy(stop_);
+    }
+    EventTimer(const EventTimer&) = delete;
+    EventTimer& operator=(const EventTimer&) = delete;
+    template <class Op>
+    double seconds(const Op& op) {
+        RIGEL_CUDA_CHECK(cudaEventRecord(start_));
+        op();
+        RIGEL_CUDA_CHECK(cudaEventRecord(stop_));
+        RIGEL_CUDA_CHECK(cudaEventSynchronize(stop_));
+        float ms = 0;
+        RIGEL_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+        return ms * 1e-3;
+    }
+
+private:
+    cudaEvent_t start_{}, stop_{};
+};
 
 // The mangled symbol of a kernel, as cuobjdump names it, so its own SASS can be
 // found (empty where the runtime cannot say).

@@ -46,33 +46,6 @@ __global__ void __launch_bounds__(kThreads) read_sum_kernel(const uint4* __restr
     if ((threadIdx.x & 31) == 0) atomicAdd(sum, s);
 }
 
-class EventTimer {
-public:
-    EventTimer() {
-        RIGEL_CUDA_CHECK(cudaEventCreate(&start_));
-        RIGEL_CUDA_CHECK(cudaEventCreate(&stop_));
-    }
-    ~EventTimer() {
-        (void)cudaEventDestroy(start_);
-        (void)cudaEventDestroy(stop_);
-    }
-    EventTimer(const EventTimer&) = delete;
-    EventTimer& operator=(const EventTimer&) = delete;
-    template <class Op>
-    double seconds(const Op& op) {
-        RIGEL_CUDA_CHECK(cudaEventRecord(start_));
-        op();
-        RIGEL_CUDA_CHECK(cudaEventRecord(stop_));
-        RIGEL_CUDA_CHECK(cudaEventSynchronize(stop_));
-        float ms = 0;
-        RIGEL_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-        return ms * 1e-3;
-    }
-
-private:
-    cudaEvent_t start_{}, stop_{};
-};
-
 struct Measured {
     TimingStats stats;
     DeviceSample sample;

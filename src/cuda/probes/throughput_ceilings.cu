@@ -364,7 +364,8 @@ std::string pci_bus_id() {
 }
 
 double time_launch(const Workload& w, long long iters) {
-    return event_seconds([&] { w.launch(iters, false); });
+    static EventTimer timer;
+    return timer.seconds([&] { w.launch(iters, false); });
 }
 
 struct Ceiling {

@@ -94,11 +94,11 @@ struct Launched {
     int mismatches = 0;
 };
 
-Launched launch(const CUtensorMap& map, const Case& c, int grid, long long passes, DeviceArray<long long>& cycles,
-                DeviceArray<int>& mismatches) {
+Launched launch(EventTimer& timer, const CUtensorMap& map, const Case& c, int grid, long long passes,
+                DeviceArray<long long>& cycles, DeviceArray<int>& mismatches) {
     RIGEL_CUDA_CHECK(cudaFuncSetAttribute(tma_rate_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
     mismatches.fill_bytes(0);
-    const double seconds = event_seconds([&] {
+    const double seconds = timer.seconds([&] {
         tma_rate_kernel<<<grid, kThreads, kSmemBytes>>>(map, c.mn_major, c.offset, passes, cycles.get(),
                                                          mismatches.get());
         RIGEL_CUDA_CHECK_LAUNCH();
@@ -137,6 +137,7 @@ std::vector<Finding> run_tma_box_rate(const ProbeContext& ctx) {
     const CUtensorMap map_k = cuda::sm90::make_map_128b(matrix.get(), DType::bf16, kDim, kDim, kDim, kTileCols);
     DeviceArray<long long> cycles(static_cast<std::size_t>(grid));
     DeviceArray<int> mismatches(1);
+    EventTimer timer;
     const long long passes = ctx.quick ? 5 : kPasses;
 
     struct Result {
@@ -147,11 +148,11 @@ std::vector<Finding> run_tma_box_rate(const ProbeContext& ctx) {
     for (const Case& c : kCases) {
         report(ctx, std::string("tma_box_rate: ") + c.name);
         const CUtensorMap& map = c.mn_major ? map_mn : map_k;
-        bool ok = launch(map, c, grid, 1, cycles, mismatches).mismatches == 0;
-        (void)launch(map, c, grid, passes, cycles, mismatches);  // warm
+        bool ok = launch(timer, map, c, grid, 1, cycles, mismatches).mismatches == 0;
+        (void)launch(timer, map, c, grid, passes, cycles, mismatches);  // warm
         std::vector<double> bpc, tb;
         for (int r = 0; r < kReps; ++r) {
-            const Launched l = launch(map, c, grid, passes, cycles, mismatches);
+            const Launched l = launch(timer, map, c, grid, passes, cycles, mismatches);
             ok = ok && l.mismatches == 0;
             bpc.push_back(l.bytes_per_cycle);
             tb.push_back(l.tbps);
