@@ -353,6 +353,10 @@ TEST(TmaBoxRate, EveryBoxStaysInsideTheMatrixAndItsValuesAreExactInBf16) {
         for (int c = 0; c < tmarate::kDim; c += 5) EXPECT_LE(std::abs(tmarate::value(r, c)), 128);  // 8 bits
     EXPECT_EQ(tmarate::kCases[3].offset * 2 % 128, 80);  // 80 bytes past a line, as 3688 is
     EXPECT_EQ(3688 % 64, 40);
+    // What the walks read fits one of the L2's two 25 MB partitions, and every CTA of 132 shares its tile
+    // column with others.
+    for (const auto& c : tmarate::kCases) EXPECT_LT(tmarate::footprint_bytes(c.offset), 25e6) << c.name;
+    EXPECT_LT(tmarate::kTileColumns, 132 / 4);
 }
 
 TEST(TmaBoxRate, AStepFillsItsStageOnceWithTheBoxesElements) {

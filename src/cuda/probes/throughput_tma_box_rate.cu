@@ -29,7 +29,7 @@ using namespace tmarate;
 constexpr const char* probe_name = "tma_box_rate";
 constexpr int kSmemBytes = kStages * kStepBytes + 1024;
 constexpr int kReps = 5;
-constexpr long long kPasses = 150;  // 150 MB a CTA: about 2 ms a launch at 10 TB/s
+constexpr long long kPasses = 150;  // 157 MB a CTA: about 2 ms a launch at 10 TB/s
 
 // cycles: grid (each CTA's walk, its first thread's SM clock); mismatches: one counter.
 __global__ void __launch_bounds__(kThreads, 1)
@@ -116,7 +116,9 @@ Launched launch(EventTimer& timer, const CUtensorMap& map, const Case& c, int gr
 
 std::vector<Finding> run_tma_box_rate(const ProbeContext& ctx) {
     std::vector<Finding> out;
-    const std::string path = "cp.async.bulk.tensor.2d.shared::cluster.global.tile (128B swizzle, bf16, 64 x 64 boxes)";
+    const std::string path =
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile (128B swizzle, bf16; MN-major 64 x 64 boxes, K-major 64 x "
+        "128)";
     if (ctx.compute_capability < 90 || !kernel_has_image(tma_rate_kernel)) {
         out.push_back(not_available(probe_name, path, "bf16", "TMA box load rate by alignment",
                                     "TMA exists from compute capability 9.0; device has " +
@@ -149,7 +151,7 @@ std::vector<Finding> run_tma_box_rate(const ProbeContext& ctx) {
         report(ctx, std::string("tma_box_rate: ") + c.name);
         const CUtensorMap& map = c.mn_major ? map_mn : map_k;
         bool ok = launch(timer, map, c, grid, 1, cycles, mismatches).mismatches == 0;
-        (void)launch(timer, map, c, grid, passes, cycles, mismatches);  // warm
+        ok = launch(timer, map, c, grid, passes, cycles, mismatches).mismatches == 0 && ok;  // warm
         std::vector<double> bpc, tb;
         for (int r = 0; r < kReps; ++r) {
             const Launched l = launch(timer, map, c, grid, passes, cycles, mismatches);
@@ -160,9 +162,9 @@ std::vector<Finding> run_tma_box_rate(const ProbeContext& ctx) {
         results.push_back({timeline::quantile(bpc, 0.5), timeline::quantile(tb, 0.5), ok});
     }
 
-    const std::string doc = "a tensor map's box may start at any coordinate (the global address of each box row "
-                            "16-byte aligned); silent on whether a box that starts between 128-byte lines loads "
-                            "slower";
+    const std::string doc = "a tiled load's box may start at any coordinate inside the tensor (the tensor's base "
+                            "16-byte aligned, its strides multiples of 16 bytes); silent on whether a box that "
+                            "starts between 128-byte lines loads slower";
     const double aligned = results[1].bytes_per_cycle;  // MN-major on the lines
     for (std::size_t i = 0; i < kCases.size(); ++i) {
         const Case& c = kCases[i];
@@ -182,13 +184,16 @@ std::vector<Finding> run_tma_box_rate(const ProbeContext& ctx) {
         row("TMA bytes a clock an SM: " + std::string(c.name), r.bytes_per_cycle, 1, "B/clk",
             unaligned ? fmt_fixed(aligned, 1) : "",
             "one CTA an SM (" + std::to_string(grid) + "), its producer thread's " + fmt_fixed(cta_bytes(passes) / 1e6, 1) +
-                " MB over its SM clock cycles, the median over CTAs and " + std::to_string(kReps) + " launches" +
+                " MB over its SM clock cycles, the median over CTAs in each launch, then the median of " +
+                std::to_string(kReps) + " launches" +
                 (unaligned ? "; " + fmt_fixed(r.bytes_per_cycle / aligned, 3) + " of the same boxes on the lines" : "") +
                 ".");
         row("TMA aggregate bandwidth: " + std::string(c.name), r.tbps, 2, "TB/s", "",
-            "all CTAs' bytes over the launch's time (CUDA events), the median of " + std::to_string(kReps) +
-                " launches; the 35.7 MB matrix stays in L2 after the first of its " + std::to_string(passes) +
-                " passes.");
+            "all CTAs' bytes over the launch's time (CUDA events, the launch's own start and the check of the last "
+            "stage included), the median of " + std::to_string(kReps) + " launches; the " +
+                fmt_fixed(footprint_bytes(c.offset) / 1e6, 1) + " MB the walks read stay in L2 after the first of " +
+                std::to_string(passes) + " passes." +
+                (ctx.quick ? " A quick run's launches are short, so the start's share lowers this rate." : ""));
     }
     return out;
 }

@@ -19,13 +19,13 @@
 
 namespace rigel::probes::tmarate {
 
-inline constexpr int kDim = 4224;            // the bf16 matrix: kDim x kDim (35.7 MB, inside the H200's L2)
+inline constexpr int kDim = 4224;            // the bf16 matrix: kDim x kDim
 inline constexpr int kStepBytes = 16384;     // one step: 128 columns (or rows) x 64 of K, bf16
 inline constexpr int kBoxBytes = 8192;       // one 64 x 64 box
 inline constexpr int kStages = 8;
 inline constexpr int kKSteps = 64;           // K = 4096 in steps of 64
 inline constexpr int kTileCols = 128;        // CTA c takes the tile column c mod kTileColumns
-inline constexpr int kTileColumns = 32;      // 4096 columns of them; the boxes stay inside kDim
+inline constexpr int kTileColumns = 16;      // 2048 columns of them; the boxes stay inside kDim
 inline constexpr int kThreads = 128;
 
 struct Case {
@@ -62,6 +62,13 @@ constexpr Element step_element(bool mn_major, int i, int col0, int k0) {
 
 // The first column of CTA `cta`'s boxes.
 constexpr int first_col(int cta, int offset) { return (cta % kTileColumns) * kTileCols + offset; }
+
+// The bytes of the matrix the walks read, offsets included (every CTA's tile column over K = 4096): about
+// 17 MB, so that they stay in L2 even where each of its two partitions keeps its own copy of what its
+// SMs read.
+constexpr double footprint_bytes(int offset) {
+    return static_cast<double>(kKSteps) * 64 * (kTileColumns * kTileCols + offset) * 2;
+}
 
 // Bytes a CTA loads in a launch of `passes` walks over K.
 constexpr double cta_bytes(long long passes) { return static_cast<double>(passes) * kKSteps * kStepBytes; }
