@@ -268,12 +268,14 @@ fi
 
 # Some rungs by name, verified on shapes that are multiples of no tile (bf16 and f16; those their
 # plans re-tile among them), then timed against their vendor rung in paired samples, into one CSV.
-# RUNGS (default: k39 and k40, whose narrow tail is what the sizes exercise), RUNG_SIZES, RUNG_DTYPE.
+# RUNGS (default: k40 and k42, whose narrow tails the sizes exercise: 104 wide at 2500 x 2100 and 4096,
+# 64 wide at 3001^2 and 3072^2), RUNG_SIZES, RUNG_DTYPE.
 if has rungs_paired; then
   log "rungs, verified and paired"
-  rungs=${RUNGS:-k39_wgmma_pingpong k40_wgmma_narrow_tail}
+  rungs=${RUNGS:-k40_wgmma_narrow_tail k42_wgmma_tail_fit}
   timeout "$(capped 150)" $RIGEL ladder --backend cuda --verify-only --rungs $rungs --dtype bf16 f16 \
-    --sizes 3001x3001x296 2500x2100x136 4096x4096x200 8192x8192x136 6144x6144x64 > "$OUT/rungs_verify.txt" 2>&1
+    --sizes 3001x3001x296 2500x2100x136 4096x4096x200 8192x8192x136 6144x6144x64 3072x3072x136 \
+    > "$OUT/rungs_verify.txt" 2>&1
   summary+=("rungs verified: rc $? ($(grep -c -i 'fail' "$OUT/rungs_verify.txt") lines naming a failure)")
   timeout "$(capped 330)" $RIGEL ladder --backend cuda --rungs $rungs vendor --dtype "${RUNG_DTYPE:-bf16}" \
     --sizes ${RUNG_SIZES:-4096 8192 6144 3072 2048} --paired --out "$OUT" > "$OUT/rungs_paired.txt" 2>&1

@@ -113,8 +113,10 @@ inline WaveFit plan_wave_fit(int tiles_m, std::int64_t n, int bn, int wide_bn, i
 }
 
 // The tail fit (k42): the narrow tail's width chosen per shape among kTailFitWidths, the one whose
-// plan leaves the busiest CTA the least work (the first listed on a tie; no tail where none gains
-// kMinGain). 3072^3: k40's 104-wide tail re-cuts the last 8 columns of 128 into 10 of 104 and leaves
+// plan leaves the busiest CTA the least work; a width listed later replaces an earlier one only where
+// it gains kMinGain on it too, since the model counts neither the narrower tiles' extra bytes a flop
+// nor m64n64's slightly lower rate (6144^3: 64 columns would gain 0.5 % on 104; it keeps 104). No
+// tail where none gains kMinGain on the uniform tiles. 3072^3: k40's 104-wide tail re-cuts the last 8 columns of 128 into 10 of 104 and leaves
 // the busiest SM 612 columns' worth; 64-wide tiles re-cut only the last 2 columns, into 4, so that the
 // 528 wide tiles are exactly 4 waves and 96 of the 132 SMs take one narrow tile after them: 596.
 // Among the sweep's squares only 3072^3 changes (4096^3 and 8192^3 keep 104: 1,032 against 1,056 and
@@ -128,7 +130,8 @@ inline TailFit plan_tail_fit(int tiles_m, std::int64_t n, int bn, int ctas) {
     TailFit best{kTailFitWidths[0], plan_narrow_tail(tiles_m, n, bn, kTailFitWidths[0], ctas)};
     for (std::size_t i = 1; i < kTailFitWidths.size(); ++i) {
         const NarrowTail t = plan_narrow_tail(tiles_m, n, bn, kTailFitWidths[i], ctas);
-        if (t.busiest_load < best.tail.busiest_load) best = {kTailFitWidths[i], t};
+        if (static_cast<double>(t.busiest_load) <= (1.0 - kMinGain) * static_cast<double>(best.tail.busiest_load))
+            best = {kTailFitWidths[i], t};
     }
     return best;
 }

@@ -143,7 +143,7 @@ TEST(NarrowTail, TheKernelsTilesCoverDExactlyOnce) {
     expect_exact_cover(2500, 2100);
     expect_exact_cover(3001, 3001, 1);
     expect_exact_cover(6144, 6144, 16);
-    // k42's 64-wide tails: 3072^3, the odd 3001^2 (a last narrow column of 57), 6144^3.
+    // 64-wide tails: 3072^3 and the odd 3001^2 (a last narrow column of 57), as k42 takes them, and 6144^3.
     expect_exact_cover(3072, 3072, 8, 64);
     expect_exact_cover(3001, 3001, 8, 64);
     expect_exact_cover(6144, 6144, 8, 64);
@@ -161,6 +161,11 @@ TEST(TailFit, Square3072TakesTheSlabWideTail) {
     EXPECT_EQ(rigel::gemm::plan_tail_fit(24, 3001, 128, kSms).narrow_bn, 64);
     EXPECT_EQ(rigel::gemm::plan_tail_fit(20, 2100, 128, kSms).narrow_bn, 104);
     EXPECT_GT(rigel::gemm::plan_tail_fit(20, 2100, 128, kSms).tail.narrow_cols, 0);
+    // 6144^3: 64 columns would leave the busiest SM 2,316 columns' worth against 104's 2,328, under the 1 %
+    // a narrower tail must gain on the wider one: it keeps k40's.
+    EXPECT_EQ(plan_narrow_tail(48, 6144, 128, 64, kSms).busiest_load, 2316);
+    EXPECT_EQ(plan_narrow_tail(48, 6144, 128, 104, kSms).busiest_load, 2328);
+    EXPECT_EQ(rigel::gemm::plan_tail_fit(48, 6144, 128, kSms).narrow_bn, 104);
 }
 
 TEST(TailFit, KeepsK40sTailWhereItIsAtLeastAsGood) {
@@ -169,13 +174,21 @@ TEST(TailFit, KeepsK40sTailWhereItIsAtLeastAsGood) {
         EXPECT_EQ(f.narrow_bn, 104) << s;
         EXPECT_EQ(f.tail.busiest_load, plan_narrow_tail(s / 128, s, 128, 104, kSms).busiest_load) << s;
     }
-    // Never worse than either width alone, over a sweep of shapes.
+    // Over a sweep of shapes: never worse than k40's width, within kMinGain of every width (a narrower
+    // one is taken only where it gains that much), and strictly better than k40's where it differs.
     for (int m = 64; m <= 16384; m += 769)
         for (std::int64_t n = 100; n <= 20000; n += 457) {
             const int tm = (m + 127) / 128;
             const auto f = rigel::gemm::plan_tail_fit(tm, n, 128, kSms);
+            const std::int64_t k40s = plan_narrow_tail(tm, n, 128, 104, kSms).busiest_load;
+            EXPECT_LE(f.tail.busiest_load, k40s) << m << " x " << n;
+            if (f.narrow_bn != 104)
+                EXPECT_LE(static_cast<double>(f.tail.busiest_load), (1.0 - rigel::gemm::kMinGain) * k40s)
+                    << m << " x " << n;
             for (const int w : rigel::gemm::kTailFitWidths)
-                EXPECT_LE(f.tail.busiest_load, plan_narrow_tail(tm, n, 128, w, kSms).busiest_load) << m << " x " << n;
+                EXPECT_LE((1.0 - rigel::gemm::kMinGain) * f.tail.busiest_load,
+                          plan_narrow_tail(tm, n, 128, w, kSms).busiest_load)
+                    << m << " x " << n;
             EXPECT_EQ(f.tail.busiest_load, plan_narrow_tail(tm, n, 128, f.narrow_bn, kSms).busiest_load);
         }
 }

@@ -4,8 +4,9 @@
 // f16) with a narrow tail of 104 (G::kTailN, k40's kernel) or of 64 columns
 // (a second instantiation: m64n64k16 on the first 32 of each half's 64
 // accumulators, B through a map of 64-row boxes). The choice is
-// gemm::plan_tail_fit (src/gemm/narrow_tail.hpp, host-tested); no tail where
-// neither width evens the SMs out by 1 %.
+// gemm::plan_tail_fit (src/gemm/narrow_tail.hpp, host-tested): 64 only where
+// it gains 1 % on 104 in the model, which counts neither its extra bytes nor
+// m64n64's lower rate; no tail where neither evens the SMs out by 1 %.
 // Run alone: rigel ladder --backend cuda --rungs k42_wgmma_tail_fit --dtype bf16 --sizes 3072
 //
 // Adds over k40: the tail's width as a choice. At 3072^3 k40 re-cuts the last
@@ -24,7 +25,8 @@
 // the throughput probe against m64n128's 3,709. 64 is also a whole 64-column
 // slab of an MN-major B, which 104 is not (docs/gemm.md, "The narrow tail").
 // Among the sweep's squares only 3072^3 changes: 4096^3 and 8192^3 keep the
-// 104-wide tail (1,032 against 1,056; 4,128 against 4,160), 2048^3 and
+// 104-wide tail (1,032 against 1,056; 4,128 against 4,160), and so does
+// 6144^3, where 64 would gain only 0.5 % (2,316 against 2,328); 2048^3 and
 // 16384^3 take none; of the odd verify shapes, 3001^2 x 296 takes the 64-wide
 // tail (its last narrow column 57 wide) and 2500 x 2100 x 136 the 104-wide one.
 // Prediction: 3072^3 about 2 % faster than k40 in paired samples (the model's
