@@ -263,10 +263,10 @@ int run_sample(const SampleArgs& a) {
     const double temperature = parse_real("--temperature", a.temperature, 0);
     const int top_k = static_cast<int>(parse_count("--top-k", a.top_k, 0));
     rigel::Rng rng(parse_seed("--seed", a.seed));
-    const train::Gpt2Decoder decoder(a.tokenizer);
     const train::Checkpoint c = train::load_checkpoint(a.checkpoint);
     if (const std::string why = train::check(c.config); !why.empty())
         throw std::invalid_argument(a.checkpoint + ": " + why);
+    const train::Gpt2Decoder decoder(a.tokenizer);
     const std::string on = a.backend == "cuda" ? "rigel's kernels (bf16 weights)" : "the float64 host reference";
     const auto start = [&] {
         say("sampling " + std::to_string(count) + " tokens from " + a.checkpoint + " (step " + std::to_string(c.step) +

@@ -50,7 +50,9 @@ bool base64_decode(const std::string& text, std::string& out) {
 
 Gpt2Decoder::Gpt2Decoder(const std::filesystem::path& ranks) {
     std::ifstream in(ranks);
-    if (!in) throw std::invalid_argument("rank file '" + ranks.string() + "' cannot be read");
+    if (!in)
+        throw std::invalid_argument("rank file '" + ranks.string() +
+                                    "' cannot be read (make data writes it; --tokenizer names another)");
     std::string line;
     for (std::size_t n = 1; std::getline(in, line); ++n) {
         if (line.empty()) continue;
