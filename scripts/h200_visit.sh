@@ -802,13 +802,20 @@ dist_log() {  # dist_log WHAT DIR: the run's log into $OUT, renamed for WHAT
   done
   rm -rf "$2"
 }
-if has dist_node; then
-  data=${DATA:-../data/shakespeare}
+data=${DATA:-../data/shakespeare}
+if has dist_node && [ "$gpus" -lt 1 ]; then summary+=("dist_node: skipped, no GPU listed (nvidia-smi -L)")
+elif has dist_node && [ ! -f "$data/train.bin" ]; then
+  summary+=("dist_node: skipped, no $data/train.bin (make data, and carry data/shakespeare)")
+elif has dist_node; then
   dn=(--model gpt2 --backend cuda --data "$data/train.bin" --batch 16 --seq 1024 --warmup 2 --lr 6e-4)
   log "dist: $gpus GPUs"
-  : > "$OUT/dist_node.txt"
+  # NCCL's warnings, and what its transports have to work with, in the log: a first run on several GPUs
+  # that fails should say why.
+  export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+  { nvidia-smi topo -m; df -h /dev/shm; } > "$OUT/dist_node.txt" 2>&1
   timeout -s INT "$(capped 180)" $RIGEL launch --nproc "$gpus" -- $RIGEL dist allreduce --out "$OUT" >> "$OUT/dist_node.txt" 2>&1
   summary+=("dist: allreduce over $gpus GPUs rc $?")
+  pack  # each run's results come back even if a later one outlasts the call
   for n in 1 2 4 8; do
     [ "$n" -le "$gpus" ] || continue
     fits 60 "dist scaling n$n" || continue
@@ -816,10 +823,14 @@ if has dist_node; then
       --out "$OUT/d_scale" >> "$OUT/dist_node.txt" 2>&1
     summary+=("dist: scaling, $n ranks rc $?")
     dist_log "scale_n$n" "$OUT/d_scale"
+    pack
   done
-  # The same global batch ($gpus x 16 x 1024 tokens a step): all GPUs, then one process accumulating.
+  # The same global batch ($gpus x 16 x 1024 tokens a step): all GPUs, then one process accumulating
+  # (one GPU: what dist_one compares already).
   same=(--steps 10)
+  [ "$gpus" -ge 2 ] || summary+=("dist: same-batch runs skipped on one GPU (dist_one compares those)")
   for mode in replicated shard det; do
+    [ "$gpus" -ge 2 ] || break
     extra=(); [ "$mode" = shard ] && extra=(--shard-optimizer); [ "$mode" = det ] && extra=(--deterministic)
     fits 90 "dist same batch $mode" || continue
     rm -f "$OUT"/dn_*.ckpt
@@ -833,9 +844,12 @@ if has dist_node; then
     summary+=("dist: $mode, one process accumulating $gpus rc $?")
     dist_log "same_${mode}_n1" "$OUT/d_one"
     if [ ! -f "$OUT/dn_ranks.ckpt" ] || [ ! -f "$OUT/dn_one.ckpt" ]; then v="missing (a run failed)"
-    elif cmp -s "$OUT/dn_ranks.ckpt" "$OUT/dn_one.ckpt"; then v=identical; else v=different; fi
+    elif cmp -s "$OUT/dn_ranks.ckpt" "$OUT/dn_one.ckpt"; then v=identical
+    elif [ "$mode" = det ]; then v=DIFFERENT
+    else v="different (expected: atomic sums, and the ranks' sums in another order)"; fi
     summary+=("dist: $mode, checkpoints of $gpus ranks and of one process: $v")
     rm -f "$OUT"/dn_*.ckpt
+    pack
   done
 fi
 # FLEET_SUITES: the ladder suites after the probes (default bench alone: with bench_llm too, the step

@@ -259,11 +259,8 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
         if (o.profile && step == done + 2) backend.set_profiling(true);  // the first step warms up
         StepLog log{.step = step, .lr = learning_rate(step - 1, o.lr, o.warmup, o.steps, o.final_lr_fraction)};
         const StepStats st = backend.step(micro, log.lr, step, o);
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         log.loss = st.loss;
         log.grad_norm = st.grad_norm;
-        log.tokens_per_s = static_cast<double>(o.batch) * o.seq * o.accumulation * o.world() / seconds;
-        log.flops_per_s = training_flops_per_token(o.model, o.seq) * log.tokens_per_s;
         log.peak_memory = backend.peak_memory_bytes();
         log.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         // Out of time, or asked to stop. Several ranks stop at the same step (one
@@ -271,6 +268,12 @@ ModelState train(const TrainOptions& o, TrainBackend& backend, const std::functi
         // decide together, at every step where either can happen.
         bool stop = (o.max_seconds > 0 && log.elapsed_s >= o.max_seconds) || (o.should_stop && o.should_stop());
         if (o.sync && (o.max_seconds > 0 || o.should_stop)) stop = o.sync->any(stop);
+        // The step's time ends after the vote, which waits on the host for the collectives queued before
+        // it: with a sharded optimizer the step's AdamW and weight gather, which would otherwise fall
+        // between two steps' timings, uncounted.
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        log.tokens_per_s = static_cast<double>(o.batch) * o.seq * o.accumulation * o.world() / seconds;
+        log.flops_per_s = training_flops_per_token(o.model, o.seq) * log.tokens_per_s;
         const bool last = step == end || stop;
         if (val && (last || (o.val_every > 0 && step % o.val_every == 0))) {
             log.val_loss = validation_loss(o, *val, backend);

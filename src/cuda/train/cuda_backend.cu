@@ -172,7 +172,7 @@ public:
         tokens_ = Device<std::uint16_t>(N_), targets_ = Device<std::uint16_t>(N_);
         dres_ = Device<bf16>(NC), dln_ = Device<bf16>(NC), datty_ = Device<bf16>(NC), dqkv_ = Device<bf16>(3 * NC),
         dfch_ = Device<bf16>(4 * NC);
-        sum_sq_ = Device<float>(1);
+        sum_sq_ = Device<float>(1), norm_ws_ = Device<float>(cuda::train::sum_squares_workspace_floats());
         if (deterministic_) {  // the ordered sums' partials, and each micro-batch's rows grouped by token
             ws_ = Device<float>(cuda::train::deterministic_workspace_floats(N_, 4 * C()));
             token_rows_ = Device<std::int32_t>(static_cast<std::size_t>(3 * N_ + 1));
@@ -286,7 +286,8 @@ public:
             other("gradient_sync");
         }
         RIGEL_CUDA_CHECK(cudaMemsetAsync(sum_sq_.get(), 0, sizeof(float), stream_));
-        cuda::train::sum_squares(sum_sq_.get(), grads_.get(), static_cast<std::int64_t>(grads_.size()), stream_, ws());
+        cuda::train::sum_squares(sum_sq_.get(), grads_.get(), static_cast<std::int64_t>(grads_.size()), stream_,
+                                 norm_ws_.get());
         other("grad_norm");
         float sum_sq = 0;
         RIGEL_CUDA_CHECK(cudaMemcpyAsync(&sum_sq, sum_sq_.get(), sizeof(float), cudaMemcpyDeviceToHost, stream_));
@@ -673,6 +674,7 @@ private:
     std::vector<Acts> acts_;
     Device<bf16> out_, lnf_, logits_, dres_, dln_, datty_, dqkv_, dfch_;
     Device<float> meanf_, rstdf_, losses_, sum_sq_;
+    Device<float> norm_ws_;  // the gradient norm's per-CTA partial sums, added in order
     Device<std::uint16_t> tokens_, targets_;
     std::unique_ptr<attention::Plan> attention_;
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, gemm::Op, gemm::Op, gemm::Type, gemm::Epilogue>,

@@ -441,6 +441,34 @@ LayerCheck check_crossentropy(Rng& rng, int N, int V, int Vp,
     return c;
 }
 
+// The gradient norm's sum of squares over a length that fills neither its CTAs nor its grid-stride loop
+// evenly, the sum starting from a nonzero value; and the same bits from a second run, in every mode:
+// data-parallel ranks clip by it and must take the same step.
+LayerCheck check_sum_squares(Rng& rng) {
+    const std::int64_t n = 3'000'017;
+    LayerCheck c{.kernel = "sum_squares", .shape = "n 3000017"};
+    std::vector<float> g(static_cast<std::size_t>(n));
+    for (float& v : g) v = static_cast<float>(0.01 * rng.normal());
+    const float start = 0.5f;
+    DeviceArray<float> d_g(g), d_sum(std::vector<float>{start}), work(cuda::train::sum_squares_workspace_floats());
+    const auto run = [&] {
+        d_sum.upload({start});
+        work.poison();
+        cuda::train::sum_squares(d_sum.get(), d_g.get(), n, nullptr, work.get());
+        return d_sum.download();
+    };
+    const std::vector<float> first = run();
+    double ref = start;
+    for (const float v : g) ref += static_cast<double>(v) * v;
+    Judge(c, "sum")(0, first[0], ref, (static_cast<double>(n) + 8) * kU * ref);
+    finish(c);
+    if (c.pass && std::memcmp(first.data(), run().data(), sizeof(float)) != 0) {
+        c.pass = false;
+        c.worst = "a second run's sum differs in its bits";
+    }
+    return c;
+}
+
 LayerCheck check_adamw(Rng& rng) {
     const std::int64_t n = 100003;
     LayerCheck c{.kernel = "adamw", .shape = "100003 parameters, step 7"};
@@ -582,6 +610,7 @@ std::vector<LayerCheck> check_layers(std::uint64_t seed) {
         [](Rng& r) { return check_crossentropy(r, 16, 1000, 1000); },
         [](Rng& r) { return check_crossentropy(r, 8, 50257, 50257); },
         [](Rng& r) { return check_crossentropy(r, 4, 70001, 70008); },
+        check_sum_squares,
         check_adamw,
         [](Rng& r) { return check_training_steps(r, false); },
         [](Rng& r) { return check_training_steps(r, true); }};

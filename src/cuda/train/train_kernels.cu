@@ -609,8 +609,8 @@ __global__ void add_into_kernel(float* y, const float* x, std::int64_t n) {
     if (i < n) y[i] += x[i];
 }
 
-// ws (the deterministic mode): each CTA's sum to ws[blockIdx.x] instead of into *sum_sq.
-__global__ void __launch_bounds__(256) sum_squares_kernel(float* sum_sq, const float* g, std::int64_t n, float* ws) {
+// Each CTA's sum to ws[blockIdx.x]; column_sums then adds them in CTA order.
+__global__ void __launch_bounds__(256) sum_squares_kernel(const float* g, std::int64_t n, float* ws) {
     __shared__ float part[8];
     float s = 0.0f;
     for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -622,8 +622,7 @@ __global__ void __launch_bounds__(256) sum_squares_kernel(float* sum_sq, const f
     if (threadIdx.x == 0) {
         float total = 0.0f;
         for (int w = 0; w < 8; ++w) total += part[w];
-        if (ws) ws[blockIdx.x] = total;
-        else atomicAdd(sum_sq, total);
+        ws[blockIdx.x] = total;
     }
 }
 
@@ -710,11 +709,14 @@ void add_into(float* y, const float* x, std::int64_t n, cudaStream_t s) {
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
+std::size_t sum_squares_workspace_floats() { return kSumSquaresBlocks; }
+
 void sum_squares(float* sum_sq, const float* g, std::int64_t n, cudaStream_t s, float* workspace) {
+    if (!workspace) throw std::invalid_argument("sum_squares needs a workspace of sum_squares_workspace_floats()");
     const unsigned blocks = std::min<unsigned>(blocks_for(n, 256), kSumSquaresBlocks);
-    sum_squares_kernel<<<blocks, 256, 0, s>>>(sum_sq, g, n, workspace);
+    sum_squares_kernel<<<blocks, 256, 0, s>>>(g, n, workspace);
     RIGEL_CUDA_CHECK_LAUNCH();
-    if (workspace) column_sums({{sum_sq}}, 1, workspace, static_cast<int>(blocks), 1, s);
+    column_sums({{sum_sq}}, 1, workspace, static_cast<int>(blocks), 1, s);
 }
 
 void encoder_forward(__nv_bfloat16* out, const std::uint16_t* tokens, const __nv_bfloat16* wte,

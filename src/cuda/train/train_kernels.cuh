@@ -91,7 +91,11 @@ void gelu_backward_bias(__nv_bfloat16* dh, const __nv_bfloat16* pre, float* db, 
 void to_bf16(__nv_bfloat16* out, const float* in, std::int64_t n, cudaStream_t s);
 // y[i] += x[i], n floats.
 void add_into(float* y, const float* x, std::int64_t n, cudaStream_t s);
-// *sum_sq += sum of g[i]^2 (fp32 atomic adds of per-CTA partial sums; *sum_sq zeroed by the caller).
-void sum_squares(float* sum_sq, const float* g, std::int64_t n, cudaStream_t s, float* workspace = nullptr);
+// *sum_sq += sum of g[i]^2: per-CTA partial sums into `workspace` (sum_squares_workspace_floats() floats),
+// added in CTA order, so that the same g gives the same bits on every run and every rank (data-parallel
+// ranks each clip by the norm of the same summed gradients and must take the same step; atomic adds of
+// the partials differed in their last bits between ranks). *sum_sq zeroed by the caller.
+std::size_t sum_squares_workspace_floats();
+void sum_squares(float* sum_sq, const float* g, std::int64_t n, cudaStream_t s, float* workspace);
 
 }  // namespace rigel::cuda::train
