@@ -169,27 +169,33 @@ TARGETS = (
 )
 
 
-def targets_block(bench_files):
+def targets(bench_files):
+    """[(target, measured, met)]: met None where the newest run did not measure it."""
     rows = newest_rows(bench_files)
-    lines = ["| target | measured | verdict |", "|---|---|---|"]
+    out = []
     for label, case, direction, baseline, threshold in TARGETS:
         # The newest default-kernel run that measured the case (whichever suite ran it: targets repeats
         # sdpa's S = 4096), and its row against the target's baseline.
         runs = [v for (s, c, d, b), v in rows.items() if c == case and d == direction]
         if not runs:
-            lines.append(f"| {label} | not measured | open |")
+            out.append((label, "not measured", None))
             continue
         newest = max(runs, key=lambda v: findings.run_age(v[1]))[1]
         found = [v for (s, c, d, b), v in rows.items()
                  if c == case and d == direction and b == baseline and v[1] is newest]
         if not found:
-            lines.append(f"| {label} | not measured against {findings.md_cell(baseline)} in the newest run of the "
-                         f"case, {source(newest)} | open |")
+            out.append((label, f"not measured against {findings.md_cell(baseline)} in the newest run of the "
+                               f"case, {source(newest)}", None))
             continue
         row, f = found[0]
-        r = number(row["ratio_median"])
-        verdict = "met" if meets_ratio(r, threshold) else "not met"
-        lines.append(f"| {label} | {ratio_text(row, 3)} ({source(f)}) | {verdict} |")
+        out.append((label, f"{ratio_text(row, 3)} ({source(f)})", meets_ratio(number(row["ratio_median"]), threshold)))
+    return out
+
+
+def targets_block(bench_files):
+    lines = ["| target | measured | verdict |", "|---|---|---|"]
+    lines += [f"| {label} | {measured} | {'open' if met is None else ('met' if met else 'not met')} |"
+              for label, measured, met in targets(bench_files)]
     return "\n".join(lines)
 
 

@@ -34,6 +34,7 @@ import fleet_report  # noqa: E402
 import scaling_report  # noqa: E402
 import mmasim_report  # noqa: E402
 import operand_layout_report  # noqa: E402
+import glance  # noqa: E402
 from figures import accumulator, climb, fused_gain, roofline, speed_ratios, style, wins  # noqa: E402
 from verdicts import meets_ratio  # noqa: E402
 
@@ -595,7 +596,8 @@ def main():
         allreduce_section = allreduce_report.section(allreduce_report.load(RESULTS / "h200"))
         if allreduce_section:
             findings_md = findings_md.rstrip("\n") + "\n\n" + allreduce_section
-        scaling_section = scaling_report.section(scaling_report.load(RESULTS / "h200"))
+        scaling_runs = scaling_report.load(RESULTS / "h200")
+        scaling_section = scaling_report.section(scaling_runs)
         if scaling_section:
             findings_md = findings_md.rstrip("\n") + "\n\n" + scaling_section
         fleet_section = fleet_report.section(fin.probes + fin.ladder)
@@ -659,6 +661,14 @@ def main():
         training_md = replace_block(training_md, name, body)
     if training_md:
         write_if_changed(docs / "training.md", training_md)
+    readme = replace_block(readme, "glance", glance.block([
+        ("GEMM kernels against cuBLAS (issue 11)", "#hopper-rungs-against-cublas-across-shapes", issue11_targets(rows)),
+        ("the GEMM library against cuBLASLt (issue 10)", "#rigels-gemm-library-against-cublaslt",
+         [(t.target, t.measured, t.met) for t in gemm_report.targets(fin.gemm_bench)]),
+        ("fused attention against cuDNN", "#rigels-fused-attention-against-cudnn",
+         attention_report.targets(attention_bench)),
+        ("training GPT-2 against PyTorch", "#training-gpt-2-on-rigels-kernels", train_report.targets(train_runs)[1]),
+        ("data-parallel training (issue 15)", "docs/multi_gpu.md", [scaling_report.target(scaling_runs)])]))
     attention_md = (docs / "attention.md").read_text() if (docs / "attention.md").exists() else ""
     for name, body in attention_blocks.items():
         readme = replace_block(readme, name, body)

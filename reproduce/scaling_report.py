@@ -90,6 +90,20 @@ def scaling(runs):
     return out
 
 
+def target(runs):
+    """(target, measured, met) for the scaling target, from the newest commit whose runs at 16,384 tokens per
+    GPU per step hold 1 and TARGET_RANKS ranks; met None where none does."""
+    text = (f"data-parallel efficiency >= {TARGET_EFFICIENCY} at {TARGET_RANKS} GPUs, "
+            f"{TARGET_TOKENS_PER_GPU:,} tokens per GPU per step")
+    found = [(key, by_ranks) for key, by_ranks in scaling(runs).items()
+             if 1 in by_ranks and TARGET_RANKS in by_ranks and key[1] * key[2] * key[3] == TARGET_TOKENS_PER_GPU]
+    if not found:
+        return text, "not measured (no machine with several GPUs yet)", None
+    key, by_ranks = max(found, key=lambda kv: findings.run_age(kv[1][TARGET_RANKS][1].file))
+    eff = by_ranks[TARGET_RANKS][0] / (TARGET_RANKS * by_ranks[1][0])
+    return text, f"{eff:.3f} (commit {findings.md_cell(key[0])})", eff >= TARGET_EFFICIENCY
+
+
 SAME_BATCH = re.compile(r"^same_(?P<mode>[a-z]+)_n\d+$")
 
 

@@ -285,40 +285,52 @@ def peak_gb(run):
     return peak if device_wide else math.nan
 
 
-def targets_block(runs):
-    """The training targets, judged on the newest comparison that holds rigel
-    and both PyTorch modes: one row per target with what was measured."""
+def targets(runs):
+    """(the comparison judged, [(target, measured, met)]) on the newest comparison that holds rigel and both
+    PyTorch modes; (None, []) where there is none."""
     found = [c for c in comparisons(runs) if all(b in c.runs for b, _ in SPEED_TARGETS)]
     if not found:
-        return ("No call yet with rigel, PyTorch eager and torch.compile side by side "
-                "(`scripts/h200_visit.sh train_compare` with `TORCH_MODES=\"compile eager\"`).")
+        return None, []
     c = found[-1]
     rigel = c.runs[RIGEL_BACKEND]
     rigel_rate = median_rate(rigel)
-    verdict = lambda ok: "met" if ok else "**not met**"
-    lines = [f"The training targets on one call ({findings.md_cell(c.model)}, commit {findings.md_cell(c.commit[:7])}, "
-             f"logs {', '.join(findings.md_cell(f.name) for r in c.runs.values() for f in r.files)}):", "",
-             "| target | measured | verdict |", "|---|---|---|"]
+    out = []
     for backend, need in SPEED_TARGETS:
         rate = median_rate(c.runs[backend])
         ratio = rigel_rate / rate if rate > 0 and not math.isnan(rigel_rate) else math.nan
-        lines.append(f"| tokens/s >= {need:.2f}x {backend} | "
-                     + ("-" if math.isnan(ratio) else f"{speed_ratio_text(ratio)} ({rigel_rate:,.0f} / {rate:,.0f}; "
-                        "ratio of medians, unpaired)")
-                     + f" | {verdict(meets_ratio(ratio, need))} |")
+        out.append((f"tokens/s >= {need:.2f}x {backend}",
+                    "-" if math.isnan(ratio) else f"{speed_ratio_text(ratio)} ({rigel_rate:,.0f} / {rate:,.0f}; "
+                                                  "ratio of medians, unpaired)",
+                    meets_ratio(ratio, need)))
     mine = last_val_loss(rigel)
     theirs = {b: last_val_loss(c.runs[b]) for b, _ in SPEED_TARGETS}
     gaps = [abs(mine - v) / v for v in theirs.values() if not math.isnan(v) and v > 0]
     val_ok = not math.isnan(mine) and len(gaps) == len(theirs) and max(gaps) <= VAL_LOSS_TOLERANCE
-    lines.append(f"| last validation loss within {VAL_LOSS_TOLERANCE:.0%} of PyTorch's | rigel {mine:.4f}; "
-                 + "; ".join(f"{b} {v:.4f}" for b, v in theirs.items())
-                 + (f" (largest difference {max(gaps):.3%})" if gaps else "") + f" | {verdict(val_ok)} |")
+    out.append((f"last validation loss within {VAL_LOSS_TOLERANCE:.0%} of PyTorch's",
+                f"rigel {mine:.4f}; " + "; ".join(f"{b} {v:.4f}" for b, v in theirs.items())
+                + (f" (largest difference {max(gaps):.3%})" if gaps else ""), val_ok))
     my_peak = peak_gb(rigel)
     peaks = {b: peak_gb(c.runs[b]) for b, _ in SPEED_TARGETS}
     comparable = not math.isnan(my_peak) and all(not math.isnan(v) for v in peaks.values())
-    lines.append(f"| peak device memory no more than PyTorch's | rigel {my_peak:.2f} GB; "
-                 + "; ".join(f"{b} {v:.2f} GB" for b, v in peaks.items())
-                 + f" | {verdict(comparable and my_peak <= min(peaks.values())) if comparable else 'not comparable (an allocator-only peak)'} |")
+    out.append(("peak device memory no more than PyTorch's",
+                f"rigel {my_peak:.2f} GB; " + "; ".join(f"{b} {v:.2f} GB" for b, v in peaks.items()),
+                (my_peak <= min(peaks.values())) if comparable else None))
+    return c, out
+
+
+def targets_block(runs):
+    """The training targets, judged on the newest comparison that holds rigel
+    and both PyTorch modes: one row per target with what was measured."""
+    c, ts = targets(runs)
+    if c is None:
+        return ("No call yet with rigel, PyTorch eager and torch.compile side by side "
+                "(`scripts/h200_visit.sh train_compare` with `TORCH_MODES=\"compile eager\"`).")
+    lines = [f"The training targets on one call ({findings.md_cell(c.model)}, commit {findings.md_cell(c.commit[:7])}, "
+             f"logs {', '.join(findings.md_cell(f.name) for r in c.runs.values() for f in r.files)}):", "",
+             "| target | measured | verdict |", "|---|---|---|"]
+    lines += [f"| {t} | {m} | "
+              + ("not comparable (an allocator-only peak)" if ok is None else ("met" if ok else "**not met**")) + " |"
+              for t, m, ok in ts]
     return "\n".join(lines)
 
 

@@ -39,6 +39,16 @@ class ScalingReport(TempDirTest):
         self.assertIn("| 2 | 800,000 | 400,000 | 0.976 |", text)
         self.assertIn("| 8 | 3,110,000 | 388,750 | 0.948 |", text)
         self.assertIn("16,384 tokens per GPU per step: 0.948, **not met**.", text)
+        target, measured, met = scaling_report.target(scaling_report.load(self.dir))
+        self.assertIn(">= 0.95 at 8 GPUs", target)
+        self.assertEqual((measured, met), ("0.948 (commit abcdef1)", False))
+
+    def test_target_not_measured_without_one_and_eight_ranks(self):
+        self.log("scale_n1", [1, 1, 1, 400000])
+        self.log("scale_n2", [1, 1, 1, 800000], ranks=2)
+        _, measured, met = scaling_report.target(scaling_report.load(self.dir))
+        self.assertIsNone(met)
+        self.assertIn("not measured", measured)
 
     def test_same_batch_pairs_loss_by_loss(self):
         self.log("same_det_n8", [1, 1, 1, 1], [10.5, 9.25, 8.0, 7.5], ranks=8, det=True)
