@@ -11,6 +11,9 @@ import os
 import findings
 
 SUFFIX = "_nccl_allreduce.csv"
+# A name already taken: rigel then claims <stem>_nccl_allreduce_<run id>.csv (a second run of one commit
+# and date, as a visit's dist_one and dist_node steps make).
+INFIX = "_nccl_allreduce_"
 # NVIDIA H200 SXM datasheet: NVLink 900 GB/s per GPU, the two directions together.
 NVLINK_GBS_ONE_WAY = 450.0
 NVLINK_SOURCE = "NVIDIA H200 datasheet: NVLink 900 GB/s per GPU, both directions together"
@@ -18,7 +21,8 @@ NVLINK_SOURCE = "NVIDIA H200 datasheet: NVLink 900 GB/s per GPU, both directions
 
 def load(folder):
     files = []
-    for path in sorted(glob.glob(os.path.join(folder, "*" + SUFFIX))):
+    paths = glob.glob(os.path.join(folder, "*" + SUFFIX)) + glob.glob(os.path.join(folder, "*" + INFIX + "*.csv"))
+    for path in sorted(set(paths)):
         f = findings.read_result_file(path)
         for col in ("ranks", "bytes", "busbw_gbs", "algbw_gbs", "seconds"):
             if not f.table.has(col):

@@ -1,5 +1,5 @@
-"""Every GPU of a node, side by side: what `rigel launch --nproc N -- rigel
-fleet --out DIR` ran on each GPU of one launch (the probes, `rigel probe all`,
+"""Every GPU of a node, side by side: what `rigel launch --nproc N --independent
+-- rigel fleet --out DIR` ran on each GPU of one launch (the probes, `rigel probe all`,
 and the Hopper sweep, `rigel ladder --suite bench` and `bench_llm`; one file
 pair per rank and run, each sidecar naming the launch, the GPU index and its PCI
 bus id), set into one table per launch with a GPU column (rows(), written by
@@ -74,8 +74,17 @@ def ladder_rows(f):
     return out
 
 
+def measured(t, i):
+    """True for a probes row that measured a number (a ceiling, a clock, cycles at a swept N): a typed value,
+    and a unit wherever the row belongs to a sweep; the accumulation probe's swept rows, unitless, are
+    exact answers instead."""
+    return findings.parse_number(t.cell(i, "value")) is not None and (
+        findings.parse_number(t.cell(i, "swept")) is None or t.cell(i, "unit") != "")
+
+
 def rows(files):
-    """The launch's numbers, one row per (GPU, measured quantity): the probes' and the sweep's."""
+    """The launch's numbers, one row per (GPU, measured quantity): the probes' and the sweep's. A swept
+    row's quantity names its swept input."""
     out = []
     for f in sorted(files, key=lambda f: (int(f.env("gpu_index") or 0), f.name)):
         if is_ladder(f):
@@ -83,11 +92,12 @@ def rows(files):
             continue
         t = f.table
         for i in range(len(t.rows)):
-            value = findings.parse_number(t.cell(i, "value"))
-            if value is None or findings.parse_number(t.cell(i, "swept")) is not None:
+            if not measured(t, i):
                 continue
-            out.append(row(f, t.cell(i, "probe"), t.cell(i, "path"), t.cell(i, "dtype"), t.cell(i, "quantity"),
-                           t.cell(i, "unit"), value))
+            swept = t.cell(i, "swept")
+            quantity = t.cell(i, "quantity") + (f" [swept {swept}]" if swept else "")
+            out.append(row(f, t.cell(i, "probe"), t.cell(i, "path"), t.cell(i, "dtype"), quantity,
+                           t.cell(i, "unit"), findings.parse_number(t.cell(i, "value"))))
     return out
 
 
@@ -101,7 +111,7 @@ def answers(files):
         t = f.table
         for i in range(len(t.rows)):
             swept = t.cell(i, "swept")
-            if findings.parse_number(t.cell(i, "value")) is not None and findings.parse_number(swept) is None:
+            if measured(t, i):
                 continue
             key = (t.cell(i, "probe"), t.cell(i, "path"), t.cell(i, "dtype"), t.cell(i, "quantity"), swept)
             answer = t.cell(i, "measured") + (f" = {t.cell(i, 'value')}" if t.cell(i, "value") else "")
@@ -110,7 +120,8 @@ def answers(files):
 
 
 def spread_cells(by_gpu):
-    """min, median, max, spread and the GPUs off the median, as table cells; None under two GPUs."""
+    """min, median, max, spread and the GPUs off the median, as table cells; None under two GPUs. Two GPUs
+    have no median to be off: their spread is their difference, and neither is named."""
     if len(by_gpu) < 2:
         return None
     vals = list(by_gpu.values())
@@ -118,6 +129,8 @@ def spread_cells(by_gpu):
     spread = (max(vals) - min(vals)) / abs(med) if med else float("nan")
     off = [f"GPU {g} ({(v - med) / abs(med):+.1%})" for g, v in sorted(by_gpu.items(), key=lambda x: int(x[0]))
            if med and abs(v - med) / abs(med) > DEVIATION]
+    if len(by_gpu) == 2:
+        off = ["- (two GPUs)"]
     return [num(min(vals)), num(med), num(max(vals)), f"{spread:.1%}", ", ".join(off) or "none"]
 
 
@@ -130,18 +143,26 @@ def sweep_lines(rs):
             rates.setdefault((r["path"], r["dtype"]), {}).setdefault(r["quantity"], {})[r["gpu_index"]] = r["value"]
     if not rates:
         return []
-    gpus = sorted({r["gpu_index"] for r in rs}, key=int)
-    out = ["The Hopper sweep: each rung's geometric mean rate over the shapes every GPU ran.", "",
-           "| rung | type | shapes | min | median | max | spread | off the median |", "|---|---|---|---|---|---|---|---|"]
+    gpus = sorted({r["gpu_index"] for r in rs if r["probe"] == "ladder"}, key=int)
+    everyone = sorted({r["gpu_index"] for r in rs}, key=int)
+    out = ["The Hopper sweep: each rung's geometric mean rate over the shapes that every GPU which ran the rung "
+           "ran (a GPU whose sweep failed or stopped is left out of the rungs it did not run, and counted in the "
+           "GPUs column).", "",
+           "| rung | type | GPUs | shapes | min | median | max | spread | off the median |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for (rung, dtype), shapes in sorted(rates.items()):
-        common = [q for q, by_gpu in shapes.items() if set(by_gpu) == set(gpus) and all(v > 0 for v in by_gpu.values())]
+        ran = sorted({g for by_gpu in shapes.values() for g in by_gpu}, key=int)
+        common = [q for q, by_gpu in shapes.items() if set(by_gpu) == set(ran) and all(v > 0 for v in by_gpu.values())]
         if not common:
             continue
-        geo = {g: math.exp(sum(math.log(shapes[q][g]) for q in common) / len(common)) for g in gpus}
+        geo = {g: math.exp(sum(math.log(shapes[q][g]) for q in common) / len(common)) for g in ran}
         cells = spread_cells(geo)
         if cells:
-            out.append(f"| {findings.md_cell(rung)} | {findings.md_cell(dtype)} | {len(common)} | " +
-                       " | ".join(cells) + " |")
+            out.append(f"| {findings.md_cell(rung)} | {findings.md_cell(dtype)} | {len(ran)} of {len(everyone)} | "
+                       f"{len(common)} | " + " | ".join(cells) + " |")
+    missing = [g for g in everyone if g not in gpus]
+    if missing:
+        out += ["", f"No sweep rows from GPU {', '.join(missing)} (its sweep failed or did not run)."]
     out += ["", "| GPU | PCI bus | median SM clock over the sweep (MHz) | median power (W) |", "|---|---|---|---|"]
     for g in gpus:
         def median_of(unit):
@@ -183,7 +204,8 @@ def section(files):
     if not groups:
         return ""
     out = ["## Every GPU of a node", "",
-           "What ran on every GPU of one launch (`rigel launch --nproc N -- rigel fleet --out DIR`: the probes and "
+           "What ran on every GPU of one launch (`rigel launch --nproc N --independent -- rigel fleet --out DIR`: the "
+           "probes and "
            "the Hopper sweep), each measured number set beside the same number on the other GPUs; a GPU more than "
            f"{DEVIATION:.0%} off the GPUs' median is named. The whole table, one row per GPU and number: "
            "docs/fleet/<launch>.csv.", ""]

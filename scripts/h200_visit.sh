@@ -856,7 +856,7 @@ fi
 # outlasts one call).
 if has fleet && fits 300 "fleet"; then
   log "fleet: $gpus GPUs"
-  timeout -s INT "$(capped 560)" $RIGEL launch --nproc "$gpus" -- $RIGEL fleet --out "$OUT" \
+  timeout -s INT "$(capped 560)" $RIGEL launch --nproc "$gpus" --independent -- $RIGEL fleet --out "$OUT" \
     --suites ${FLEET_SUITES:-bench} > "$OUT/fleet.txt" 2>&1
   summary+=("fleet over $gpus GPUs rc $?")
 fi

@@ -37,6 +37,7 @@
 
 #include "core/formats.hpp"
 #include "core/recipe.hpp"
+#include "core/host_threads.hpp"
 
 namespace rigel::attention {
 namespace {
@@ -203,7 +204,7 @@ struct RowPass {
 
 int thread_count(int threads) {
     if (threads > 0) return threads;
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return default_host_threads();
 }
 
 std::vector<std::int64_t> pick(std::int64_t n, std::int64_t limit, Rng& rng) {

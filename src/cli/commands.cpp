@@ -52,7 +52,8 @@ int parse_threads(const std::string& option, const std::string& text) {
     int v = 0;
     const char* end = text.data() + text.size();
     const auto [p, ec] = std::from_chars(text.data(), end, v);
-    const std::string range = hw ? "from 0 (all) to " + std::to_string(hw) + ", this machine's hardware threads"
+    const std::string range = hw ? "from 0 (all; under rigel launch, each rank's share) to " + std::to_string(hw) +
+                                       ", this machine's hardware threads"
                                  : "of at least 0 (all)";
     if (text.empty() || ec != std::errc() || p != end || v < 0 || (hw && static_cast<unsigned>(v) > hw))
         throw std::invalid_argument(option + " '" + text + "' is not a thread count " + range);

@@ -1,6 +1,6 @@
 // `rigel launch` and `rigel dist`: several GPUs of one node.
 //   rigel launch --nproc 8 -- rigel dist allreduce --out results
-//   rigel launch --nproc 8 -- rigel fleet --out results
+//   rigel launch --nproc 8 --independent -- rigel fleet --out results
 // launch starts one process per GPU (src/dist/launch.hpp): each runs the
 // command after `--` on the GPU of its rank; rigel's device commands pick it up
 // from the environment. `dist allreduce` is the NCCL all-reduce bandwidth
@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -31,15 +32,20 @@ struct LaunchArgs {
     int nproc = 1;
     std::string rendezvous_parent;
     std::vector<std::string> command;
+    bool independent = false;
 };
 
 int run_launch(const LaunchArgs& a) {
-    const dist::LaunchSpec spec{.nproc = a.nproc, .command = a.command, .rendezvous_parent = a.rendezvous_parent};
+    const dist::LaunchSpec spec{.nproc = a.nproc,
+                                .command = a.command,
+                                .rendezvous_parent = a.rendezvous_parent,
+                                .independent = a.independent};
     if (const std::string why = dist::check(spec); !why.empty()) throw std::invalid_argument(why);
     const dist::LaunchResult r = dist::launch(spec);
     if (r.first_failed >= 0)
         say("rank " + std::to_string(r.first_failed) + " of " + std::to_string(a.nproc) + " exited with " +
-            std::to_string(r.exit_code) + (a.nproc > 1 ? "; the other ranks were stopped" : ""));
+            std::to_string(r.exit_code) +
+            (a.nproc > 1 ? (a.independent ? "; the other ranks ran on" : "; the other ranks were stopped") : ""));
     return r.exit_code;
 }
 
@@ -91,6 +97,12 @@ int run_allreduce(const AllreduceArgs& a, const CLI::App& cmd) {
     return 0;
 }
 
+std::string join(const std::vector<std::string>& parts) {
+    std::string out;
+    for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+    return out;
+}
+
 struct FleetArgs {
     std::string out;
     std::vector<std::string> suites{"bench", "bench_llm"};
@@ -110,13 +122,19 @@ int run_fleet(const FleetArgs& a, const CLI::App& cmd) {
     if (steps.empty()) throw std::invalid_argument("rigel fleet has nothing to run: --no-probes and no --suites");
     const dist::RankInfo rank = dist::rank_from_env();
     if (rank.launch_id.empty())
-        say("fleet: not under `rigel launch`, so this GPU only; `rigel launch --nproc N -- rigel fleet` runs every "
-            "GPU of the node");
-    // This very binary, whatever PATH says.
-    const dist::FleetResult r = dist::run_fleet("/proc/self/exe", steps);
-    if (r.exit_code == kExitNoDevice) return kExitNoDevice;  // the step said why ("skipped: ...")
-    if (r.exit_code != 0)
-        say("fleet: " + r.failed + " exited with " + std::to_string(r.exit_code) + "; the later steps did not run");
+        say("fleet: not under `rigel launch`, so this GPU only; `rigel launch --nproc N --independent -- rigel "
+            "fleet` runs every GPU of the node");
+    // This very binary, whatever PATH says (resolved now: /proc/self/exe is the child's own after the fork).
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    const dist::FleetResult r = dist::run_fleet(self, steps, !rank.launch_id.empty());
+    if (r.stop_signal) {
+        say("fleet: stopped by a signal" + (r.failed.empty() ? std::string() : "; failed: " + join(r.failed)) +
+            "; the later steps did not run");
+        return 128 + r.stop_signal;
+    }
+    if (!r.failed.empty() && r.failed.size() == steps.size() && r.exit_code == kExitNoDevice)
+        return kExitNoDevice;  // every step said why ("skipped: ...")
+    if (!r.failed.empty()) say("fleet: failed: " + join(r.failed) + "; every other step ran");
     return r.exit_code;
 }
 
@@ -131,6 +149,8 @@ std::vector<SubcommandHook> add_dist_commands(CLI::App& app) {
         ->required();
     launch->add_option("--rendezvous-dir", la.rendezvous_parent,
                        "where the run's rendezvous folder is made (default: the system's temporary folder)");
+    launch->add_flag("--independent", la.independent,
+                     "ranks that share nothing (rigel fleet): a rank's failure does not stop the others");
     launch->add_option("command", la.command, "the command each rank runs, after --")->required()->expected(-1);
 
     static AllreduceArgs aa;
@@ -142,7 +162,7 @@ std::vector<SubcommandHook> add_dist_commands(CLI::App& app) {
     add_common_options(allreduce, aa.common, false);
     static FleetArgs fa;
     auto* fleet = app.add_subcommand("fleet", "The probes and the Hopper sweep on this rank's GPU, for every GPU of "
-                                              "a node side by side: rigel launch --nproc N -- rigel fleet --out DIR");
+                                              "a node side by side: rigel launch --nproc N --independent -- rigel fleet --out DIR");
     fleet->add_option("--out", fa.out, "folder for every GPU's CSV and JSON files")->required();
     fleet->add_option("--suites", fa.suites, "ladder suites after the probes (rigel ladder --list-suites)")
         ->capture_default_str();

@@ -70,6 +70,17 @@ public:
             (void)cudaGetLastError();
             return;
         }
+        // Under `rigel launch`, every CUDA call this thread makes, the executor's or anyone else's (a probe's,
+        // a library plan's, a training backend's), goes to the rank's GPU: made current here, once. Outside a
+        // launch device 0 is current already, and no context is made before first use.
+        if (!rank_.launch_id.empty() || device_ != 0) {
+            if (const cudaError_t d = cudaSetDevice(device_); d != cudaSuccess) {
+                reason_ = "CUDA device " + std::to_string(device_) + " cannot be made current (cudaSetDevice: " +
+                          cudaGetErrorName(d) + ")";
+                (void)cudaGetLastError();
+                return;
+            }
+        }
         char pci[32] = {};
         if (cudaDeviceGetPCIBusId(pci, sizeof pci, device_) == cudaSuccess) pci_bus_id_ = pci;
         (void)cudaGetLastError();

@@ -21,12 +21,18 @@ struct FleetStep {
 std::vector<FleetStep> fleet_steps(const std::string& out, const std::vector<std::string>& suites, bool probes);
 
 struct FleetResult {
-    int exit_code = 0;   // 0, or the first failing step's code (128 + signal where a signal ended it)
-    std::string failed;  // that step's `what`
+    int exit_code = 0;                // 0 when every step exited 0; else the first failing step's code
+    std::vector<std::string> failed;  // each failing step: its `what` and its code
+    int stop_signal = 0;              // the stop signal that ended the run (the later steps did not start), or 0
 };
 
 // Runs the steps in turn as children of `program` (with this process's environment: the rank's
-// variables go with it), stopping at the first that fails.
-FleetResult run_fleet(const std::string& program, const std::vector<FleetStep>& steps);
+// variables go with it). A step that fails does not stop the later ones: a GPU whose probe fails is
+// still swept, and the failure is what the fleet is for. A stop signal does (SIGINT, SIGTERM, SIGHUP):
+// it reaches the running child through the process group they share (rigel finishes the measurement in
+// progress), this process waits for the child and starts no further step. Each child gets SIGTERM if
+// this process dies; with `die_with_parent` (under `rigel launch`) this process is killed if the
+// launcher dies, so that no step outlives a launch killed outright.
+FleetResult run_fleet(const std::string& program, const std::vector<FleetStep>& steps, bool die_with_parent = false);
 
 }  // namespace rigel::dist

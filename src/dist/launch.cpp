@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "dist/rendezvous.hpp"
+#include "dist/stop_signals.hpp"
 
 extern char** environ;
 
@@ -30,7 +31,6 @@ namespace {
 // started. A rank's entry is -1 once it has been waited for: its group's id
 // may then be reused, and is signalled no more.
 constexpr int kMaxRanks = 1024;
-constexpr std::array<int, 3> kForwardedSignals{SIGINT, SIGTERM, SIGHUP};
 volatile sig_atomic_t g_count = 0;
 volatile sig_atomic_t g_forwarded = 0;  // a stop signal reached every rank
 pid_t g_pids[kMaxRanks];
@@ -46,12 +46,13 @@ void signal_all(int sig, int except) {
         if (i != except && g_pids[i] > 0) kill(-g_pids[i], sig);
 }
 
-// Waits for every started rank. From the first failure on (or at once with
-// `stop_now`, when the launch itself failed) the others are stopped: SIGTERM
+// Waits for every started rank. From the first failure on (unless the ranks
+// are `independent`; at once with `stop_now`, when the launch itself failed)
+// the others are stopped: SIGTERM
 // (unless a forwarded signal already asked them), then SIGKILL for every
 // group still alive after `grace_seconds`; meanwhile the wait polls, so that
 // the deadline is kept whatever the ranks do.
-LaunchResult wait_for_ranks(double grace_seconds, bool stop_now) {
+LaunchResult wait_for_ranks(double grace_seconds, bool stop_now, bool independent) {
     using Clock = std::chrono::steady_clock;
     std::optional<Clock::time_point> kill_at;
     bool killed = false;
@@ -86,7 +87,7 @@ LaunchResult wait_for_ranks(double grace_seconds, bool stop_now) {
         if (code != 0 && result.first_failed < 0 && !stop_now) {
             result.exit_code = code;
             result.first_failed = rank;
-            if (!kill_at) stop_others(rank);
+            if (!kill_at && !independent) stop_others(rank);
         }
     }
     return result;
@@ -145,20 +146,11 @@ LaunchResult launch(const LaunchSpec& spec) {
     for (int r = 0; r < spec.nproc; ++r) envs.push_back(rank_environment(r, spec.nproc, dir));
 
     // The forwarding handler, for each stop signal the launcher was not
-    // started ignoring (nohup's SIGHUP, a background job's SIGINT: the
-    // children inherit the ignoring).
-    struct sigaction sa {};
-    sa.sa_handler = forward;
-    sigemptyset(&sa.sa_mask);
-    std::array<struct sigaction, kForwardedSignals.size()> old_actions{};
+    // started ignoring (the children inherit the ignoring).
     g_forwarded = 0;
-    for (std::size_t i = 0; i < kForwardedSignals.size(); ++i) {
-        sigaction(kForwardedSignals[i], nullptr, &old_actions[i]);
-        if (old_actions[i].sa_handler != SIG_IGN) sigaction(kForwardedSignals[i], &sa, nullptr);
-    }
+    const StopSignals signals(forward);
     const auto restore = [&] {
-        for (std::size_t i = 0; i < kForwardedSignals.size(); ++i)
-            sigaction(kForwardedSignals[i], &old_actions[i], nullptr);
+        signals.restore();
         std::error_code ec;
         std::filesystem::remove_all(dir, ec);
         g_count = 0;
@@ -169,7 +161,7 @@ LaunchResult launch(const LaunchSpec& spec) {
     // for itself to forward. It restores the launcher's own handlers first.
     sigset_t stops, old_mask;
     sigemptyset(&stops);
-    for (const int sig : kForwardedSignals) sigaddset(&stops, sig);
+    for (const int sig : StopSignals::kSignals) sigaddset(&stops, sig);
     sigprocmask(SIG_BLOCK, &stops, &old_mask);
     const pid_t launcher = getpid();
     g_count = 0;
@@ -182,8 +174,7 @@ LaunchResult launch(const LaunchSpec& spec) {
             // sends nothing: the child has a new parent already, and goes.
             if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != launcher) _exit(128 + SIGTERM);
             setpgid(0, 0);
-            for (std::size_t i = 0; i < kForwardedSignals.size(); ++i)
-                sigaction(kForwardedSignals[i], &old_actions[i], nullptr);
+            signals.restore();
             sigprocmask(SIG_SETMASK, &old_mask, nullptr);
             execvpe(argv[0], argv.data(), envp.data());
             _exit(127);  // the shell's "command not found"
@@ -191,7 +182,7 @@ LaunchResult launch(const LaunchSpec& spec) {
         if (pid < 0) {
             const std::string why = std::strerror(errno);
             sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-            wait_for_ranks(spec.grace_seconds, true);
+            wait_for_ranks(spec.grace_seconds, true, false);
             restore();
             throw std::runtime_error("cannot start rank " + std::to_string(r) + ": " + why);
         }
@@ -201,7 +192,7 @@ LaunchResult launch(const LaunchSpec& spec) {
     }
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
 
-    const LaunchResult result = wait_for_ranks(spec.grace_seconds, false);
+    const LaunchResult result = wait_for_ranks(spec.grace_seconds, false, spec.independent);
     restore();
     return result;
 }

@@ -7,7 +7,10 @@
 // - When one child fails, the others are stopped with SIGTERM (a rank of
 //   `rigel train run` finishes its step and checkpoints), and every group
 //   still alive after `grace_seconds` is killed (SIGKILL): a rank blocked in
-//   a collective for a peer that is gone never sees a SIGTERM through.
+//   a collective for a peer that is gone never sees a SIGTERM through. With
+//   `independent` (ranks that share nothing, as `rigel fleet`'s: one GPU's
+//   failure is a finding, not a reason to stop the others) a failure stops
+//   no one, and the launch waits for every rank.
 // - SIGINT, SIGTERM and SIGHUP sent to the launcher reach every child's group
 //   (one the launcher was started ignoring, as under nohup, stays ignored).
 //   After a forwarded signal a failure sends no second SIGTERM, which would
@@ -30,6 +33,7 @@ struct LaunchSpec {
     // After the first failure, how long the other ranks have to exit after
     // SIGTERM (time for a checkpoint) before SIGKILL.
     double grace_seconds = 15;
+    bool independent = false;  // a rank's failure leaves the others running
 };
 
 struct LaunchResult {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/hash.hpp"
+#include "core/host_threads.hpp"
 
 namespace rigel {
 namespace {
@@ -59,7 +60,7 @@ double device_bytes_needed(const Shape& s, DType t) {
 
 int resolve_threads(int requested) {
     if (requested > 0) return requested;
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return default_host_threads();
 }
 
 int rung_threads(const Rung& r, int threads) { return (r.backend == Backend::cpu && r.parallel) ? threads : 1; }

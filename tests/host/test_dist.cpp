@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/host_threads.hpp"
 #include "dist/file_sync.hpp"
 #include "dist/fleet.hpp"
 #include "dist/launch.hpp"
@@ -81,6 +82,19 @@ TEST(DistRank, UnsetMeansOneProcessAndBadValuesAreRefused) {
     set_rank_env(nullptr, nullptr, nullptr);
 }
 
+TEST(DistRank, EachRankTakesItsShareOfTheHostsThreads) {
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    unsetenv("RIGEL_WORLD_SIZE");
+    EXPECT_EQ(rigel::default_host_threads(), hw);
+    setenv("RIGEL_WORLD_SIZE", "2", 1);
+    EXPECT_EQ(rigel::default_host_threads(), std::max(1, hw / 2));
+    setenv("RIGEL_WORLD_SIZE", "100000", 1);
+    EXPECT_EQ(rigel::default_host_threads(), 1);
+    setenv("RIGEL_WORLD_SIZE", "x", 1);  // not a count: all of them, as outside a launch
+    EXPECT_EQ(rigel::default_host_threads(), hw);
+    unsetenv("RIGEL_WORLD_SIZE");
+}
+
 TEST(DistRendezvous, AReaderWaitsForTheWholeFileAndTimesOut) {
     const auto dir = fresh_dir("rigel_rdv_test");
     std::string blob(128, '\0');
@@ -124,6 +138,21 @@ TEST(DistLaunch, OneFailureStopsTheOthersAndIsReported) {
     LaunchSpec no_grace = spec(2, {"true"});
     no_grace.grace_seconds = -1;
     EXPECT_FALSE(check(no_grace).empty());
+}
+
+// Independent ranks (rigel fleet's): one failure stops no other, and the launch reports it after all end.
+TEST(DistLaunch, IndependentRanksRunOnAfterAFailure) {
+    const auto out = fresh_dir("rigel_launch_independent");
+    setenv("RIGEL_TEST_OUT", out.c_str(), 1);
+    LaunchSpec s = spec(3, {"sh", "-c", "if [ \"$RIGEL_RANK\" = 1 ]; then exit 3; fi; sleep 0.3; "
+                                        "echo done > $RIGEL_TEST_OUT/rank_$RIGEL_RANK"});
+    s.independent = true;
+    const LaunchResult r = launch(s);
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_EQ(r.first_failed, 1);
+    EXPECT_EQ(read(out / "rank_0"), "done\n");
+    EXPECT_EQ(read(out / "rank_2"), "done\n");
+    std::filesystem::remove_all(out);
 }
 
 // A rank that does not exit on SIGTERM (one blocked in a collective, here a
@@ -201,7 +230,7 @@ TEST(DistFleet, ProbesThenEachSuiteIntoOneFolder) {
     EXPECT_EQ(fleet_steps("o", {"bench"}, false).size(), 1u);
 }
 
-TEST(DistFleet, StepsRunInTurnAndTheFirstFailureStopsThem) {
+TEST(DistFleet, EveryStepRunsAndTheFailuresAreNamed) {
     const auto out = fresh_dir("rigel_fleet_test");
     const std::string log = (out / "log").string();
     // /bin/sh as the program: each step's arguments are a script and its $0.
@@ -210,12 +239,42 @@ TEST(DistFleet, StepsRunInTurnAndTheFirstFailureStopsThem) {
     };
     FleetResult r = run_fleet("/bin/sh", {step("one", "true"), step("two", "true")});
     EXPECT_EQ(r.exit_code, 0);
+    EXPECT_TRUE(r.failed.empty());
     EXPECT_EQ(read(out / "log"), "one\ntwo\n");
-    r = run_fleet("/bin/sh", {FleetStep{"bad", {"-c", "exit 77"}}, step("three", "true")});
-    EXPECT_EQ(r.exit_code, 77);
-    EXPECT_EQ(r.failed, "bad");
-    EXPECT_EQ(read(out / "log"), "one\ntwo\n");  // the step after the failure did not run
+    // A failing step (a GPU's probe that fails) leaves the later ones to run; the first failure's code is kept.
+    r = run_fleet("/bin/sh", {FleetStep{"bad", {"-c", "exit 3"}}, step("three", "true"),
+                              FleetStep{"worse", {"-c", "exit 5"}}, step("four", "true")});
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_EQ(r.failed, (std::vector<std::string>{"bad (exit 3)", "worse (exit 5)"}));
+    EXPECT_EQ(r.stop_signal, 0);
+    EXPECT_EQ(read(out / "log"), "one\ntwo\nthree\nfour\n");
+    // A step ended by another signal (a crash) is a failure like any other ...
+    r = run_fleet("/bin/sh", {FleetStep{"crash", {"-c", "kill -USR1 $$"}}, step("five", "true")});
+    EXPECT_EQ(r.exit_code, 128 + SIGUSR1);
+    EXPECT_EQ(read(out / "log"), "one\ntwo\nthree\nfour\nfive\n");
+    // ... but a step that a stop signal ended (or that ended with its code, as rigel does) stops the run.
+    r = run_fleet("/bin/sh", {FleetStep{"stopped", {"-c", "exit 130"}}, step("six", "true")});
+    EXPECT_EQ(r.stop_signal, SIGINT);
+    EXPECT_EQ(r.exit_code, 130);
+    r = run_fleet("/bin/sh", {FleetStep{"killed", {"-c", "kill -TERM $$"}}, step("seven", "true")});
+    EXPECT_EQ(r.stop_signal, SIGTERM);
+    EXPECT_EQ(read(out / "log"), "one\ntwo\nthree\nfour\nfive\n");  // neither six nor seven ran
     EXPECT_THROW(run_fleet("/rigel-no-such-program", {step("x", "true")}), std::runtime_error);
+    std::filesystem::remove_all(out);
+}
+
+TEST(DistFleet, AStopSignalToTheFleetEndsTheStepAndStartsNoOther) {
+    const auto out = fresh_dir("rigel_fleet_stop");
+    const std::string log = (out / "log").string();
+    // The step signals the fleet (this test process), as a terminal's Ctrl-C or the launcher signals
+    // their group, and then ends well: the fleet noted the signal, waited for the step, and starts no other.
+    const FleetResult r = run_fleet(
+        "/bin/sh", {FleetStep{"first", {"-c", "kill -HUP $PPID; sleep 0.2; echo first >> " + log, "first"}},
+                    FleetStep{"second", {"-c", "echo second >> " + log, "second"}}});
+    EXPECT_EQ(r.stop_signal, SIGHUP);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_TRUE(r.failed.empty());
+    EXPECT_EQ(read(out / "log"), "first\n");
     std::filesystem::remove_all(out);
 }
 

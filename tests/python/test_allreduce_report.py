@@ -23,6 +23,15 @@ class AllreduceReport(TempDirTest):
         self.assertIn("| 1024 MiB | 8 | 5000.0 | 214.7 | 375.8 | 84% |", text)
         self.assertIn("| 1 KiB | 8 | 20.0 | 0.1 | 0.1 | 0% |", text)
 
+    def test_a_run_under_a_run_id_name_is_read(self):
+        # One rank's run took the plain name; a later run of 8 ranks, same date and commit, the run id's.
+        self.run_file("2026-12-01_abcdef1_nccl_allreduce.csv", 1, [["1024", "200", "1e-05", "0.1", "0"]])
+        self.run_file("2026-12-01_abcdef1_nccl_allreduce_20261201T120000Z-abc123.csv", 8,
+                      [["1073741824", "5", "0.005", "214.7", "375.8"]])
+        self.assertEqual(len(allreduce_report.load(self.dir)), 2)
+        self.assertIn("| 1024 MiB | 8 | 5000.0 | 214.7 | 375.8 | 84% |",
+                      allreduce_report.section(allreduce_report.load(self.dir)))
+
     def test_one_rank_gives_nothing(self):
         self.run_file("2026-12-01_abcdef1_nccl_allreduce.csv", 1, [["1024", "200", "1e-05", "0.1", "0"]])
         self.assertEqual(allreduce_report.section(allreduce_report.load(self.dir)), "")

@@ -6,6 +6,7 @@ the median by more than 3 % named; the exact answers (words, swept numbers)
 compared, any that differ listed; files of no launch, or of a launch with one
 GPU, give nothing."""
 import json
+import pathlib
 import unittest
 
 from helpers import TempDirTest, findings, sidecar, to_csv
@@ -73,9 +74,9 @@ class FleetReport(TempDirTest):
         text = fleet_report.section(files)
         # bf16: geometric mean of the 4096^3 and 8192^3 rates (the 2048^3 row only GPU 0 ran is left out)
         geo = [r * 1.1 ** 0.5 / 1000 for r in (700000, 690000, 600000)]
-        self.assertIn(f"| k39_wgmma_pingpong | bf16 | 2 | {geo[2]:.6g} | {geo[1]:.6g} | {geo[0]:.6g} | 14.5% | "
-                      "GPU 2 (-13.0%) |", text)
-        self.assertIn("| k39_wgmma_pingpong | e4m3 | 1 | 1380 | 1390 | 1400 | 1.4% | none |", text)
+        self.assertIn(f"| k39_wgmma_pingpong | bf16 | 3 of 3 | 2 | {geo[2]:.6g} | {geo[1]:.6g} | {geo[0]:.6g} | "
+                      "14.5% | GPU 2 (-13.0%) |", text)
+        self.assertIn("| k39_wgmma_pingpong | e4m3 | 3 of 3 | 1 | 1380 | 1390 | 1400 | 1.4% | none |", text)
         self.assertNotIn("k38_wgmma_fp8_block_scaled", text)  # a failed row has no rate
         self.assertIn("| 2 | 0000:02:00.0 | 1675 | 692 |", text)
         self.assertIn("1 of 2 alike on every GPU that gave them; these differ:", text)
@@ -86,6 +87,35 @@ class FleetReport(TempDirTest):
                       "Tflop/s,690,2026-12-01_abcdef1_ladder_1.csv", csv)
         self.assertIn(f"{lid},2,0000:02:00.0,NVIDIA H200,ladder,k39_wgmma_pingpong,bf16,SM clock at 4096x4096x4096,"
                       "MHz,1675,", csv)
+
+    def test_a_gpu_without_its_sweep_leaves_the_others_compared(self):
+        lid = "rigel_rendezvous.ef56"
+        files = []
+        for g, rate in ((0, 700000), (1, 690000), (2, 600000), (3, 700000)):
+            files.append(self.probes(f"2026-12-01_abcdef1_probes_{g}.csv", g, lid, 880.0, 1980))
+            if g != 3:  # GPU 3's sweep failed: its probes are there, its ladder file is not
+                files.append(self.ladder(f"2026-12-01_abcdef1_ladder_{g}.csv", g, lid,
+                                         [("k39_wgmma_pingpong", "bf16", "4096", "4096", "4096", rate, "PASS")]))
+        text = fleet_report.section(files)
+        self.assertIn("| k39_wgmma_pingpong | bf16 | 3 of 4 | 1 | 600 | 690 | 700 | 14.5% | GPU 2 (-13.0%) |", text)
+        self.assertIn("No sweep rows from GPU 3", text)
+
+    def test_two_gpus_name_no_outlier_and_swept_measurements_are_compared(self):
+        lid = "rigel_rendezvous.gh78"
+        files = []
+        for g, cycles in ((0, 52.0), (1, 60.0)):
+            f = self.probes(f"2026-12-01_abcdef1_probes_{g}.csv", g, lid, 880.0 if g == 0 else 800.0, 1980)
+            # a timing at a swept N (wgmma_operand_layout's rows): a number with a unit, not an exact answer
+            self.write(f.name, pathlib.Path(f"{self.dir}/{f.name}").read_text() + to_csv(HEADER, [
+                ["r", "wgmma_operand_layout", "m64nNk16 NT", "bf16", "SM cycles a wgmma", "x", "1", "", "cycles",
+                 str(cycles), "104"]]).split("\n", 1)[1])
+            files.append(findings.read_result_file(f"{self.dir}/{f.name}"))
+        text = fleet_report.section(files)
+        self.assertIn("| throughput | sustained throughput ceiling | wgmma bf16 | Tflop/s | 800 | 840 | 880 | 9.5% | "
+                      "- (two GPUs) |", text)
+        self.assertIn("| wgmma_operand_layout | SM cycles a wgmma [swept 104] | m64nNk16 NT | cycles | 52 | 56 | 60 |",
+                      text)
+        self.assertNotIn("GPU 0: 52", text)  # not among the exact answers
 
     def test_no_launch_or_one_gpu_no_section(self):
         alone = [self.probes("2026-12-01_abcdef1_probes.csv", 0, "", 880.0, 1980)]

@@ -23,9 +23,15 @@ std::vector<AllreduceRow> nccl_allreduce_sweep(const RankInfo& r, const std::vec
     cudaEvent_t start = nullptr, stop = nullptr;
     std::vector<AllreduceRow> rows;
     try {
-        RIGEL_CUDA_CHECK(cudaMalloc(&buf, largest));
-        RIGEL_CUDA_CHECK(cudaMemset(buf, 0, largest));  // zeros stay zeros: the sums cannot overflow
+        RIGEL_CUDA_CHECK(cudaMalloc(&buf, largest + sizeof(float)));
         RIGEL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        // Zeros stay zeros: the sums cannot overflow. (On the sums' stream: a non-blocking stream is not
+        // ordered after the legacy default one.)
+        RIGEL_CUDA_CHECK(cudaMemsetAsync(buf, 0, largest + sizeof(float), stream));
+        // One float past the messages: a one-element sum before each timed batch, which no rank leaves
+        // before all have joined, so that the batches start together and no rank's first call waits
+        // for a late peer inside the timing.
+        float* const gate = buf + largest / sizeof(float);
         RIGEL_CUDA_CHECK(cudaEventCreate(&start));
         RIGEL_CUDA_CHECK(cudaEventCreate(&stop));
         for (const std::uint64_t bytes : sizes) {
@@ -40,6 +46,7 @@ std::vector<AllreduceRow> nccl_allreduce_sweep(const RankInfo& r, const std::vec
             RIGEL_CUDA_CHECK(cudaStreamSynchronize(stream));
             std::vector<double> times;
             for (int b = 0; b < 5; ++b) {
+                nccl_check(ncclAllReduce(gate, gate, 1, ncclFloat, ncclSum, comm, stream), "ncclAllReduce");
                 RIGEL_CUDA_CHECK(cudaEventRecord(start, stream));
                 batch();
                 RIGEL_CUDA_CHECK(cudaEventRecord(stop, stream));

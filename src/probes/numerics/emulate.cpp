@@ -1,5 +1,6 @@
 // `rigel emulate`'s library half (emulate.hpp).
 #include "probes/numerics/emulate.hpp"
+#include "core/host_threads.hpp"
 
 #include <algorithm>
 #include <array>
@@ -257,7 +258,7 @@ std::vector<Fit> infer(std::span<const Path* const> candidates, std::span<const 
         }
     }
     // Scored in parallel, a hypothesis per task.
-    const int hw = static_cast<int>(std::thread::hardware_concurrency());
+    const int hw = default_host_threads();
     const int workers = std::max(1, std::min(threads > 0 ? threads : hw, static_cast<int>(fits.size())));
     std::vector<std::thread> pool;
     for (int w = 0; w < workers; ++w)
@@ -288,7 +289,7 @@ std::vector<float> gemm(const Path& p, std::span<const double> a, std::span<cons
     if (a.size() != static_cast<std::size_t>(m) * k || b.size() != static_cast<std::size_t>(n) * k)
         throw std::invalid_argument("emulate: A must hold M x K values and B N x K");
     std::vector<float> d(static_cast<std::size_t>(m) * n);
-    const int hw = static_cast<int>(std::thread::hardware_concurrency());
+    const int hw = default_host_threads();
     const int workers = std::max(1, std::min(threads > 0 ? threads : hw, m));
     std::vector<std::thread> pool;
     for (int w = 0; w < workers; ++w)
