@@ -182,9 +182,10 @@ TEST(TailFit, KeepsK40sTailWhereItIsAtLeastAsGood) {
             const auto f = rigel::gemm::plan_tail_fit(tm, n, 128, kSms);
             const std::int64_t k40s = plan_narrow_tail(tm, n, 128, 104, kSms).busiest_load;
             EXPECT_LE(f.tail.busiest_load, k40s) << m << " x " << n;
-            if (f.narrow_bn != 104)
+            if (f.narrow_bn != 104) {
                 EXPECT_LE(static_cast<double>(f.tail.busiest_load), (1.0 - rigel::gemm::kMinGain) * k40s)
                     << m << " x " << n;
+            }
             for (const int w : rigel::gemm::kTailFitWidths)
                 EXPECT_LE((1.0 - rigel::gemm::kMinGain) * f.tail.busiest_load,
                           plan_narrow_tail(tm, n, 128, w, kSms).busiest_load)
