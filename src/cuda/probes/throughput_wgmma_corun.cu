@@ -46,7 +46,7 @@ constexpr int kReps = 5;
 struct CoParams {
     float a, b, alpha, bias;
     const float* ones;  // kOnes floats of 1.0 (the ldg co-runner's, 12 KB)
-    float4* window;     // the stg co-runners': corun::kStgSlots x 32 float4 a warp
+    float* window;      // the stg co-runners': corun::kStgWarpFloats a warp
 };
 constexpr int kOnes = 3072;
 
@@ -92,18 +92,22 @@ __device__ void co_run(const volatile int* done, const CoParams& p, double* chai
                     const std::uint32_t regs[4] = {v, v, v, v};
                     cuda::sm90::stmatrix_x4(stage + static_cast<std::uint32_t>(j * 512), regs);
                 } else if constexpr (K == Kind::stg || K == Kind::stg128) {
-                    // Chain j's bytes of this warp: slot (u kChains + j) of the warp's window, 8 or 16 bytes a lane.
+                    // Slot (u kChains + j) of the warp's window: lane l's 8 or 16 bytes in row l / 4, as
+                    // store_accumulators (sm90.cuh) places an accumulator pair. The values stored are the
+                    // parameters' (in adjacent registers once, before the loop: no copies precede a store,
+                    // as none precede k39's, whose pairs are adjacent accumulators); the FADD counts the step.
                     asm volatile("add.f32 %0, %0, %1;" : "+f"(r[j]) : "f"(p.a));
-                    const int t = static_cast<int>(threadIdx.x) % 128;
+                    const int t = static_cast<int>(threadIdx.x) % 128, l = t % 32;
                     const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * 4 + t / 32;
-                    float4* const slot =
-                        p.window + (warp * corun::kStgSlots + (u * corun::kChains + j) % corun::kStgSlots) * 32;
-                    if constexpr (K == Kind::stg)  // the slot's first 256 bytes
-                        asm volatile("st.global.v2.f32 [%0], {%1, %1};" ::"l"(reinterpret_cast<float2*>(slot) + t % 32),
-                                     "f"(r[j])
+                    const int slot = (u * corun::kChains + j) % corun::kStgSlots;
+                    float* const row = p.window + warp * corun::kStgWarpFloats + (l / 4) * corun::kStgRowFloats;
+                    if constexpr (K == Kind::stg)
+                        asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(row + slot * 8 + 2 * (l % 4)), "f"(p.a),
+                                     "f"(p.b)
                                      : "memory");
                     else
-                        asm volatile("st.global.v4.f32 [%0], {%1, %1, %1, %1};" ::"l"(slot + t % 32), "f"(r[j])
+                        asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(row + slot * 16 + 4 * (l % 4)),
+                                     "f"(p.a), "f"(p.b), "f"(p.alpha), "f"(p.bias)
                                      : "memory");
                 } else if constexpr (K == Kind::sleep) {
                     if (u == 0 && j == 0) __nanosleep(256);
@@ -243,14 +247,14 @@ struct Buffers {
     DeviceArray<long long> iterations, co_cycles, cycles;
     DeviceArray<int> built;
     DeviceArray<float> ones;
-    DeviceArray<float> window;  // the stg co-runners', 4 floats a float4
+    DeviceArray<float> window;  // the stg co-runners' rows
 };
 
 template <corun::Kind K, int Chain>
 Launched launch_kind(Buffers& b, int grid, long long iters, long long spin_cycles, bool verify, double chain_want) {
     const auto kernel = wgmma_corun_kernel<K, Chain>;
     RIGEL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kPadBytes));
-    const CoParams p{1.0f, 1.0f, 1.0f, 0.5f, b.ones.get(), reinterpret_cast<float4*>(b.window.get())};
+    const CoParams p{1.0f, 1.0f, 1.0f, 0.5f, b.ones.get(), b.window.get()};
     kernel<<<grid, kThreads, kPadBytes>>>(b.a.get(), b.bp.get(), verify ? b.bp.get() : b.bm.get(), iters,
                                           spin_cycles, p, b.sums.get(), b.iterations.get(), b.co_cycles.get(),
                                           b.cycles.get(), b.built.get());
@@ -336,7 +340,7 @@ std::vector<Finding> run_wgmma_corun(const ProbeContext& ctx) {
               DeviceArray<long long>(co_threads),           DeviceArray<long long>(co_threads),
               DeviceArray<long long>(std::size_t(grid)),    DeviceArray<int>(1),
               DeviceArray<float>(std::vector<float>(kOnes, 1.0f)),
-              DeviceArray<float>(std::size_t(grid) * 4 * corun::kStgSlots * 32 * 4)};
+              DeviceArray<float>(std::size_t(grid) * 4 * corun::kStgWarpFloats)};
     const long long iters = ctx.quick ? 200 : corun::kIterations;
     const double n_wgmma = double(corun::wgmmas(iters));
     // A short run whose every step adds (B twice): its checksum is (2 x 4 x 2 + 1) A B a CTA.

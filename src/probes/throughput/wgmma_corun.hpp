@@ -64,16 +64,22 @@ inline constexpr std::array<KindInfo, 15> kKinds{{
      "through the instruction caches)",
      true, 512, true},
     {Kind::stg, "stg",
-     "st.global.v2.f32 of an FADD chain's value, 256 contiguous bytes a warp into a 16 KB window of its own that "
-     "stays in L2 (as the ladder's ping-pong rungs store their fp32 C straight from the registers)",
+     "st.global.v2.f32 beside an FADD chain, in the rows the ladder's ping-pong rungs store their fp32 C from "
+     "the registers (lane l: row l / 4, columns 2 (l % 4); 8 rows of 32 bytes a warp, rows 4 KB apart), into a "
+     "32 KB window of its own that stays in L2",
      true},
     {Kind::stg128, "stg128",
-     "st.global.v4.f32 of an FADD chain's value, 512 contiguous bytes a warp into a 32 KB window of its own (half "
-     "as many store instructions for the same bytes as stg)",
+     "st.global.v4.f32 beside an FADD chain, 8 rows of 64 bytes a warp in the same window (half as many store "
+     "instructions as stg for the same bytes and rows)",
      true},
 }};
-// The stg co-runners' windows: kStgSlots slots of 32 float4 (512 bytes) a warp; stg uses half of each slot.
+// The stg co-runners' windows: 8 rows of kStgRowFloats floats (4 KB) a warp, 32 KB; each store instruction
+// covers the 8 rows, 8 columns (stg) or 16 (stg128) a row, the next instruction the next columns, and
+// after kStgSlots of them the row's start again (stg fills the first half of each row).
+inline constexpr int kStgRowFloats = 1024;
 inline constexpr int kStgSlots = 64;
+inline constexpr int kStgWarpFloats = 8 * kStgRowFloats;
+static_assert(kStgSlots * 16 == kStgRowFloats, "stg128's slots fill a row exactly");
 
 // Each co-runner thread keeps kChains chains and steps each unroll(kind) times an iteration of its loop.
 inline constexpr int unroll(Kind k) { return kKinds[static_cast<int>(k)].unroll; }
