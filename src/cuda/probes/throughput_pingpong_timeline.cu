@@ -37,7 +37,9 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <type_traits>
@@ -49,6 +51,7 @@
 #include "cuda/hopper/pingpong_gemm.cuh"
 #include "cuda/probes/probe_device_util.cuh"
 #include "gemm/narrow_tail.hpp"
+#include "harness/nvml_sampler.hpp"
 #include "gemm/reference.hpp"
 #include "probes/finding_text.hpp"
 #include "probes/probe.hpp"
@@ -172,8 +175,9 @@ std::string cases_text(const Case& c) {
     return std::to_string(c.m) + " x " + std::to_string(c.n) + " x " + std::to_string(c.k);
 }
 
+// power: the board's mean draw while the case ran back to back (NVML), 0 where not sampled.
 void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, int grid, bool verified,
-              const std::string& check) {
+              const std::string& check, const DeviceSample& power) {
     const bool pair = c.cluster_m == 2;
     const std::string path = std::string(pair ? "pingpong_kernel fixed_pair " : "pingpong_kernel fixed ") +
                              std::string(gemm::name(c.epilogue)) + " NT " + cases_text(c) +
@@ -199,6 +203,10 @@ void add_rows(std::vector<Finding>& out, const Case& c, const Summary& s, int gr
                    (c.narrow_tail ? ", Timeline<FixedTailEpilogue<bf16, " : ", Timeline<FixedEpilogue<bf16, ") +
                    std::string(gemm::name(c.epilogue)) + ">>>";
         f.sm_clock_mhz = s.clock_mhz;
+        if (power.valid) {
+            f.power_w = power.power_w;
+            f.power_max_w = power.power_max_w;
+        }
         out.push_back(std::move(f));
     };
     const Summary::Busiest& b = s.busiest;
@@ -270,6 +278,12 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         return out;
     }
     const DeviceFacts facts = device_facts();
+    int dev = 0;
+    RIGEL_CUDA_CHECK(cudaGetDevice(&dev));
+    char pci[64] = {};
+    RIGEL_CUDA_CHECK(cudaDeviceGetPCIBusId(pci, sizeof pci, dev));
+    auto sampler = std::make_unique<NvmlSampler>(pci);
+    if (!sampler->unavailable_reason().empty()) sampler.reset();
     std::vector<Case> cases{{1000, 1048, 1096, Epilogue::none, true}, {1000, 1048, 1096, Epilogue::bias_gelu, true}};
     if (!ctx.quick) {
         cases.push_back({4096, 4096, 4096, Epilogue::none, false});
@@ -332,6 +346,19 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         }
         // The last recorded run's D against float64.
         const std::vector<std::uint8_t> dh = dmat.download();
+        // The board's power with the case running back to back for half a second (launches queued in
+        // batches, no gap between them but each batch's end): what tells the half-SM rows' draw from the
+        // full grid's. Not in quick runs.
+        DeviceSample power;
+        if (sampler && !ctx.quick) {
+            sampler->start();
+            const auto t0 = std::chrono::steady_clock::now();
+            while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(500)) {
+                for (int i = 0; i < 20; ++i) launch_once();
+                RIGEL_CUDA_CHECK(cudaDeviceSynchronize());
+            }
+            power = sampler->stop();
+        }
         gemm::VerifyOptions opt;
         if (!c.full_verify) opt.full_limit = 0x1p28;
         const gemm::GemmVerdict v = gemm::verify_gemm(d, in, gemm::DeviceOutputs{.d = dh.data()}, seed, 16, opt);
@@ -340,7 +367,7 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
                          fmt_fixed(v.err_max_scaled, 3) + " of its allowance)."
                    : "D FAILED verification: " + v.reason;
         const Summary s = timeline::summarize(runs, static_cast<double>((c.k + 63) / 64) * kCyclesPerKTile);
-        add_rows(out, c, s, grid, v.pass, check);
+        add_rows(out, c, s, grid, v.pass, check, power);
     }
     return out;
 }
