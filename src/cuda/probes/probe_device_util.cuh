@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cuda/check.cuh"
+#include "harness/nvml_sampler.hpp"
 #include "probes/finding_text.hpp"
 
 namespace rigel::probes {
@@ -101,6 +103,21 @@ private:
 
 // The mangled symbol of a kernel, as cuobjdump names it, so its own SASS can be
 // found (empty where the runtime cannot say).
+// NVML's sampler of the current device (its clocks and power while a probe runs), or null where NVML or
+// the device cannot be read.
+inline std::string current_pci_bus_id() {
+    int dev = 0;
+    RIGEL_CUDA_CHECK(cudaGetDevice(&dev));
+    char buf[64] = {};
+    RIGEL_CUDA_CHECK(cudaDeviceGetPCIBusId(buf, sizeof buf, dev));
+    return buf;
+}
+inline std::unique_ptr<NvmlSampler> current_device_sampler() {
+    auto sampler = std::make_unique<NvmlSampler>(current_pci_bus_id());
+    if (!sampler->unavailable_reason().empty()) sampler.reset();
+    return sampler;
+}
+
 inline std::string kernel_symbol(const void* kernel) {
     const char* name = nullptr;
     if (cudaFuncGetName(&name, kernel) != cudaSuccess || !name) {

@@ -102,12 +102,7 @@ std::vector<Finding> run_bandwidth(const ProbeContext& ctx) {
     const bool datasheet = facts.name.find("H200") != std::string::npos;
     const unsigned blocks = static_cast<unsigned>(facts.sms) * 4;
 
-    int dev = 0;
-    RIGEL_CUDA_CHECK(cudaGetDevice(&dev));
-    char pci[64] = {};
-    RIGEL_CUDA_CHECK(cudaDeviceGetPCIBusId(pci, sizeof pci, dev));
-    auto sampler = std::make_unique<NvmlSampler>(pci);
-    if (!sampler->unavailable_reason().empty()) sampler.reset();
+    const auto sampler = current_device_sampler();
 
     DeviceArray<std::uint32_t> src(words), dst(words);
     DeviceArray<unsigned long long> sum(1);

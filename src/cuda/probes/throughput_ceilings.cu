@@ -355,14 +355,6 @@ std::function<double()> checked_sum(std::shared_ptr<DeviceArray<double>> sums,
     };
 }
 
-std::string pci_bus_id() {
-    int dev = 0;
-    RIGEL_CUDA_CHECK(cudaGetDevice(&dev));
-    char buf[64] = {};
-    RIGEL_CUDA_CHECK(cudaDeviceGetPCIBusId(buf, sizeof buf, dev));
-    return buf;
-}
-
 double time_launch(const Workload& w, long long iters) {
     static EventTimer timer;
     return timer.seconds([&] { w.launch(iters, false); });
@@ -699,7 +691,7 @@ bool datasheet_applies(const DeviceFacts& dev) {
 std::vector<Finding> run_throughput(const ProbeContext& ctx) {
     const DeviceFacts dev = device_facts();
     const Settings st = ctx.quick ? Settings{0.008, 0.02, 3} : Settings{0.1, 0.5, 5};
-    std::unique_ptr<NvmlSampler> sampler = std::make_unique<NvmlSampler>(pci_bus_id());
+    std::unique_ptr<NvmlSampler> sampler = std::make_unique<NvmlSampler>(current_pci_bus_id());
     const std::string nvml_why = sampler->unavailable_reason();
     if (!nvml_why.empty()) sampler.reset();
     const bool ds = datasheet_applies(dev);

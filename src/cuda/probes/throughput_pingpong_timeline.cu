@@ -278,12 +278,7 @@ std::vector<Finding> run_pingpong_timeline(const ProbeContext& ctx) {
         return out;
     }
     const DeviceFacts facts = device_facts();
-    int dev = 0;
-    RIGEL_CUDA_CHECK(cudaGetDevice(&dev));
-    char pci[64] = {};
-    RIGEL_CUDA_CHECK(cudaDeviceGetPCIBusId(pci, sizeof pci, dev));
-    auto sampler = std::make_unique<NvmlSampler>(pci);
-    if (!sampler->unavailable_reason().empty()) sampler.reset();
+    const auto sampler = current_device_sampler();
     std::vector<Case> cases{{1000, 1048, 1096, Epilogue::none, true}, {1000, 1048, 1096, Epilogue::bias_gelu, true}};
     if (!ctx.quick) {
         cases.push_back({4096, 4096, 4096, Epilogue::none, false});
