@@ -84,6 +84,10 @@ if [ "${VISIT_PREBUILT:-0}" = 1 ] && { [ -f rigel.xz ] || [ -f rigel.gz ]; }; th
     gunzip -c rigel.gz > "$RIGEL"
   fi
   chmod +x "$RIGEL"
+  if [ -f example_gemm_mlp.xz ]; then
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open("example_gemm_mlp.xz"), sys.stdout.buffer)' \
+      > "$BUILD/example_gemm_mlp" && chmod +x "$BUILD/example_gemm_mlp"
+  fi
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   if ! "$RIGEL" --help > /dev/null 2>&1; then
     ldd "$RIGEL" | grep -i "not found"
@@ -156,8 +160,18 @@ elif has sass; then
   summary+=("sass: $(awk -F, 'NR > 1 && $3 + $4 > 0' "$OUT/sass_local.csv" | wc -l) kernel(s) with local memory; most: $(sort -t, -k3,3nr "$OUT/sass_local.csv" | head -1)")
 fi
 
-if has tests && [ "${VISIT_PREBUILT:-0}" = 1 ]; then
-  summary+=("tests: skipped, the prebuilt binary comes without the GPU test binaries")
+if has tests && [ "${VISIT_PREBUILT:-0}" = 1 ] && [ ! -f gpu_tests.json ]; then
+  summary+=("tests: skipped, the prebuilt binary came without gpu_tests.json (an older stage)")
+elif has tests && [ "${VISIT_PREBUILT:-0}" = 1 ]; then
+  log "GPU tests (the staged binaries)"
+  # The GPU tests are rigel commands: run as ctest describes them, against the staged binary, each under
+  # its own limit, the whole under TESTS_TIMEOUT_S as below.
+  timeout -k 10 "$(capped "${TESTS_TIMEOUT_S:-400}")" python3 scripts/run_gpu_tests.py gpu_tests.json \
+    --build "$BUILD" -j 4 ${TESTS_REGEX:+--regex "$TESTS_REGEX"} --log "$OUT/tests.log"
+  rc=$?
+  [ $rc -ge 124 ] && { pkill -KILL -f -- "$BUILD/" ; echo "tests: stopped after ${TESTS_TIMEOUT_S:-400} s" >> "$OUT/tests.log"; }
+  summary+=("tests: $(grep -E 'tests passed|tests failed' "$OUT/tests.log" | tail -1) (rc $rc)")
+  grep -E "^==== .*: (failed|timeout|not run)" "$OUT/tests.log" | head -20
 elif has tests; then
   log "GPU tests"
   # TESTS_REGEX picks a subset (ctest -R); all GPU tests by default.
