@@ -79,9 +79,11 @@ def main():
                 print(output.rstrip()[-6000:], file=log)
             log.flush()
     passed = sum(v == "passed" for _, v in results)
-    failed = [n for n, v in results if v not in ("passed", "skipped")]
+    failed = [n for n, v in results if v not in ("passed", "skipped", "not run")]
+    not_run = [n for n, v in results if v == "not run"]
     percent = 100 * passed // len(results)
-    print(f"\n{percent}% tests passed, {len(failed)} tests failed out of {len(results)}", file=log)
+    print(f"\n{percent}% tests passed, {len(failed)} tests failed out of {len(results)}"
+          + (f" ({len(not_run)} not run, their binaries not staged: {' '.join(not_run)})" if not_run else ""), file=log)
     for name in failed:
         print(f"  {name}: {dict(results)[name]}", file=log)
     return 1 if failed else 0
