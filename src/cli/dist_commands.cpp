@@ -75,7 +75,8 @@ int run_allreduce(const AllreduceArgs& a, const CLI::App& cmd) {
     auto ex = make_cuda_executor();
     if (const std::string why = ex->unavailable_reason(); !why.empty())
         throw DeviceUnavailable("skipped: rigel dist allreduce needs a CUDA GPU: " + why);
-    if (rank.rank == 0) ensure_writable_dir(a.common.out);  // before the sweep, not after it
+    // Without --out the sweep only prints; with it, rank 0 checks the folder before the sweep, not after it.
+    if (rank.rank == 0 && !a.common.out.empty()) ensure_writable_dir(a.common.out);
     const std::vector<dist::AllreduceRow> rows = dist::nccl_allreduce_sweep(rank, sizes);
     if (rank.rank != 0) return 0;
 
