@@ -108,6 +108,7 @@ class ResultFile:
     sha256: str    # of the CSV's bytes
     table: Table
     sidecar: dict = None  # <stem>.json beside the CSV, checked for shape
+    machine: str = "h200"  # the results folder it was read from (results/<machine>/)
 
     @property
     def has_sidecar(self):
@@ -229,9 +230,11 @@ def read_sidecar(path):
 def make_result_file(name, csv_bytes, sidecar=None, where=None):
     """A ResultFile from a CSV's bytes (parsed, its SHA-256 taken) and its
     sidecar, already read and checked (None: there is none)."""
+    folder = os.path.basename(os.path.dirname(where)) if where else ""
     where = where or name
     return ResultFile(name=name, sha256=hashlib.sha256(csv_bytes).hexdigest(),
-                      table=parse_csv(decode_text(csv_bytes, where), where), sidecar=sidecar)
+                      table=parse_csv(decode_text(csv_bytes, where), where), sidecar=sidecar,
+                      machine=folder or "h200")
 
 
 def read_result_file(path):
@@ -247,10 +250,11 @@ def sort_files(files):
     files.sort(key=lambda f: (f.name, f.sha256))
 
 
-def load_results(dirs):
+def load_results(dirs, need_probes=True):
     """Every *_probes*.csv, *_ladder*.csv, *_sass.csv and *_sass_kernels.csv
     directly in the folders, with their sidecars. A file reached twice (the
-    same folder named twice, or two paths to one file) counts once."""
+    same folder named twice, or two paths to one file) counts once. Without a
+    probes CSV it stops, unless need_probes is False."""
     fin = FindingsInput()
     seen = set()
     for d in dirs:
@@ -300,7 +304,7 @@ def load_results(dirs):
                 if not rf.table.has("rate") and not rf.table.has("gflops"):
                     raise FindingsError(f"{shown_path(path)}: not a ladder CSV (no column 'rate' or 'gflops')")
                 fin.ladder.append(rf)
-    if not fin.probes:
+    if need_probes and not fin.probes:
         raise FindingsError("no *_probes.csv in " + ", ".join(shown_path(d) for d in dirs))
     for files in (fin.probes, fin.ladder, fin.sass, fin.sass_kernels, fin.gemm_bench, fin.gemm_verify):
         sort_files(files)

@@ -251,7 +251,7 @@ def provenance(f):
     """"h200/<file> (run <id>, commit <c>, <device>)", the way the README's
     other blocks name a row's source."""
     run = f.side("run_id") or f.table.cell(0, "run_id")
-    return (f"h200/{findings.md_cell(f.name)} (run {findings.md_cell(run)}, commit "
+    return (f"{f.machine}/{findings.md_cell(f.name)} (run {findings.md_cell(run)}, commit "
             f"{findings.md_cell(findings.short_commit(f))}, {findings.md_cell(device_of(f))})")
 
 
@@ -495,7 +495,7 @@ def verify_block(verify_files):
     total = len(t.rows)
     text = (f"**{total - len(failing)}/{total} library combinations verified against float64 on the "
             f"{findings.md_cell(device_of(f).replace('NVIDIA ', ''))}** (`rigel gemm verify`, commit "
-            f"{findings.md_cell(findings.short_commit(f))}, {run_date(f)}; h200/{findings.md_cell(f.name)}).")
+            f"{findings.md_cell(findings.short_commit(f))}, {run_date(f)}; {f.machine}/{findings.md_cell(f.name)}).")
     if failing:
         def what(i):
             c = lambda col: findings.md_cell(t.cell(i, col))

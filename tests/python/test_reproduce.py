@@ -89,6 +89,30 @@ class Reproduce(TempDirTest):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.snapshot(), first)
 
+    def test_another_machines_results_get_their_own_page_and_stay_out_of_the_main_tables(self):
+        args = ["--update-manifest", "--no-figures"]
+        self.assertEqual(self.run_reproduce(*args).returncode, 0)
+        main_only = {}
+        for name in ("README.md", os.path.join("docs", "ladder.md"), "FINDINGS.md"):
+            with open(os.path.join(self.tree, name), encoding="utf-8") as f:
+                main_only[name] = f.read()
+        # The same ladder run, as if measured on another machine: its rows are h100's alone.
+        other = os.path.join(self.tree, "results", "h100")
+        os.makedirs(other)
+        for name in ("2026-11-30_7c1af3f_ladder.csv", "2026-11-30_7c1af3f_ladder.json"):
+            shutil.copyfile(os.path.join(self.tree, "results", "h200", name), os.path.join(other, name))
+        r = self.run_reproduce(*args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for name, text in main_only.items():
+            with open(os.path.join(self.tree, name), encoding="utf-8") as f:
+                self.assertEqual(f.read(), text, name)
+        with open(os.path.join(self.tree, "docs", "machines", "h100.md"), encoding="utf-8") as f:
+            page = f.read()
+        self.assertTrue(page.startswith("# rigel on the h100 machine\n"))
+        self.assertIn("## Ladder, 2048x2048x2048", page)
+        self.assertIn("| h100/2026-11-30_7c1af3f_ladder.csv |", page)
+        self.assertNotIn("| h200/", page)
+
     def test_bad_results_stop_it_with_one_line_naming_the_file(self):
         with open(os.path.join(self.tree, "results", "h200", "2026-11-30_d31ebbb_probes.json"), "w") as f:
             f.write("[]")
