@@ -32,7 +32,17 @@
 // Prediction: 3072^3 about 2 % faster than k40 in paired samples (the model's
 // 2.6 % less for the busiest SM, less the narrow tiles' extra bytes), from
 // k40's 0.987x cuBLAS to about 1.01x; the other squares as k40.
-// Measured: not yet run on the H200 machine.
+// Measured: not yet run on the H200 machine. On an H100 (one call, 4c8b541,
+// results/h100/2026-12-05_4c8b541_ladder.csv, each rung paired with cuBLAS,
+// bf16 with an fp32 C): 3072^3 0.805x [0.784, 0.836] against k40's 0.764x
+// [0.745, 0.799], the 64-wide tail about 5 % ahead (unpaired 542.7 against
+// 520.7 Tflop/s), the direction and more than the size the model gave; 4096^3
+// and 8192^3, where k42 runs k40's kernel and plan, 0.861x and 0.821x against
+// 0.846x and 0.802x. Both rungs' odd verify shapes (3001^2 x 296 with the
+// 64-wide tail, 2500 x 2100 x 136 with the 104-wide one, 3072 x 3072 x 136)
+// passed for bf16 and f16 in that call. The H100's rates sit well below the
+// H200's for these fp32-output rungs while cuBLAS's do not (docs/machines/h100.md),
+// so the H100 tells the direction of k42's change, not its ratio on the H200.
 #include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/hopper/pingpong_rung.cuh"
 
