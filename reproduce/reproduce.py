@@ -542,6 +542,9 @@ def other_machine_page(machine):
         table, n = ladder_table(rows, size)
         if n:
             parts += [f"\n## Ladder, {size}x{size}x{size}\n\n", table + "\n"]
+    beside = beside_main_machine(rows, fin)
+    if beside:
+        parts += [f"\n## Beside the {MAIN_MACHINE} machine\n\n", beside + "\n"]
     if fin.gemm_bench:
         parts += ["\n## The GEMM library against cuBLASLt\n\n", gemm_report.library_block(fin.gemm_bench) + "\n"]
     probe_files = sorted(f"`{f.name}` ({len(f.table.rows)} rows)" for f in fin.probes)
@@ -550,6 +553,36 @@ def other_machine_page(machine):
                   "Committed, not rendered here (FINDINGS.md renders the main machine's): "
                   + ", ".join(probe_files) + ".\n"]
     return "".join(parts)
+
+
+def beside_main_machine(rows, fin):
+    """Each paired ratio measured on another machine beside the main machine's newest for the same
+    comparison (ladder: rung, type and shape; GEMM library: suite, case and baseline), each with its file."""
+    out = ["| what | shape | type | here, median [p10, p90] | " + MAIN_MACHINE + ", median [p10, p90] | sources |",
+           "|---|---|---|---|---|---|"]
+    def key(r):
+        return (r["rung"], r["dtype"], shape_of(r))
+    main = {key(r): r for r in read_rows("ladder", MAIN_MACHINE) if r["status"] == "PASS" and paired_of(r)}
+    for r in latest_per_key([r for r in rows if r["status"] == "PASS" and paired_of(r)], key):
+        m = main.get(key(r))
+        here, there = paired_of(r), paired_of(m) if m else None
+        out.append(f"| {r['rung']} / {here[3].replace('vendor_', '')} | {shape_of(r)} | {r['dtype']} | "
+                   f"{spread_text(*here[:3], 3)} | {spread_text(*there[:3], 3) if there else '-'} | "
+                   f"{r['_machine']}/{r['_file']}{', ' + m['_machine'] + '/' + m['_file'] if m else ''} |")
+    main_fin = findings.load_results([RESULTS / MAIN_MACHINE], need_probes=False) \
+        if (RESULTS / MAIN_MACHINE).is_dir() else None
+    main_bench = {}
+    for suite, srows in gemm_report.newest_per_suite(main_fin.gemm_bench if main_fin else []).items():
+        for b in srows:
+            main_bench[(suite, b.case, b.candidate, b.baseline)] = b
+    for suite, srows in gemm_report.newest_per_suite(fin.gemm_bench).items():
+        for b in srows:
+            m = main_bench.get((suite, b.case, b.candidate, b.baseline))
+            out.append(f"| {suite} {b.case}: {b.candidate} / {b.baseline} | {b.m}x{b.n}x{b.k} {b.layout} | "
+                       f"{b.a_type} -> {b.d_type}, {b.epilogue} | {gemm_report.ratio_spread(b, 3)} | "
+                       f"{gemm_report.ratio_spread(m, 3) if m else '-'} | {b.file.machine}/{b.file.name}"
+                       f"{', ' + m.file.machine + '/' + m.file.name if m else ''} |")
+    return "\n".join(out) if len(out) > 2 else ""
 
 
 def other_machine_pages():
