@@ -547,10 +547,14 @@ def other_machine_page(machine):
         parts += [f"\n## Beside the {MAIN_MACHINE} machine\n\n", beside + "\n"]
     if fin.gemm_bench:
         parts += ["\n## The GEMM library against cuBLASLt\n\n", gemm_report.library_block(fin.gemm_bench) + "\n"]
+    # The probe sections FINDINGS.md renders for the main machine that read any machine's probe rows.
+    for section in (operand_layout_report.section(fin.probes),):
+        if section:
+            parts += ["\n" + section.rstrip("\n") + "\n"]
     probe_files = sorted(f"`{f.name}` ({len(f.table.rows)} rows)" for f in fin.probes)
     if probe_files:
-        parts += ["\n## Probe results\n\n",
-                  "Committed, not rendered here (FINDINGS.md renders the main machine's): "
+        parts += ["\n## Probe files\n\n",
+                  "Committed (sections above render what they can; FINDINGS.md renders the main machine's): "
                   + ", ".join(probe_files) + ".\n"]
     return "".join(parts)
 
