@@ -547,6 +547,15 @@ def other_machine_page(machine):
         parts += [f"\n## Beside the {MAIN_MACHINE} machine\n\n", beside + "\n"]
     if fin.gemm_bench:
         parts += ["\n## The GEMM library against cuBLASLt\n\n", gemm_report.library_block(fin.gemm_bench) + "\n"]
+    # Runs that forced one kernel (`rigel gemm bench --kernel NAME`), each whole, beside the dispatcher's above.
+    for f in sorted((f for f in fin.gemm_bench if f.side("kernel") not in ("", "auto")), key=findings.run_age):
+        by_suite = {}
+        for r in gemm_report.bench_rows(f):
+            by_suite.setdefault(r.suite, []).append(r)
+        for suite, srows in by_suite.items():
+            table = gemm_report.suite_table(suite, srows)
+            if table:
+                parts += [f"\n### {suite} with the kernel forced to `{f.side('kernel')}`\n\n", table + "\n"]
     # The probe sections FINDINGS.md renders for the main machine that read any machine's probe rows.
     for section in (operand_layout_report.section(fin.probes),):
         if section:
