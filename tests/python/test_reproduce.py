@@ -91,6 +91,9 @@ class Reproduce(TempDirTest):
 
     def test_another_machines_results_get_their_own_page_and_stay_out_of_the_main_tables(self):
         args = ["--update-manifest", "--no-figures"]
+        gpt2 = ["2026-12-04_99a7748_gpt2_gemm.csv", "2026-12-04_99a7748_gpt2_gemm.json"]
+        for name in gpt2:
+            shutil.copyfile(os.path.join(ROOT, "results", "h200", name), os.path.join(self.tree, "results", "h200", name))
         self.assertEqual(self.run_reproduce(*args).returncode, 0)
         main_only = {}
         for name in ("README.md", os.path.join("docs", "ladder.md"), "FINDINGS.md"):
@@ -99,7 +102,7 @@ class Reproduce(TempDirTest):
         # The same ladder run, as if measured on another machine: its rows are h100's alone.
         other = os.path.join(self.tree, "results", "h100")
         os.makedirs(other)
-        for name in ("2026-11-30_7c1af3f_ladder.csv", "2026-11-30_7c1af3f_ladder.json"):
+        for name in ["2026-11-30_7c1af3f_ladder.csv", "2026-11-30_7c1af3f_ladder.json"] + gpt2:
             shutil.copyfile(os.path.join(self.tree, "results", "h200", name), os.path.join(other, name))
         r = self.run_reproduce(*args)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -111,7 +114,14 @@ class Reproduce(TempDirTest):
         self.assertTrue(page.startswith("# rigel on the h100 machine\n"))
         self.assertIn("## Ladder, 2048x2048x2048", page)
         self.assertIn("| h100/2026-11-30_7c1af3f_ladder.csv |", page)
-        self.assertNotIn("| h200/", page)
+        # Each paired ratio beside the main machine's for the same comparison, both files named; the same
+        # run copied to both folders reads the same on each side.
+        self.assertIn("## Beside the h200 machine", page)
+        row = next(line for line in page.splitlines() if line.startswith("| gpt2 fwd_qkv: rigel / cublaslt |"))
+        cells = [c.strip() for c in row.split("|")]
+        self.assertEqual(cells[4], cells[5])
+        self.assertIn("h100/2026-12-04_99a7748_gpt2_gemm.csv, h200/2026-12-04_99a7748_gpt2_gemm.csv", row)
+        self.assertIn("From h100/2026-12-04_99a7748_gpt2_gemm.csv", page)
 
     def test_bad_results_stop_it_with_one_line_naming_the_file(self):
         with open(os.path.join(self.tree, "results", "h200", "2026-11-30_d31ebbb_probes.json"), "w") as f:
