@@ -524,7 +524,7 @@ def other_machines():
                   if d.is_dir() and d.name != MAIN_MACHINE and d.name not in NOT_A_MACHINE and any(d.glob("*.csv")))
 
 
-def other_machine_page(machine):
+def other_machine_page(machine, main_fin, main_rows):
     """docs/machines/<machine>.md: what rigel measured on another machine, beside (never inside) the main
     machine's tables: its ladder at each cube size it ran, its GEMM library suites, and its probe files."""
     folder = RESULTS / machine
@@ -542,7 +542,7 @@ def other_machine_page(machine):
         table, n = ladder_table(rows, size)
         if n:
             parts += [f"\n## Ladder, {size}x{size}x{size}\n\n", table + "\n"]
-    beside = beside_main_machine(rows, fin)
+    beside = beside_main_machine(rows, fin, main_fin, main_rows)
     if beside:
         parts += [f"\n## Beside the {MAIN_MACHINE} machine\n\n", beside + "\n"]
     if fin.gemm_bench:
@@ -568,24 +568,22 @@ def other_machine_page(machine):
     return "".join(parts)
 
 
-def beside_main_machine(rows, fin):
+def beside_main_machine(rows, fin, main_fin, main_rows):
     """Each paired ratio measured on another machine beside the main machine's newest for the same
     comparison (ladder: rung, type and shape; GEMM library: suite, case and baseline), each with its file."""
     out = ["| what | shape | type | here, median [p10, p90] | " + MAIN_MACHINE + ", median [p10, p90] | sources |",
            "|---|---|---|---|---|---|"]
     def key(r):
         return (r["rung"], r["dtype"], shape_of(r))
-    main = {key(r): r for r in read_rows("ladder", MAIN_MACHINE) if r["status"] == "PASS" and paired_of(r)}
+    main = {key(r): r for r in main_rows if r["status"] == "PASS" and paired_of(r)}
     for r in latest_per_key([r for r in rows if r["status"] == "PASS" and paired_of(r)], key):
         m = main.get(key(r))
         here, there = paired_of(r), paired_of(m) if m else None
         out.append(f"| {r['rung']} / {here[3].replace('vendor_', '')} | {shape_of(r)} | {r['dtype']} | "
                    f"{spread_text(*here[:3], 3)} | {spread_text(*there[:3], 3) if there else '-'} | "
                    f"{r['_machine']}/{r['_file']}{', ' + m['_machine'] + '/' + m['_file'] if m else ''} |")
-    main_fin = findings.load_results([RESULTS / MAIN_MACHINE], need_probes=False) \
-        if (RESULTS / MAIN_MACHINE).is_dir() else None
     main_bench = {}
-    for suite, srows in gemm_report.newest_per_suite(main_fin.gemm_bench if main_fin else []).items():
+    for suite, srows in gemm_report.newest_per_suite(main_fin.gemm_bench).items():
         for b in srows:
             main_bench[(suite, b.case, b.candidate, b.baseline)] = b
     for suite, srows in gemm_report.newest_per_suite(fin.gemm_bench).items():
@@ -598,8 +596,10 @@ def beside_main_machine(rows, fin):
     return "\n".join(out) if len(out) > 2 else ""
 
 
-def other_machine_pages():
-    return {m: other_machine_page(m) for m in other_machines()}
+def other_machine_pages(main_fin, main_rows):
+    """{machine: its page} for every other machine, set beside the main machine's results (main_fin, the
+    FindingsInput FINDINGS.md is rendered from, and its ladder rows)."""
+    return {m: other_machine_page(m, main_fin, main_rows) for m in other_machines()}
 
 
 def write_if_changed(path, data):
@@ -706,7 +706,7 @@ def main():
         sys.exit(f"reproduce: error: {e}")
     rows = read_rows("ladder", MAIN_MACHINE)
     docs = ROOT / "docs"
-    for machine, page in other_machine_pages().items():
+    for machine, page in other_machine_pages(fin, rows).items():
         (docs / "machines").mkdir(parents=True, exist_ok=True)
         write_if_changed(docs / "machines" / f"{machine}.md", page)
     docs.mkdir(exist_ok=True)
