@@ -188,6 +188,14 @@ def dispatcher_run(f):
     return f.side("kernel") in ("", "auto") and not blocked > 0 and whole_run(f)
 
 
+def rows_by_suite(f):
+    """{suite: its rows} of one bench file, in the file's order."""
+    by_suite = {}
+    for r in bench_rows(f):
+        by_suite.setdefault(r.suite, []).append(r)
+    return by_suite
+
+
 def newest_per_suite(bench_files):
     """{suite: rows of that suite from the newest bench file that has it}, in
     SUITE_ORDER, then any other suite by name."""
@@ -195,10 +203,7 @@ def newest_per_suite(bench_files):
     for f in sorted(bench_files, key=findings.run_age):
         if not dispatcher_run(f):
             continue
-        by_suite = {}
-        for r in bench_rows(f):
-            by_suite.setdefault(r.suite, []).append(r)
-        newest.update(by_suite)
+        newest.update(rows_by_suite(f))
     order = [s for s in SUITE_ORDER if s in newest] + sorted(s for s in newest if s not in SUITE_ORDER)
     return {s: newest[s] for s in order}
 

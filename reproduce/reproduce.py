@@ -549,10 +549,7 @@ def other_machine_page(machine, main_fin, main_rows):
         parts += ["\n## The GEMM library against cuBLASLt\n\n", gemm_report.library_block(fin.gemm_bench) + "\n"]
     # Runs that forced one kernel (`rigel gemm bench --kernel NAME`), each whole, beside the dispatcher's above.
     for f in sorted((f for f in fin.gemm_bench if f.side("kernel") not in ("", "auto")), key=findings.run_age):
-        by_suite = {}
-        for r in gemm_report.bench_rows(f):
-            by_suite.setdefault(r.suite, []).append(r)
-        for suite, srows in by_suite.items():
+        for suite, srows in gemm_report.rows_by_suite(f).items():
             table = gemm_report.suite_table(suite, srows)
             if table:
                 parts += [f"\n### {suite} with the kernel forced to `{f.side('kernel')}`\n\n", table + "\n"]

@@ -84,10 +84,6 @@ if [ "${VISIT_PREBUILT:-0}" = 1 ] && { [ -f rigel.xz ] || [ -f rigel.gz ]; }; th
     gunzip -c rigel.gz > "$RIGEL"
   fi
   chmod +x "$RIGEL"
-  if [ -f example_gemm_mlp.xz ]; then
-    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open("example_gemm_mlp.xz"), sys.stdout.buffer)' \
-      > "$BUILD/example_gemm_mlp" && chmod +x "$BUILD/example_gemm_mlp"
-  fi
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   if ! "$RIGEL" --help > /dev/null 2>&1; then
     ldd "$RIGEL" | grep -i "not found"

@@ -31,25 +31,19 @@ strip -o "$BUILD/rigel.stripped" "$BUILD/src/rigel"
 # 64 MiB a call carries.
 rm -f .visit/rigel.gz
 xz -9 -T0 -c "$BUILD/rigel.stripped" > .visit/rigel.xz
-# The GPU tests are rigel commands (and one example program): ctest's description of them, with the
-# folder they were configured in, lets scripts/run_gpu_tests.py run them there against the staged binary.
-# PREBUILT_EXAMPLE=1 stages the example program too (a few MB more); without it its test reports "not run".
+# The GPU tests are rigel commands (and one example program, 21 MB compressed, which does not travel: its
+# test reports "not run"): ctest's description of them, with the folder they were configured in, lets
+# scripts/run_gpu_tests.py run them there against the staged binary.
 ctest --test-dir "$BUILD" -L gpu --show-only=json-v1 |
   python3 -c 'import json, sys; print(json.dumps({"build_dir": sys.argv[1], "tests": json.load(sys.stdin)["tests"]}))' \
     "$(realpath "$BUILD")" > .visit/gpu_tests.json
-rm -f .visit/example_gemm_mlp.xz
-if [ "${PREBUILT_EXAMPLE:-0}" = 1 ]; then
-  cmake --build "$BUILD" --target example_gemm_mlp -j "$(nproc)"
-  strip -o "$BUILD/example_gemm_mlp.stripped" "$BUILD/example_gemm_mlp"
-  xz -9 -T0 -c "$BUILD/example_gemm_mlp.stripped" > .visit/example_gemm_mlp.xz
-fi
 # The staged headers and the sources are for a build on the H200 machine, which a prebuilt visit skips:
 # left behind, so that the export, the binary and the checkout stay inside the 64 MiB a call carries (the
 # binary alone is 24 MB compressed). PREBUILT_KEEP_SOURCES=1 keeps them, for a visit that also builds
 # (its GPU tests).
 if [ "${PREBUILT_KEEP_SOURCES:-0}" != 1 ]; then
   # What a prebuilt visit reads: the binaries, the GPU tests, the commit id and the scripts.
-  find .visit -mindepth 1 -maxdepth 1 ! -name rigel.xz ! -name example_gemm_mlp.xz ! -name gpu_tests.json \
+  find .visit -mindepth 1 -maxdepth 1 ! -name rigel.xz ! -name gpu_tests.json \
     ! -name COMMIT ! -name scripts -exec rm -rf {} +
 fi
 echo "staged the rigel binary of $(cat .visit/COMMIT) into .visit/rigel.xz ($(du -h .visit/rigel.xz | cut -f1))"
