@@ -40,7 +40,7 @@ ctest --test-dir "$BUILD" -L gpu --show-only=json-v1 |
 # The staged headers and the sources are for a build on the H200 machine, which a prebuilt visit skips:
 # left behind, so that the export, the binary and the checkout stay inside the 64 MiB a call carries (the
 # binary alone is 24 MB compressed). PREBUILT_KEEP_SOURCES=1 keeps them, for a visit that also builds
-# (its GPU tests).
+# (the SASS steps, which read the build's objects).
 if [ "${PREBUILT_KEEP_SOURCES:-0}" != 1 ]; then
   # What a prebuilt visit reads: the binaries, the GPU tests, the commit id and the scripts.
   find .visit -mindepth 1 -maxdepth 1 ! -name rigel.xz ! -name gpu_tests.json \
