@@ -8,7 +8,7 @@
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
 # [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention] [emulate_fp8]
 # [train_det] [ncu_train] [ncu_time] [ncu_rungs] [sass_edit] [env_variants] [gemm_runs] [rungs_paired]
-# [dist_node] [fleet]
+# [dist_node] [fleet] [ncu_rungs_sol]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -439,16 +439,18 @@ set_timing_args() {
 
 # gemm_runs: single `rigel gemm run` cases (verified, then timed against cuBLASLt and cuBLAS), each in
 # every timing of GEMM_TIMINGS (paired, blocks:S). GEMM_RUNS: square size and D's type, space-separated
-# (default 4096:f32 4096:bf16), layout NT, no epilogue.
+# (default 4096:f32 4096:bf16), layout NT, no epilogue; a third field names the kernel (4096:f32:128x256),
+# the dispatcher's choice where there is none.
 if has gemm_runs; then
   for spec in ${GEMM_RUNS:-4096:f32 4096:bf16}; do
-    size=${spec%%:*}; out_type=${spec#*:}
+    IFS=: read -r size out_type run_kernel <<< "$spec"
+    run_kernel=${run_kernel:-auto}
     for timing in ${GEMM_TIMINGS:-paired}; do
       fits 60 "gemm run $spec ($timing)" || continue
       log "gemm run $spec ($timing)"
       set_timing_args "$timing"
       timeout -s INT "$(capped 120)" $RIGEL gemm run --m "$size" --n "$size" --k "$size" --layout NT --out-type "$out_type" \
-        "${timing_args[@]}" --out "$OUT" >> "$OUT/gemm_runs.txt" 2>&1
+        --kernel "$run_kernel" "${timing_args[@]}" --out "$OUT" >> "$OUT/gemm_runs.txt" 2>&1
       summary+=("gemm run $spec ($timing): rc $?")
     done
   done
@@ -565,6 +567,28 @@ if has ncu_rungs; then
       --rungs "$rung" --dtype "${NCU_RUNG_DTYPE:-e4m3}" --sizes "${NCU_RUNG_SIZE:-4096}" --min-time 0.05 \
       --out "$OUT/ncu_rung_scratch"
     rm -rf "$OUT/ncu_rung_scratch"
+  done
+fi
+
+# ncu_rungs_sol: Nsight Compute's speed-of-light, memory and compute sections (clocks left alone) of the
+# second launch of each ladder rung of NCU_SOL_RUNGS (default k40_wgmma_narrow_tail) and of the vendor rung
+# beside it (kernels matched by NCU_SOL_VENDOR_KERNEL, default nvjet|gemm|xmma), bf16 at NCU_SOL_SIZE^3
+# (4096): where the rung's time goes against cuBLAS's on the same card (tensor pipe, L2, DRAM).
+if has ncu_rungs_sol; then
+  sol_size=${NCU_SOL_SIZE:-4096}
+  for rung in ${NCU_SOL_RUNGS:-k40_wgmma_narrow_tail} vendor_cublas_bf16; do
+    fits 90 "ncu sol $rung" || continue
+    log "ncu sol $rung"
+    kern=${NCU_SOL_KERNEL:-pingpong|warp_specialized|cluster}
+    [ "$rung" = vendor_cublas_bf16 ] && kern=${NCU_SOL_VENDOR_KERNEL:-nvjet|gemm|xmma}
+    timeout -s INT "$(capped 200)" ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section ComputeWorkloadAnalysis --section LaunchStats -k "regex:$kern" --launch-skip 1 --launch-count 1 \
+      --print-details all $RIGEL ladder --backend cuda --rungs "$rung" --dtype bf16 --sizes "$sol_size" \
+      --min-time 0.05 --out "$OUT/ncu_sol_scratch" > "$OUT/ncu_sol_${rung}_${sol_size}.txt" 2>&1
+    summary+=("ncu sol $rung: rc $?")
+    rm -rf "$OUT/ncu_sol_scratch"
+    grep -E "SM Frequency|Duration|Memory Throughput|DRAM Throughput|L2 Cache Throughput|Pipe Tensor Cycles|L2 Hit Rate|Compute \(SM\)" \
+      "$OUT/ncu_sol_${rung}_${sol_size}.txt" | sed "s/^/$rung: /" | head -12
   done
 fi
 
