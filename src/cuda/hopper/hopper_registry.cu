@@ -92,6 +92,11 @@ const std::array kHopperRungs{
          .lesson = "k40 with the narrow tail's width chosen per shape: 64-wide tiles where they even the last wave "
                    "out better than 104-wide ones",
          .run = k42_wgmma_tail_fit, .check = hopper_tma_check},
+    Rung{.id = "k43_wgmma_tma_store", .backend = Backend::cuda, .group = "hopper", .dtypes = kHalf,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "k42 with the fp32 C staged in shared memory and written by TMA stores: no global store "
+                   "instruction beside the other consumer's main loop",
+         .run = k43_wgmma_tma_store, .check = hopper_tma_check},
 };
 
 }  // namespace

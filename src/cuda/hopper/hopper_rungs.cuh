@@ -22,6 +22,7 @@ void k39_wgmma_pingpong(const GemmProblem& p);
 void k40_wgmma_narrow_tail(const GemmProblem& p);
 void k41_wgmma_wave_fit(const GemmProblem& p);
 void k42_wgmma_tail_fit(const GemmProblem& p);
+void k43_wgmma_tma_store(const GemmProblem& p);
 
 // The TMA rule every Hopper rung shares: each row of A and of B (both K-major)
 // must start on a 16-byte boundary, so K x element size must be a multiple of

@@ -1,0 +1,67 @@
+// k43_wgmma_tma_store: k42 with the fp32 C written through shared memory and
+// TMA stores instead of straight from the registers.
+// Kernel: pingpong_gemm.cuh, k42's (128 x 128 x 64 tiles, bf16 and f16, the
+// narrow tail 104 or 64 wide by gemm::plan_tail_fit) with 6 ring stages
+// instead of 7, and the store policy PingPongStoreF32Tma (pingpong_rung.cuh):
+// each consumer stages a 64 x 64 part of its half (two 64 x 32 fp32 boxes,
+// 128B swizzle, 16 KB) and one thread hands it to the copy engine.
+// Run alone: rigel ladder --backend cuda --rungs k43_wgmma_tma_store --dtype bf16 --sizes 4096
+//
+// Adds over k42: the output path a vendor GEMM takes. k39-k42 write their
+// fp32 C with one 8-byte store per accumulator pair: 64 store instructions a
+// thread for each 128 x 128 tile, each touching 8 rows of C, issued by the
+// consumer whose epilogue runs beside the other consumer's main loop. The
+// wgmma_corun probe put 3.2 tensor cycles of the running consumer on each
+// store instruction of the other (results/h100/, 2026-12-05), 64- or 128-bit
+// alike. The same kernel with a bf16 D leaving through TMA stores (the
+// library's "fixed_tail") ran at 1.01x cuBLAS at 4096^3 on an H100 where
+// k42 with its fp32 C ran at 0.86x (results/h100/2026-12-05_4c8b541_*): on
+// that card the fp32 stores, not the main loop, are where k42 loses. Here a
+// thread writes its pairs into shared memory (an 8-byte st.shared a pair,
+// the swizzle spreading a warp's stores over every bank) and no global store
+// is issued by the consumers at all, for one stage fewer of the ring (the two
+// 16 KB staging regions take its 32 KB).
+// Prediction: on an H100 at 4096^3 from k42's 0.86x to 0.95x-1.0x cuBLAS
+// (the bf16-output kernel's rate, less the doubled bytes of an fp32 C); on
+// the H200, where k42's stores cost less (k40 at 1.046x), +1-2 %, taking
+// bf16 4096^3 past issue 11's 1.05x.
+// Measured: not yet run.
+#include "cuda/hopper/hopper_rungs.cuh"
+#include "cuda/hopper/pingpong_rung.cuh"
+
+namespace rigel::cuda {
+namespace {
+
+template <DType T, int TailN>
+using TmaTail = sm90::PingPong<T, 6, sm90::Major::k, sm90::Major::k, 1, false, 128, 128, TailN>;
+
+template <DType T>
+void launch_tma_store(const GemmProblem& p, const char* rung) {
+    static const int sms = sm90::sm_count();
+    // k42's choice of the tail's width, kept for the last shape.
+    static struct {
+        std::int64_t m = -1, n = -1;
+        int narrow_bn = gemm::kTailTileN;
+    } chosen;
+    if (chosen.m != p.m || chosen.n != p.n)
+        chosen = {p.m, p.n,
+                  p.m > 0 && p.n > 0 ? gemm::plan_tail_fit(sm90::ceil_div(p.m, 128), p.n, 128, sms).narrow_bn
+                                     : gemm::kTailTileN};
+    if (chosen.narrow_bn == 64)
+        return sm90::launch_pingpong_rung<TmaTail<T, 64>, sm90::PingPongStoreF32Tma>(p, rung);
+    sm90::launch_pingpong_rung<TmaTail<T, gemm::kTailTileN>, sm90::PingPongStoreF32Tma>(p, rung);
+}
+
+}  // namespace
+
+void k43_wgmma_tma_store(const GemmProblem& p) {
+    constexpr const char* kRung = "k43_wgmma_tma_store";
+    switch (p.type) {
+        case DType::bf16: return launch_tma_store<DType::bf16>(p, kRung);
+        case DType::f16: return launch_tma_store<DType::f16>(p, kRung);
+        default:
+            throw std::invalid_argument(std::string(kRung) + " takes bf16 and f16, not " + std::string(name(p.type)));
+    }
+}
+
+}  // namespace rigel::cuda
