@@ -25,7 +25,22 @@
 // (the bf16-output kernel's rate, less the doubled bytes of an fp32 C); on
 // the H200, where k42's stores cost less (k40 at 1.046x), +1-2 %, taking
 // bf16 4096^3 past issue 11's 1.05x.
-// Measured: not yet run.
+// Measured on an H100 (3adcd5c, one call, results/h100/2026-12-05_3adcd5c_ladder.csv
+// and _ladder_2048_6144.csv, each rung paired with cuBLAS, bf16 with an fp32
+// C): 4096^3 1.031x [1.016, 1.043] against k42's 0.833x [0.770, 0.975];
+// 3072^3 0.958x against 0.778x; 2048^3 0.970x against 0.903x; 6144^3 0.940x
+// against 0.837x; 8192^3 0.871x against 0.831x. The same bits as k42 (the
+// same err_rel_fro on every size), and every odd verify shape passed in bf16
+// and f16 (experiments/2026-12-05_3adcd5c_k43_odd_verify.txt: TMA stores
+// clipped at M and N on 2500 x 2100, 1000 x 4097's N keeping the register
+// stores). Nsight Compute at 4096^3 (experiments/..._ncu_sol_*_4096.txt, clocks
+// left alone): k42 250.1 us at 1.68 GHz with the tensor pipe active 60.6 % of
+// its cycles; k43 191.9 us at 1.55 GHz, 85.4 %; cuBLAS 182.9 us at 1.63 GHz,
+// 85.1 %: k43 takes 297 k cycles where cuBLAS takes 298 k and k42 took 420 k.
+// The prediction held at 4096^3 and fell short at 8192^3, where k43 moves
+// more bytes than cuBLAS (its DRAM throughput 47 % of peak at 4096^3 against
+// cuBLAS's 34 %, L2 76 % against 58 %: single CTAs without multicast). On
+// the H200: not yet run.
 #include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/hopper/pingpong_rung.cuh"
 
