@@ -152,6 +152,13 @@ constexpr bool has_n192_kernel(const Desc& d) { return bf16_with_epilogue_in(d, 
 inline constexpr std::array<Epilogue, 2> kTailEpilogues{Epilogue::none, Epilogue::bias_gelu};
 constexpr bool has_tail_kernel(const Desc& d) { return bf16_with_epilogue_in(d, kTailEpilogues); }
 
+// 16-bit operands, an fp32 D and no epilogue: the products whose ping-pong kernel writes D through shared
+// memory and TMA stores (Choice::f32_tma, "pingpong_f32_tma"; the ladder's k43 store path).
+constexpr bool has_f32_tma_kernel(const Desc& d) {
+    return (d.a_type == Type::bf16 || d.a_type == Type::f16) && d.b_type == d.a_type && d.d_type == Type::f32 &&
+           d.epilogue == Epilogue::none;
+}
+
 // How a plan computes: the kernel the dispatcher chose for the shape.
 struct Choice {
     int tile_m = 128, tile_n = 256;  // output tile of one CTA (of one consumer, ping-pong); tile_m 64: kShortTileEpilogues
@@ -181,6 +188,11 @@ struct Choice {
     // other epilogues keep the kernel without C's path. The dispatcher's choice for epilogues none and
     // bias (rule 4's residual products); kernel_named "fixed_tma_c" also takes it for dgelu_bgrad.
     bool tma_load_c = false;
+    // The ping-pong kernel (128 x 128, K not split, no fixed epilogue) for has_f32_tma_kernel's products,
+    // its fp32 D staged in shared memory (64 x 32 boxes, 128B swizzle) and written by TMA stores on calls
+    // with beta 0, D 16-byte aligned and ldd a multiple of 4 (tma_stores); other calls take the staged
+    // stores of FixedEpilogue's float path.
+    bool f32_tma = false;
     // With splits > 1, pingpong and fixed_epilogue: the units' partials of a tile are summed in split
     // order, so runs repeat bit for bit (kernel_named "fixed_split_ordered"): where every tile is split,
     // each unit stores its partial into a workspace slab of its own and the last to arrive sums them;
@@ -255,7 +267,7 @@ Choice choose(const Desc& d, int sms);
 // the ping-pong kernel over units of (split, tile) in pingpong_splitk_units splits, each unit added
 // into D by reductions in L2, whose order is not fixed; beta 0, or 1 with C the same matrix as D).
 // "auto" is choose(). nullopt when the name is unknown or d has no such kernel (fp8: 128x128 only;
-// fixed, fixed_split: has_fixed_epilogue_kernel(d); fixed_wide: has_wide_kernel(d); fixed_m64: has_short_tile_kernel(d); fixed_n192, fixed_n168, fixed_n176: has_n192_kernel(d); pingpong_splitk: 16-bit operands, an f32 D, no epilogue).
+// fixed, fixed_split: has_fixed_epilogue_kernel(d); fixed_wide: has_wide_kernel(d); fixed_m64: has_short_tile_kernel(d); fixed_n192, fixed_n168, fixed_n176: has_n192_kernel(d); pingpong_splitk and pingpong_f32_tma: 16-bit operands, an f32 D, no epilogue).
 std::optional<Choice> kernel_named(const Desc& d, std::string_view kernel, int sms);
 // The splits of pingpong_splitk for `tiles` output tiles of 128 x 128 and `k_tiles` k-tiles of 64:
 // the fewest that minimize (rounds of 2 x sms consumers) x (k-tiles of a unit + 1), at most 16 and
@@ -277,6 +289,7 @@ std::string check_decomposed_args(const Desc& d, const Args& args);
 // a bf16 D,
 // beta 0 (or any beta with c.tma_load_c, C then 16-byte aligned with ldc a multiple of 8), N a
 // multiple of 8, and D (and aux) 16-byte aligned with leading dimensions of a multiple of 8 elements.
+// With c.f32_tma (an fp32 D, no epilogue): beta 0, D 16-byte aligned and ldd a multiple of 4.
 // `d` with its leading dimensions filled in (with_packed_leading_dimensions).
 bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const Args& args);
 // Whether the ping-pong split-K can take a call with `args`: its units add into D, so D must be

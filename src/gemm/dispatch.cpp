@@ -153,6 +153,12 @@
 //      in the same call (bwd_gate_up_dx and bwd_qkv_dx, NN: 0.92x against
 //      1.00x; bwd_qkv_dw, TN: 0.90x against rule 3a's 0.99x; both store B
 //      MN-major), so they keep rules 3a and 4; TT is unmeasured.
+//  11. 16-bit operands, an fp32 D and no epilogue on the unsplit ping-pong
+//      kernel: its D staged in shared memory and written by TMA stores
+//      (Choice::f32_tma, "pingpong_f32_tma"; the ladder's k43 store path), on
+//      calls with beta 0, D 16-byte aligned and ldd a multiple of 4; other
+//      calls take the staged stores. Taken from the ladder, where on an H100
+//      it took the rung from 0.833x to 1.031x cuBLAS at 4096^3.
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
@@ -654,6 +660,16 @@ Choice choose(const Desc& desc, int sms) {
             }
         }
     }
+    // Rule 11: an fp32 D without epilogue on the unsplit ping-pong kernel leaves through shared memory and
+    // TMA stores (k43's store path). On an H100, k43 against k42 (the same kernel storing from the
+    // registers) at 4096^3: 1.031x against 0.833x cuBLAS, the tensor pipe active 85 % of the cycles
+    // against 61 % (results/h100/2026-12-05_3adcd5c_*).
+    if (c.pingpong && c.splits == 1 && c.cluster_m == 1 && !c.fixed_epilogue && c.tile_n == kNarrowTileN &&
+        c.tile_m == kTileM && has_f32_tma_kernel(d)) {
+        c.f32_tma = true;
+        c.why += "; the fp32 D leaving through shared memory and TMA stores (beta 0, D's rows multiples of 4 "
+                 "floats)";
+    }
     return c;
 }
 
@@ -679,6 +695,7 @@ struct NamedKernel {
     int tile_m = kTileM;        // kShortTileM: with fixed, the 64-row kernel (kShortTileEpilogues)
     int group_m = 0;            // Choice::group_m
     int tail_n = 0;             // with fixed: Choice::tail_n (kTailEpilogues)
+    bool f32_tma = false;       // Choice::f32_tma (has_f32_tma_kernel)
 };
 // fixed with tile_n 256 (not ping-pong): the cooperative kernel compiled for kWideEpilogues.
 constexpr std::array kNamedKernels{
@@ -737,6 +754,8 @@ constexpr std::array kNamedKernels{
     // schedule in the library's kernel; src/gemm/narrow_tail.hpp plans it, the plan at its construction).
     NamedKernel{.name = "fixed_tail", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .tail_n = kTailTileN},
+    // The ping-pong kernel with an fp32 D written by TMA stores (rule 11's); "pingpong" keeps the staged stores.
+    NamedKernel{.name = "pingpong_f32_tma", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .f32_tma = true},
 };
 
 }  // namespace
@@ -770,6 +789,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         if (k.tile_m != kTileM && !has_short_tile_kernel(d)) return std::nullopt;
         if (k.tail_n > 0 && !has_tail_kernel(d)) return std::nullopt;
         if (k.split_reduce && !k.fixed && (d.d_type != Type::f32 || d.epilogue != Epilogue::none)) return std::nullopt;
+        if (k.f32_tma && !has_f32_tma_kernel(d)) return std::nullopt;
         Choice c;
         c.tile_m = k.tile_m;
         c.tile_n = k.tile_n;
@@ -780,6 +800,7 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
         c.tma_load_c = k.tma_load_c;
         c.group_m = k.group_m;
         c.tail_n = k.tail_n;
+        c.f32_tma = k.f32_tma;
         const std::int64_t tiles = ceil_div(d.m, k.tile_m) * ceil_div(d.n, k.tile_n);
         c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
         if (k.tail) {
@@ -877,6 +898,9 @@ std::string kernel_names() {
 bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const Args& args) {
     const Epilogue e = kernel_epilogue;
     const auto aligned16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+    if (c.f32_tma)  // boxes of 64 rows x 32 floats: D's rows must be 16-byte multiples
+        return has_f32_tma_kernel(d) && e == Epilogue::none && args.beta == 0.0f && aligned16(args.d) &&
+               d.ldd % 4 == 0;
     if (!c.fixed_epilogue || !c.tma_store || (c.splits != 1 && !c.pingpong) || d.d_type != Type::bf16) return false;
     if (args.beta != 0.0f && !(c.tma_load_c && aligned16(args.c) && d.ldc % 8 == 0)) return false;
     // dgelu_bgrad: aux comes in by TMA where C would (tma_load_c), so not beside C.

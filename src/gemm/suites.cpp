@@ -8,7 +8,6 @@
 #include <array>
 #include <cstdio>
 #include <stdexcept>
-#include <tuple>
 #include <utility>
 
 namespace rigel::gemm {
@@ -210,6 +209,28 @@ std::vector<GemmCase> verify_cases() {
                         out.push_back(verify_case(Desc{.m = s.m, .n = s.n, .k = s.k, .a_type = ab, .b_type = ab,
                                                        .a_op = a, .b_op = b, .d_type = t, .epilogue = e},
                                                   s.alpha, s.beta, s.pad, kernel.empty() ? "" : "_" + kernel, kernel));
+    // The fp32 D by TMA stores ("pingpong_f32_tma", the dispatcher's rule 11), bf16 and f16: 520 and 289
+    // columns with padded rows (TMA stores, the last box cut at N), D's rows 290 floats apart (no 16-byte
+    // multiple: the staged stores), C added (beta 1: the staged stores); and 2104 x 2104 x 1000
+    // with alpha -0.75 (289 tiles, so each consumer reuses its staging region tile after tile), by name and
+    // under the dispatcher's choice.
+    for (const auto& [a, b] : kLayouts)
+        for (Type ab : {Type::bf16, Type::f16}) {
+            const auto f32_desc = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+                return Desc{.m = m, .n = n, .k = k, .a_type = ab, .b_type = ab, .a_op = a, .b_op = b,
+                            .d_type = Type::f32};
+            };
+            for (const auto& [n, beta] : {std::pair{std::int64_t{520}, 0.0f}, std::pair{std::int64_t{289}, 0.0f},
+                                          std::pair{std::int64_t{296}, 1.0f}})
+                out.push_back(verify_case(f32_desc(300, n, 136), 1.0f, beta, true, "_pingpong_f32_tma",
+                                          "pingpong_f32_tma"));
+            Desc odd_ld = padded(f32_desc(300, 289, 136));
+            odd_ld.ldd = odd_ld.ldc = 290;
+            out.push_back(verify_case(odd_ld, 1.0f, 0.0f, false, "_ldd290_pingpong_f32_tma", "pingpong_f32_tma"));
+            for (const std::string kernel : {"", "pingpong_f32_tma"})
+                out.push_back(verify_case(f32_desc(2104, 2104, 1000), -0.75f, 0.0f, false,
+                                          kernel.empty() ? "_multitile" : "_multitile_pingpong_f32_tma", kernel));
+        }
     // The kernels with a training step's epilogue compiled in (bf16 D), on
     // columns that end in a chunk of one (289 = 9 x 32 + 1), C added (beta 1:
     // the residual of a projection).
@@ -683,6 +704,7 @@ std::vector<GemmCase> cases_matching(std::span<const GemmCase> cases, const std:
 std::string kernel_text(const Choice& c) {
     return std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + (c.pingpong ? " pingpong" : "") +
            (c.fixed_epilogue ? (c.tma_store ? " fixed-epilogue" : " fixed-epilogue staged") : "") +
+           (c.f32_tma ? " f32-tma" : "") +
            (c.ordered_split ? " ordered" : "") +
            (c.cluster_m > 1 ? " cluster " + std::to_string(c.cluster_m) + "x1" : "") +
            (c.group_m > 0 ? " group " + std::to_string(c.group_m) : "") +

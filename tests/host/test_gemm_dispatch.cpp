@@ -682,7 +682,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
     EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
-              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_tail_gather, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32, fixed_n192, fixed_n192_g16, fixed_n168, fixed_n176, fixed_tail");
+              "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_tail_gather, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32, fixed_n192, fixed_n192_g16, fixed_n168, fixed_n176, fixed_tail, pingpong_f32_tma");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
     EXPECT_FALSE(is_kernel_name("64x64"));
@@ -827,6 +827,63 @@ TEST(GemmChoose, TmaStoresOnlyWhereTheyWereVerified) {
     Desc f32 = d;
     f32.d_type = Type::f32;
     EXPECT_FALSE(tma_stores(f32, c, d.epilogue, args));
+}
+
+// Rule 11: an fp32 D without epilogue on the unsplit ping-pong kernel leaves by TMA stores (k43's path),
+// on calls with beta 0, D 16-byte aligned and ldd a multiple of 4; the others keep the staged stores.
+TEST(GemmChoose, Fp32OutputTakesTheTmaStoresOnTheUnsplitPingPongKernel) {
+    for (Type t : {Type::bf16, Type::f16}) {
+        for (const auto& [a, b] : {std::pair{Op::n, Op::t}, {Op::n, Op::n}, {Op::t, Op::n}, {Op::t, Op::t}}) {
+            const Desc d = with_packed_leading_dimensions(Desc{.m = 4096, .n = 4096, .k = 4096, .a_type = t,
+                                                               .b_type = t, .a_op = a, .b_op = b,
+                                                               .d_type = Type::f32});
+            const Choice c = choose(d, kH200Sms);
+            EXPECT_TRUE(c.f32_tma && c.pingpong && c.splits == 1 && !c.fixed_epilogue) << c.why;
+            EXPECT_TRUE(contains(c.why, "TMA stores")) << c.why;
+            EXPECT_EQ(kernel_text(c), "128x128 pingpong f32-tma splits 1");
+        }
+    }
+    const auto f32_square = [](std::int64_t n, Type t = Type::bf16) {
+        Desc d = square(n, t);
+        d.d_type = Type::f32;
+        return with_packed_leading_dimensions(d);
+    };
+    const Desc d = f32_square(4096);
+    const Choice c = choose(d, kH200Sms);
+    void* const at = reinterpret_cast<void*>(std::uintptr_t{4096});
+    const Args args{.a = at, .b = at, .d = at};
+    EXPECT_TRUE(tma_stores(d, c, Epilogue::none, args));
+    // beta != 0, D off 16 bytes, or rows that are not whole 16-byte multiples: the staged stores.
+    Args residual = args;
+    residual.c = at;
+    residual.beta = 1.0f;
+    EXPECT_FALSE(tma_stores(d, c, Epilogue::none, residual));
+    Args off = args;
+    off.d = reinterpret_cast<void*>(std::uintptr_t{4104});
+    EXPECT_FALSE(tma_stores(d, c, Epilogue::none, off));
+    Desc odd_ld = d;
+    odd_ld.ldd = 4098;
+    EXPECT_FALSE(tma_stores(odd_ld, c, Epilogue::none, args));
+    // Any N: the copies clip at N, so an odd N with rows padded to a multiple of 4 takes them.
+    Desc odd_n = d;
+    odd_n.n = 4097;
+    odd_n.ldd = 4100;
+    EXPECT_TRUE(tma_stores(odd_n, choose(odd_n, kH200Sms), Epilogue::none, args));
+    // Not for a bf16 D, an epilogue, fp8, or a split K (few tiles: rule 2's cooperative split).
+    EXPECT_FALSE(choose(bf16_product(4096, 4096, 4096, Op::n, Op::t), kH200Sms).f32_tma);
+    Desc bias = d;
+    bias.epilogue = Epilogue::bias;
+    EXPECT_FALSE(choose(bias, kH200Sms).f32_tma);
+    EXPECT_FALSE(choose(f32_square(4096, Type::e4m3), kH200Sms).f32_tma);
+    const Choice few = choose(f32_square(512), kH200Sms);
+    EXPECT_FALSE(few.f32_tma && few.splits > 1);
+    // By name: "pingpong_f32_tma" for the same products; "pingpong" keeps the staged stores.
+    const auto named = kernel_named(d, "pingpong_f32_tma", kH200Sms);
+    ASSERT_TRUE(named);
+    EXPECT_TRUE(named->f32_tma && named->pingpong && named->splits == 1);
+    EXPECT_FALSE(kernel_named(d, "pingpong", kH200Sms)->f32_tma);
+    EXPECT_FALSE(kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t), "pingpong_f32_tma", kH200Sms));
+    EXPECT_FALSE(kernel_named(bias, "pingpong_f32_tma", kH200Sms));
 }
 
 // By name on a product whose tiles fill the SMs, the ordered split has one unit a tile: the unsplit

@@ -18,6 +18,7 @@
 #include "cuda/gelu.cuh"
 #include "cuda/hopper/sm90.cuh"
 #include "cuda/hopper/sm90_cluster.cuh"
+#include "cuda/hopper/tma_store_f32.cuh"
 #include "cuda/hopper/wgmma.cuh"
 #include "cuda/ladder/tensor_rungs.cuh"  // ldmatrix_x4
 #include "rigel/gemm.hpp"
@@ -804,6 +805,29 @@ private:
             }
             sm90::bulk_commit();
         }
+    }
+};
+
+// The library's fp32 D without epilogue on the ping-pong kernel (Choice::f32_tma, "pingpong_f32_tma"):
+// each half staged in shared memory as 64 x 32 fp32 boxes and written by TMA stores (tma_store_f32.cuh,
+// the ladder's k43 path), D = alpha * the product. Calls that tma_stores refuses (beta != 0, D's rows no
+// multiple of 16 bytes) take FixedEpilogue's float path, the staged stores, in the same 16 KB region.
+struct TmaStoreF32 : FixedEpilogue<float, Epilogue::none> {
+    using Base = FixedEpilogue<float, Epilogue::none>;
+    static_assert(Base::kStagingBytes >= sm90::kF32StagingBytes, "the TMA path's boxes fit the staging region");
+    static __device__ __forceinline__ void prefetch(const Params& p) {
+        if (p.tma) sm90::prefetch_tensor_map(&p.map_d);
+    }
+    template <int BN>
+    static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
+                                                 int col0, float* staging, int /*spread_ns*/ = 0) {
+        if (!p.tma) return Base::template store<BN>(p, acc, m, n, row0, col0, staging);
+        if (row0 >= m) return;  // the same for the whole warpgroup
+        sm90::store_f32_tma<BN>(&p.map_d, acc, p.alpha, static_cast<float*>(p.d), p.ldd, m, n, row0, col0, staging,
+                                1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup);
+    }
+    static __device__ __forceinline__ void drain(const Params& p) {
+        if (p.tma) sm90::store_f32_tma_drain();
     }
 };
 

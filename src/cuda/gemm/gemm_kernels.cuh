@@ -84,6 +84,7 @@ struct KernelKey {
     bool ordered = false;  // with split and fixed_epilogue: SplitFixup's ordered form (Choice::ordered_split)
     int tile_m = 128;      // 64: the ping-pong kernel's 64-row tiles (fixed_epilogue, kShortTileEpilogues)
     int tail_n = 0;        // the narrow tail's tile width compiled in (Choice::tail_n, kTailEpilogues); 0: none
+    bool f32_tma = false;  // the ping-pong kernel with an fp32 D by TMA stores (Choice::f32_tma, TmaStoreF32)
     bool operator==(const KernelKey&) const = default;
 };
 
@@ -345,8 +346,17 @@ constexpr auto split_pair_rows() {
     }
 }
 
+// The fp32-D row of one 16-bit type and layout (Choice::f32_tma): the unsplit ping-pong kernel with
+// TmaStoreF32, 6 stages beside the two 16 KB staging regions.
+template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
+constexpr std::array<KernelEntry, 1> f32_tma_rows() {
+    using Pong = sm90::PingPong<T, TmaStoreF32::kStages, major_a(OA), major_b(OB)>;
+    return {KernelEntry{{Tg, OA, OB, 128, false, true, 1, false, Epilogue::none, false, false, 128, 0, true},
+                        launch_pingpong<Pong, TmaStoreF32>, Pong::kBK}};
+}
+
 // The table of one 16-bit type and layout: half_rows, fixed_epilogue_rows, short_tile_rows, wide_fixed_rows,
-// split_fixed_rows, pair_rows, split_pair_rows, wide_n_rows (192, 168, 176), tail_rows.
+// split_fixed_rows, pair_rows, split_pair_rows, wide_n_rows (192, 168, 176), tail_rows, f32_tma_rows.
 template <DType T, Type Tg, gemm::Op OA, gemm::Op OB>
 constexpr auto table_rows() {
     constexpr auto a = half_rows<T, Tg, OA, OB>();
@@ -362,8 +372,9 @@ constexpr auto table_rows() {
     constexpr auto n = wide_n_rows<T, Tg, OA, OB, 168>();
     constexpr auto t = wide_n_rows<T, Tg, OA, OB, 176>();
     constexpr auto x = tail_rows<T, Tg, OA, OB>();
+    constexpr auto y = f32_tma_rows<T, Tg, OA, OB>();
     std::array<KernelEntry, a.size() + b.size() + c.size() + s.size() + w.size() + f.size() + o.size() + p.size() +
-                                q.size() + r.size() + n.size() + t.size() + x.size()>
+                                q.size() + r.size() + n.size() + t.size() + x.size() + y.size()>
         out{};
     std::size_t at = 0;
     for (const auto& part : {std::span<const KernelEntry>(a), std::span<const KernelEntry>(b),
@@ -372,7 +383,7 @@ constexpr auto table_rows() {
                              std::span<const KernelEntry>(o), std::span<const KernelEntry>(p),
                              std::span<const KernelEntry>(q), std::span<const KernelEntry>(r),
                              std::span<const KernelEntry>(n), std::span<const KernelEntry>(t),
-                             std::span<const KernelEntry>(x)})
+                             std::span<const KernelEntry>(x), std::span<const KernelEntry>(y)})
         for (const KernelEntry& e : part) out[at++] = e;
     return out;
 }

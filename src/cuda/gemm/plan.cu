@@ -187,12 +187,17 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
     if (forced.split_tiles != 0 && !(split && forced.pingpong && forced.split_tiles > 0))
         throw std::invalid_argument("a tail split is the ping-pong split-K's (splits > 1, ping-pong) and splits at "
                                     "least one tile");
+    if (forced.f32_tma && !(forced.pingpong && !split && forced.cluster_m == 1 && !forced.fixed_epilogue &&
+                            forced.tile_m == 128 && forced.tile_n == 128 && forced.tail_n == 0 &&
+                            has_f32_tma_kernel(desc_)))
+        throw std::invalid_argument("the fp32-D TMA-store kernel is the unsplit 128 x 128 ping-pong kernel's, for "
+                                    "bf16 or f16 operands, an f32 D and no epilogue");
     const bool loads_c = forced.fixed_epilogue && forced.tma_load_c;
     KernelKey key{desc_.a_type,     desc_.a_op,           desc_.b_op,
                   forced.tile_n,    split,                forced.pingpong,
                   forced.cluster_m, forced.fixed_epilogue, forced.fixed_epilogue ? desc_.epilogue : Epilogue::none,
                   loads_c && desc_.epilogue == Epilogue::dgelu_bgrad, forced.ordered_split, forced.tile_m,
-                  forced.tail_n};
+                  forced.tail_n,    forced.f32_tma};
     state_ = std::make_unique<State>();
     state_->kernel = find_kernel(key);
     if (loads_c) {
@@ -302,6 +307,12 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
         // The kernel at hand decides whether C (or dgelu_bgrad's aux) can come by TMA.
         Choice with = c;
         with.tma_load_c = kernel.key.loads_c;
+        if (kernel.key.f32_tma) {  // TmaStoreF32's boxes: 64 rows x 32 floats
+            if (!tma_stores(d, with, Epilogue::none, args)) return;
+            l.tma_store = true;
+            l.map_d = s.maps_d.get(args.d, DType::f32, d.m, d.n, d.ldd, 64);
+            return;
+        }
         if (!kernel.key.fixed_epilogue || !tma_stores(d, with, kernel.key.epilogue, args)) return;
         constexpr int kBoxRows = 64;  // FixedEpilogue's staging boxes: 64 rows x 64 bf16
         l.tma_store = true;

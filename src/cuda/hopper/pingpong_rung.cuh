@@ -12,6 +12,7 @@
 
 #include "cuda/hopper/pingpong_gemm.cuh"
 #include "cuda/hopper/rung_launch.cuh"
+#include "cuda/hopper/tma_store_f32.cuh"
 #include "gemm/narrow_tail.hpp"
 
 namespace rigel::cuda::sm90 {
@@ -44,103 +45,25 @@ struct PingPongStoreF32 {
     static __device__ __forceinline__ void drain(const Params&) {}
 };
 
-// k43's fp32 C through shared memory: each half of a tile (64 rows) goes out in boxes of 64 rows x 32
-// floats (128 bytes, the 128B swizzle's span) through p.map_c, two boxes (16 KB, the staging region of
-// each consumer) at a time. Each thread writes its accumulator pairs where the swizzle puts them (16-byte
-// chunk c of row r at chunk c ^ (r % 8): a warp's 8-byte stores then fill every bank twice, the fewest
-// passes 256 bytes take), the warpgroup meets, and one thread hands the boxes to the copy engine, which
-// clips them at M and N. Before the staging region is written again, that thread waits until the copy
-// engine has read it (wait_group.read), so a half's second pair of boxes waits on its first's read, not
-// on its writes. Columns of a narrow tile past its last whole box (a 104-wide tile's last 8) are stored
-// from the registers, as are whole launches whose C rows TMA cannot address (N not a multiple of 4:
-// p.tma false). Named barriers 2 and 3, the epilogue's in the ping-pong kernel.
+// k43's fp32 C through shared memory and TMA stores (tma_store_f32.cuh), or, where C's rows are no
+// multiple of 16 bytes (N not a multiple of 4: p.tma false), k42's stores from the registers.
 template <class P>
 struct PingPongStoreF32Tma {
     using Params = P;
-    static constexpr int kBoxCols = kRowBytes / 4;          // 32 floats
-    static constexpr int kBoxBytes = kWgmmaM * kRowBytes;   // 64 rows x 128 bytes
-    static constexpr int kPassBoxes = 2;
-    static constexpr int kStagingBytes = kPassBoxes * kBoxBytes;
-    static_assert(kStagingBytes % kSwizzleAtom == 0, "staging boxes start on swizzle atoms");
-
+    static constexpr int kStagingBytes = kF32StagingBytes;
     static __device__ __forceinline__ void prefetch(const Params& p) {
         if (p.tma) prefetch_tensor_map(&p.map_c);
     }
-
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
                                                  int col0, float* staging) {
         if (!p.tma) return store_accumulators<BN>(acc, p.c, m, n, row0, col0);
         if (row0 >= m) return;  // the same for the whole warpgroup
-        constexpr int kBoxes = BN / kBoxCols;
-        constexpr int kPasses = (kBoxes + kPassBoxes - 1) / kPassBoxes;
-        const int t = tid_x_here() % kWarpgroup;
-        const int warp = t / 32, lane = t % 32, q = lane % 4;
-        const bool issuer = t == 0;
-        const int barrier = 1 + static_cast<int>(threadIdx.x) / kWarpgroup;
-        // Row r = 16 warp + lane / 4 + 8 h of the half: r % 8 = lane / 4 for both h.
-        const std::uint32_t x = static_cast<std::uint32_t>(lane / 4);
-        const std::uint32_t row_at = smem_u32(staging) + static_cast<std::uint32_t>((16 * warp + lane / 4) * kRowBytes) +
-                                     static_cast<std::uint32_t>((q % 2) * 8);
-#pragma unroll
-        for (int pass = 0; pass < kPasses; ++pass) {
-            if (issuer) bulk_wait_read<0>();
-            named_barrier_sync<kWarpgroup>(barrier);
-#pragma unroll
-            for (int bb = 0; bb < kPassBoxes; ++bb) {
-                const int b = pass * kPassBoxes + bb;
-                if (b >= kBoxes) break;
-#pragma unroll
-                for (int jj = 0; jj < kBoxCols / 8; ++jj) {  // the box's 8-column groups
-                    const int j = 4 * b + jj;
-                    const std::uint32_t chunk = (static_cast<std::uint32_t>(2 * jj + q / 2) ^ x) << 4;
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const std::uint32_t at = row_at + static_cast<std::uint32_t>(bb * kBoxBytes + 8 * h * kRowBytes) + chunk;
-                        asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(acc[4 * j + 2 * h]),
-                                     "f"(acc[4 * j + 2 * h + 1])
-                                     : "memory");
-                    }
-                }
-            }
-            fence_proxy_async_smem();
-            named_barrier_sync<kWarpgroup>(barrier);
-            if (issuer) {
-#pragma unroll
-                for (int bb = 0; bb < kPassBoxes; ++bb) {
-                    const int b = pass * kPassBoxes + bb;
-                    if (b >= kBoxes || col0 + kBoxCols * b >= n) break;  // boxes past N are not stored
-                    tma_store_2d(&p.map_c, smem_u32(staging) + static_cast<std::uint32_t>(bb * kBoxBytes),
-                                 col0 + kBoxCols * b, row0);
-                }
-                bulk_commit();
-            }
-        }
-        // A narrow tile's columns past its whole boxes, from the registers.
-        if constexpr (BN % kBoxCols != 0) {
-            const int rows_left = m - row0;
-            const int cols_left = n - col0;
-#pragma unroll
-            for (int j = kBoxes * kBoxCols / 8; j < BN / 8; ++j) {
-                const int col = 8 * j + 2 * q;
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int r = 16 * warp + lane / 4 + 8 * h;
-                    if (r >= rows_left) continue;
-                    float* const at = p.c + static_cast<std::int64_t>(row0 + r) * n + col0 + col;
-                    if (col + 1 < cols_left) {  // N is a multiple of 4 here (p.tma), so the pair is aligned
-                        *reinterpret_cast<float2*>(at) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-                    } else if (col < cols_left) {
-                        at[0] = acc[4 * j + 2 * h];
-                    }
-                }
-            }
-        }
+        store_f32_tma<BN>(&p.map_c, acc, 1.0f, p.c, n, m, n, row0, col0, staging,
+                          1 + static_cast<int>(threadIdx.x) / kWarpgroup);
     }
-    // After the consumer's last tile: the copies have read the staging region before the CTA's shared
-    // memory goes away; their writes to C are covered by the grid's completion.
     static __device__ __forceinline__ void drain(const Params& p) {
-        if (p.tma && threadIdx.x % kWarpgroup == 0) bulk_wait_read<0>();
+        if (p.tma) store_f32_tma_drain();
     }
 };
 struct PingPongF32TmaParams {
