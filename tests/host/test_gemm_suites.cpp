@@ -144,7 +144,9 @@ TEST(GemmSuites, VerifyHasLeadingDimensionsPastTheExtentsThatTmaTakes) {
         EXPECT_EQ(d.lda * type_bytes(d.a_type) % 16, 0) << c.name;
         EXPECT_EQ(d.ldb * type_bytes(d.b_type) % 16, 0) << c.name;
         // D's rows 290 floats apart: the fp32-D TMA kernel's case for rows its copies cannot take.
-        if (c.name.find("_ldd290_") == std::string::npos) EXPECT_EQ(d.ldd % 8, 0) << c.name;
+        if (c.name.find("_ldd290_") == std::string::npos) {
+            EXPECT_EQ(d.ldd % 8, 0) << c.name;
+        }
     }
     EXPECT_GT(padded, 200);
 }
