@@ -49,35 +49,22 @@
 namespace rigel::cuda {
 namespace {
 
-template <DType T, int TailN>
-using Tail = sm90::PingPong<T, 7, sm90::Major::k, sm90::Major::k, 1, false, 128, 128, TailN>;
+// k40's kernel for each of the two widths the plan chooses from.
+template <DType T>
+struct TailFit {
+    template <int TailN>
+    using Kernel = sm90::PingPong<T, 7, sm90::Major::k, sm90::Major::k, 1, false, 128, 128, TailN>;
+};
 static_assert(gemm::kTailFitWidths[0] == gemm::kTailTileN && gemm::kTailFitWidths[1] == 64,
               "k42 instantiates the two widths the plan chooses from");
-
-template <DType T>
-void launch_tail_fit(const GemmProblem& p, const char* rung) {
-    static const int sms = sm90::sm_count();
-    // The choice for the last shape, kept: the ladder's timed calls repeat one shape.
-    static struct {
-        std::int64_t m = -1, n = -1;
-        int narrow_bn = gemm::kTailTileN;
-    } chosen;
-    if (chosen.m != p.m || chosen.n != p.n)
-        chosen = {p.m, p.n,
-                  p.m > 0 && p.n > 0 ? gemm::plan_tail_fit(sm90::ceil_div(p.m, 128), p.n, 128, sms).narrow_bn
-                                     : gemm::kTailTileN};
-    // Each kernel's launch plans its own width's tail again (pingpong_rung.cuh): the same plan.
-    if (chosen.narrow_bn == 64) return sm90::launch_pingpong_rung<Tail<T, 64>>(p, rung);
-    sm90::launch_pingpong_rung<Tail<T, gemm::kTailTileN>>(p, rung);
-}
 
 }  // namespace
 
 void k42_wgmma_tail_fit(const GemmProblem& p) {
     constexpr const char* kRung = "k42_wgmma_tail_fit";
     switch (p.type) {
-        case DType::bf16: return launch_tail_fit<DType::bf16>(p, kRung);
-        case DType::f16: return launch_tail_fit<DType::f16>(p, kRung);
+        case DType::bf16: return sm90::launch_tail_fit_rung<TailFit<DType::bf16>::Kernel>(p, kRung);
+        case DType::f16: return sm90::launch_tail_fit_rung<TailFit<DType::f16>::Kernel>(p, kRung);
         default:
             throw std::invalid_argument(std::string(kRung) + " takes bf16 and f16, not " + std::string(name(p.type)));
     }

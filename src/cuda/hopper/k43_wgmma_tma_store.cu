@@ -47,33 +47,22 @@
 namespace rigel::cuda {
 namespace {
 
-template <DType T, int TailN>
-using TmaTail = sm90::PingPong<T, 6, sm90::Major::k, sm90::Major::k, 1, false, 128, 128, TailN>;
-
+// k42's kernels with one ring stage fewer (the two 16 KB staging regions take its 32 KB).
 template <DType T>
-void launch_tma_store(const GemmProblem& p, const char* rung) {
-    static const int sms = sm90::sm_count();
-    // k42's choice of the tail's width, kept for the last shape.
-    static struct {
-        std::int64_t m = -1, n = -1;
-        int narrow_bn = gemm::kTailTileN;
-    } chosen;
-    if (chosen.m != p.m || chosen.n != p.n)
-        chosen = {p.m, p.n,
-                  p.m > 0 && p.n > 0 ? gemm::plan_tail_fit(sm90::ceil_div(p.m, 128), p.n, 128, sms).narrow_bn
-                                     : gemm::kTailTileN};
-    if (chosen.narrow_bn == 64)
-        return sm90::launch_pingpong_rung<TmaTail<T, 64>, sm90::PingPongStoreF32Tma>(p, rung);
-    sm90::launch_pingpong_rung<TmaTail<T, gemm::kTailTileN>, sm90::PingPongStoreF32Tma>(p, rung);
-}
+struct TmaTail {
+    template <int TailN>
+    using Kernel = sm90::PingPong<T, 6, sm90::Major::k, sm90::Major::k, 1, false, 128, 128, TailN>;
+};
 
 }  // namespace
 
 void k43_wgmma_tma_store(const GemmProblem& p) {
     constexpr const char* kRung = "k43_wgmma_tma_store";
     switch (p.type) {
-        case DType::bf16: return launch_tma_store<DType::bf16>(p, kRung);
-        case DType::f16: return launch_tma_store<DType::f16>(p, kRung);
+        case DType::bf16:
+            return sm90::launch_tail_fit_rung<TmaTail<DType::bf16>::Kernel, sm90::PingPongStoreF32Tma>(p, kRung);
+        case DType::f16:
+            return sm90::launch_tail_fit_rung<TmaTail<DType::f16>::Kernel, sm90::PingPongStoreF32Tma>(p, kRung);
         default:
             throw std::invalid_argument(std::string(kRung) + " takes bf16 and f16, not " + std::string(name(p.type)));
     }

@@ -118,4 +118,23 @@ void launch_pingpong_rung(const GemmProblem& p, const char* rung) {
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
+// k42's and k43's launch: the narrow tail's width chosen per shape by gemm::plan_tail_fit (104 or 64
+// columns, whichever leaves the busiest SM the least work), each width its own kernel, Kernel<width>; the
+// choice for the last shape kept (the ladder's timed calls repeat one shape). Each kernel's launch plans
+// its own width's tail again (launch_pingpong_rung): the same plan.
+template <template <int> class Kernel, template <class> class Store = PingPongStoreF32>
+void launch_tail_fit_rung(const GemmProblem& p, const char* rung) {
+    static const int sms = sm_count();
+    static struct {
+        std::int64_t m = -1, n = -1;
+        int narrow_bn = ::rigel::gemm::kTailTileN;
+    } chosen;
+    if (chosen.m != p.m || chosen.n != p.n)
+        chosen = {p.m, p.n,
+                  p.m > 0 && p.n > 0 ? ::rigel::gemm::plan_tail_fit(ceil_div(p.m, 128), p.n, 128, sms).narrow_bn
+                                     : ::rigel::gemm::kTailTileN};
+    if (chosen.narrow_bn == 64) return launch_pingpong_rung<Kernel<64>, Store>(p, rung);
+    launch_pingpong_rung<Kernel<::rigel::gemm::kTailTileN>, Store>(p, rung);
+}
+
 }  // namespace rigel::cuda::sm90
