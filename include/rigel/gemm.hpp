@@ -159,6 +159,10 @@ constexpr bool has_f32_tma_kernel(const Desc& d) {
            d.epilogue == Epilogue::none;
 }
 
+// Whether the dispatcher takes that kernel for those products (its rule 11). Off until the kernel's verify
+// cases (`rigel gemm verify --cases pingpong_f32_tma`) have passed on a GPU: until then it runs by name only.
+inline constexpr bool kDispatchF32Tma = false;
+
 // How a plan computes: the kernel the dispatcher chose for the shape.
 struct Choice {
     int tile_m = 128, tile_n = 256;  // output tile of one CTA (of one consumer, ping-pong); tile_m 64: kShortTileEpilogues

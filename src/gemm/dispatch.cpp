@@ -158,7 +158,9 @@
 //      (Choice::f32_tma, "pingpong_f32_tma"; the ladder's k43 store path), on
 //      calls with beta 0, D 16-byte aligned and ldd a multiple of 4; other
 //      calls take the staged stores. Taken from the ladder, where on an H100
-//      it took the rung from 0.833x to 1.031x cuBLAS at 4096^3.
+//      it took the rung from 0.833x to 1.031x cuBLAS at 4096^3. Behind
+//      gemm::kDispatchF32Tma, off until the kernel's verify cases have run on
+//      a GPU (by name until then).
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
@@ -664,8 +666,8 @@ Choice choose(const Desc& desc, int sms) {
     // TMA stores (k43's store path). On an H100, k43 against k42 (the same kernel storing from the
     // registers) at 4096^3: 1.031x against 0.833x cuBLAS, the tensor pipe active 85 % of the cycles
     // against 61 % (results/h100/2026-12-05_3adcd5c_*).
-    if (c.pingpong && c.splits == 1 && c.cluster_m == 1 && !c.fixed_epilogue && c.tile_n == kNarrowTileN &&
-        c.tile_m == kTileM && has_f32_tma_kernel(d)) {
+    if (kDispatchF32Tma && c.pingpong && c.splits == 1 && c.cluster_m == 1 && !c.fixed_epilogue &&
+        c.tile_n == kNarrowTileN && c.tile_m == kTileM && has_f32_tma_kernel(d)) {
         c.f32_tma = true;
         c.why += "; the fp32 D leaving through shared memory and TMA stores (beta 0, D's rows multiples of 4 "
                  "floats)";

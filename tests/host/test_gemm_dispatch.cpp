@@ -830,17 +830,22 @@ TEST(GemmChoose, TmaStoresOnlyWhereTheyWereVerified) {
 }
 
 // Rule 11: an fp32 D without epilogue on the unsplit ping-pong kernel leaves by TMA stores (k43's path),
-// on calls with beta 0, D 16-byte aligned and ldd a multiple of 4; the others keep the staged stores.
+// on calls with beta 0, D 16-byte aligned and ldd a multiple of 4; the others keep the staged stores. The
+// dispatcher takes it where gemm::kDispatchF32Tma says so; by name always.
 TEST(GemmChoose, Fp32OutputTakesTheTmaStoresOnTheUnsplitPingPongKernel) {
     for (Type t : {Type::bf16, Type::f16}) {
         for (const auto& [a, b] : {std::pair{Op::n, Op::t}, {Op::n, Op::n}, {Op::t, Op::n}, {Op::t, Op::t}}) {
             const Desc d = with_packed_leading_dimensions(Desc{.m = 4096, .n = 4096, .k = 4096, .a_type = t,
                                                                .b_type = t, .a_op = a, .b_op = b,
                                                                .d_type = Type::f32});
+            // The dispatcher's rule 11, where gemm::kDispatchF32Tma lets it choose; the same kernel by name.
             const Choice c = choose(d, kH200Sms);
-            EXPECT_TRUE(c.f32_tma && c.pingpong && c.splits == 1 && !c.fixed_epilogue) << c.why;
-            EXPECT_TRUE(contains(c.why, "TMA stores")) << c.why;
-            EXPECT_EQ(kernel_text(c), "128x128 pingpong f32-tma splits 1");
+            EXPECT_EQ(c.f32_tma, kDispatchF32Tma) << c.why;
+            EXPECT_TRUE(c.pingpong && c.splits == 1 && !c.fixed_epilogue) << c.why;
+            EXPECT_EQ(contains(c.why, "TMA stores"), kDispatchF32Tma) << c.why;
+            const auto named = kernel_named(d, "pingpong_f32_tma", kH200Sms);
+            ASSERT_TRUE(named);
+            EXPECT_EQ(kernel_text(*named), "128x128 pingpong f32-tma splits 1");
         }
     }
     const auto f32_square = [](std::int64_t n, Type t = Type::bf16) {
@@ -849,7 +854,7 @@ TEST(GemmChoose, Fp32OutputTakesTheTmaStoresOnTheUnsplitPingPongKernel) {
         return with_packed_leading_dimensions(d);
     };
     const Desc d = f32_square(4096);
-    const Choice c = choose(d, kH200Sms);
+    const Choice c = *kernel_named(d, "pingpong_f32_tma", kH200Sms);
     void* const at = reinterpret_cast<void*>(std::uintptr_t{4096});
     const Args args{.a = at, .b = at, .d = at};
     EXPECT_TRUE(tma_stores(d, c, Epilogue::none, args));
@@ -868,8 +873,10 @@ TEST(GemmChoose, Fp32OutputTakesTheTmaStoresOnTheUnsplitPingPongKernel) {
     Desc odd_n = d;
     odd_n.n = 4097;
     odd_n.ldd = 4100;
-    EXPECT_TRUE(tma_stores(odd_n, choose(odd_n, kH200Sms), Epilogue::none, args));
-    // Not for a bf16 D, an epilogue, fp8, or a split K (few tiles: rule 2's cooperative split).
+    EXPECT_TRUE(tma_stores(odd_n, *kernel_named(odd_n, "pingpong_f32_tma", kH200Sms), Epilogue::none, args));
+    // The same product on the staged stores ("pingpong"): no TMA stores.
+    EXPECT_FALSE(tma_stores(d, *kernel_named(d, "pingpong", kH200Sms), Epilogue::none, args));
+    // Never for a bf16 D, an epilogue, fp8, or a split K (few tiles: rule 2's cooperative split).
     EXPECT_FALSE(choose(bf16_product(4096, 4096, 4096, Op::n, Op::t), kH200Sms).f32_tma);
     Desc bias = d;
     bias.epilogue = Epilogue::bias;
@@ -878,9 +885,7 @@ TEST(GemmChoose, Fp32OutputTakesTheTmaStoresOnTheUnsplitPingPongKernel) {
     const Choice few = choose(f32_square(512), kH200Sms);
     EXPECT_FALSE(few.f32_tma && few.splits > 1);
     // By name: "pingpong_f32_tma" for the same products; "pingpong" keeps the staged stores.
-    const auto named = kernel_named(d, "pingpong_f32_tma", kH200Sms);
-    ASSERT_TRUE(named);
-    EXPECT_TRUE(named->f32_tma && named->pingpong && named->splits == 1);
+    EXPECT_TRUE(c.f32_tma && c.pingpong && c.splits == 1);
     EXPECT_FALSE(kernel_named(d, "pingpong", kH200Sms)->f32_tma);
     EXPECT_FALSE(kernel_named(bf16_product(4096, 4096, 4096, Op::n, Op::t), "pingpong_f32_tma", kH200Sms));
     EXPECT_FALSE(kernel_named(bias, "pingpong_f32_tma", kH200Sms));
