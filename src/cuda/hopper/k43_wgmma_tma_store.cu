@@ -60,9 +60,9 @@ void k43_wgmma_tma_store(const GemmProblem& p) {
     constexpr const char* kRung = "k43_wgmma_tma_store";
     switch (p.type) {
         case DType::bf16:
-            return sm90::launch_tail_fit_rung<TmaTail<DType::bf16>::Kernel, sm90::PingPongStoreF32Tma>(p, kRung);
+            return sm90::launch_tail_fit_rung<TmaTail<DType::bf16>::Kernel, true>(p, kRung);
         case DType::f16:
-            return sm90::launch_tail_fit_rung<TmaTail<DType::f16>::Kernel, sm90::PingPongStoreF32Tma>(p, kRung);
+            return sm90::launch_tail_fit_rung<TmaTail<DType::f16>::Kernel, true>(p, kRung);
         default:
             throw std::invalid_argument(std::string(kRung) + " takes bf16 and f16, not " + std::string(name(p.type)));
     }

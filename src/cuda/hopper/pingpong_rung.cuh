@@ -45,11 +45,19 @@ struct PingPongStoreF32 {
     static __device__ __forceinline__ void drain(const Params&) {}
 };
 
+struct PingPongF32TmaParams {
+    float* c;
+    int tail_cols;
+    CUtensorMap map_b_tail;  // B (N x K) in boxes of kTailN rows
+    CUtensorMap map_c;       // C in boxes of 64 rows x 32 floats, 128B swizzle (tma)
+    bool tma;                // N a multiple of 4: C's rows are 16-byte multiples, as TMA needs
+};
+
 // k43's fp32 C through shared memory and TMA stores (tma_store_f32.cuh), or, where C's rows are no
-// multiple of 16 bytes (N not a multiple of 4: p.tma false), k42's stores from the registers.
-template <class P>
+// multiple of 16 bytes (N not a multiple of 4: p.tma false), k42's stores from the registers. Its params
+// always carry the narrow tail's B map: k43's kernels all have a tail.
 struct PingPongStoreF32Tma {
-    using Params = P;
+    using Params = PingPongF32TmaParams;
     static constexpr int kStagingBytes = kF32StagingBytes;
     static __device__ __forceinline__ void prefetch(const Params& p) {
         if (p.tma) prefetch_tensor_map(&p.map_c);
@@ -66,23 +74,17 @@ struct PingPongStoreF32Tma {
         if (p.tma) store_f32_tma_drain();
     }
 };
-struct PingPongF32TmaParams {
-    float* c;
-    int tail_cols;
-    CUtensorMap map_b_tail;  // B (N x K) in boxes of kTailN rows
-    CUtensorMap map_c;       // C in boxes of 64 rows x 32 floats, 128B swizzle (tma)
-    bool tma;                // N a multiple of 4: C's rows are 16-byte multiples, as TMA needs
-};
 
-// Store: PingPongStoreF32 (k39-k42) or PingPongStoreF32Tma (k43, whose params always carry the narrow
-// tail's B map: its kernels all have a tail).
-template <class G, template <class> class Store = PingPongStoreF32>
+// k39-k42's store: from the registers, with the narrow tail's B map where the kernel has a tail.
+template <class G>
+using PingPongRegisterStore =
+    PingPongStoreF32<std::conditional_t<(G::kTailN > 0), PingPongF32NarrowBParams, PingPongF32Params>>;
+
+// Epi: PingPongRegisterStore<G> (k39-k42) or PingPongStoreF32Tma (k43).
+template <class G, class Epi = PingPongRegisterStore<G>>
 void launch_pingpong_rung(const GemmProblem& p, const char* rung) {
-    constexpr bool kTmaStore = std::is_same_v<Store<PingPongF32TmaParams>, PingPongStoreF32Tma<PingPongF32TmaParams>>;
+    constexpr bool kTmaStore = std::is_same_v<Epi, PingPongStoreF32Tma>;
     static_assert(!kTmaStore || G::kTailN > 0, "k43's params carry the narrow tail's map");
-    using Epi = Store<std::conditional_t<
-        kTmaStore, PingPongF32TmaParams,
-        std::conditional_t<(G::kTailN > 0), PingPongF32NarrowBParams, PingPongF32Params>>>;
     constexpr int kSmem = pingpong_smem_bytes<G, Epi>;
     static TensorMapCache maps_a, maps_b, maps_b_tail, maps_c;
     static const int sms = [] {
@@ -122,8 +124,13 @@ void launch_pingpong_rung(const GemmProblem& p, const char* rung) {
 // columns, whichever leaves the busiest SM the least work), each width its own kernel, Kernel<width>; the
 // choice for the last shape kept (the ladder's timed calls repeat one shape). Each kernel's launch plans
 // its own width's tail again (launch_pingpong_rung): the same plan.
-template <template <int> class Kernel, template <class> class Store = PingPongStoreF32>
+// TmaStore: k43's PingPongStoreF32Tma, else the registers' stores.
+template <template <int> class Kernel, bool TmaStore = false>
 void launch_tail_fit_rung(const GemmProblem& p, const char* rung) {
+    const auto launch = [&]<int Width>() {
+        using G = Kernel<Width>;
+        launch_pingpong_rung<G, std::conditional_t<TmaStore, PingPongStoreF32Tma, PingPongRegisterStore<G>>>(p, rung);
+    };
     static const int sms = sm_count();
     static struct {
         std::int64_t m = -1, n = -1;
@@ -133,8 +140,8 @@ void launch_tail_fit_rung(const GemmProblem& p, const char* rung) {
         chosen = {p.m, p.n,
                   p.m > 0 && p.n > 0 ? ::rigel::gemm::plan_tail_fit(ceil_div(p.m, 128), p.n, 128, sms).narrow_bn
                                      : ::rigel::gemm::kTailTileN};
-    if (chosen.narrow_bn == 64) return launch_pingpong_rung<Kernel<64>, Store>(p, rung);
-    launch_pingpong_rung<Kernel<::rigel::gemm::kTailTileN>, Store>(p, rung);
+    if (chosen.narrow_bn == 64) return launch.template operator()<64>();
+    launch.template operator()<::rigel::gemm::kTailTileN>();
 }
 
 }  // namespace rigel::cuda::sm90
