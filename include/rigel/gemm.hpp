@@ -159,9 +159,9 @@ constexpr bool has_f32_tma_kernel(const Desc& d) {
            d.epilogue == Epilogue::none;
 }
 
-// Whether the dispatcher takes that kernel for those products (its rule 11). Off until the kernel's verify
-// cases (`rigel gemm verify --cases pingpong_f32_tma`) have passed on a GPU: until then it runs by name only.
-inline constexpr bool kDispatchF32Tma = false;
+// Whether the dispatcher takes that kernel for those products (its rule 11): on once the kernel's verify
+// cases (`rigel gemm verify --cases pingpong_f32_tma`) passed on a GPU; false puts it back to by name only.
+inline constexpr bool kDispatchF32Tma = true;
 
 // How a plan computes: the kernel the dispatcher chose for the shape.
 struct Choice {
@@ -293,7 +293,7 @@ std::string check_decomposed_args(const Desc& d, const Args& args);
 // a bf16 D,
 // beta 0 (or any beta with c.tma_load_c, C then 16-byte aligned with ldc a multiple of 8), N a
 // multiple of 8, and D (and aux) 16-byte aligned with leading dimensions of a multiple of 8 elements.
-// With c.f32_tma (an fp32 D, no epilogue): beta 0, D 16-byte aligned and ldd a multiple of 4.
+// With c.f32_tma (an fp32 D, no epilogue): beta 0, D 16-byte aligned, ldd and N multiples of 4.
 // `d` with its leading dimensions filled in (with_packed_leading_dimensions).
 bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const Args& args);
 // Whether the ping-pong split-K can take a call with `args`: its units add into D, so D must be

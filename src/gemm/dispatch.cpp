@@ -156,11 +156,10 @@
 //  11. 16-bit operands, an fp32 D and no epilogue on the unsplit ping-pong
 //      kernel: its D staged in shared memory and written by TMA stores
 //      (Choice::f32_tma, "pingpong_f32_tma"; the ladder's k43 store path), on
-//      calls with beta 0, D 16-byte aligned and ldd a multiple of 4; other
+//      calls with beta 0, D 16-byte aligned, ldd and N multiples of 4; other
 //      calls take the staged stores. Taken from the ladder, where on an H100
 //      it took the rung from 0.833x to 1.031x cuBLAS at 4096^3. Behind
-//      gemm::kDispatchF32Tma, off until the kernel's verify cases have run on
-//      a GPU (by name until then).
+//      gemm::kDispatchF32Tma (false: by name only).
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
@@ -900,9 +899,12 @@ std::string kernel_names() {
 bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const Args& args) {
     const Epilogue e = kernel_epilogue;
     const auto aligned16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-    if (c.f32_tma)  // boxes of 64 rows x 32 floats: D's rows must be 16-byte multiples
+    // fp32 D: boxes of 64 rows x 32 floats. D's rows must be 16-byte multiples, and so must N: as with bf16
+    // above, a TMA store writes a row's last 16 bytes whole, and with 289 columns columns 289-291 of every
+    // row went into the padding up to ldd (the verify suite at 5de8963, on the H100).
+    if (c.f32_tma)
         return has_f32_tma_kernel(d) && e == Epilogue::none && args.beta == 0.0f && aligned16(args.d) &&
-               d.ldd % 4 == 0;
+               d.ldd % 4 == 0 && d.n % 4 == 0;
     if (!c.fixed_epilogue || !c.tma_store || (c.splits != 1 && !c.pingpong) || d.d_type != Type::bf16) return false;
     if (args.beta != 0.0f && !(c.tma_load_c && aligned16(args.c) && d.ldc % 8 == 0)) return false;
     // dgelu_bgrad: aux comes in by TMA where C would (tma_load_c), so not beside C.

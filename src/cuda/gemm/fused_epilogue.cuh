@@ -810,8 +810,8 @@ private:
 
 // The library's fp32 D without epilogue on the ping-pong kernel (Choice::f32_tma, "pingpong_f32_tma"):
 // each half staged in shared memory as 64 x 32 fp32 boxes and written by TMA stores (tma_store_f32.cuh,
-// the ladder's k43 path), D = alpha * the product. Calls that tma_stores refuses (beta != 0, D's rows no
-// multiple of 16 bytes) take FixedEpilogue's float path, the staged stores, in the same 16 KB region.
+// the ladder's k43 path), D = alpha * the product. Calls that tma_stores refuses (beta != 0, D's rows or N
+// no multiple of 16 bytes) take FixedEpilogue's float path, the staged stores, in the same 16 KB region.
 struct TmaStoreF32 : FixedEpilogue<float, Epilogue::none> {
     using Base = FixedEpilogue<float, Epilogue::none>;
     static_assert(Base::kStagingBytes >= sm90::kF32StagingBytes, "the TMA path's boxes fit the staging region");
