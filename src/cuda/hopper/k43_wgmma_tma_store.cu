@@ -29,7 +29,10 @@
 // and _ladder_2048_6144.csv, each rung paired with cuBLAS, bf16 with an fp32
 // C): 4096^3 1.031x [1.016, 1.043] against k42's 0.833x [0.770, 0.975];
 // 3072^3 0.958x against 0.778x; 2048^3 0.970x against 0.903x; 6144^3 0.940x
-// against 0.837x; 8192^3 0.871x against 0.831x. The same bits as k42 (the
+// against 0.837x; 8192^3 0.871x against 0.831x. Two later calls on H100s
+// read 4096^3 1.022x and 1.026x, 3072^3 0.945x and 0.953x (5de8963 beside
+// k42, 14ea7e5 beside k41: results/h100/2026-12-05_5de8963_ladder.csv and
+// _14ea7e5_ladder.csv). The same bits as k42 (the
 // same err_rel_fro on every size), and every odd verify shape passed in bf16
 // and f16 (experiments/2026-12-05_3adcd5c_k43_odd_verify.txt: TMA stores
 // clipped at M and N on 2500 x 2100, 1000 x 4097's N keeping the register
