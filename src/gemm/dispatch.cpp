@@ -156,8 +156,10 @@
 //  11. 16-bit operands, an fp32 D and no epilogue on the unsplit ping-pong
 //      kernel: its D staged in shared memory and written by TMA stores
 //      (Choice::f32_tma, "pingpong_f32_tma"; the ladder's k43 store path), on
-//      calls with beta 0, D 16-byte aligned, ldd and N multiples of 4; other
-//      calls take the staged stores. Taken from the ladder, where on an H100
+//      calls with beta 0, D 16-byte aligned, ldd and N multiples of 4; the
+//      dispatcher's plan runs other calls (the training step's dW += dY^T X,
+//      beta 1) on the kernel the rule replaced, the ping-pong kernel with its
+//      staged stores, as before the rule. Taken from the ladder, where on an H100
 //      it took the rung from 0.833x to 1.031x cuBLAS at 4096^3. Behind
 //      gemm::kDispatchF32Tma (false: by name only).
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
@@ -668,8 +670,8 @@ Choice choose(const Desc& desc, int sms) {
     if (kDispatchF32Tma && c.pingpong && c.splits == 1 && c.cluster_m == 1 && !c.fixed_epilogue &&
         c.tile_n == kNarrowTileN && c.tile_m == kTileM && has_f32_tma_kernel(d)) {
         c.f32_tma = true;
-        c.why += "; the fp32 D leaving through shared memory and TMA stores (beta 0, D's rows multiples of 4 "
-                 "floats)";
+        c.why += "; the fp32 D leaving through shared memory and TMA stores on calls with beta 0, D 16-byte "
+                 "aligned, N and ldd multiples of 4 (other calls on the staged stores of the kernel before)";
     }
     return c;
 }

@@ -103,6 +103,9 @@ struct Plan::State {
     // The wide-N tiles (128 x 192 and 128 x 176: rules 8 and 9; 128 x 168 by name), whose kernels have no
     // path for C by TMA: the plan on rule 4's 128 x 128 kernel that loads C, for the calls with beta != 0.
     std::unique_ptr<Plan> residual;
+    // The dispatcher's fp32 D on TMA stores (rule 11): the plan on the kernel the rule replaced (the
+    // ping-pong kernel, its D staged), for the calls whose D the TMA stores cannot take (tma_stores).
+    std::unique_ptr<Plan> staged;
 
     ~State() {
         if (workspace) cudaFree(workspace);  // an error here (context already gone) changes nothing
@@ -115,6 +118,13 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {
         Desc plain = d;
         plain.allow_atomics = false;
         state_->without_atomics = std::make_unique<Plan>(plain);
+    }
+    if (choice_.f32_tma) {
+        Choice plain = choice_;
+        plain.f32_tma = false;
+        plain.why = "the ping-pong kernel with staged stores, for the calls of an fp32-D product whose D the TMA "
+                    "stores cannot take";
+        state_->staged = std::make_unique<Plan>(d, plain);
     }
     if (wide_n_tiles(choice_) || choice_.tail_n > 0) {
         Choice with_c = choice_;
@@ -272,7 +282,8 @@ Plan& Plan::operator=(Plan&&) noexcept = default;
 std::size_t Plan::workspace_bytes() const {
     if (!state_) return 0;
     return state_->workspace_bytes + (state_->without_atomics ? state_->without_atomics->workspace_bytes() : 0) +
-           (state_->residual ? state_->residual->workspace_bytes() : 0);
+           (state_->residual ? state_->residual->workspace_bytes() : 0) +
+           (state_->staged ? state_->staged->workspace_bytes() : 0);
 }
 
 namespace {
@@ -409,6 +420,7 @@ void refuse_bad_args(const Desc& d, const Args& args) {
 void Plan::run(const Args& args, Stream stream) {
     if (state_->without_atomics && !adds_into_d(desc_, args)) return state_->without_atomics->run(args, stream);
     if (state_->residual && args.beta != 0.0f) return state_->residual->run(args, stream);
+    if (state_->staged && !tma_stores(desc_, choice_, Epilogue::none, args)) return state_->staged->run(args, stream);
     refuse_bad_args(desc_, args);
     const auto s = static_cast<cudaStream_t>(stream);
     if (desc_.epilogue == Epilogue::dgelu_bgrad)
@@ -421,6 +433,8 @@ void Plan::run_decomposed(const Args& args, Stream stream) {
     if (state_->without_atomics && !adds_into_d(desc_, args))
         return state_->without_atomics->run_decomposed(args, stream);
     if (state_->residual && args.beta != 0.0f) return state_->residual->run_decomposed(args, stream);
+    if (state_->staged && !tma_stores(desc_, choice_, Epilogue::none, args))
+        return state_->staged->run_decomposed(args, stream);
     if (const std::string why = check_decomposed_args(desc_, args); !why.empty()) throw std::invalid_argument(why);
     const auto s = static_cast<cudaStream_t>(stream);
     EpilogueParams gemm_only = epilogue_params(desc_, args);
