@@ -194,8 +194,9 @@ struct Choice {
     bool tma_load_c = false;
     // The ping-pong kernel (128 x 128, K not split, no fixed epilogue) for has_f32_tma_kernel's products,
     // its fp32 D staged in shared memory (64 x 32 boxes, 128B swizzle) and written by TMA stores on calls
-    // with beta 0, D 16-byte aligned and ldd a multiple of 4 (tma_stores); other calls take the staged
-    // stores of FixedEpilogue's float path.
+    // with beta 0, D 16-byte aligned, ldd and N multiples of 4 (tma_stores). Other calls: the dispatcher's
+    // plan runs them on the kernel without this flag; a plan built with it by name, on the staged stores of
+    // FixedEpilogue's float path.
     bool f32_tma = false;
     // With splits > 1, pingpong and fixed_epilogue: the units' partials of a tile are summed in split
     // order, so runs repeat bit for bit (kernel_named "fixed_split_ordered"): where every tile is split,

@@ -209,9 +209,10 @@ std::vector<GemmCase> verify_cases() {
                         out.push_back(verify_case(Desc{.m = s.m, .n = s.n, .k = s.k, .a_type = ab, .b_type = ab,
                                                        .a_op = a, .b_op = b, .d_type = t, .epilogue = e},
                                                   s.alpha, s.beta, s.pad, kernel.empty() ? "" : "_" + kernel, kernel));
-    // The fp32 D by TMA stores ("pingpong_f32_tma", the dispatcher's rule 11), bf16 and f16: 520 and 289
-    // columns with padded rows (TMA stores, the last box cut at N), D's rows 290 floats apart (no 16-byte
-    // multiple: the staged stores), C added (beta 1: the staged stores); and 2104 x 2104 x 1000
+    // The fp32 D by TMA stores ("pingpong_f32_tma", the dispatcher's rule 11), bf16 and f16: 520 columns
+    // with padded rows (TMA stores, the last box cut at N), 289 (no multiple of 4: the staged stores, whose
+    // padding must stay untouched), D's rows 290 floats apart (no 16-byte multiple: the staged stores), C
+    // added (beta 1: the staged stores); and 2104 x 2104 x 1000
     // with alpha -0.75 (289 tiles, so each consumer reuses its staging region tile after tile), by name and
     // under the dispatcher's choice.
     for (const auto& [a, b] : kLayouts)
