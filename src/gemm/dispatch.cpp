@@ -152,7 +152,10 @@
 //      (2026-12-05_2ac711e_llama7b_*subset_gemm.csv). MN-major operands lost
 //      in the same call (bwd_gate_up_dx and bwd_qkv_dx, NN: 0.92x against
 //      1.00x; bwd_qkv_dw, TN: 0.90x against rule 3a's 0.99x; both store B
-//      MN-major), so they keep rules 3a and 4; TT is unmeasured.
+//      MN-major), so they keep rules 3a and 4. TT (B K-major too) has run
+//      on an H100 only, where the tail and the uniform tiles tied at 4096^3
+//      (1.011x and 1.000x cuBLASLt, each inside the other's spread), so it
+//      keeps rule 4 until the H200 machine separates them.
 //  11. 16-bit operands, an fp32 D and no epilogue on the unsplit ping-pong
 //      kernel: its D staged in shared memory and written by TMA stores
 //      (Choice::f32_tma, "pingpong_f32_tma"; the ladder's k43 store path), on
