@@ -90,6 +90,14 @@ class Issue11Targets(unittest.TestCase):
                                None))
         self.assertIn("**1 of 6 met**", reproduce.issue11_block(rows))
 
+    def test_a_ratio_just_short_of_its_goal_does_not_print_as_the_goal(self):
+        rows = [cube_row("vendor_cublas_bf16", 600.0, "bf16", 4096, vendor="1"),
+                cube_row("k42_wgmma_tail_fit", 630.0, "bf16", 4096, paired_vendor="vendor_cublas_bf16",
+                         paired="1.04971")]
+        m, ok = self.verdicts(rows)["bf16 4096^3 >= 1.05x cuBLAS"]
+        self.assertEqual(m, "1.0497x (paired), k42_wgmma_tail_fit")
+        self.assertFalse(ok)
+
     def test_a_square_below_one_fails_the_sweep_target_even_with_others_unmeasured(self):
         rows = [cube_row("vendor_cublas_bf16", 600.0, "bf16", 2048, vendor="1"),
                 cube_row("k39_wgmma_pingpong", 580.0, "bf16", 2048)]

@@ -32,7 +32,14 @@
 // Prediction: 3072^3 about 2 % faster than k40 in paired samples (the model's
 // 2.6 % less for the busiest SM, less the narrow tiles' extra bytes), from
 // k40's 0.987x cuBLAS to about 1.01x; the other squares as k40.
-// Measured: not yet run on the H200 machine. On an H100 (one call, 4c8b541,
+// Measured on the H200 machine (bae56f2, one call, each size paired with
+// cuBLAS; results/h200/2026-12-05_bae56f2_ladder.csv): 3072^3 0.981x
+// [0.966, 0.993], level with k40's 0.983x and 0.987x and k43's 0.989x (which
+// has k42's plan): the prediction failed there, the 64-wide tail's 2.6 % on
+// the busiest SM not showing; 4096^3, where k42 runs k40's kernel and plan,
+// 1.0497x [1.034, 1.064] (k40 1.046x and 1.048x before), 0.0003 short of
+// issue 11's 1.05x.
+// On an H100 (one call, 4c8b541,
 // results/h100/2026-12-05_4c8b541_ladder.csv, each rung paired with cuBLAS,
 // bf16 with an fp32 C): 3072^3 0.805x [0.784, 0.836] against k40's 0.764x
 // [0.745, 0.799], the 64-wide tail about 5 % ahead (unpaired 542.7 against
