@@ -415,12 +415,19 @@ void refuse_bad_args(const Desc& d, const Args& args) {
     if (const std::string why = check_args(d, args); !why.empty()) throw std::invalid_argument(why);
 }
 
+// The sub-plan (Plan::State: without_atomics, residual, staged) that takes these args in this plan's
+// place, or null where this plan runs them itself.
+Plan* sub_plan_for(Plan::State& st, const Desc& d, const Choice& c, const Args& args) {
+    if (st.without_atomics && !adds_into_d(d, args)) return st.without_atomics.get();
+    if (st.residual && args.beta != 0.0f) return st.residual.get();
+    if (st.staged && !tma_stores(d, c, Epilogue::none, args)) return st.staged.get();
+    return nullptr;
+}
+
 }  // namespace
 
 void Plan::run(const Args& args, Stream stream) {
-    if (state_->without_atomics && !adds_into_d(desc_, args)) return state_->without_atomics->run(args, stream);
-    if (state_->residual && args.beta != 0.0f) return state_->residual->run(args, stream);
-    if (state_->staged && !tma_stores(desc_, choice_, Epilogue::none, args)) return state_->staged->run(args, stream);
+    if (Plan* sub = sub_plan_for(*state_, desc_, choice_, args)) return sub->run(args, stream);
     refuse_bad_args(desc_, args);
     const auto s = static_cast<cudaStream_t>(stream);
     if (desc_.epilogue == Epilogue::dgelu_bgrad)
@@ -430,11 +437,7 @@ void Plan::run(const Args& args, Stream stream) {
 }
 
 void Plan::run_decomposed(const Args& args, Stream stream) {
-    if (state_->without_atomics && !adds_into_d(desc_, args))
-        return state_->without_atomics->run_decomposed(args, stream);
-    if (state_->residual && args.beta != 0.0f) return state_->residual->run_decomposed(args, stream);
-    if (state_->staged && !tma_stores(desc_, choice_, Epilogue::none, args))
-        return state_->staged->run_decomposed(args, stream);
+    if (Plan* sub = sub_plan_for(*state_, desc_, choice_, args)) return sub->run_decomposed(args, stream);
     if (const std::string why = check_decomposed_args(desc_, args); !why.empty()) throw std::invalid_argument(why);
     const auto s = static_cast<cudaStream_t>(stream);
     EpilogueParams gemm_only = epilogue_params(desc_, args);
