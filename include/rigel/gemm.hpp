@@ -194,7 +194,8 @@ struct Choice {
     bool tma_load_c = false;
     // The ping-pong kernel (128 x 128, K not split, no fixed epilogue) for has_f32_tma_kernel's products,
     // its fp32 D staged in shared memory (64 x 32 boxes, 128B swizzle) and written by TMA stores on calls
-    // with beta 0, D 16-byte aligned, ldd and N multiples of 4 (tma_stores). Other calls: the dispatcher's
+    // with beta 0, D 16-byte aligned, ldd and N multiples of 4 (tma_stores), or added into D by the copy
+    // engine on the same calls with beta 1 and C the same matrix as D (in place). Other calls: the dispatcher's
     // plan runs them on the kernel without this flag; a plan built with it by name, on the staged stores of
     // FixedEpilogue's float path.
     bool f32_tma = false;
@@ -315,6 +316,10 @@ public:
 
     const Desc& desc() const { return desc_; }
     const Choice& choice() const { return choice_; }
+    // The choice that runs these args: choice(), or that of the plan kept for the calls the chosen kernel
+    // cannot take (beta != 0 on kernels without C's path, an fp32 D its TMA stores cannot take, C apart
+    // from D under atomics), which run() hands them to. What a benchmark row names as the kernel.
+    const Choice& choice_for(const Args& args) const;
     // Enqueues the GEMM on `stream` (asynchronous). Throws std::invalid_argument for bad args
     // (check_args), std::runtime_error if built without CUDA or a CUDA call fails. A split plan reuses
     // its workspace (and, split on the ping-pong kernel with a bf16 D, its per-tile counters, which

@@ -59,6 +59,7 @@ Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dime
 Plan::~Plan() = default;
 Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
+const Choice& Plan::choice_for(const Args&) const { return choice_; }
 void Plan::run(const Args&, Stream) { throw std::runtime_error("rigel::gemm::Plan::run: rigel was built without CUDA"); }
 void Plan::run_decomposed(const Args&, Stream) {
     throw std::runtime_error("rigel::gemm::Plan::run_decomposed: rigel was built without CUDA");

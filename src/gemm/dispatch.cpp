@@ -159,10 +159,13 @@
 //  11. 16-bit operands, an fp32 D and no epilogue on the unsplit ping-pong
 //      kernel: its D staged in shared memory and written by TMA stores
 //      (Choice::f32_tma, "pingpong_f32_tma"; the ladder's k43 store path), on
-//      calls with beta 0, D 16-byte aligned, ldd and N multiples of 4; the
-//      dispatcher's plan runs other calls (the training step's dW += dY^T X,
-//      beta 1) on the kernel the rule replaced, the ping-pong kernel with its
-//      staged stores, as before the rule. Taken from the ladder, where on an H100
+//      calls with beta 0, D 16-byte aligned, ldd and N multiples of 4; and
+//      on the same calls with beta 1 and C the same matrix as D (the training
+//      step's dW += dY^T X), the boxes then added into D by the copy engine
+//      (cp.reduce.async.bulk.tensor .add), so D is never loaded by the SMs.
+//      The dispatcher's plan runs other calls (another beta, a C apart from D)
+//      on the kernel the rule replaced, the ping-pong kernel with its staged
+//      stores, as before the rule. Taken from the ladder, where on an H100
 //      it took the rung from 0.833x to 1.031x cuBLAS at 4096^3. Behind
 //      gemm::kDispatchF32Tma (false: by name only).
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
@@ -674,7 +677,8 @@ Choice choose(const Desc& desc, int sms) {
         c.tile_n == kNarrowTileN && c.tile_m == kTileM && has_f32_tma_kernel(d)) {
         c.f32_tma = true;
         c.why += "; the fp32 D leaving through shared memory and TMA stores on calls with beta 0, D 16-byte "
-                 "aligned, N and ldd multiples of 4 (other calls on the staged stores of the kernel before)";
+                 "aligned, N and ldd multiples of 4, added into D by the copy engine on such calls in place (beta "
+                 "1, C the same as D; other calls on the staged stores of the kernel before)";
     }
     return c;
 }
@@ -907,8 +911,10 @@ bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const 
     // fp32 D: boxes of 64 rows x 32 floats. D's rows must be 16-byte multiples, and so must N: as with bf16
     // above, a TMA store writes a row's last 16 bytes whole, and with 289 columns columns 289-291 of every
     // row went into the padding up to ldd (the verify suite at 5de8963, on the H100).
+    // Beta 1 with C the same matrix as D (adds_into_d: a training step's dW +=): the boxes are added into D by
+    // the copy engine's reduce-add instead of written over it.
     if (c.f32_tma)
-        return has_f32_tma_kernel(d) && e == Epilogue::none && args.beta == 0.0f && aligned16(args.d) &&
+        return has_f32_tma_kernel(d) && e == Epilogue::none && adds_into_d(d, args) && aligned16(args.d) &&
                d.ldd % 4 == 0 && d.n % 4 == 0;
     if (!c.fixed_epilogue || !c.tma_store || (c.splits != 1 && !c.pingpong) || d.d_type != Type::bf16) return false;
     if (args.beta != 0.0f && !(c.tma_load_c && aligned16(args.c) && d.ldc % 8 == 0)) return false;

@@ -231,6 +231,19 @@ std::vector<GemmCase> verify_cases() {
             for (const std::string kernel : {"", "pingpong_f32_tma"})
                 out.push_back(verify_case(f32_desc(2104, 2104, 1000), -0.75f, 0.0f, false,
                                           kernel.empty() ? "_multitile" : "_multitile_pingpong_f32_tma", kernel));
+            // In place (beta 1, C the same matrix as D: a training step's dW +=), the boxes added into D by
+            // the copy engine: 296 columns with padded rows (the last box cut at N, the padding left alone),
+            // and 2104 x 2104 x 1000 with alpha 0.5 (many tiles), by name and under the dispatcher's choice.
+            const auto in_place = [](GemmCase c) {
+                c.in_place = true;
+                return c;
+            };
+            out.push_back(in_place(
+                verify_case(f32_desc(300, 296, 136), 1.0f, 1.0f, true, "_in_place_pingpong_f32_tma", "pingpong_f32_tma")));
+            for (const std::string kernel : {"", "pingpong_f32_tma"})
+                out.push_back(in_place(verify_case(f32_desc(2104, 2104, 1000), 0.5f, 1.0f, false,
+                                                   kernel.empty() ? "_multitile_in_place" : "_multitile_in_place_pingpong_f32_tma",
+                                                   kernel)));
         }
     // The kernels with a training step's epilogue compiled in (bf16 D), on
     // columns that end in a chunk of one (289 = 9 x 32 + 1), C added (beta 1:
@@ -420,16 +433,19 @@ std::vector<GemmCase> verify_cases() {
                                                .b_op = b, .d_type = t, .epilogue = e},
                                           1.0f, 0.0f, true, "_multitile" + (kernel.empty() ? "" : "_" + kernel),
                                           kernel));
-    // The ping-pong split-K (units added into an fp32 D by reductions) on
-    // every layout and 16-bit type: D cleared first (beta 0), and D holding
-    // C (in place, beta 1, as a weight gradient accumulates) with alpha 0.5:
+    // The ping-pong split-K (units added into an fp32 D by the copy engine's
+    // reduce-add, or by reductions from the registers where N or D's rows are
+    // no multiple of 4) on every layout and 16-bit type: D cleared first (beta
+    // 0; 520 columns by the copy engine, 517 by reductions), and D holding C
+    // (in place, beta 1, as a weight gradient accumulates) with alpha 0.5:
     // 1544 x 1032 x 6152 is 117 tiles in 9 splits of 10 or 11 k-tiles, 1053
     // units, about 4 rounds of the H200's 264 consumers.
     for (const auto& [a, b] : kLayouts)
         for (Type ab : {Type::bf16, Type::f16}) {
-            out.push_back(verify_case(Desc{.m = 300, .n = 520, .k = 2000, .a_type = ab, .b_type = ab, .a_op = a,
-                                           .b_op = b, .d_type = Type::f32},
-                                      1.0f, 0.0f, true, "_pingpong_splitk", "pingpong_splitk"));
+            for (std::int64_t n : {520, 517})
+                out.push_back(verify_case(Desc{.m = 300, .n = n, .k = 2000, .a_type = ab, .b_type = ab, .a_op = a,
+                                               .b_op = b, .d_type = Type::f32},
+                                          1.0f, 0.0f, true, "_pingpong_splitk", "pingpong_splitk"));
             GemmCase acc = verify_case(Desc{.m = 1544, .n = 1032, .k = 6152, .a_type = ab, .b_type = ab, .a_op = a,
                                             .b_op = b, .d_type = Type::f32},
                                        0.5f, 1.0f, false, "_in_place_pingpong_splitk", "pingpong_splitk");
@@ -532,15 +548,16 @@ std::vector<GemmCase> verify_cases() {
         out.push_back(verify_case(Desc{.m = 300, .n = 520, .k = 2000, .a_op = a, .b_op = b, .d_type = Type::f32,
                                        .allow_atomics = true},
                                   1.0f, 0.0f, true, "_atomics"));
+    // 1544 x 1398 (N no multiple of 4, rows padded) in place keeps the reductions from the registers.
     for (const auto& [m, n, k] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{300, 520, 2000},
-                                  {1544, 1400, 6152}}) {
+                                  {1544, 1400, 6152}, {1544, 1398, 6152}}) {
         const Desc tn{.m = m, .n = n, .k = k, .a_op = Op::t, .b_op = Op::n, .d_type = Type::f32, .allow_atomics = true};
         if (m > 1000) {
-            GemmCase acc = verify_case(tn, 0.5f, 1.0f, false, "_in_place_atomics");
+            GemmCase acc = verify_case(tn, 0.5f, 1.0f, n % 8 != 0, "_in_place_atomics");  // rows padded for TMA
             acc.in_place = true;
             out.push_back(acc);
         }
-        out.push_back(verify_case(tn, 0.5f, 0.5f, m < 1000, "_atomics"));  // M = 300: padded rows for TMA
+        out.push_back(verify_case(tn, 0.5f, 0.5f, m < 1000 || n % 8 != 0, "_atomics"));  // padded rows for TMA
     }
     // fp8 (layout NT only), each type x output type x epilogue; one shape with
     // packed leading dimensions (D's row of 257 elements unaligned).

@@ -858,11 +858,22 @@ TEST(GemmChoose, Fp32OutputTakesTheTmaStoresOnTheUnsplitPingPongKernel) {
     void* const at = reinterpret_cast<void*>(std::uintptr_t{4096});
     const Args args{.a = at, .b = at, .d = at};
     EXPECT_TRUE(tma_stores(d, c, Epilogue::none, args));
-    // beta != 0, D off 16 bytes, or rows that are not whole 16-byte multiples: the staged stores.
-    Args residual = args;
-    residual.c = at;
-    residual.beta = 1.0f;
+    // In place (beta 1, C the same matrix as D: a training step's dW +=): the boxes added into D by the copy
+    // engine. A C apart from D, another beta, D off 16 bytes, or rows that are not whole 16-byte multiples:
+    // the staged stores.
+    Args in_place = args;
+    in_place.c = at;
+    in_place.beta = 1.0f;
+    EXPECT_TRUE(tma_stores(d, c, Epilogue::none, in_place));
+    Args residual = in_place;
+    residual.c = reinterpret_cast<void*>(std::uintptr_t{1 << 20});
     EXPECT_FALSE(tma_stores(d, c, Epilogue::none, residual));
+    Args scaled = in_place;
+    scaled.beta = 0.5f;
+    EXPECT_FALSE(tma_stores(d, c, Epilogue::none, scaled));
+    Desc other_ldc = d;
+    other_ldc.ldc = 4100;
+    EXPECT_FALSE(tma_stores(other_ldc, c, Epilogue::none, in_place));
     Args off = args;
     off.d = reinterpret_cast<void*>(std::uintptr_t{4104});
     EXPECT_FALSE(tma_stores(d, c, Epilogue::none, off));

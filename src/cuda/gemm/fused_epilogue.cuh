@@ -516,6 +516,7 @@ struct FixedEpilogueParams : EpilogueParams {
     bool tma = false;
     bool tma_c = false;  // with tma and beta != 0: C loaded by TMA into the staging box, D written over it
     int tail_cols = 0;   // the narrow tail's columns of tiles (pingpong_gemm.cuh, TailN); 0: none
+    bool tma_add = false;  // TmaStoreF32 with tma: D += its boxes by the copy engine (beta 1, C the same as D)
 };
 
 // LoadsC: the kernel that also loads C by TMA (p.tma_c, the library's
@@ -810,8 +811,10 @@ private:
 
 // The library's fp32 D without epilogue on the ping-pong kernel (Choice::f32_tma, "pingpong_f32_tma"):
 // each half staged in shared memory as 64 x 32 fp32 boxes and written by TMA stores (tma_store_f32.cuh,
-// the ladder's k43 path), D = alpha * the product. Calls that tma_stores refuses (beta != 0, D's rows or N
-// no multiple of 16 bytes) take FixedEpilogue's float path, the staged stores, in the same 16 KB region.
+// the ladder's k43 path), D = alpha * the product; or, in place (beta 1 with C the same matrix as D, p.tma_add),
+// D += alpha * the product, the boxes added into D by the copy engine's reduce-add. Calls that tma_stores
+// refuses (another beta, a C apart from D, D's rows or N no multiple of 16 bytes) take FixedEpilogue's float
+// path, the staged stores, in the same 16 KB region.
 struct TmaStoreF32 : FixedEpilogue<float, Epilogue::none> {
     using Base = FixedEpilogue<float, Epilogue::none>;
     static_assert(Base::kStagingBytes >= sm90::kF32StagingBytes, "the TMA path's boxes fit the staging region");
@@ -824,7 +827,7 @@ struct TmaStoreF32 : FixedEpilogue<float, Epilogue::none> {
         if (!p.tma) return Base::template store<BN>(p, acc, m, n, row0, col0, staging);
         if (row0 >= m) return;  // the same for the whole warpgroup
         sm90::store_f32_tma<BN>(&p.map_d, acc, p.alpha, static_cast<float*>(p.d), p.ldd, m, n, row0, col0, staging,
-                                1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup);
+                                1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup, p.tma_add);
     }
     static __device__ __forceinline__ void drain(const Params& p) {
         if (p.tma) sm90::store_f32_tma_drain();
@@ -844,11 +847,14 @@ struct FixedTailEpilogue : FixedEpilogue<T, K> {
 };
 
 // The ping-pong split-K's policy (pingpong_gemm.cuh, SplitK): each unit's
-// partial 64 x BN half, times alpha, added into the fp32 D with reductions in
-// L2 (red.global.add: a pair of floats at a time where D's rows allow 8-byte
-// accesses, else one), straight from the accumulator registers. D holds C
-// before the kernel (beta 1 with C the same matrix, as a weight gradient that
+// partial 64 x BN half, times alpha, added into the fp32 D. D holds C before
+// the kernel (beta 1 with C the same matrix, as a weight gradient that
 // accumulates) or zeros (beta 0: the plan clears it first); no other beta.
+// Where D's rows and N are 16-byte multiples and D starts on a 16-byte
+// boundary (p.tma), the half is staged in shared memory and added into D by
+// the copy engine's reduce-add (tma_store_f32.cuh, as TmaStoreF32 in place);
+// else with reductions in L2 from the accumulator registers (red.global.add:
+// a pair of floats at a time where D's rows allow 8-byte accesses, else one).
 // The order of the additions is not fixed from run to run.
 struct AtomicAddF32 {
     struct Params {
@@ -858,8 +864,17 @@ struct AtomicAddF32 {
         int splits = 1;      // the kernel's units per tile
         bool pairs = false;  // D's rows start on 8-byte boundaries (ldd even, D aligned)
         int split_tiles = 0;  // > 0: only the last split_tiles tiles split, the others added whole (the tail split)
+        bool tma = false;     // the halves added by the copy engine through map_d (64 x 32 fp32 boxes)
+        CUtensorMap map_d{};
     };
-    static constexpr int kStagingBytes = 0;
+    static constexpr int kStagingBytes = sm90::kF32StagingBytes;
+
+    static __device__ __forceinline__ void prefetch(const Params& p) {
+        if (p.tma) sm90::prefetch_tensor_map(&p.map_d);
+    }
+    static __device__ __forceinline__ void drain(const Params& p) {
+        if (p.tma) sm90::store_f32_tma_drain();
+    }
 
     static __device__ __forceinline__ void red_add(float* at, float v) {
         asm volatile("red.global.add.f32 [%0], %1;" ::"l"(at), "f"(v) : "memory");
@@ -870,8 +885,14 @@ struct AtomicAddF32 {
 
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
-                                                 int col0, float*) {
+                                                 int col0, float* staging) {
         if (row0 >= m) return;  // the same for the whole warpgroup
+        // Whole boxes only: store_f32_tma adds columns past them by a read and a write, which another
+        // unit of the same tile could interleave with.
+        static_assert(BN % sm90::kF32BoxCols == 0, "the split kernel's halves are whole 32-column boxes");
+        if (p.tma)
+            return sm90::store_f32_tma<BN>(&p.map_d, acc, p.alpha, p.d, p.ldd, m, n, row0, col0, staging,
+                                           1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup, true);
         const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
         const int warp = t / 32, lane = t % 32;
         const int r = 16 * warp + lane / 4;  // rows r and r + 8 of the half (wgmma's accumulator layout)
@@ -893,7 +914,6 @@ struct AtomicAddF32 {
             }
         }
     }
-    static __device__ __forceinline__ void drain(const Params&) {}
 };
 
 // The ping-pong split-K for a bf16 D with a fixed epilogue (the dispatcher's

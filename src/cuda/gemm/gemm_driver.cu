@@ -326,10 +326,11 @@ Runner runner(Contender who, Plan& plan, const DeviceCase& dc, Executor& ex) {
     const Desc desc = dc.desc();
     switch (who) {
         case Contender::rigel:
-            return {who, [&plan, args, s] { plan.run(args, s); }, [&plan] { return kernel_text(plan.choice()); }};
+            return {who, [&plan, args, s] { plan.run(args, s); },
+                    [&plan, args] { return kernel_text(plan.choice_for(args)); }};
         case Contender::rigel_decomposed:
             return {who, [&plan, args, s] { plan.run_decomposed(args, s); },
-                    [&plan] { return kernel_text(plan.choice()) + " + epilogue kernel"; }};
+                    [&plan, args] { return kernel_text(plan.choice_for(args)) + " + epilogue kernel"; }};
         case Contender::cublaslt:
             // As a user of cuBLASLt would run it (bench_case asked its support in this config first).
             return {who, [desc, args, s] { cuda::vendor::cublaslt_gemm(desc, args, s, LtConfig::as_a_user); },

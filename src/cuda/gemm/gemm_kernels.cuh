@@ -55,6 +55,7 @@ struct Launch {
     CUtensorMap map_d_tail{};  // tiles whose width is no multiple of 64 (128 x 168): D's last box, unswizzled
     CUtensorMap map_b_tail{};  // narrow-tail rows with a K-major B: B in boxes of the narrow tiles' rows
     bool tma_store = false;
+    bool tma_add = false;  // with tma_store, fp32 D (TmaStoreF32): D += the boxes (beta 1, C the same as D)
     CUtensorMap map_c{};  // with tma_store and beta != 0: C's boxes, loaded by TMA (Choice::tma_load_c)
     bool tma_load_c = false;
     int splits = 1;  // the ping-pong split-K's units per tile
@@ -140,6 +141,8 @@ typename Epi::Params epilogue_params(const Launch& l) {
         params.splits = l.splits;
         params.pairs = l.epi.ldd % 2 == 0 && reinterpret_cast<std::uintptr_t>(l.epi.d) % 8 == 0;
         params.split_tiles = l.split_tiles;
+        params.tma = l.tma_store;
+        params.map_d = l.map_d;
     } else {
         static_cast<EpilogueParams&>(params) = l.epi;
         if constexpr (std::is_base_of_v<FixedEpilogueParams, typename Epi::Params>) {
@@ -147,6 +150,7 @@ typename Epi::Params epilogue_params(const Launch& l) {
             params.map_d_tail = l.map_d_tail;
             params.map_aux = l.map_aux;
             params.tma = l.tma_store;
+            params.tma_add = l.tma_add;
             params.map_c = l.map_c;
             params.tma_c = l.tma_load_c;
             params.tail_cols = l.tail_cols;

@@ -321,6 +321,7 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
         if (kernel.key.f32_tma) {  // TmaStoreF32's boxes: 64 rows x 32 floats
             if (!tma_stores(d, with, Epilogue::none, args)) return;
             l.tma_store = true;
+            l.tma_add = args.beta != 0.0f;  // tma_stores allows beta 1 only with C the same matrix as D
             l.map_d = s.maps_d.get(args.d, DType::f32, d.m, d.n, d.ldd, 64);
             return;
         }
@@ -373,6 +374,13 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
         l.epi = p;
         l.splits = c.splits;
         l.split_tiles = c.split_tiles;
+        // The units' halves added into D by the copy engine where its boxes can address D (as rule 11's
+        // stores: D 16-byte aligned, ldd and N multiples of 4); else by reductions from the registers.
+        if (d.d_type == Type::f32 && reinterpret_cast<std::uintptr_t>(args.d) % 16 == 0 && d.ldd % 4 == 0 &&
+            d.n % 4 == 0) {
+            l.tma_store = true;
+            l.map_d = s.maps_d.get(args.d, DType::f32, d.m, d.n, d.ldd, 64);
+        }
         l.grid = dim3(static_cast<unsigned>(c.ctas));
         kernel.launch(l);
         return;
@@ -425,6 +433,11 @@ Plan* sub_plan_for(Plan::State& st, const Desc& d, const Choice& c, const Args& 
 }
 
 }  // namespace
+
+const Choice& Plan::choice_for(const Args& args) const {
+    if (Plan* sub = sub_plan_for(*state_, desc_, choice_, args)) return sub->choice_for(args);
+    return choice_;
+}
 
 void Plan::run(const Args& args, Stream stream) {
     if (Plan* sub = sub_plan_for(*state_, desc_, choice_, args)) return sub->run(args, stream);

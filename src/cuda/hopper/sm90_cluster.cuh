@@ -108,6 +108,15 @@ __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, std::uint32
                  "r"(src), "r"(col), "r"(row)
                  : "memory");
 }
+// The same box added into global memory instead of written over it (cp.reduce.async.bulk.tensor ...
+// .add): the copy engine reads the box and adds each element into D in L2 (f32 by the map's type), so
+// an in-place D += needs no load of D by the SMs. Tracked in the same bulk groups as the store.
+__device__ __forceinline__ void tma_reduce_add_2d(const CUtensorMap* map, std::uint32_t src, int col, int row) {
+    asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                     reinterpret_cast<std::uint64_t>(map)),
+                 "r"(src), "r"(col), "r"(row)
+                 : "memory");
+}
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void bulk_wait_read() {

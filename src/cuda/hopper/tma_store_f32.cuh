@@ -15,6 +15,13 @@
 // tile's last 8) are stored from the registers. The caller's named barrier
 // `barrier` (2 or 3: the epilogue's in the ping-pong kernel) is its
 // warpgroup's alone; `staging` starts on a swizzle atom.
+//
+// With `add` (the library's in-place D += alpha A B, beta 1 with C the
+// same matrix as D: a training step's dW accumulation), the boxes are added
+// into D by the copy engine (cp.reduce.async.bulk.tensor .add) instead of
+// written over it, and the columns past the last whole box are read and
+// added by the thread. Each element of D gets one add of one fp32 value, so
+// the sum is rounded once and is the same from run to run.
 #pragma once
 #include <cuda.h>
 
@@ -37,7 +44,7 @@ static_assert(kF32StagingBytes % kSwizzleAtom == 0, "staging boxes start on swiz
 template <int BN>
 __device__ __forceinline__ void store_f32_tma(const CUtensorMap* map, const float (&acc)[BN / 2], float alpha,
                                               float* c, std::int64_t ldc, int m, int n, int row0, int col0,
-                                              float* staging, int barrier) {
+                                              float* staging, int barrier, bool add = false) {
     constexpr int kBoxes = BN / kF32BoxCols;
     constexpr int kPasses = (kBoxes + kF32PassBoxes - 1) / kF32PassBoxes;
     const int t = tid_x_here() % kWarpgroup;
@@ -76,8 +83,11 @@ __device__ __forceinline__ void store_f32_tma(const CUtensorMap* map, const floa
             for (int bb = 0; bb < kF32PassBoxes; ++bb) {
                 const int b = pass * kF32PassBoxes + bb;
                 if (b >= kBoxes || col0 + kF32BoxCols * b >= n) break;  // boxes past N are not stored
-                tma_store_2d(map, smem_u32(staging) + static_cast<std::uint32_t>(bb * kF32BoxBytes),
-                             col0 + kF32BoxCols * b, row0);
+                const std::uint32_t box = smem_u32(staging) + static_cast<std::uint32_t>(bb * kF32BoxBytes);
+                if (add)
+                    tma_reduce_add_2d(map, box, col0 + kF32BoxCols * b, row0);
+                else
+                    tma_store_2d(map, box, col0 + kF32BoxCols * b, row0);
             }
             bulk_commit();
         }
@@ -94,9 +104,16 @@ __device__ __forceinline__ void store_f32_tma(const CUtensorMap* map, const floa
                 if (r >= rows_left) continue;
                 float* const at = c + static_cast<std::int64_t>(row0 + r) * ldc + col0 + col;
                 if (col + 1 < cols_left) {  // ldc a multiple of 4 (the map's rule): the pair is 8-byte aligned
-                    *reinterpret_cast<float2*>(at) = make_float2(alpha * acc[4 * j + 2 * h], alpha * acc[4 * j + 2 * h + 1]);
+                    float2 v = make_float2(alpha * acc[4 * j + 2 * h], alpha * acc[4 * j + 2 * h + 1]);
+                    if (add) {
+                        const float2 was = *reinterpret_cast<const float2*>(at);
+                        v.x += was.x;
+                        v.y += was.y;
+                    }
+                    *reinterpret_cast<float2*>(at) = v;
                 } else if (col < cols_left) {
-                    at[0] = alpha * acc[4 * j + 2 * h];
+                    const float v = alpha * acc[4 * j + 2 * h];
+                    at[0] = add ? at[0] + v : v;
                 }
             }
         }
