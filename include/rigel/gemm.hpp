@@ -279,6 +279,13 @@ std::optional<Choice> kernel_named(const Desc& d, std::string_view kernel, int s
 // the fewest that minimize (rounds of 2 x sms consumers) x (k-tiles of a unit + 1), at most 16 and
 // at least 4 k-tiles a unit.
 int pingpong_splitk_units(std::int64_t tiles, std::int64_t k_tiles, int sms);
+// Rule 5a's model: the busiest SM's share of `splits` units of each of `tiles` tiles, counted one after the
+// other (an SM's two consumers share its tensor pipe), times (k-tiles of a unit + 1).
+std::int64_t wave_split_cost(std::int64_t tiles, std::int64_t k_tiles, int sms, int splits);
+// Rule 5a's splits: those of 2 to 16 (at least 16 k-tiles a unit) with the lowest wave_split_cost, the fewest
+// among equals, where that cost is at most 0.92 of the unsplit one; else 1. GPT-2's bwd_qkv_dw
+// (108 tiles, 256 k-tiles, 132 SMs): 6 (5 units of 43 k-tiles on the busiest SM, 220 against 257).
+int wave_splits(std::int64_t tiles, std::int64_t k_tiles, int sms);
 // The names kernel_named takes, for help texts: "auto, 128x256, 128x128, pingpong, ...".
 std::string kernel_names();
 // Whether `kernel` is one of those names (whatever product it is asked for).

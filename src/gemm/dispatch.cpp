@@ -86,6 +86,16 @@
 //      0.68x, 0.67x and 0.81x for the cooperative split's slabs. Where rule 3
 //      split and rule 3a's tail exists (more tiles than SMs), the tail split
 //      instead, every unit (split or whole) added into D.
+//   5a. Where rules 2, 3 and 3a leave an fp32 D without epilogue unsplit
+//      and its last wave part-empty, and the desc allows atomics: the
+//      ping-pong split-K over s splits of every tile (wave_splits: the s of
+//      2 to 16 that most lowers the busiest SM's units times their k-tiles,
+//      its two consumers counted one after the other as they share the
+//      tensor pipe, by at least kMinWaveSplitGain). GPT-2's bwd_qkv_dw, 108
+//      tiles on 132 SMs, 24 of them idle unsplit: 6 splits, 5 units of 43
+//      k-tiles on the busiest SM against one tile of 256. Rule 5's own splits
+//      (pingpong_splitk_units) count consumers as if each had an SM's tensor
+//      pipe to itself, which would take 2 here and gain nothing.
 //   6. Where rule 3 splits K for bf16 operands, a bf16 D and one of
 //      gemm::kFixedEpilogues, and the desc allows atomics (its additions'
 //      order, as rule 5's, varies): the ping-pong kernel compiled for the epilogue
@@ -227,6 +237,8 @@ constexpr int kMaxWaveSplits = 8;
 constexpr double kSlabBytesPerSecond = 3.0e12;  // about what a device-to-device copy moves on the H200
 constexpr double kFlopsPerSm = 700e12 / 132;     // a 128 x 128 tile's rate in a full wave
 constexpr double kMinWaveGain = 0.9;
+// Rule 5a: split where the SMs' k-tiles modelled (wave_split_cost) fall to this share of the unsplit ones.
+constexpr double kMinWaveSplitGain = 0.92;
 // Rule 3a: the tail split where it takes at least 1 % off the busiest SM's k-tiles. The 7B fwd_qkv
 // (4096 x 12288 x 4096, 3,072 tiles, 24 waves, the last 36 tiles split 3 ways: 2.8 % fewer): 0.969x
 // cuBLASLt against the unsplit kernel's 0.949x in the same call at 1647f7b.
@@ -585,6 +597,23 @@ Choice choose(const Desc& desc, int sms) {
                     " ways (cooperative kernel, fp32 partials)";
         }
     }
+    // Rule 5a: an fp32 D without epilogue that rules 2, 3 and 3a left unsplit, its last wave part-empty, with
+    // atomics allowed: the ping-pong split-K over s splits of every tile, s where the busiest SM's k-tiles
+    // (wave_split_cost) fall furthest, by at least kMinWaveSplitGain.
+    if (c.splits == 1 && d.allow_atomics && !is_fp8(d.a_type) && d.d_type == Type::f32 &&
+        d.epilogue == Epilogue::none) {
+        const int s = wave_splits(tiles, k_tiles, sms);
+        if (s > 1) {
+            c.splits = s;
+            c.pingpong = true;
+            c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * s, sms));
+            c.why = std::to_string(tiles) + " tiles of 128 x 128 leave the last wave on " + std::to_string(sms) +
+                    " SMs part-empty: split K " + std::to_string(s) +
+                    " ways by the ping-pong kernel, each SM taking as many units as any other, each unit added into "
+                    "the fp32 D by atomic reductions (allow_atomics)";
+            return c;
+        }
+    }
     // Rules 5 and 6, where rules 2 or 3 split K and atomics are allowed: the ping-pong kernel runs the
     // units of (split, tile) instead, no slabs written and read back, no second kernel, one consumer's
     // reductions under the other's main loop. Rule 5, an fp32 D without epilogue: each unit added into D.
@@ -781,6 +810,23 @@ int pingpong_splitk_units(std::int64_t tiles, std::int64_t k_tiles, int sms) {
         if (cost < best_cost) best = s, best_cost = cost;
     }
     return static_cast<int>(best);
+}
+
+std::int64_t wave_split_cost(std::int64_t tiles, std::int64_t k_tiles, int sms, int splits) {
+    // The units of the busiest SM (both consumers share its tensor pipe, so they count one after the other)
+    // times the k-tiles of a unit, plus one for its start and its add into D.
+    return ceil_div(tiles * splits, std::max(sms, 1)) * (ceil_div(k_tiles, splits) + 1);
+}
+
+int wave_splits(std::int64_t tiles, std::int64_t k_tiles, int sms) {
+    const std::int64_t most = std::min<std::int64_t>(kMaxSplits, k_tiles / kMinSplitKTiles);
+    const std::int64_t unsplit = wave_split_cost(tiles, k_tiles, sms, 1);
+    std::int64_t best = 1, best_cost = unsplit;
+    for (std::int64_t s = 2; s <= most; ++s) {
+        const std::int64_t cost = wave_split_cost(tiles, k_tiles, sms, static_cast<int>(s));
+        if (cost < best_cost) best = s, best_cost = cost;
+    }
+    return static_cast<double>(best_cost) <= kMinWaveSplitGain * static_cast<double>(unsplit) ? static_cast<int>(best) : 1;
 }
 
 std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, int sms) {

@@ -548,9 +548,10 @@ std::vector<GemmCase> verify_cases() {
         out.push_back(verify_case(Desc{.m = 300, .n = 520, .k = 2000, .a_op = a, .b_op = b, .d_type = Type::f32,
                                        .allow_atomics = true},
                                   1.0f, 0.0f, true, "_atomics"));
-    // 1544 x 1398 (N no multiple of 4, rows padded) in place keeps the reductions from the registers.
+    // 1544 x 1398 (N no multiple of 4, rows padded) in place keeps the reductions from the registers;
+    // 1544 x 1000 (104 tiles, one part-empty wave) takes rule 5a's split of every tile.
     for (const auto& [m, n, k] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{300, 520, 2000},
-                                  {1544, 1400, 6152}, {1544, 1398, 6152}}) {
+                                  {1544, 1400, 6152}, {1544, 1398, 6152}, {1544, 1000, 6152}}) {
         const Desc tn{.m = m, .n = n, .k = k, .a_op = Op::t, .b_op = Op::n, .d_type = Type::f32, .allow_atomics = true};
         if (m > 1000) {
             GemmCase acc = verify_case(tn, 0.5f, 1.0f, n % 8 != 0, "_in_place_atomics");  // rows padded for TMA

@@ -748,10 +748,10 @@ TEST(GemmChoose, AllowedAtomicsTurnSplitsIntoThePingPongSplitK) {
         EXPECT_GT(choose(plain, kH200Sms).splits, 1) << m << " x " << n;
         EXPECT_FALSE(choose(plain, kH200Sms).pingpong) << m << " x " << n;
     }
-    // Nothing else changes: an f32 D with an epilogue, or no split to begin with (108 tiles). (A bf16 D
-    // with a fixed epilogue takes rule 6 under allow_atomics: BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel.)
-    for (const auto& change : std::initializer_list<void (*)(Desc&)>{
-             [](Desc& x) { x.epilogue = Epilogue::bias; }, [](Desc& x) { x.m = 2304; }}) {
+    // Nothing else changes for an f32 D with an epilogue. (A bf16 D with a fixed epilogue takes rule 6 under
+    // allow_atomics: BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel; no split to begin with, rule 5a:
+    // AllowedAtomicsSplitAPartEmptyWave.)
+    for (const auto& change : std::initializer_list<void (*)(Desc&)>{[](Desc& x) { x.epilogue = Epilogue::bias; }}) {
         Desc x = dw;
         change(x);
         Desc plain = x;
@@ -761,6 +761,46 @@ TEST(GemmChoose, AllowedAtomicsTurnSplitsIntoThePingPongSplitK) {
         EXPECT_EQ(with.pingpong, without.pingpong);
         EXPECT_EQ(with.why, without.why);
     }
+}
+
+TEST(GemmChoose, AllowedAtomicsSplitAPartEmptyWave) {
+    // The model: the busiest SM's units one after the other (its two consumers share the tensor pipe).
+    // bwd_qkv_dw, 108 tiles of 256 k-tiles on 132 SMs: unsplit 1 x 257; 6 splits, 648 units, 5 on the
+    // busiest SM, 5 x 44 = 220; 2 splits gain nothing (2 x 129), 11 cost 9 x 25 = 225.
+    EXPECT_EQ(wave_split_cost(108, 256, kH200Sms, 1), 257);
+    EXPECT_EQ(wave_split_cost(108, 256, kH200Sms, 2), 258);
+    EXPECT_EQ(wave_split_cost(108, 256, kH200Sms, 6), 220);
+    EXPECT_EQ(wave_split_cost(108, 256, kH200Sms, 11), 225);
+    EXPECT_EQ(wave_splits(108, 256, kH200Sms), 6);
+    // Whole waves, or a last wave nearly full (bwd_lm_head_dw, 2358 tiles: 17.9 waves), stay unsplit; so
+    // does a short K (at least 16 k-tiles a unit).
+    EXPECT_EQ(wave_splits(264, 256, kH200Sms), 1);
+    EXPECT_EQ(wave_splits(2358, 256, kH200Sms), 1);
+    EXPECT_EQ(wave_splits(108, 20, kH200Sms), 1);
+    // The dispatcher: an fp32 D without epilogue under allow_atomics that rules 2, 3 and 3a leave unsplit.
+    const Desc qkv{.m = 2304, .n = 768, .k = 16384, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true};
+    const Choice c = choose(qkv, kH200Sms);
+    EXPECT_TRUE(c.pingpong);
+    EXPECT_FALSE(c.fixed_epilogue || c.f32_tma);
+    EXPECT_EQ(c.splits, 6);
+    EXPECT_EQ(c.split_tiles, 0);
+    EXPECT_EQ(c.ctas, kH200Sms);
+    EXPECT_EQ(kernel_text(c), "128x128 pingpong splits 6");
+    EXPECT_TRUE(contains(c.why, "part-empty")) << c.why;
+    // Without atomics (the default, and the trainer's deterministic mode), or with an epilogue, or a bf16 D:
+    // unsplit as before.
+    for (const auto& change : std::initializer_list<void (*)(Desc&)>{
+             [](Desc& x) { x.allow_atomics = false; }, [](Desc& x) { x.epilogue = Epilogue::bias; },
+             [](Desc& x) { x.d_type = Type::bf16; }}) {
+        Desc x = qkv;
+        change(x);
+        EXPECT_EQ(choose(x, kH200Sms).splits, 1) << choose(x, kH200Sms).why;
+    }
+    // The verify suite's shape for it: 1544 x 1000 x 6152, 104 tiles of 97 k-tiles, 5 splits (4 x 21 = 84
+    // against 98).
+    const Desc v{.m = 1544, .n = 1000, .k = 6152, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true};
+    EXPECT_EQ(choose(v, kH200Sms).splits, 5) << choose(v, kH200Sms).why;
+    EXPECT_TRUE(choose(v, kH200Sms).pingpong);
 }
 
 TEST(GemmCheckArgs, AddsIntoDOnlyFromZeroOrFromItself) {
