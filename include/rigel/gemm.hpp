@@ -271,18 +271,19 @@ Choice choose(const Desc& d, int sms);
 // split order: bit-reproducible; Choice::ordered_split); "fixed_split_wave" (the same with rule 2's
 // split count, one unit a CTA); and "pingpong_splitk" (an fp32 D without epilogue:
 // the ping-pong kernel over units of (split, tile) in pingpong_splitk_units splits, each unit added
-// into D by reductions in L2, whose order is not fixed; beta 0, or 1 with C the same matrix as D).
+// into D by reductions in L2, whose order is not fixed; beta 0, or 1 with C the same matrix as D);
+// "pingpong_wave_split" (the same kernel in wave_splits' splits).
 // "auto" is choose(). nullopt when the name is unknown or d has no such kernel (fp8: 128x128 only;
-// fixed, fixed_split: has_fixed_epilogue_kernel(d); fixed_wide: has_wide_kernel(d); fixed_m64: has_short_tile_kernel(d); fixed_n192, fixed_n168, fixed_n176: has_n192_kernel(d); pingpong_splitk and pingpong_f32_tma: 16-bit operands, an f32 D, no epilogue).
+// fixed, fixed_split: has_fixed_epilogue_kernel(d); fixed_wide: has_wide_kernel(d); fixed_m64: has_short_tile_kernel(d); fixed_n192, fixed_n168, fixed_n176: has_n192_kernel(d); pingpong_splitk, pingpong_wave_split and pingpong_f32_tma: 16-bit operands, an f32 D, no epilogue).
 std::optional<Choice> kernel_named(const Desc& d, std::string_view kernel, int sms);
 // The splits of pingpong_splitk for `tiles` output tiles of 128 x 128 and `k_tiles` k-tiles of 64:
 // the fewest that minimize (rounds of 2 x sms consumers) x (k-tiles of a unit + 1), at most 16 and
 // at least 4 k-tiles a unit.
 int pingpong_splitk_units(std::int64_t tiles, std::int64_t k_tiles, int sms);
-// Rule 5a's model: the busiest SM's share of `splits` units of each of `tiles` tiles, counted one after the
+// The model of "pingpong_wave_split" (dispatch.cpp, 5a): the busiest SM's share of `splits` units of each of `tiles` tiles, counted one after the
 // other (an SM's two consumers share its tensor pipe), times (k-tiles of a unit + 1).
 std::int64_t wave_split_cost(std::int64_t tiles, std::int64_t k_tiles, int sms, int splits);
-// Rule 5a's splits: those of 2 to 16 (at least 16 k-tiles a unit) with the lowest wave_split_cost, the fewest
+// Its splits: those of 2 to 16 (at least 16 k-tiles a unit) with the lowest wave_split_cost, the fewest
 // among equals, where that cost is at most 0.92 of the unsplit one; else 1. GPT-2's bwd_qkv_dw
 // (108 tiles, 256 k-tiles, 132 SMs): 6 (5 units of 43 k-tiles on the busiest SM, 220 against 257).
 int wave_splits(std::int64_t tiles, std::int64_t k_tiles, int sms);

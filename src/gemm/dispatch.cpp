@@ -86,16 +86,17 @@
 //      0.68x, 0.67x and 0.81x for the cooperative split's slabs. Where rule 3
 //      split and rule 3a's tail exists (more tiles than SMs), the tail split
 //      instead, every unit (split or whole) added into D.
-//   5a. Where rules 2, 3 and 3a leave an fp32 D without epilogue unsplit
-//      and its last wave part-empty, and the desc allows atomics: the
-//      ping-pong split-K over s splits of every tile (wave_splits: the s of
-//      2 to 16 that most lowers the busiest SM's units times their k-tiles,
-//      its two consumers counted one after the other as they share the
-//      tensor pipe, by at least kMinWaveSplitGain). GPT-2's bwd_qkv_dw, 108
-//      tiles on 132 SMs, 24 of them idle unsplit: 6 splits, 5 units of 43
-//      k-tiles on the busiest SM against one tile of 256. Rule 5's own splits
-//      (pingpong_splitk_units) count consumers as if each had an SM's tensor
-//      pipe to itself, which would take 2 here and gain nothing.
+//   (5a, by name only until measured.) Where rules 2, 3 and 3a leave an
+//      fp32 D without epilogue unsplit and its last wave part-empty, and the
+//      desc allows atomics, the ping-pong split-K could take s splits of
+//      every tile (wave_splits: the s of 2 to 16 that most lowers the busiest
+//      SM's units times their k-tiles, its two consumers counted one after
+//      the other as they share the tensor pipe, by at least
+//      kMinWaveSplitGain). GPT-2's bwd_qkv_dw, 108 tiles on 132 SMs, 24 of
+//      them idle unsplit: 6 splits, 5 units of 43 k-tiles on the busiest SM
+//      against one tile of 256. Rule 5's own splits (pingpong_splitk_units)
+//      count consumers as if each had an SM's tensor pipe to itself, which
+//      would take 2 here and gain nothing. "pingpong_wave_split" names it.
 //   6. Where rule 3 splits K for bf16 operands, a bf16 D and one of
 //      gemm::kFixedEpilogues, and the desc allows atomics (its additions'
 //      order, as rule 5's, varies): the ping-pong kernel compiled for the epilogue
@@ -237,7 +238,8 @@ constexpr int kMaxWaveSplits = 8;
 constexpr double kSlabBytesPerSecond = 3.0e12;  // about what a device-to-device copy moves on the H200
 constexpr double kFlopsPerSm = 700e12 / 132;     // a 128 x 128 tile's rate in a full wave
 constexpr double kMinWaveGain = 0.9;
-// Rule 5a: split where the SMs' k-tiles modelled (wave_split_cost) fall to this share of the unsplit ones.
+// wave_splits ("pingpong_wave_split"): split where the SMs' k-tiles modelled (wave_split_cost) fall to this
+// share of the unsplit ones.
 constexpr double kMinWaveSplitGain = 0.92;
 // Rule 3a: the tail split where it takes at least 1 % off the busiest SM's k-tiles. The 7B fwd_qkv
 // (4096 x 12288 x 4096, 3,072 tiles, 24 waves, the last 36 tiles split 3 ways: 2.8 % fewer): 0.969x
@@ -597,23 +599,6 @@ Choice choose(const Desc& desc, int sms) {
                     " ways (cooperative kernel, fp32 partials)";
         }
     }
-    // Rule 5a: an fp32 D without epilogue that rules 2, 3 and 3a left unsplit, its last wave part-empty, with
-    // atomics allowed: the ping-pong split-K over s splits of every tile, s where the busiest SM's k-tiles
-    // (wave_split_cost) fall furthest, by at least kMinWaveSplitGain.
-    if (c.splits == 1 && d.allow_atomics && !is_fp8(d.a_type) && d.d_type == Type::f32 &&
-        d.epilogue == Epilogue::none) {
-        const int s = wave_splits(tiles, k_tiles, sms);
-        if (s > 1) {
-            c.splits = s;
-            c.pingpong = true;
-            c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * s, sms));
-            c.why = std::to_string(tiles) + " tiles of 128 x 128 leave the last wave on " + std::to_string(sms) +
-                    " SMs part-empty: split K " + std::to_string(s) +
-                    " ways by the ping-pong kernel, each SM taking as many units as any other, each unit added into "
-                    "the fp32 D by atomic reductions (allow_atomics)";
-            return c;
-        }
-    }
     // Rules 5 and 6, where rules 2 or 3 split K and atomics are allowed: the ping-pong kernel runs the
     // units of (split, tile) instead, no slabs written and read back, no second kernel, one consumer's
     // reductions under the other's main loop. Rule 5, an fp32 D without epilogue: each unit added into D.
@@ -725,6 +710,7 @@ struct NamedKernel {
     // The ping-pong split-K in pingpong_splitk_units splits: units added into an fp32 D, or with fixed,
     // into the workspace, the last unit of a tile storing a bf16 D through the epilogue (rule 6's kernel).
     bool split_reduce = false;
+    bool wave = false;          // with split_reduce, not fixed: wave_splits' splits instead (every SM as busy)
     bool ordered = false;       // with fixed and split_reduce: Choice::ordered_split
     bool tail = false;          // with ordered: only the last wave's tiles split (Choice::split_tiles)
     bool stream = false;        // with tail: the last wave's tiles streamed (Choice::stream_tail)
@@ -747,6 +733,9 @@ constexpr std::array kNamedKernels{
                 .tma_store = false},
     NamedKernel{.name = "pingpong_splitk", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false,
                 .split_reduce = true},
+    // The same kernel in wave_splits' splits: every tile split so that each SM takes as many units as any other.
+    NamedKernel{.name = "pingpong_wave_split", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false,
+                .split_reduce = true, .wave = true},
     NamedKernel{.name = "fixed_tma_c", .tile_n = kNarrowTileN, .pingpong = true, .fp8 = false, .fixed = true,
                 .tma_load_c = true},
     NamedKernel{.name = "fixed_wide", .tile_n = kWideTileN, .pingpong = false, .fp8 = false, .fixed = true},
@@ -900,7 +889,8 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
             return c;
         }
         if (k.split_reduce) {
-            c.splits = pingpong_splitk_units(tiles, ceil_div(d.k, 64), sms);
+            c.splits = k.wave ? wave_splits(tiles, ceil_div(d.k, 64), std::max(sms, 1))
+                              : pingpong_splitk_units(tiles, ceil_div(d.k, 64), sms);
             c.ordered_split = k.ordered && c.splits > 1;  // one unit a tile: the unsplit kernel
             c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, std::max(sms, 1)));
             c.why = "asked for: ping-pong split-K, " + std::to_string(tiles) + " tiles of 128 x 128 in " +
@@ -910,7 +900,9 @@ std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, in
                                  "this epilogue"
                      : k.fixed ? "each unit added into the workspace, the last of a tile storing D through the "
                                  "kernel compiled for this epilogue"
-                               : "each unit added into the fp32 D by reductions");
+                               : k.wave ? "each unit added into the fp32 D by reductions, the splits evening out "
+                                          "the SMs' units (wave_splits)"
+                                        : "each unit added into the fp32 D by reductions");
             return c;
         }
         c.why = std::string("asked for: ") + (k.pingpong ? "ping-pong " : "cooperative ") + std::to_string(k.tile_m) +

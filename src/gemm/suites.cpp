@@ -548,10 +548,9 @@ std::vector<GemmCase> verify_cases() {
         out.push_back(verify_case(Desc{.m = 300, .n = 520, .k = 2000, .a_op = a, .b_op = b, .d_type = Type::f32,
                                        .allow_atomics = true},
                                   1.0f, 0.0f, true, "_atomics"));
-    // 1544 x 1398 (N no multiple of 4, rows padded) in place keeps the reductions from the registers;
-    // 1544 x 1000 (104 tiles, one part-empty wave) takes rule 5a's split of every tile.
+    // 1544 x 1398 (N no multiple of 4, rows padded) in place keeps the reductions from the registers.
     for (const auto& [m, n, k] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{300, 520, 2000},
-                                  {1544, 1400, 6152}, {1544, 1398, 6152}, {1544, 1000, 6152}}) {
+                                  {1544, 1400, 6152}, {1544, 1398, 6152}}) {
         const Desc tn{.m = m, .n = n, .k = k, .a_op = Op::t, .b_op = Op::n, .d_type = Type::f32, .allow_atomics = true};
         if (m > 1000) {
             GemmCase acc = verify_case(tn, 0.5f, 1.0f, n % 8 != 0, "_in_place_atomics");  // rows padded for TMA
@@ -559,6 +558,15 @@ std::vector<GemmCase> verify_cases() {
             out.push_back(acc);
         }
         out.push_back(verify_case(tn, 0.5f, 0.5f, m < 1000 || n % 8 != 0, "_atomics"));  // padded rows for TMA
+    }
+    // "pingpong_wave_split" in place on 1544 x 1000 x 6152: 104 tiles, one part-empty wave, 5 splits of
+    // every tile (wave_splits), each unit added into D by the copy engine; bf16 and f16.
+    for (Type ab : {Type::bf16, Type::f16}) {
+        GemmCase acc = verify_case(Desc{.m = 1544, .n = 1000, .k = 6152, .a_type = ab, .b_type = ab, .a_op = Op::t,
+                                        .b_op = Op::n, .d_type = Type::f32},
+                                   0.5f, 1.0f, false, "_in_place_pingpong_wave_split", "pingpong_wave_split");
+        acc.in_place = true;
+        out.push_back(acc);
     }
     // fp8 (layout NT only), each type x output type x epilogue; one shape with
     // packed leading dimensions (D's row of 257 elements unaligned).

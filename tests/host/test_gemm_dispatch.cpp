@@ -681,7 +681,7 @@ TEST(GemmKernelNamed, NamesEveryUnsplitKernelOfTheTable) {
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "pingpong_cluster", kH200Sms));
     EXPECT_FALSE(kernel_named(square(512, Type::e4m3), "128x256", kH200Sms));
     EXPECT_FALSE(kernel_named(d, "64x64", kH200Sms));
-    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, fixed_tma_c, "
+    EXPECT_EQ(kernel_names(), "auto, 128x256, 128x128, pingpong, pingpong_cluster, fixed, fixed_staged, pingpong_splitk, pingpong_wave_split, fixed_tma_c, "
               "fixed_wide, fixed_m64, fixed_split, fixed_split_ordered, fixed_split_tail, fixed_split_tail_gather, fixed_split_stream, fixed_split_stream_gather, fixed_split_wave, fixed_pair, fixed_split_pair, fixed_g16, fixed_g32, fixed_n192, fixed_n192_g16, fixed_n168, fixed_n176, fixed_tail, pingpong_f32_tma");
     EXPECT_TRUE(is_kernel_name("fixed_staged"));
     EXPECT_TRUE(is_kernel_name("auto"));
@@ -748,10 +748,10 @@ TEST(GemmChoose, AllowedAtomicsTurnSplitsIntoThePingPongSplitK) {
         EXPECT_GT(choose(plain, kH200Sms).splits, 1) << m << " x " << n;
         EXPECT_FALSE(choose(plain, kH200Sms).pingpong) << m << " x " << n;
     }
-    // Nothing else changes for an f32 D with an epilogue. (A bf16 D with a fixed epilogue takes rule 6 under
-    // allow_atomics: BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel; no split to begin with, rule 5a:
-    // AllowedAtomicsSplitAPartEmptyWave.)
-    for (const auto& change : std::initializer_list<void (*)(Desc&)>{[](Desc& x) { x.epilogue = Epilogue::bias; }}) {
+    // Nothing else changes: an f32 D with an epilogue, or no split to begin with (108 tiles). (A bf16 D
+    // with a fixed epilogue takes rule 6 under allow_atomics: BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel.)
+    for (const auto& change : std::initializer_list<void (*)(Desc&)>{
+             [](Desc& x) { x.epilogue = Epilogue::bias; }, [](Desc& x) { x.m = 2304; }}) {
         Desc x = dw;
         change(x);
         Desc plain = x;
@@ -763,7 +763,7 @@ TEST(GemmChoose, AllowedAtomicsTurnSplitsIntoThePingPongSplitK) {
     }
 }
 
-TEST(GemmChoose, AllowedAtomicsSplitAPartEmptyWave) {
+TEST(GemmChoose, WaveSplitEvensOutTheSmsUnits) {
     // The model: the busiest SM's units one after the other (its two consumers share the tensor pipe).
     // bwd_qkv_dw, 108 tiles of 256 k-tiles on 132 SMs: unsplit 1 x 257; 6 splits, 648 units, 5 on the
     // busiest SM, 5 x 44 = 220; 2 splits gain nothing (2 x 129), 11 cost 9 x 25 = 225.
@@ -777,30 +777,26 @@ TEST(GemmChoose, AllowedAtomicsSplitAPartEmptyWave) {
     EXPECT_EQ(wave_splits(264, 256, kH200Sms), 1);
     EXPECT_EQ(wave_splits(2358, 256, kH200Sms), 1);
     EXPECT_EQ(wave_splits(108, 20, kH200Sms), 1);
-    // The dispatcher: an fp32 D without epilogue under allow_atomics that rules 2, 3 and 3a leave unsplit.
+    // By name only: the dispatcher leaves bwd_qkv_dw unsplit, atomics allowed or not.
     const Desc qkv{.m = 2304, .n = 768, .k = 16384, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true};
-    const Choice c = choose(qkv, kH200Sms);
-    EXPECT_TRUE(c.pingpong);
-    EXPECT_FALSE(c.fixed_epilogue || c.f32_tma);
-    EXPECT_EQ(c.splits, 6);
-    EXPECT_EQ(c.split_tiles, 0);
-    EXPECT_EQ(c.ctas, kH200Sms);
-    EXPECT_EQ(kernel_text(c), "128x128 pingpong splits 6");
-    EXPECT_TRUE(contains(c.why, "part-empty")) << c.why;
-    // Without atomics (the default, and the trainer's deterministic mode), or with an epilogue, or a bf16 D:
-    // unsplit as before.
-    for (const auto& change : std::initializer_list<void (*)(Desc&)>{
-             [](Desc& x) { x.allow_atomics = false; }, [](Desc& x) { x.epilogue = Epilogue::bias; },
-             [](Desc& x) { x.d_type = Type::bf16; }}) {
-        Desc x = qkv;
-        change(x);
-        EXPECT_EQ(choose(x, kH200Sms).splits, 1) << choose(x, kH200Sms).why;
-    }
+    EXPECT_EQ(choose(qkv, kH200Sms).splits, 1);
+    const auto c = kernel_named(qkv, "pingpong_wave_split", kH200Sms);
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(c->pingpong);
+    EXPECT_FALSE(c->fixed_epilogue || c->f32_tma || c->ordered_split);
+    EXPECT_EQ(c->splits, 6);
+    EXPECT_EQ(c->split_tiles, 0);
+    EXPECT_EQ(c->ctas, kH200Sms);
+    EXPECT_EQ(kernel_text(*c), "128x128 pingpong splits 6");
+    EXPECT_TRUE(contains(c->why, "wave_splits")) << c->why;
+    // Only an f32 D without epilogue, and 16-bit operands.
+    EXPECT_FALSE(named_after(qkv, [](Desc& x) { x.d_type = Type::bf16; }, "pingpong_wave_split"));
+    EXPECT_FALSE(named_after(qkv, [](Desc& x) { x.epilogue = Epilogue::bias; }, "pingpong_wave_split"));
+    EXPECT_FALSE(kernel_named(square(4096, Type::e4m3), "pingpong_wave_split", kH200Sms));
     // The verify suite's shape for it: 1544 x 1000 x 6152, 104 tiles of 97 k-tiles, 5 splits (4 x 21 = 84
     // against 98).
-    const Desc v{.m = 1544, .n = 1000, .k = 6152, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true};
-    EXPECT_EQ(choose(v, kH200Sms).splits, 5) << choose(v, kH200Sms).why;
-    EXPECT_TRUE(choose(v, kH200Sms).pingpong);
+    const Desc v{.m = 1544, .n = 1000, .k = 6152, .a_op = Op::t, .d_type = Type::f32};
+    EXPECT_EQ(kernel_named(v, "pingpong_wave_split", kH200Sms)->splits, 5);
 }
 
 TEST(GemmCheckArgs, AddsIntoDOnlyFromZeroOrFromItself) {
