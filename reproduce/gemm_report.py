@@ -486,23 +486,67 @@ def targets_block(bench_files):
 MAX_FAILURES_LISTED = 10
 
 
+def case_names(f):
+    return {f.table.cell(i, "case") for i in range(len(f.table.rows))}
+
+
+def completing_runs(f, verify_files):
+    """The runs that complete `f`, a run of the whole suite that its time limit stopped (no cases filter,
+    sidecar complete false, its suite's case count in the sidecar's "cases"): runs of `--cases` at the same
+    commit on the same card that verify the cases it had not reached, in run order, each adding cases not
+    yet verified; None where no such runs make up the suite. rigel looks for a stop between cases, never
+    inside one, so every case a stopped run holds is whole."""
+    if f.side("cases_filter") or f.side("complete") != "false":
+        return None
+    want = findings.parse_number(f.side("cases"))
+    if not want or not f.side("git_commit"):
+        return None
+    seen, runs = case_names(f), []
+    for g in sorted(verify_files, key=findings.run_age):
+        if (g is f or not g.side("cases_filter") or g.side("complete") == "false" or
+                g.side("git_commit") != f.side("git_commit") or device_of(g) != device_of(f)):
+            continue
+        new = case_names(g) - seen
+        if new:
+            runs.append(g)
+            seen |= new
+    return runs if len(seen) >= want else None
+
+
 def verify_block(verify_files):
     if not verify_files:
         return ("No committed GEMM verify CSV yet (`results/h200/*_gemm_verify.csv`, written by `rigel gemm verify`): "
                 "the library's combinations have not been verified on the H200 machine.")
-    whole = [f for f in verify_files if whole_run(f)]
+    # A whole run, or a stopped one that runs of the cases it had not reached complete.
+    whole = {f.name: [] for f in verify_files if whole_run(f)}
+    for f in verify_files:
+        rest = completing_runs(f, verify_files)
+        if rest:
+            whole[f.name] = rest
     if not whole:
         return ("No committed GEMM verify CSV of a whole suite yet (`results/h200/*_gemm_verify.csv`; runs of "
                 "`--cases` leave cases out): the library's combinations have not been verified on the H200 machine.")
-    f = max(whole, key=findings.run_age)
-    t = f.table
-    failing = [i for i in range(len(t.rows)) if not PASS_WORDS[t.cell(i, "pass").lower()]]
-    total = len(t.rows)
+    f = max((g for g in verify_files if g.name in whole), key=findings.run_age)
+    rest = whole[f.name]
+    # Rows: the run's own, then each completing run's for the cases not verified before it.
+    rows = [(f.table, i) for i in range(len(f.table.rows))]
+    seen = case_names(f)
+    for g in rest:
+        rows += [(g.table, i) for i in range(len(g.table.rows)) if g.table.cell(i, "case") not in seen]
+        seen |= case_names(g)
+    failing = [(t, i) for t, i in rows if not PASS_WORDS[t.cell(i, "pass").lower()]]
+    total = len(rows)
+    files = f"{f.machine}/{findings.md_cell(f.name)}"
+    if rest:
+        files += (", stopped by its time limit, and " +
+                  ", ".join(f"{g.machine}/{findings.md_cell(g.name)}" for g in rest) +
+                  ", the cases it had not reached")
     text = (f"**{total - len(failing)}/{total} library combinations verified against float64 on the "
             f"{findings.md_cell(device_of(f).replace('NVIDIA ', ''))}** (`rigel gemm verify`, commit "
-            f"{findings.md_cell(findings.short_commit(f))}, {run_date(f)}; {f.machine}/{findings.md_cell(f.name)}).")
+            f"{findings.md_cell(findings.short_commit(f))}, {run_date(f)}; {files}).")
     if failing:
-        def what(i):
+        def what(ti):
+            t, i = ti
             c = lambda col: findings.md_cell(t.cell(i, col))
             return (f"{c('case')} ({c('m')}x{c('n')}x{c('k')} {c('layout')} {c('a_type')} -> {c('d_type')} "
                     f"{c('epilogue')}): {c('reason') or 'no reason given'}")

@@ -332,6 +332,38 @@ class Verify(Fixture):
         line = self.blocks(verify=verify_csv(), extra=extra)["gemm-verify"]
         self.assertTrue(line.startswith("**6/6 library combinations verified"), line)
 
+    def stopped_and_rest(self, rest_commit="c0ffee0", rest_cases=("odd_4", "odd_5"), rest_fail=0):
+        """A whole-suite run of 6 cases stopped after 4 (newer than the fixture's whole run), and a run of
+        `--cases` for `rest_cases` at `rest_commit`."""
+        side = json.loads(sidecar("gemm_verify", "20261204T090000Z-cut", "c0ffee0"))
+        side.update(complete=False, cases=6, cases_filter="")
+        rest_side = json.loads(sidecar("gemm_verify", "20261204T100000Z-rest", rest_commit))
+        rest_side.update(cases_filter=",".join(rest_cases), cases=len(rest_cases))
+        lines = verify_csv(fail=rest_fail + 4).splitlines(keepends=True)
+        rest = lines[0] + "".join(l for l in lines[1:] if l.split(",")[3] in rest_cases)
+        return [("2026-12-04_c0ffee0_verify_gemm_verify.csv", verify_csv(total=4)),
+                ("2026-12-04_c0ffee0_verify_gemm_verify.json", json.dumps(side) + "\n"),
+                (f"2026-12-04_{rest_commit}_verify_rest_subset_gemm_verify.csv", rest),
+                (f"2026-12-04_{rest_commit}_verify_rest_subset_gemm_verify.json", json.dumps(rest_side) + "\n")]
+
+    def test_a_stopped_run_completed_by_the_cases_it_had_not_reached_stands_for_the_suite(self):
+        line = self.blocks(verify=verify_csv(), extra=self.stopped_and_rest())["gemm-verify"]
+        self.assertEqual(line, "**6/6 library combinations verified against float64 on the H200** "
+                               "(`rigel gemm verify`, commit c0ffee0, 2026-12-04; "
+                               "h200/2026-12-04_c0ffee0_verify_gemm_verify.csv, stopped by its time limit, and "
+                               "h200/2026-12-04_c0ffee0_verify_rest_subset_gemm_verify.csv, the cases it had not "
+                               "reached).")
+        # The rest's failures count with the run's own.
+        line = self.blocks(verify=verify_csv(), extra=self.stopped_and_rest(rest_fail=1))["gemm-verify"]
+        self.assertTrue(line.startswith("**5/6 library combinations verified"), line)
+        self.assertIn("Not passing: odd_4 (", line)
+
+    def test_the_rest_of_another_commit_or_short_of_the_suite_completes_nothing(self):
+        for extra in (self.stopped_and_rest(rest_commit="0ddba11"), self.stopped_and_rest(rest_cases=("odd_5",))):
+            line = self.blocks(verify=verify_csv(), extra=extra)["gemm-verify"]
+            self.assertIn("commit abc1234", line)
+            self.assertTrue(line.startswith("**6/6 library combinations verified"), line)
+
     def test_a_pass_cell_that_is_neither_1_nor_0_is_refused_naming_the_file(self):
         with self.assertRaises(findings.FindingsError) as e:
             self.results(verify=verify_csv(pass_word="maybe"))
