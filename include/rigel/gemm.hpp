@@ -303,9 +303,13 @@ std::string check_decomposed_args(const Desc& d, const Args& args);
 // a bf16 D,
 // beta 0 (or any beta with c.tma_load_c, C then 16-byte aligned with ldc a multiple of 8), N a
 // multiple of 8, and D (and aux) 16-byte aligned with leading dimensions of a multiple of 8 elements.
-// With c.f32_tma (an fp32 D, no epilogue): beta 0, D 16-byte aligned, ldd and N multiples of 4.
+// With c.f32_tma (an fp32 D, no epilogue): beta 0, or 1 in place (adds_into_d), and f32_boxes_fit.
 // `d` with its leading dimensions filled in (with_packed_leading_dimensions).
 bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const Args& args);
+// Whether the copy engine's fp32 boxes (64 rows x 32 floats: rule 11's stores, the split-K's reduce-adds)
+// can address D: D 16-byte aligned, ldd and N multiples of 4 (a box writes the last 16 bytes of a row
+// whole, so an N of 289 wrote columns 289-291 into the padding). `d` as for tma_stores.
+bool f32_boxes_fit(const Desc& d, const Args& args);
 // Whether the ping-pong split-K can take a call with `args`: its units add into D, so D must be
 // cleared first (beta 0) or already hold C (beta 1, C the same matrix as D). A plan whose
 // dispatcher chose it under allow_atomics runs other calls on the choice without atomics.

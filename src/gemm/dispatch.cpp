@@ -946,14 +946,11 @@ std::string kernel_names() {
 bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const Args& args) {
     const Epilogue e = kernel_epilogue;
     const auto aligned16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-    // fp32 D: boxes of 64 rows x 32 floats. D's rows must be 16-byte multiples, and so must N: as with bf16
-    // above, a TMA store writes a row's last 16 bytes whole, and with 289 columns columns 289-291 of every
-    // row went into the padding up to ldd (the verify suite at 5de8963, on the H100).
-    // Beta 1 with C the same matrix as D (adds_into_d: a training step's dW +=): the boxes are added into D by
-    // the copy engine's reduce-add instead of written over it.
+    // fp32 D: boxes of 64 rows x 32 floats (f32_boxes_fit). Beta 1 with C the same matrix as D (adds_into_d:
+    // a training step's dW +=): the boxes are added into D by the copy engine's reduce-add instead of
+    // written over it.
     if (c.f32_tma)
-        return has_f32_tma_kernel(d) && e == Epilogue::none && adds_into_d(d, args) && aligned16(args.d) &&
-               d.ldd % 4 == 0 && d.n % 4 == 0;
+        return has_f32_tma_kernel(d) && e == Epilogue::none && adds_into_d(d, args) && f32_boxes_fit(d, args);
     if (!c.fixed_epilogue || !c.tma_store || (c.splits != 1 && !c.pingpong) || d.d_type != Type::bf16) return false;
     if (args.beta != 0.0f && !(c.tma_load_c && aligned16(args.c) && d.ldc % 8 == 0)) return false;
     // dgelu_bgrad: aux comes in by TMA where C would (tma_load_c), so not beside C.
@@ -963,6 +960,13 @@ bool tma_stores(const Desc& d, const Choice& c, Epilogue kernel_epilogue, const 
         return false;
     if (!aligned16(args.d) || d.ldd % 8 != 0 || d.n % 8 != 0) return false;
     return (e != Epilogue::bias_gelu_aux && !dgelu) || (aligned16(args.aux) && d.ldaux % 8 == 0);
+}
+
+// D's rows must be 16-byte multiples, and so must N: as with bf16 above, a TMA store writes a row's last
+// 16 bytes whole, and with 289 columns columns 289-291 of every row went into the padding up to ldd (the
+// verify suite at 5de8963, on the H100).
+bool f32_boxes_fit(const Desc& d, const Args& args) {
+    return reinterpret_cast<std::uintptr_t>(args.d) % 16 == 0 && d.ldd % 4 == 0 && d.n % 4 == 0;
 }
 
 bool adds_into_d(const Desc& desc, const Args& args) {

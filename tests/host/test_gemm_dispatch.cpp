@@ -926,6 +926,9 @@ TEST(GemmChoose, Fp32OutputTakesTheTmaStoresOnTheUnsplitPingPongKernel) {
     Desc n_by_4 = odd_n;
     n_by_4.n = 4100;
     EXPECT_TRUE(tma_stores(n_by_4, *kernel_named(n_by_4, "pingpong_f32_tma", kH200Sms), Epilogue::none, args));
+    // The boxes' own rule, which the split-K's reduce-adds share (plan.cu): whatever beta and kernel.
+    EXPECT_TRUE(f32_boxes_fit(d, args) && f32_boxes_fit(n_by_4, scaled));
+    EXPECT_FALSE(f32_boxes_fit(odd_n, args) || f32_boxes_fit(odd_ld, args) || f32_boxes_fit(d, off));
     // The same product on the staged stores ("pingpong"): no TMA stores.
     EXPECT_FALSE(tma_stores(d, *kernel_named(d, "pingpong", kH200Sms), Epilogue::none, args));
     // Never for a bf16 D, an epilogue, fp8, or a split K (few tiles: rule 2's cooperative split).

@@ -374,10 +374,9 @@ void launch_gemm(const Desc& d, const Choice& c, Plan::State& s, const KernelEnt
         l.epi = p;
         l.splits = c.splits;
         l.split_tiles = c.split_tiles;
-        // The units' halves added into D by the copy engine where its boxes can address D (as rule 11's
-        // stores: D 16-byte aligned, ldd and N multiples of 4); else by reductions from the registers.
-        if (d.d_type == Type::f32 && reinterpret_cast<std::uintptr_t>(args.d) % 16 == 0 && d.ldd % 4 == 0 &&
-            d.n % 4 == 0) {
+        // The units' halves added into D by the copy engine where its boxes can address D; else by
+        // reductions from the registers.
+        if (d.d_type == Type::f32 && f32_boxes_fit(d, args)) {
             l.tma_store = true;
             l.map_d = s.maps_d.get(args.d, DType::f32, d.m, d.n, d.ldd, 64);
         }
