@@ -187,6 +187,12 @@ GemmCase verify_case(const Desc& desc, float alpha, float beta, bool pad, const 
     return GemmCase{.name = name + suffix, .desc = d, .alpha = alpha, .beta = beta, .kernel = kernel};
 }
 
+// The case with C the same matrix as D (same pointer and leading dimension).
+GemmCase in_place(GemmCase c) {
+    c.in_place = true;
+    return c;
+}
+
 // Every combination the library takes, checked against float64 on shapes that
 // are multiples of no tile (M vs 128, N vs 128 and 256, K vs 64 and 128).
 std::vector<GemmCase> verify_cases() {
@@ -234,12 +240,8 @@ std::vector<GemmCase> verify_cases() {
             // In place (beta 1, C the same matrix as D: a training step's dW +=), the boxes added into D by
             // the copy engine: 296 columns with padded rows (the last box cut at N, the padding left alone),
             // and 2104 x 2104 x 1000 with alpha 0.5 (many tiles), by name and under the dispatcher's choice.
-            const auto in_place = [](GemmCase c) {
-                c.in_place = true;
-                return c;
-            };
-            out.push_back(in_place(
-                verify_case(f32_desc(300, 296, 136), 1.0f, 1.0f, true, "_in_place_pingpong_f32_tma", "pingpong_f32_tma")));
+            out.push_back(in_place(verify_case(f32_desc(300, 296, 136), 1.0f, 1.0f, true, "_in_place_pingpong_f32_tma",
+                                               "pingpong_f32_tma")));
             for (const std::string kernel : {"", "pingpong_f32_tma"})
                 out.push_back(in_place(verify_case(f32_desc(2104, 2104, 1000), 0.5f, 1.0f, false,
                                                    kernel.empty() ? "_multitile_in_place" : "_multitile_in_place_pingpong_f32_tma",
@@ -411,9 +413,7 @@ std::vector<GemmCase> verify_cases() {
                      .b_op = b, .d_type = Type::bf16, .epilogue = Epilogue::bias};
         out.push_back(verify_case(d, 1.0f, 1.0f, false, "_multitile_fixed_tma_c", "fixed_tma_c"));
         if (layout_name(a, b) == "NT") {
-            GemmCase in_place = verify_case(d, 1.0f, 1.0f, false, "_multitile_in_place_fixed_tma_c", "fixed_tma_c");
-            in_place.in_place = true;
-            out.push_back(in_place);
+            out.push_back(in_place(verify_case(d, 1.0f, 1.0f, false, "_multitile_in_place_fixed_tma_c", "fixed_tma_c")));
         }
         // dgelu_bgrad's aux by TMA over many tiles, bgrad added across all of them.
         Desc dgelu = d;
@@ -446,11 +446,9 @@ std::vector<GemmCase> verify_cases() {
                 out.push_back(verify_case(Desc{.m = 300, .n = n, .k = 2000, .a_type = ab, .b_type = ab, .a_op = a,
                                                .b_op = b, .d_type = Type::f32},
                                           1.0f, 0.0f, true, "_pingpong_splitk", "pingpong_splitk"));
-            GemmCase acc = verify_case(Desc{.m = 1544, .n = 1032, .k = 6152, .a_type = ab, .b_type = ab, .a_op = a,
-                                            .b_op = b, .d_type = Type::f32},
-                                       0.5f, 1.0f, false, "_in_place_pingpong_splitk", "pingpong_splitk");
-            acc.in_place = true;
-            out.push_back(acc);
+            out.push_back(in_place(verify_case(Desc{.m = 1544, .n = 1032, .k = 6152, .a_type = ab, .b_type = ab,
+                                                    .a_op = a, .b_op = b, .d_type = Type::f32},
+                                               0.5f, 1.0f, false, "_in_place_pingpong_splitk", "pingpong_splitk")));
         }
     // The split fixed kernels (rule 6: a bf16 D, units added into the plan's workspace, the last unit of a
     // tile applying the epilogue): by name ("fixed_split") on 15 tiles of 32 k-tiles in every layout and
@@ -553,20 +551,16 @@ std::vector<GemmCase> verify_cases() {
                                   {1544, 1400, 6152}, {1544, 1398, 6152}}) {
         const Desc tn{.m = m, .n = n, .k = k, .a_op = Op::t, .b_op = Op::n, .d_type = Type::f32, .allow_atomics = true};
         if (m > 1000) {
-            GemmCase acc = verify_case(tn, 0.5f, 1.0f, n % 8 != 0, "_in_place_atomics");  // rows padded for TMA
-            acc.in_place = true;
-            out.push_back(acc);
+            out.push_back(in_place(verify_case(tn, 0.5f, 1.0f, n % 8 != 0, "_in_place_atomics")));  // rows padded for TMA
         }
         out.push_back(verify_case(tn, 0.5f, 0.5f, m < 1000 || n % 8 != 0, "_atomics"));  // padded rows for TMA
     }
     // "pingpong_wave_split" in place on 1544 x 1000 x 6152: 104 tiles, one part-empty wave, 5 splits of
     // every tile (wave_splits), each unit added into D by the copy engine; bf16 and f16.
     for (Type ab : {Type::bf16, Type::f16}) {
-        GemmCase acc = verify_case(Desc{.m = 1544, .n = 1000, .k = 6152, .a_type = ab, .b_type = ab, .a_op = Op::t,
-                                        .b_op = Op::n, .d_type = Type::f32},
-                                   0.5f, 1.0f, false, "_in_place_pingpong_wave_split", "pingpong_wave_split");
-        acc.in_place = true;
-        out.push_back(acc);
+        out.push_back(in_place(verify_case(Desc{.m = 1544, .n = 1000, .k = 6152, .a_type = ab, .b_type = ab,
+                                                .a_op = Op::t, .b_op = Op::n, .d_type = Type::f32},
+                                           0.5f, 1.0f, false, "_in_place_pingpong_wave_split", "pingpong_wave_split")));
     }
     // fp8 (layout NT only), each type x output type x epilogue; one shape with
     // packed leading dimensions (D's row of 257 elements unaligned).
@@ -596,11 +590,9 @@ std::vector<GemmCase> verify_cases() {
                                        .a_op = Op::n, .b_op = Op::t, .d_type = Type::bf16, .epilogue = e},
                                   1.0f, 0.0f, false, "_splitk"));
     // In place: C is D, the residual add of a trainer that overwrites its stream.
-    GemmCase in_place = verify_case(Desc{.m = 300, .n = 520, .k = 136, .a_op = Op::n, .b_op = Op::t,
-                                         .d_type = Type::bf16, .epilogue = Epilogue::bias},
-                                    1.0f, 1.0f, true, "_inplace");
-    in_place.in_place = true;
-    out.push_back(in_place);
+    out.push_back(in_place(verify_case(Desc{.m = 300, .n = 520, .k = 136, .a_op = Op::n, .b_op = Op::t,
+                                            .d_type = Type::bf16, .epilogue = Epilogue::bias},
+                                       1.0f, 1.0f, true, "_inplace")));
     return out;
 }
 
