@@ -86,7 +86,7 @@
 //      0.68x, 0.67x and 0.81x for the cooperative split's slabs. Where rule 3
 //      split and rule 3a's tail exists (more tiles than SMs), the tail split
 //      instead, every unit (split or whole) added into D.
-//   (5a, by name only until measured.) Where rules 2, 3 and 3a leave an
+//   (5a, by name only: measured on an H100 and lost.) Where rules 2, 3 and 3a leave an
 //      fp32 D without epilogue unsplit and its last wave part-empty, and the
 //      desc allows atomics, the ping-pong split-K could take s splits of
 //      every tile (wave_splits: the s of 2 to 16 that most lowers the busiest
@@ -97,6 +97,8 @@
 //      against one tile of 256. Rule 5's own splits (pingpong_splitk_units)
 //      count consumers as if each had an SM's tensor pipe to itself, which
 //      would take 2 here and gain nothing. "pingpong_wave_split" names it.
+//      On an H100 at 083720f: bwd_qkv_dw 0.914x cuBLASLt on it against the
+//      unsplit kernel's 0.999x in the same call, so it is not a rule.
 //   6. Where rule 3 splits K for bf16 operands, a bf16 D and one of
 //      gemm::kFixedEpilogues, and the desc allows atomics (its additions'
 //      order, as rule 5's, varies): the ping-pong kernel compiled for the epilogue
@@ -178,7 +180,7 @@
 //      on the kernel the rule replaced, the ping-pong kernel with its staged
 //      stores, as before the rule. Taken from the ladder, where on an H100
 //      it took the rung from 0.833x to 1.031x cuBLAS at 4096^3. Behind
-//      gemm::kDispatchF32Tma (false: by name only).
+//      gemm::kDispatchF32Tma (true).
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
