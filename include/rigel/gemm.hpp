@@ -285,7 +285,9 @@ int pingpong_splitk_units(std::int64_t tiles, std::int64_t k_tiles, int sms);
 std::int64_t wave_split_cost(std::int64_t tiles, std::int64_t k_tiles, int sms, int splits);
 // Its splits: those of 2 to 16 (at least 16 k-tiles a unit) with the lowest wave_split_cost, the fewest
 // among equals, where that cost is at most 0.92 of the unsplit one; else 1. GPT-2's bwd_qkv_dw
-// (108 tiles, 256 k-tiles, 132 SMs): 6 (5 units of 43 k-tiles on the busiest SM, 220 against 257).
+// (108 tiles, 256 k-tiles, 132 SMs): 6 (5 units of 43 k-tiles on the busiest SM, 220 against 257). A model
+// only: on an H100 those 6 splits ran slower than the unsplit kernel (docs/gemm.md, rule 5a), so the
+// dispatcher does not take them.
 int wave_splits(std::int64_t tiles, std::int64_t k_tiles, int sms);
 // The names kernel_named takes, for help texts: "auto, 128x256, 128x128, pingpong, ...".
 std::string kernel_names();
