@@ -148,13 +148,16 @@
 //      TMA, so the plan runs calls with beta != 0 on rule 4's kernel that
 //      loads C (Plan's residual plan).
 //   9. Before rule 3a, for a bf16 D with epilogue none, B K-major and K of
-//      at least kN176MinKTiles k-tiles: 128 x 176 tiles ("fixed_n176")
-//      where the busiest SM's work on them is less than on 128 x 128 tiles,
-//      rule 3a's tail split counted at kSplitUnitCost a k-tile (set_n176).
+//      at least kN176MinKTiles k-tiles: 128 x 176 or 128 x 192 tiles
+//      ("fixed_n176", "fixed_n192"), whichever leaves the busiest SM less
+//      work, where that is less than on 128 x 128 tiles, rule 3a's tail
+//      split counted at kSplitUnitCost a k-tile (set_wide_n).
 //      The 7B fwd_qkv, 4096 x 12288 x 4096: 0.994x cuBLASLt against 0.979x
 //      on the tail split, in one call; 176 is the tile of cuBLASLt's fastest
-//      kernel for that product. Among the suites' products only that one
-//      takes it.
+//      kernel for that product. 3072^3 NT takes 192 (384 tiles, 3 waves): on
+//      an H100, 0.984x cuBLAS against the tail split's 0.863x; 192 x 192 is
+//      the tile of the fastest kernel cuBLAS times there. Among the suites'
+//      products only the 7B fwd_qkv takes the rule.
 //  10. Where rule 4's kernel takes a bf16 D with one of gemm::kTailEpilogues
 //      unsplit on 128 x 128 tiles, A and B K-major (NT), and the narrow tail
 //      (narrow_tail.hpp) takes at least kMinGain off the busiest SM's work:
@@ -355,34 +358,44 @@ bool set_tail_split(Choice& c, std::int64_t tiles, std::int64_t k_tiles, int sms
     return true;
 }
 
-// Rule 9 (kernel_named "fixed_n176"): a bf16 D with epilogue none, B K-major (its 176-row boxes; an
-// MN-major B would load 192 columns for 176), K long (kN176MinKTiles), more tiles than SMs and not rule 2's
-// split: 128 x 176 tiles where the busiest SM's work on them, in 128 x 128 tiles' worth
-// (ceil(tiles / SMs) x 176 / 128), is less than on 128 x 128 tiles (the whole waves, plus the tail split's
-// unit where rule 3a would split the last wave, its k-tiles at kSplitUnitCost each). False, c untouched,
-// elsewhere. The 7B fwd_qkv (4096 x 12288, NT): 2,240 tiles, 17 waves of 176/128, 23.38 against 23 + 4/9 =
-// 23.44 on 128 x 128 tiles split 3 ways at the tail: 0.994x cuBLASLt against 0.979x in one call (4451225).
-bool set_n176(Choice& c, const Desc& d, std::int64_t tiles, std::int64_t k_tiles, int sms) {
+// Rule 9 (kernel_named "fixed_n176" and "fixed_n192"): a bf16 D with epilogue none, B K-major (its 176-row
+// boxes; an MN-major B would load 192 columns for 176), K long (kN176MinKTiles), more tiles than SMs and not
+// rule 2's split: 128 x 176 or 128 x 192 tiles, whichever leaves the busiest SM less work, in 128 x 128
+// tiles' worth (ceil(tiles / SMs) x width / 128; 176 on a tie), where that is less than on 128 x 128 tiles
+// (the whole waves, plus the tail split's unit where rule 3a would split the last wave, its k-tiles at
+// kSplitUnitCost each). False, c untouched, elsewhere. The 7B fwd_qkv (4096 x 12288, NT): 2,240 tiles of
+// 176, 17 waves, 23.38 against 23 + 4/9 = 23.44 on 128 x 128 tiles split 3 ways at the tail (and 24 on
+// 192): 0.994x cuBLASLt against 0.979x in one call (4451225). 3072^3 NT: 384 tiles of 192, 3 waves, 4.50
+// against 4 + 2/3 = 4.67 (5.50 on 176); on an H100, 0.984x cuBLAS against the tail split's 0.863x, each
+// paired with cuBLAS in one call (results/h100/2026-12-06_7d2868e_run_*gemm.csv).
+bool set_wide_n(Choice& c, const Desc& d, std::int64_t tiles, std::int64_t k_tiles, int sms) {
     if (c.splits != 1 || !has_n192_kernel(d) || d.b_op != Op::t || k_tiles < kN176MinKTiles || tiles <= sms)
         return false;
-    const std::int64_t wide_tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, kN176TileN);
-    const double on_176 = static_cast<double>(ceil_div(wide_tiles, sms)) * kN176TileN / kNarrowTileN;
+    int width = 0;
+    std::int64_t wide_tiles = 0;
+    double on_wide = std::numeric_limits<double>::infinity();
+    for (const int w : {kN176TileN, kN192TileN}) {
+        const std::int64_t t = ceil_div(d.m, kTileM) * ceil_div(d.n, w);
+        const double work = static_cast<double>(ceil_div(t, sms)) * w / kNarrowTileN;
+        if (work < on_wide) width = w, wide_tiles = t, on_wide = work;
+    }
     double on_128 = static_cast<double>(ceil_div(tiles, sms));
     Choice split;
     if (set_tail_split(split, tiles, k_tiles, sms, true, kMinTailGain))
         on_128 = static_cast<double>(tiles / sms) + kSplitUnitCost / split.splits;
-    if (on_176 >= on_128) return false;
+    if (on_wide >= on_128) return false;
     c.pingpong = true;
     c.fixed_epilogue = true;
-    c.tile_n = kN176TileN;
+    c.tile_n = width;
     c.tma_load_c = false;  // Plan's residual plan runs the calls with beta != 0
     c.ctas = static_cast<int>(std::min<std::int64_t>(wide_tiles, sms));
     char cost[64];
-    std::snprintf(cost, sizeof cost, "%.2f against %.2f", on_176, on_128);
-    c.why = std::to_string(wide_tiles) + " tiles of 128 x 176: the busiest SM's work in 128 x 128 tiles' worth, " +
-            cost + " on 128 x 128 tiles; the ping-pong kernel with 176-column tiles compiled for this epilogue and "
-            "a bf16 D, its tiles leaving by TMA stores (N and the rows multiples of 8); calls with beta != 0 on the "
-            "128 x 128 kernel that loads C by TMA";
+    std::snprintf(cost, sizeof cost, "%.2f against %.2f", on_wide, on_128);
+    const std::string w = std::to_string(width);
+    c.why = std::to_string(wide_tiles) + " tiles of 128 x " + w + ": the busiest SM's work in 128 x 128 tiles' "
+            "worth, " + cost + " on 128 x 128 tiles; the ping-pong kernel with " + w + "-column tiles compiled for "
+            "this epilogue and a bf16 D, its tiles leaving by TMA stores (N and the rows multiples of 8); calls "
+            "with beta != 0 on the 128 x 128 kernel that loads C by TMA";
     return true;
 }
 
@@ -571,8 +584,8 @@ Choice choose(const Desc& desc, int sms) {
         return c;
     }
     const auto waves = [&](std::int64_t units) { return static_cast<double>(ceil_div(units, sms)); };
-    // Rule 9: 128 x 176 tiles where they fill their waves better than 128 x 128 ones do.
-    if (set_n176(c, d, tiles, k_tiles, sms)) return c;
+    // Rule 9: 128 x 176 or 128 x 192 tiles where they fill their waves better than 128 x 128 ones do.
+    if (set_wide_n(c, d, tiles, k_tiles, sms)) return c;
     // Rule 3a: a part-empty last wave and a long K, with a bf16 D and a fixed epilogue: the tail split,
     // where it shortens the busiest SM's k-tiles by at least kMinTailGain.
     if (c.splits == 1 && has_fixed_epilogue_kernel(d) && set_tail_split(c, tiles, k_tiles, sms, true, kMinTailGain))

@@ -373,14 +373,18 @@ std::vector<GemmCase> verify_cases() {
     //   multiple of 128), in NT and NN;
     // rule 9 (128 x 176 tiles where they fill the waves better): 1000 x 2056 x 2056, 8 x 12 tiles of
     //   128 x 176 (one wave; the last row 104 deep, the last column 120 wide) against 136 of 128 x 128 (a
-    //   second wave of 4, split 2 ways), in NT and TT (B K-major).
+    //   second wave of 4, split 2 ways), in NT and TT (B K-major); and where 128 x 192 tiles fill them
+    //   better still: 776 x 3176 x 2056, 7 x 17 tiles of 128 x 192 (one wave, 1.5 in 128 x 128 tiles'
+    //   worth; the last row 8 deep, the last column 104 wide) against 175 of 128 x 128 (a second wave of 43,
+    //   split 2 ways: 1.67) and 133 of 128 x 176 (two waves: 2.75).
     struct RuleCase {
         const char* suffix;
         std::int64_t m, n, k;
         std::pair<Op, Op> layouts[2];
     };
     for (const RuleCase& r : {RuleCase{"_rule8", 6000, 8640, 136, {{Op::n, Op::t}, {Op::n, Op::n}}},
-                              RuleCase{"_rule9", 1000, 2056, 2056, {{Op::n, Op::t}, {Op::t, Op::t}}}})
+                              RuleCase{"_rule9", 1000, 2056, 2056, {{Op::n, Op::t}, {Op::t, Op::t}}},
+                              RuleCase{"_rule9_n192", 776, 3176, 2056, {{Op::n, Op::t}, {Op::t, Op::t}}}})
         for (const auto& [a, b] : r.layouts)
             for (float beta : {0.0f, 1.0f})
                 out.push_back(verify_case(Desc{.m = r.m, .n = r.n, .k = r.k, .a_type = Type::bf16,

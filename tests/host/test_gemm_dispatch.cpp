@@ -1399,7 +1399,7 @@ TEST(GemmKernelNamed, N176) {
     EXPECT_FALSE(kernel_named(square(512, Type::f16), "fixed_n176", kH200Sms));
 }
 
-TEST(GemmChoose, Rule9TakesN176WhereItFillsTheWaves) {
+TEST(GemmChoose, Rule9TakesTheWiderTileThatFillsTheWaves) {
     // The 7B fwd_qkv, NT: 17 waves of 176/128 (23.38) against 23 whole waves and the tail split's unit at
     // 4/3 (23.44).
     const Choice qkv = choose(bf16_product(4096, 12288, 4096, Op::n, Op::t), kH200Sms);
@@ -1417,7 +1417,17 @@ TEST(GemmChoose, Rule9TakesN176WhereItFillsTheWaves) {
           bf16_product(4096, 12288, 4096, Op::t, Op::n), bf16_product(4096, 12288, 4096, Op::n, Op::n),
           bf16_product(4096, 12288, 4096, Op::n, Op::t, Epilogue::bias), bf16_product(4096, 12288, 768, Op::n, Op::t),
           bf16_product(8192, 8192, 8192, Op::n, Op::t), bf16_product(16384, 16384, 16384, Op::n, Op::t)})
-        EXPECT_NE(choose(d, kH200Sms).tile_n, 176) << d.m << " x " << d.n << " x " << d.k;
+        EXPECT_EQ(choose(d, kH200Sms).tile_n, 128) << d.m << " x " << d.n << " x " << d.k;
+    // 3072^3 NT: 384 tiles of 128 x 192, 3 waves (4.50), against 4 waves and the tail split's 2-way unit
+    // (4.67) and 432 tiles of 176, 4 waves (5.50); K-major B only (its TN form keeps the tail split).
+    const Choice c3072 = choose(bf16_product(3072, 3072, 3072, Op::n, Op::t), kH200Sms);
+    EXPECT_EQ(c3072.tile_n, 192);
+    EXPECT_EQ(c3072.splits, 1);
+    EXPECT_EQ(c3072.ctas, kH200Sms);
+    EXPECT_EQ(kernel_text(c3072), "128x192 pingpong fixed-epilogue splits 1");
+    EXPECT_TRUE(contains(c3072.why, "384 tiles of 128 x 192")) << c3072.why;
+    EXPECT_TRUE(contains(c3072.why, "4.50 against 4.67")) << c3072.why;
+    EXPECT_EQ(choose(bf16_product(3072, 3072, 3072, Op::t, Op::n), kH200Sms).tile_n, 128);
     // The verify suite's case: one wave of 96 tiles of 128 x 176 against 136 of 128 x 128.
     EXPECT_EQ(choose(bf16_product(1000, 2056, 2056, Op::t, Op::t), kH200Sms).tile_n, 176);
     Desc f32 = bf16_product(4096, 12288, 4096, Op::n, Op::t);
