@@ -1419,7 +1419,7 @@ TEST(GemmChoose, Rule9TakesTheWiderTileThatFillsTheWaves) {
           bf16_product(8192, 8192, 8192, Op::n, Op::t), bf16_product(16384, 16384, 16384, Op::n, Op::t)})
         EXPECT_EQ(choose(d, kH200Sms).tile_n, 128) << d.m << " x " << d.n << " x " << d.k;
     // 3072^3 NT: 384 tiles of 128 x 192, 3 waves (4.50), against 4 waves and the tail split's 2-way unit
-    // (4.67) and 432 tiles of 176, 4 waves (5.50); K-major B only (its TN form keeps the tail split).
+    // (4.67) and 432 tiles of 176, 4 waves (5.50); K-major B only (its TN form stays on 128 x 128 tiles).
     const Choice c3072 = choose(bf16_product(3072, 3072, 3072, Op::n, Op::t), kH200Sms);
     EXPECT_EQ(c3072.tile_n, 192);
     EXPECT_EQ(c3072.splits, 1);
