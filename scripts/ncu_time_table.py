@@ -11,9 +11,10 @@ docs/gemm.md's tables use:
 
 Columns appear for the metrics the files hold: duration (us), SM clock (MHz),
 the busiest SM's cycles (k), the tensor pipe's share (%), the sectors the SMs
-read from L2 (M), DRAM bytes read (MB), instructions (M). A file with no
-launch in it (ncu found no kernel, or the visit ran out of time) is named on
-stderr and left out; no file with a launch at all exits 2.
+read from L2 (M), how busy L2 was and how often it hit (%), DRAM bytes read
+(MB), instructions (M). A file with no launch in it (ncu found no kernel, or
+the visit ran out of time) is named on stderr and left out; no file with a
+launch at all exits 2.
 """
 import argparse
 import csv
@@ -27,6 +28,8 @@ COLUMNS = [
     ("sm__cycles_elapsed.max", "cycles (k)", 1e-3, 1),
     ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed", "tensor pipe %", 1.0, 1),
     ("lts__t_sectors_srcunit_tex_op_read.sum", "L2 sectors (M)", 1e-6, 1),
+    ("lts__t_sectors.avg.pct_of_peak_sustained_elapsed", "L2 busy %", 1.0, 1),
+    ("lts__t_sector_hit_rate.pct", "L2 hit %", 1.0, 1),
     ("dram__bytes_read.sum", "DRAM read (MB)", 1e-6, 0),
     ("sm__inst_executed.sum", "instructions (M)", 1e-6, 1),
 ]
