@@ -154,11 +154,11 @@
 //      split counted at kSplitUnitCost a k-tile (set_wide_n).
 //      The 7B fwd_qkv, 4096 x 12288 x 4096: 0.994x cuBLASLt against 0.979x
 //      on the tail split, in one call; 176 is the tile of cuBLASLt's fastest
-//      kernel for that product. 3072^3 NT takes 192 (384 tiles, 3 waves): on
-//      an H100, 0.984x cuBLAS against the tail split's 0.863x, where 192 x 192
-//      is the tile of the fastest kernel cuBLAS times; the H200 machine has
-//      not run the 192-wide choice. Among the suites' products only the 7B
-//      fwd_qkv takes the rule.
+//      kernel for that product. 3072^3 NT takes 192 (384 tiles, 3 waves):
+//      1.000x cuBLASLt and 1.001x cuBLAS on the H200 machine against the tail
+//      split's 0.896x and 0.895x, in one call (11ed0da), as on an H100 (0.984x
+//      against 0.863x). Among the suites' products only the 7B fwd_qkv takes
+//      the rule.
 //  10. Where rule 4's kernel takes a bf16 D with one of gemm::kTailEpilogues
 //      unsplit on 128 x 128 tiles, A and B K-major (NT), and the narrow tail
 //      (narrow_tail.hpp) takes at least kMinGain off the busiest SM's work:
@@ -190,9 +190,8 @@
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
 // 4096^3 layouts and the 7B products (0.93x-1.00x against 0.95x-1.00x
 // cuBLASLt) and lost on bias + GELU at 4096^3 (0.86x against 0.88x).
-// These are the rules measured on the H200 machine (rule 9's 192-wide choice
-// on an H100 only); `rigel gemm bench --suite small` and the dispatcher's
-// bench rows show where they stand.
+// These are the rules measured on the H200 machine; `rigel gemm bench --suite
+// small` and the dispatcher's bench rows show where they stand.
 #include <algorithm>
 #include <array>
 #include <cmath>
