@@ -97,6 +97,11 @@ const std::array kHopperRungs{
          .lesson = "k42 with the fp32 C staged in shared memory and written by TMA stores: no global store "
                    "instruction beside the other consumer's main loop",
          .run = k43_wgmma_tma_store, .check = hopper_tma_check},
+    Rung{.id = "k44_wgmma_wave_fit_tma", .backend = Backend::cuda, .group = "hopper", .dtypes = kHalf,
+         .b_layout = BLayout::n_by_k, .min_sm = kSm90,
+         .lesson = "k43 with k41's tile width per shape: 128 x 192 tiles, their fp32 C through TMA stores too, where "
+                   "they fill the SMs' waves better than k43's narrow tail",
+         .run = k44_wgmma_wave_fit_tma, .check = hopper_tma_check},
 };
 
 }  // namespace

@@ -23,6 +23,7 @@ void k40_wgmma_narrow_tail(const GemmProblem& p);
 void k41_wgmma_wave_fit(const GemmProblem& p);
 void k42_wgmma_tail_fit(const GemmProblem& p);
 void k43_wgmma_tma_store(const GemmProblem& p);
+void k44_wgmma_wave_fit_tma(const GemmProblem& p);
 
 // The TMA rule every Hopper rung shares: each row of A and of B (both K-major)
 // must start on a 16-byte boundary, so K x element size must be a multiple of

@@ -2,7 +2,7 @@
 // TMA stores instead of straight from the registers.
 // Kernel: pingpong_gemm.cuh, k42's (128 x 128 x 64 tiles, bf16 and f16, the
 // narrow tail 104 or 64 wide by gemm::plan_tail_fit) with 6 ring stages
-// instead of 7, and the store policy PingPongStoreF32Tma (pingpong_rung.cuh):
+// instead of 7 (sm90::TmaStoreTail), and the store policy PingPongTmaStore (pingpong_rung.cuh):
 // each consumer stages a 64 x 64 part of its half (two 64 x 32 fp32 boxes,
 // 128B swizzle, 16 KB) and one thread hands it to the copy engine.
 // Run alone: rigel ladder --backend cuda --rungs k43_wgmma_tma_store --dtype bf16 --sizes 4096
@@ -57,24 +57,14 @@
 #include "cuda/hopper/pingpong_rung.cuh"
 
 namespace rigel::cuda {
-namespace {
-
-// k42's kernels with one ring stage fewer (the two 16 KB staging regions take its 32 KB).
-template <DType T>
-struct TmaTail {
-    template <int TailN>
-    using Kernel = sm90::PingPong<T, 6, sm90::Major::k, sm90::Major::k, 1, false, 128, 128, TailN>;
-};
-
-}  // namespace
 
 void k43_wgmma_tma_store(const GemmProblem& p) {
     constexpr const char* kRung = "k43_wgmma_tma_store";
     switch (p.type) {
         case DType::bf16:
-            return sm90::launch_tail_fit_rung<TmaTail<DType::bf16>::Kernel, true>(p, kRung);
+            return sm90::launch_tail_fit_rung<sm90::TmaStoreTail<DType::bf16>::Kernel, true>(p, kRung);
         case DType::f16:
-            return sm90::launch_tail_fit_rung<TmaTail<DType::f16>::Kernel, true>(p, kRung);
+            return sm90::launch_tail_fit_rung<sm90::TmaStoreTail<DType::f16>::Kernel, true>(p, kRung);
         default:
             throw std::invalid_argument(std::string(kRung) + " takes bf16 and f16, not " + std::string(name(p.type)));
     }

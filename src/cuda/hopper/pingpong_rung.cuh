@@ -1,7 +1,7 @@
-// The ladder's ping-pong rungs (k39-k43): the library's ping-pong kernel
+// The ladder's ping-pong rungs (k39-k44): the library's ping-pong kernel
 // (pingpong_gemm.cuh) writing the ladder's fp32 C, straight from the
 // registers (PingPongStoreF32) or through shared memory and TMA stores
-// (PingPongStoreF32Tma, k43), one CTA per SM, tile rows in groups of 8. k40's
+// (PingPongTmaStore, k43 and k44), one CTA per SM, tile rows in groups of 8. k40's
 // kernel has a narrow tail (G::kTailN > 0): the launch asks
 // gemm/narrow_tail.hpp how many of the last tile columns to re-cut, and runs
 // none where no re-cut evens the SMs' shares out by gemm::kMinGain.
@@ -52,12 +52,22 @@ struct PingPongF32TmaParams {
     CUtensorMap map_c;       // C in boxes of 64 rows x 32 floats, 128B swizzle (tma)
     bool tma;                // N a multiple of 4: C's rows are 16-byte multiples, as TMA needs
 };
+// The same for a kernel without a narrow tail (k44's 128 x 192 tiles): no B map of narrow boxes, which
+// the kernel's producer would otherwise take for its narrow tiles.
+struct PingPongF32TmaWideParams {
+    float* c;
+    int tail_cols;
+    CUtensorMap map_c;
+    bool tma;
+};
 
 // k43's fp32 C through shared memory and TMA stores (tma_store_f32.cuh), or, where C's rows are no
-// multiple of 16 bytes (N not a multiple of 4: p.tma false), k42's stores from the registers. Its params
-// always carry the narrow tail's B map: k43's kernels all have a tail.
-struct PingPongStoreF32Tma {
-    using Params = PingPongF32TmaParams;
+// multiple of 16 bytes (N not a multiple of 4: p.tma false), k42's stores from the registers. P: the
+// params above, with the narrow tail's B map where the kernel has a tail (PingPongTmaStore<G>).
+template <class P>
+struct PingPongStoreF32TmaOf {
+    using Params = P;
+    static constexpr bool kTmaStore = true;
     static constexpr int kStagingBytes = kF32StagingBytes;
     static __device__ __forceinline__ void prefetch(const Params& p) {
         if (p.tma) prefetch_tensor_map(&p.map_c);
@@ -79,12 +89,15 @@ struct PingPongStoreF32Tma {
 template <class G>
 using PingPongRegisterStore =
     PingPongStoreF32<std::conditional_t<(G::kTailN > 0), PingPongF32NarrowBParams, PingPongF32Params>>;
+// k43's and k44's: through TMA stores, likewise.
+template <class G>
+using PingPongTmaStore =
+    PingPongStoreF32TmaOf<std::conditional_t<(G::kTailN > 0), PingPongF32TmaParams, PingPongF32TmaWideParams>>;
 
-// Epi: PingPongRegisterStore<G> (k39-k42) or PingPongStoreF32Tma (k43).
+// Epi: PingPongRegisterStore<G> (k39-k42) or PingPongTmaStore<G> (k43, k44).
 template <class G, class Epi = PingPongRegisterStore<G>>
 void launch_pingpong_rung(const GemmProblem& p, const char* rung) {
-    constexpr bool kTmaStore = std::is_same_v<Epi, PingPongStoreF32Tma>;
-    static_assert(!kTmaStore || G::kTailN > 0, "k43's params carry the narrow tail's map");
+    constexpr bool kTmaStore = requires { Epi::kTmaStore; };
     constexpr int kSmem = pingpong_smem_bytes<G, Epi>;
     static TensorMapCache maps_a, maps_b, maps_b_tail, maps_c;
     static const int sms = [] {
@@ -120,16 +133,24 @@ void launch_pingpong_rung(const GemmProblem& p, const char* rung) {
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
+// k43's kernels (and k44's where it keeps 128 x 128 tiles): k42's with one ring stage fewer, the two
+// 16 KB staging regions taking its 32 KB.
+template <DType T>
+struct TmaStoreTail {
+    template <int TailN>
+    using Kernel = PingPong<T, 6, Major::k, Major::k, 1, false, 128, 128, TailN>;
+};
+
 // k42's and k43's launch: the narrow tail's width chosen per shape by gemm::plan_tail_fit (104 or 64
 // columns, whichever leaves the busiest SM the least work), each width its own kernel, Kernel<width>; the
 // choice for the last shape kept (the ladder's timed calls repeat one shape). Each kernel's launch plans
 // its own width's tail again (launch_pingpong_rung): the same plan.
-// TmaStore: k43's PingPongStoreF32Tma, else the registers' stores.
+// TmaStore: k43's PingPongTmaStore, else the registers' stores.
 template <template <int> class Kernel, bool TmaStore = false>
 void launch_tail_fit_rung(const GemmProblem& p, const char* rung) {
     const auto launch = [&]<int Width>() {
         using G = Kernel<Width>;
-        launch_pingpong_rung<G, std::conditional_t<TmaStore, PingPongStoreF32Tma, PingPongRegisterStore<G>>>(p, rung);
+        launch_pingpong_rung<G, std::conditional_t<TmaStore, PingPongTmaStore<G>, PingPongRegisterStore<G>>>(p, rung);
     };
     static const int sms = sm_count();
     static struct {
