@@ -284,7 +284,7 @@ if has rungs_paired; then
   log "rungs, verified and paired"
   rungs=${RUNGS:-k40_wgmma_narrow_tail k42_wgmma_tail_fit}
   timeout "$(capped 150)" $RIGEL ladder --backend cuda --verify-only --rungs $rungs --dtype bf16 f16 \
-    --sizes 3001x3001x296 2500x2100x136 4096x4096x200 8192x8192x136 6144x6144x64 3072x3072x136 \
+    --sizes 3001x3001x296 2500x2100x136 4096x4096x200 8192x8192x136 6144x6144x64 3072x3072x136 2900x3176x200 \
     > "$OUT/rungs_verify.txt" 2>&1
   summary+=("rungs verified: rc $? ($(grep -c -i 'fail' "$OUT/rungs_verify.txt") lines naming a failure)")
   timeout "$(capped 330)" $RIGEL ladder --backend cuda --rungs $rungs vendor --dtype "${RUNG_DTYPE:-bf16}" \

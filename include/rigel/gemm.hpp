@@ -162,6 +162,9 @@ constexpr bool has_f32_tma_kernel(const Desc& d) {
 // Whether the dispatcher takes that kernel for those products (its rule 11): on once the kernel's verify
 // cases (`rigel gemm verify --cases pingpong_f32_tma`) passed on a GPU; false puts it back to by name only.
 inline constexpr bool kDispatchF32Tma = true;
+// Whether the dispatcher takes "pingpong_wave_split" (its rule 5a) where atomics are allowed: on since the
+// H200 machine ran GPT-2's bwd_qkv_dw faster on it than unsplit; false puts it back to by name only.
+inline constexpr bool kDispatchWaveSplit = true;
 
 // How a plan computes: the kernel the dispatcher chose for the shape.
 struct Choice {

@@ -86,7 +86,7 @@
 //      0.68x, 0.67x and 0.81x for the cooperative split's slabs. Where rule 3
 //      split and rule 3a's tail exists (more tiles than SMs), the tail split
 //      instead, every unit (split or whole) added into D.
-//   (5a, by name only: measured on an H100 and lost.) Where rules 2, 3 and 3a leave an
+//  5a. Where rules 2, 3 and 3a leave an
 //      fp32 D without epilogue unsplit and its last wave part-empty, and the
 //      desc allows atomics, the ping-pong split-K could take s splits of
 //      every tile (wave_splits: the s of 2 to 16 that most lowers the busiest
@@ -97,8 +97,9 @@
 //      against one tile of 256. Rule 5's own splits (pingpong_splitk_units)
 //      count consumers as if each had an SM's tensor pipe to itself, which
 //      would take 2 here and gain nothing. "pingpong_wave_split" names it.
-//      On an H100 at 083720f: bwd_qkv_dw 0.914x cuBLASLt on it against the
-//      unsplit kernel's 0.999x in the same call, so it is not a rule.
+//      On the H200 machine (11ed0da, one call): bwd_qkv_dw 1.051x cuBLASLt
+//      on it against the unsplit kernel's 0.994x; on an H100 (083720f) it
+//      lost, 0.914x against 0.999x. gemm::kDispatchWaveSplit switches it.
 //   6. Where rule 3 splits K for bf16 operands, a bf16 D and one of
 //      gemm::kFixedEpilogues, and the desc allows atomics (its additions'
 //      order, as rule 5's, varies): the ping-pong kernel compiled for the epilogue
@@ -639,6 +640,22 @@ Choice choose(const Desc& desc, int sms) {
                             : " ways by the ping-pong kernel compiled for this epilogue and a bf16 D: each unit's "
                               "partial added into an fp32 workspace, the last unit of a tile storing D");
             c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * units, sms));
+            return c;
+        }
+    }
+    // Rule 5a: an fp32 D without epilogue left unsplit with its last wave part-empty, atomics allowed: every
+    // tile split so that the SMs' units even out (wave_splits), each unit added into D.
+    if (kDispatchWaveSplit && c.splits == 1 && c.pingpong && d.allow_atomics && into_d) {
+        const int s = wave_splits(tiles, k_tiles, sms);
+        if (s > 1) {
+            c.splits = s;
+            c.ctas = static_cast<int>(std::min<std::int64_t>(tiles * s, sms));
+            c.why = std::to_string(tiles) + " tiles of 128 x 128 leave the last wave on " + std::to_string(sms) +
+                    " SMs part-empty: every tile split K " + std::to_string(s) +
+                    " ways by the ping-pong kernel, the busiest SM's units times their k-tiles " +
+                    std::to_string(wave_split_cost(tiles, k_tiles, sms, s)) + " against " +
+                    std::to_string(wave_split_cost(tiles, k_tiles, sms, 1)) +
+                    " unsplit, each unit added into the fp32 D by atomic reductions (allow_atomics)";
             return c;
         }
     }

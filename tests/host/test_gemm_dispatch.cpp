@@ -748,10 +748,11 @@ TEST(GemmChoose, AllowedAtomicsTurnSplitsIntoThePingPongSplitK) {
         EXPECT_GT(choose(plain, kH200Sms).splits, 1) << m << " x " << n;
         EXPECT_FALSE(choose(plain, kH200Sms).pingpong) << m << " x " << n;
     }
-    // Nothing else changes: an f32 D with an epilogue, or no split to begin with (108 tiles). (A bf16 D
-    // with a fixed epilogue takes rule 6 under allow_atomics: BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel.)
+    // Nothing else changes: an f32 D with an epilogue, or whole waves with no split to begin with (264
+    // tiles). (A bf16 D with a fixed epilogue takes rule 6 under allow_atomics:
+    // BfloatSplitsOfTheLastWaveRunOnTheSplitFixedKernel; 108 tiles, rule 5a: WaveSplitEvensOutTheSmsUnits.)
     for (const auto& change : std::initializer_list<void (*)(Desc&)>{
-             [](Desc& x) { x.epilogue = Epilogue::bias; }, [](Desc& x) { x.m = 2304; }}) {
+             [](Desc& x) { x.epilogue = Epilogue::bias; }, [](Desc& x) { x.m = 5632; }}) {
         Desc x = dw;
         change(x);
         Desc plain = x;
@@ -777,9 +778,21 @@ TEST(GemmChoose, WaveSplitEvensOutTheSmsUnits) {
     EXPECT_EQ(wave_splits(264, 256, kH200Sms), 1);
     EXPECT_EQ(wave_splits(2358, 256, kH200Sms), 1);
     EXPECT_EQ(wave_splits(108, 20, kH200Sms), 1);
-    // By name only: the dispatcher leaves bwd_qkv_dw unsplit, atomics allowed or not.
+    // Rule 5a: the dispatcher takes it for bwd_qkv_dw where atomics are allowed (kDispatchWaveSplit), the
+    // same kernel and splits as by name; without atomics the tile stays whole.
     const Desc qkv{.m = 2304, .n = 768, .k = 16384, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true};
-    EXPECT_EQ(choose(qkv, kH200Sms).splits, 1);
+    const Choice dispatched = choose(qkv, kH200Sms);
+    EXPECT_EQ(dispatched.splits, kDispatchWaveSplit ? 6 : 1);
+    if (kDispatchWaveSplit) {
+        EXPECT_EQ(kernel_text(dispatched), "128x128 pingpong splits 6");
+        EXPECT_EQ(dispatched.ctas, kH200Sms);
+        EXPECT_FALSE(dispatched.f32_tma || dispatched.ordered_split || dispatched.fixed_epilogue);
+        EXPECT_TRUE(contains(dispatched.why, "220 against 257")) << dispatched.why;
+    }
+    Desc plain = qkv;
+    plain.allow_atomics = false;
+    EXPECT_EQ(choose(plain, kH200Sms).splits, 1);
+    EXPECT_TRUE(choose(plain, kH200Sms).f32_tma);
     const auto c = kernel_named(qkv, "pingpong_wave_split", kH200Sms);
     ASSERT_TRUE(c);
     EXPECT_TRUE(c->pingpong);
