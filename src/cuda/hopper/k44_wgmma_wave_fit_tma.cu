@@ -23,6 +23,14 @@
 // cuBLAS (bf16, fp32 C) become 0.99x-1.00x: k43's store path gained k42
 // +0.8 % there, and the wide tiles' waves k41 +0.2 % over k40; the other
 // squares run k43's kernels and read as k43 does.
+// Measured on an H100 (cac3aa6, one call, each rung paired with cuBLAS;
+// results/h100/2026-12-06_cac3aa6_ladder.csv): 3072^3 1.005x [0.996, 1.015]
+// against k43's 0.952x [0.901, 0.972] in the same call (k41 had read 0.956x
+// there, 14ea7e5): on that card the wide tiles gain only with the TMA stores.
+// Every odd verify shape passed in bf16 and f16, among them 3001 x 3001 (the
+// wide tiles with N not a multiple of 4, so k42's register stores) and
+// 2900 x 3176 (wide tiles clipped at M and N by the copy engine)
+// (experiments/2026-12-06_cac3aa6_rungs_verify.txt).
 #include "cuda/hopper/hopper_rungs.cuh"
 #include "cuda/hopper/pingpong_rung.cuh"
 
