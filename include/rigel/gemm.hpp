@@ -165,6 +165,9 @@ inline constexpr bool kDispatchF32Tma = true;
 // Whether the dispatcher takes "pingpong_wave_split" (its rule 5a) where atomics are allowed: on since the
 // H200 machine ran GPT-2's bwd_qkv_dw faster on it than unsplit; false puts it back to by name only.
 inline constexpr bool kDispatchWaveSplit = true;
+// ... on GPUs whose DRAM peak reaches this: the H200 machine (4.8 TB/s) ran it faster than unsplit, an
+// H100 (3.35 TB/s) slower, in each of two calls.
+inline constexpr double kWaveSplitMinDramBytesPerSecond = 4.0e12;
 
 // How a plan computes: the kernel the dispatcher chose for the shape.
 struct Choice {
@@ -258,9 +261,12 @@ EpilogueTraits traits(Epilogue e);
 Desc with_packed_leading_dimensions(Desc d);
 // Empty when a plan can be built for `d`, else one sentence saying why not.
 std::string check(const Desc& d);
-// The dispatcher: which kernel computes `d` on a GPU with `sms` SMs (see dispatch.cpp for the rules).
-// Pure host code; `d` must pass check().
-Choice choose(const Desc& d, int sms);
+// The DRAM peak the dispatcher assumes where the caller names none: the H200 machine's (HBM3e).
+inline constexpr double kH200DramBytesPerSecond = 4.8e12;
+// The dispatcher: which kernel computes `d` on a GPU with `sms` SMs and a DRAM peak of
+// `dram_bytes_per_s` (see dispatch.cpp for the rules; rule 5a reads the bandwidth). Pure host code; `d`
+// must pass check().
+Choice choose(const Desc& d, int sms, double dram_bytes_per_s = kH200DramBytesPerSecond);
 // A kernel asked for by name instead of the dispatcher's: "128x256" and "128x128" (cooperative),
 // "pingpong" (128 x 128, ping-pong, any epilogue and output type), "pingpong_cluster" (the same in
 // 2 x 1 clusters sharing B by TMA multicast), "fixed" (the ping-pong kernel compiled for d's epilogue
@@ -278,7 +284,8 @@ Choice choose(const Desc& d, int sms);
 // "pingpong_wave_split" (the same kernel in wave_splits' splits).
 // "auto" is choose(). nullopt when the name is unknown or d has no such kernel (fp8: 128x128 only;
 // fixed, fixed_split: has_fixed_epilogue_kernel(d); fixed_wide: has_wide_kernel(d); fixed_m64: has_short_tile_kernel(d); fixed_n192, fixed_n168, fixed_n176: has_n192_kernel(d); pingpong_splitk, pingpong_wave_split and pingpong_f32_tma: 16-bit operands, an f32 D, no epilogue).
-std::optional<Choice> kernel_named(const Desc& d, std::string_view kernel, int sms);
+std::optional<Choice> kernel_named(const Desc& d, std::string_view kernel, int sms,
+                                   double dram_bytes_per_s = kH200DramBytesPerSecond);
 // The splits of pingpong_splitk for `tiles` output tiles of 128 x 128 and `k_tiles` k-tiles of 64:
 // the fewest that minimize (rounds of 2 x sms consumers) x (k-tiles of a unit + 1), at most 16 and
 // at least 4 k-tiles a unit.
@@ -288,9 +295,8 @@ int pingpong_splitk_units(std::int64_t tiles, std::int64_t k_tiles, int sms);
 std::int64_t wave_split_cost(std::int64_t tiles, std::int64_t k_tiles, int sms, int splits);
 // Its splits: those of 2 to 16 (at least 16 k-tiles a unit) with the lowest wave_split_cost, the fewest
 // among equals, where that cost is at most 0.92 of the unsplit one; else 1. GPT-2's bwd_qkv_dw
-// (108 tiles, 256 k-tiles, 132 SMs): 6 (5 units of 43 k-tiles on the busiest SM, 220 against 257). A model
-// only: on an H100 those 6 splits ran slower than the unsplit kernel (docs/gemm.md, rule 5a), so the
-// dispatcher does not take them.
+// (108 tiles, 256 k-tiles, 132 SMs): 6 (5 units of 43 k-tiles on the busiest SM, 220 against 257). The
+// dispatcher takes them on GPUs whose DRAM reaches kWaveSplitMinDramBytesPerSecond (docs/gemm.md, rule 5a).
 int wave_splits(std::int64_t tiles, std::int64_t k_tiles, int sms);
 // The names kernel_named takes, for help texts: "auto, 128x256, 128x128, pingpong, ...".
 std::string kernel_names();

@@ -99,7 +99,10 @@
 //      would take 2 here and gain nothing. "pingpong_wave_split" names it.
 //      On the H200 machine (11ed0da, one call): bwd_qkv_dw 1.051x cuBLASLt
 //      on it against the unsplit kernel's 0.994x; on an H100 (083720f) it
-//      lost, 0.914x against 0.999x. gemm::kDispatchWaveSplit switches it.
+//      lost, 0.914x against 0.999x, and 0.907x against 0.999x as dispatched
+//      (cac3aa6), so the rule holds only where the GPU's DRAM peak reaches
+//      kWaveSplitMinDramBytesPerSecond (4 TB/s: the H200's 4.8, not an
+//      H100's 3.35). gemm::kDispatchWaveSplit switches it.
 //   6. Where rule 3 splits K for bf16 operands, a bf16 D and one of
 //      gemm::kFixedEpilogues, and the desc allows atomics (its additions'
 //      order, as rule 5's, varies): the ping-pong kernel compiled for the epilogue
@@ -534,7 +537,7 @@ static std::int64_t few_tile_splits(const Desc& d, std::int64_t tiles, std::int6
     return std::min<std::int64_t>(splits, std::max<std::int64_t>(1, kMaxWorkspaceBytes / (d.m * d.n * 4)));
 }
 
-Choice choose(const Desc& desc, int sms) {
+Choice choose(const Desc& desc, int sms, double dram_bytes_per_s) {
     const Desc d = with_packed_leading_dimensions(desc);
     sms = std::max(sms, 1);
     Choice c;
@@ -643,9 +646,11 @@ Choice choose(const Desc& desc, int sms) {
             return c;
         }
     }
-    // Rule 5a: an fp32 D without epilogue left unsplit with its last wave part-empty, atomics allowed: every
-    // tile split so that the SMs' units even out (wave_splits), each unit added into D.
-    if (kDispatchWaveSplit && c.splits == 1 && c.pingpong && d.allow_atomics && into_d) {
+    // Rule 5a: an fp32 D without epilogue left unsplit with its last wave part-empty, atomics allowed, on a
+    // GPU with the H200's DRAM: every tile split so that the SMs' units even out (wave_splits), each unit
+    // added into D.
+    if (kDispatchWaveSplit && dram_bytes_per_s >= kWaveSplitMinDramBytesPerSecond && c.splits == 1 &&
+        c.pingpong && d.allow_atomics && into_d) {
         const int s = wave_splits(tiles, k_tiles, sms);
         if (s > 1) {
             c.splits = s;
@@ -655,7 +660,8 @@ Choice choose(const Desc& desc, int sms) {
                     " ways by the ping-pong kernel, the busiest SM's units times their k-tiles " +
                     std::to_string(wave_split_cost(tiles, k_tiles, sms, s)) + " against " +
                     std::to_string(wave_split_cost(tiles, k_tiles, sms, 1)) +
-                    " unsplit, each unit added into the fp32 D by atomic reductions (allow_atomics)";
+                    " unsplit, each unit added into the fp32 D by atomic reductions (allow_atomics; a GPU whose DRAM "
+                    "peak reaches 4 TB/s)";
             return c;
         }
     }
@@ -851,8 +857,8 @@ int wave_splits(std::int64_t tiles, std::int64_t k_tiles, int sms) {
     return static_cast<double>(best_cost) <= kMinWaveSplitGain * static_cast<double>(unsplit) ? static_cast<int>(best) : 1;
 }
 
-std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, int sms) {
-    if (kernel == "auto") return choose(desc, sms);
+std::optional<Choice> kernel_named(const Desc& desc, std::string_view kernel, int sms, double dram_bytes_per_s) {
+    if (kernel == "auto") return choose(desc, sms, dram_bytes_per_s);
     const Desc d = with_packed_leading_dimensions(desc);
     for (const NamedKernel& k : kNamedKernels) {
         if (kernel != k.name) continue;

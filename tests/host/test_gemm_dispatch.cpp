@@ -793,6 +793,15 @@ TEST(GemmChoose, WaveSplitEvensOutTheSmsUnits) {
     plain.allow_atomics = false;
     EXPECT_EQ(choose(plain, kH200Sms).splits, 1);
     EXPECT_TRUE(choose(plain, kH200Sms).f32_tma);
+    // Only on a GPU with the H200's DRAM: an H100's 3.35 TB/s keeps the whole tiles (there it lost), the
+    // H200's 4.8 (the default) and anything from kWaveSplitMinDramBytesPerSecond split; "auto" by name the same.
+    const Choice h100 = choose(qkv, kH200Sms, 3.35e12);
+    EXPECT_EQ(h100.splits, 1);
+    EXPECT_TRUE(h100.f32_tma);
+    EXPECT_EQ(choose(qkv, kH200Sms, kH200DramBytesPerSecond).splits, dispatched.splits);
+    EXPECT_EQ(choose(qkv, kH200Sms, kWaveSplitMinDramBytesPerSecond).splits, dispatched.splits);
+    EXPECT_EQ(kernel_named(qkv, "auto", kH200Sms, 3.35e12)->splits, 1);
+    EXPECT_EQ(kernel_named(qkv, "auto", kH200Sms)->splits, dispatched.splits);
     const auto c = kernel_named(qkv, "pingpong_wave_split", kH200Sms);
     ASSERT_TRUE(c);
     EXPECT_TRUE(c->pingpong);

@@ -399,7 +399,8 @@ VerifyRow verify_one(const GemmCase& c, DeviceCase& dc, Runner& r, Executor& ex,
 // The case's plan: on the kernel it names, or the dispatcher's.
 Plan plan_for(const GemmCase& c) {
     if (c.kernel.empty()) return Plan(c.desc);
-    const std::optional<Choice> k = kernel_named(c.desc, c.kernel, cuda::sm90::sm_count());
+    const std::optional<Choice> k =
+        kernel_named(c.desc, c.kernel, cuda::sm90::sm_count(), cuda::sm90::dram_bytes_per_second());
     if (!k) throw std::invalid_argument("case " + c.name + ": no kernel " + c.kernel + " for its operand type");
     return Plan(c.desc, *k);
 }

@@ -113,7 +113,7 @@ struct Plan::State {
 };
 
 
-Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count())) {
+Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count(), cuda::sm90::dram_bytes_per_second())) {
     if (choice_.splits > 1 && choice_.pingpong && !choice_.fixed_epilogue) {
         Desc plain = d;
         plain.allow_atomics = false;

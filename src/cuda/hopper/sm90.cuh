@@ -336,6 +336,18 @@ inline int sm_count() {
     return sms;
 }
 
+// The current device's DRAM peak in bytes per second, from its memory clock and bus width (two
+// transfers a clock): an H100 SXM's HBM3 3.35e12, an H200's HBM3e 4.8e12. The dispatcher's rule 5a
+// reads it (gemm::choose).
+inline double dram_bytes_per_second() {
+    int dev = 0;
+    RIGEL_CUDA_CHECK(cudaGetDevice(&dev));
+    int khz = 0, bits = 0;
+    RIGEL_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, dev));
+    RIGEL_CUDA_CHECK(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, dev));
+    return 2.0 * 1e3 * static_cast<double>(khz) * static_cast<double>(bits) / 8.0;
+}
+
 // cuTensorMapEncodeTiled is a driver API function; it is reached through the
 // runtime's entry-point query so that rigel needs no link against libcuda.
 inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
