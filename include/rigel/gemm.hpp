@@ -165,8 +165,8 @@ inline constexpr bool kDispatchF32Tma = true;
 // Whether the dispatcher takes "pingpong_wave_split" (its rule 5a) where atomics are allowed: on since the
 // H200 machine ran GPT-2's bwd_qkv_dw faster on it than unsplit; false puts it back to by name only.
 inline constexpr bool kDispatchWaveSplit = true;
-// ... on GPUs whose DRAM peak reaches this: the H200 machine (4.8 TB/s) ran it faster than unsplit, an
-// H100 (3.35 TB/s) slower, in each of two calls.
+// ... on GPUs whose DRAM peak reaches this: the H200 machine (4.8 TB/s) ran it faster than unsplit in one
+// call, an H100 (3.35 TB/s) slower in two.
 inline constexpr double kWaveSplitMinDramBytesPerSecond = 4.0e12;
 
 // How a plan computes: the kernel the dispatcher chose for the shape.
