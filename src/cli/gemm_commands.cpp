@@ -64,7 +64,7 @@ struct BenchArgs {
 std::string subset_tag(const std::string& cases) { return cases.empty() ? "" : "_subset"; }
 struct RunArgs {
     std::string m, n, k, layout = "NT", type = "bf16", out_type = "bf16", epilogue = "none", alpha = "1", beta = "0";
-    std::string kernel = "auto", blocks;
+    std::string kernel = "auto", blocks, group_m;
     bool allow_atomics = false;
     CommonArgs common;
 };
@@ -445,13 +445,20 @@ int run_one(const RunArgs& a, const CLI::App& cmd) {
                      .alpha = parse_scalar("--alpha", a.alpha),
                      .beta = parse_scalar("--beta", a.beta)};
     if (a.kernel != "auto") c.kernel = a.kernel;
+    std::string file_kernel = a.kernel;
+    if (!a.group_m.empty()) {
+        // The tile order's groups: a ping-pong kernel's run-time choice (Choice::group_m), refused by the
+        // plan where the kernel has no such order or the count is not a multiple of its cluster's rows.
+        c.group_m = static_cast<int>(parse_extent("--group-m", a.group_m));
+        file_kernel += "_g" + std::to_string(c.group_m);
+    }
     std::vector<Contender> baselines;
     for (Contender b : {Contender::cublaslt, Contender::rigel_decomposed, Contender::cublas})
         if (gemm::applies(b, c)) baselines.push_back(b);
     const PairedConfig timing = with_blocks(timing_of(cmd, a.common), cmd, a.blocks);
     const std::uint64_t seed = parse_seed("--seed", a.common.seed);
     const int threads = parse_threads("--threads", a.common.threads);
-    return run_bench_cases({{"run", {c}}}, {baselines}, "run", timing, seed, threads, a.common.out, a.kernel);
+    return run_bench_cases({{"run", {c}}}, {baselines}, "run", timing, seed, threads, a.common.out, file_kernel);
 }
 
 // ---- blockscaled: fp8 with DeepSeek-V3's block scales ------------------------------
@@ -776,6 +783,9 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
     run->add_option("--beta", ra.beta, "beta (not 0: C is read)")->capture_default_str();
     run->add_option("--kernel", ra.kernel, "the kernel instead of the dispatcher's choice (" + gemm::kernel_names() + ")")
         ->capture_default_str();
+    run->add_option("--group-m", ra.group_m,
+                    "the ping-pong kernels' tile order: groups of this many tile rows, each walked down its rows "
+                    "before the next column (default: the kernel's own, 8; 1 walks D row by row)");
     run->add_flag("--allow-atomics", ra.allow_atomics,
                   "let the dispatcher add split-K partial tiles into an f32 D by atomics (gemm::Desc::allow_atomics: "
                   "the order of the additions varies from run to run)");

@@ -123,8 +123,8 @@ foreach(sizes "0;8;8" "8;-3;8" "8;8;3000000000" "8;8;1.5")
   list(GET sizes 2 k)
   expect_error(gemm run --m ${m} --n ${n} --k ${k} --out ${WORK}/out)
 endforeach()
-foreach(option "--layout;XY" "--type;f12" "--type;f32" "--out-type;e4m3" "--epilogue;gelu" "--alpha;nan"
-        "--beta;1e99")
+foreach(option "--layout;XY" "--type;f12" "--type;f32" "--out-type;e4m3" "--epilogue;gelu" "--alpha;nan" "--group-m;0"
+        "--group-m;x" "--beta;1e99")
   expect_error(gemm run --m 8 --n 8 --k 8 ${option} --out ${WORK}/out)
 endforeach()
 expect_error(gemm run --m 8 --n 8 --k 8 --type e4m3 --layout NN --out ${WORK}/out)

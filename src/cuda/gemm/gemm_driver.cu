@@ -398,10 +398,16 @@ VerifyRow verify_one(const GemmCase& c, DeviceCase& dc, Runner& r, Executor& ex,
 
 // The case's plan: on the kernel it names, or the dispatcher's.
 Plan plan_for(const GemmCase& c) {
-    if (c.kernel.empty()) return Plan(c.desc);
-    const std::optional<Choice> k =
-        kernel_named(c.desc, c.kernel, cuda::sm90::sm_count(), cuda::sm90::dram_bytes_per_second());
+    if (c.kernel.empty() && c.group_m == 0) return Plan(c.desc);
+    std::optional<Choice> k = kernel_named(c.desc, c.kernel.empty() ? "auto" : c.kernel, cuda::sm90::sm_count(),
+                                           cuda::sm90::dram_bytes_per_second());
     if (!k) throw std::invalid_argument("case " + c.name + ": no kernel " + c.kernel + " for its operand type");
+    if (c.group_m > 0) {
+        if (!k->pingpong)
+            throw std::invalid_argument("case " + c.name + ": --group-m orders the ping-pong kernels' tiles; " +
+                                        kernel_text(*k) + " is not one");
+        k->group_m = c.group_m;
+    }
     return Plan(c.desc, *k);
 }
 
