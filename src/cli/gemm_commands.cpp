@@ -55,7 +55,7 @@ struct VerifyArgs {
     CommonArgs common;
 };
 struct BenchArgs {
-    std::string suite, kernel = "auto", cases, blocks;
+    std::string suite, kernel = "auto", cases, blocks, group_m;
     CommonArgs common;
 };
 
@@ -113,6 +113,15 @@ float parse_scalar(const std::string& option, const std::string& text) {
 void check_kernel_option(const std::string& kernel) {
     if (!gemm::is_kernel_name(kernel))
         throw std::invalid_argument("--kernel '" + kernel + "' is not one of " + gemm::kernel_names());
+}
+
+// --group-m: the ping-pong kernels' tile order (GemmCase::group_m) for every case, and the files' kernel
+// tag with it (..._g<N>), whose sidecar's kernel then keeps the run out of the report.
+std::string with_group_m(const std::string& text, std::string kernel, std::vector<GemmCase*> cases) {
+    if (text.empty()) return kernel;
+    const int g = static_cast<int>(parse_extent("--group-m", text));
+    for (GemmCase* c : cases) c->group_m = g;
+    return kernel + "_g" + std::to_string(g);
 }
 
 // The cases with `kernel` forced instead of the dispatcher's choice; a case
@@ -410,7 +419,11 @@ int run_bench(const BenchArgs& b, const CLI::App& cmd) {
         for (auto& [name, list] : work)
             std::erase_if(list, [&](const GemmCase& c) { return !name_matches(c.name, texts); });
     }
-    return run_bench_cases(work, baselines, b.suite, timing, seed, threads, a.out, b.kernel, b.cases);
+    std::vector<GemmCase*> all_cases;
+    for (auto& w : work)
+        for (GemmCase& c : w.second) all_cases.push_back(&c);
+    const std::string file_kernel = with_group_m(b.group_m, b.kernel, all_cases);
+    return run_bench_cases(work, baselines, b.suite, timing, seed, threads, a.out, file_kernel, b.cases);
 }
 
 // ---- run: one case -------------------------------------------------------------
@@ -445,13 +458,7 @@ int run_one(const RunArgs& a, const CLI::App& cmd) {
                      .alpha = parse_scalar("--alpha", a.alpha),
                      .beta = parse_scalar("--beta", a.beta)};
     if (a.kernel != "auto") c.kernel = a.kernel;
-    std::string file_kernel = a.kernel;
-    if (!a.group_m.empty()) {
-        // The tile order's groups: a ping-pong kernel's run-time choice (Choice::group_m), refused by the
-        // plan where the kernel has no such order or the count is not a multiple of its cluster's rows.
-        c.group_m = static_cast<int>(parse_extent("--group-m", a.group_m));
-        file_kernel += "_g" + std::to_string(c.group_m);
-    }
+    const std::string file_kernel = with_group_m(a.group_m, a.kernel, {&c});
     std::vector<Contender> baselines;
     for (Contender b : {Contender::cublaslt, Contender::rigel_decomposed, Contender::cublas})
         if (gemm::applies(b, c)) baselines.push_back(b);
@@ -760,6 +767,11 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
                       "run every case on this kernel instead of the dispatcher's choice (" + gemm::kernel_names() +
                           "); cases whose type lacks it are left out")
         ->capture_default_str();
+    const std::string group_m_help =
+        "the ping-pong kernels' tile order: groups of this many tile rows, each walked down its rows before the "
+        "next column (default: the kernel's own, 8; 1 walks D row by row); a kernel --kernel names must be a "
+        "ping-pong one, the dispatcher's other choices keep their order";
+    bench->add_option("--group-m", ba.group_m, group_m_help);
     bench->add_option("--cases", ba.cases,
                       "only the cases whose names contain one of these comma-separated texts (files named "
                       "..._subset_..., left out of the report)");
@@ -783,9 +795,7 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
     run->add_option("--beta", ra.beta, "beta (not 0: C is read)")->capture_default_str();
     run->add_option("--kernel", ra.kernel, "the kernel instead of the dispatcher's choice (" + gemm::kernel_names() + ")")
         ->capture_default_str();
-    run->add_option("--group-m", ra.group_m,
-                    "the ping-pong kernels' tile order: groups of this many tile rows, each walked down its rows "
-                    "before the next column (default: the kernel's own, 8; 1 walks D row by row)");
+    run->add_option("--group-m", ra.group_m, group_m_help);
     run->add_flag("--allow-atomics", ra.allow_atomics,
                   "let the dispatcher add split-K partial tiles into an f32 D by atomics (gemm::Desc::allow_atomics: "
                   "the order of the additions varies from run to run)");

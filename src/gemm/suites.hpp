@@ -33,7 +33,7 @@ struct GemmCase {
     bool in_place = false;   // C is D (same pointer and ld)
     int count = 1;           // how often the product occurs per training step (gpt2, llama7b); 1 elsewhere
     std::string kernel{};    // a kernel_named() name run instead of the dispatcher's choice; empty: the dispatcher
-    int group_m = 0;         // the tile order's groups of tile rows instead of the kernel's own (Choice::group_m); 0: its own
+    int group_m = 0;         // a ping-pong choice's tile order, groups of this many tile rows (Choice::group_m); 0: its own
 };
 
 struct GemmSuite {
