@@ -168,6 +168,13 @@ inline constexpr bool kDispatchWaveSplit = true;
 // ... on GPUs whose DRAM peak reaches this: the H200 machine (4.8 TB/s) ran it faster than unsplit in one
 // call, an H100 (3.35 TB/s) slower in two.
 inline constexpr double kWaveSplitMinDramBytesPerSecond = 4.0e12;
+// The dispatcher's rule 12 (docs/gemm.md): a ping-pong choice walks its tiles row by row (Choice::group_m 1)
+// where D has at most this many tile columns, more tile rows than columns, and K of at least kRowOrderMinK
+// (measured with 6 columns and K from 16384 to 50304) ...
+inline constexpr int kRowOrderMaxTileCols = 8;
+inline constexpr std::int64_t kRowOrderMinK = 8192;
+// ... on GPUs whose DRAM peak is below this: measured on an H100 (3.35 TB/s), not yet on the H200 machine.
+inline constexpr double kRowOrderMaxDramBytesPerSecond = 4.0e12;
 
 // How a plan computes: the kernel the dispatcher chose for the shape.
 struct Choice {

@@ -1519,4 +1519,40 @@ TEST(GemmChoose, Rule10NarrowTailWhereItEvensTheLastWave) {
         }
 }
 
+TEST(GemmChoose, RowOrderWhereFewTileColumnsShareALongPanelOfA) {
+    // Rule 12 on an H100's DRAM (3.35 TB/s): GPT-2's products with 6 tile columns and a long K walk their
+    // tiles row by row, whatever kernel the other rules chose for them.
+    constexpr double kH100Dram = 3.35e12;
+    const Desc lm_dw{.m = 50304, .n = 768, .k = 16384, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true};
+    const Desc lm_dw_bf16{.m = 50304, .n = 768, .k = 16384, .a_op = Op::t};
+    const Desc mlp_up_dw{.m = 3072, .n = 768, .k = 16384, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true};
+    const Desc lm_dx{.m = 16384, .n = 768, .k = 50304};
+    for (const Desc& d : {lm_dw, lm_dw_bf16, mlp_up_dw, lm_dx}) {
+        const Choice h100 = choose(d, kH200Sms, kH100Dram), h200 = choose(d, kH200Sms);
+        EXPECT_EQ(h100.group_m, 1) << d.m << "x" << d.n << "x" << d.k;
+        EXPECT_TRUE(contains(h100.why, "row by row (6 tile columns")) << h100.why;
+        EXPECT_TRUE(contains(kernel_text(h100), " group 1")) << kernel_text(h100);
+        // The rest of the choice is the other rules': the same as without rule 12.
+        Choice same = h100;
+        same.group_m = 0;
+        EXPECT_EQ(kernel_text(same), kernel_text(choose(d, kH200Sms, kRowOrderMaxDramBytesPerSecond)));
+        // Not on the H200 machine, which has not measured it; by name "auto" the same as choose.
+        EXPECT_EQ(h200.group_m, 0);
+        EXPECT_EQ(kernel_named(d, "auto", kH200Sms, kH100Dram)->group_m, 1);
+        EXPECT_EQ(kernel_named(d, "auto", kH200Sms)->group_m, 0);
+    }
+    // Few tile rows (bwd_mlp_down_dw, 6 of 24 columns), many columns (fwd_lm_head, 393), a short K
+    // (fwd_attn_proj, K 768), a square and fp8 keep the groups of 8 tile rows.
+    const Desc mlp_down_dw{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true};
+    const Desc fwd_lm_head{.m = 16384, .n = 50304, .k = 768, .b_op = Op::t};
+    const Desc fwd_attn_proj{.m = 16384, .n = 768, .k = 768, .b_op = Op::t};
+    const Desc square{.m = 8192, .n = 8192, .k = 8192, .b_op = Op::t};
+    const Desc fp8{.m = 50304, .n = 768, .k = 16384, .a_type = Type::e4m3, .b_type = Type::e4m3, .b_op = Op::t};
+    for (const Desc& d : {mlp_down_dw, fwd_lm_head, fwd_attn_proj, square, fp8})
+        EXPECT_EQ(choose(d, kH200Sms, kH100Dram).group_m, 0) << d.m << "x" << d.n << "x" << d.k;
+    // Nine tile columns are more than kRowOrderMaxTileCols.
+    EXPECT_EQ(choose(Desc{.m = 50304, .n = 9 * 128, .k = 16384, .a_op = Op::t}, kH200Sms, kH100Dram).group_m, 0);
+    EXPECT_EQ(choose(Desc{.m = 50304, .n = 8 * 128, .k = 16384, .a_op = Op::t}, kH200Sms, kH100Dram).group_m, 1);
+}
+
 }  // namespace rigel::gemm
