@@ -726,8 +726,7 @@ int run_list(const ListArgs& a) {
     // (host code: no device needed).
     for (const GemmCase& c : s.cases) {
         const gemm::Desc d = gemm::with_packed_leading_dimensions(c.desc);
-        const std::optional<gemm::Choice> k =
-            gemm::kernel_named(c.desc, c.kernel.empty() ? "auto" : c.kernel, a.sms);
+        const std::optional<gemm::Choice> k = gemm::case_choice(c, a.sms);
         std::printf("%-58s %-44s lda %-5lld ldb %-5lld ldd %-5lld alpha %g beta %g%s x%d  %s\n", c.name.c_str(),
                     shape_text(d).c_str(), static_cast<long long>(d.lda), static_cast<long long>(d.ldb),
                     static_cast<long long>(d.ldd), static_cast<double>(c.alpha), static_cast<double>(c.beta),

@@ -566,6 +566,28 @@ std::vector<GemmCase> verify_cases() {
                                                 .a_op = Op::t, .b_op = Op::n, .d_type = Type::f32},
                                            0.5f, 1.0f, false, "_in_place_pingpong_wave_split", "pingpong_wave_split")));
     }
+    // Rule 12's tile order row by row (GemmCase::group_m 1; what an H100 dispatches for a few tile columns
+    // and a long K) on 2900 x 700 x 8200 TN, 23 tile rows of 6 columns, 138 tiles: the dispatcher's kernels
+    // for an fp32 D in place under atomics (rule 5's splits, or 5a's) and for a bf16 D with and without
+    // bias + GELU (rule 3a's tail split); and 2900 x 1000 x 8200 NT on the narrow tail ("fixed_tail"), whose
+    // narrow tiles follow the wide ones in the order.
+    const auto row_order = [](GemmCase c) {
+        c.group_m = 1;
+        c.name += "_row_order";
+        return c;
+    };
+    const Desc row_tn{.m = 2900, .n = 700, .k = 8200, .a_op = Op::t, .b_op = Op::n};
+    Desc row_f32 = row_tn;
+    row_f32.d_type = Type::f32;
+    row_f32.allow_atomics = true;
+    out.push_back(row_order(in_place(verify_case(row_f32, 0.5f, 1.0f, true))));
+    for (Epilogue e : {Epilogue::none, Epilogue::bias_gelu}) {
+        Desc d = row_tn;
+        d.epilogue = e;
+        out.push_back(row_order(verify_case(d, 1.0f, 0.0f, true)));
+    }
+    out.push_back(row_order(verify_case(Desc{.m = 2900, .n = 1000, .k = 8200, .b_op = Op::t}, 1.0f, 0.0f, true,
+                                        "_tail", "fixed_tail")));
     // fp8 (layout NT only), each type x output type x epilogue; one shape with
     // packed leading dimensions (D's row of 257 elements unaligned).
     const VerifyShape fp8[] = {{300, 520, 272, 1.0f, 0.0f, true}, {129, 257, 528, 2.0f, -1.0f, false}};
@@ -734,6 +756,20 @@ std::string kernel_text(const Choice& c) {
            (c.tail_n > 0 ? " tail " + std::to_string(c.tail_n) : "") + " splits " +
            std::to_string(c.splits) + (c.split_tiles > 0 ? " of the last " + std::to_string(c.split_tiles) + " tiles" : "") +
            (c.stream_tail ? " streamed" : "") + (c.tail_gather ? " gathered" : "");
+}
+
+std::optional<Choice> case_choice(const GemmCase& c, int sms, double dram_bytes_per_s) {
+    std::optional<Choice> k = kernel_named(c.desc, c.kernel.empty() ? "auto" : c.kernel, sms, dram_bytes_per_s);
+    if (!k || c.group_m == 0) return k;
+    // The order is the ping-pong kernels'; a kernel named for the case must be one, the dispatcher's
+    // other choices keep their own.
+    if (k->pingpong) {
+        k->group_m = c.group_m;
+    } else if (!c.kernel.empty()) {
+        throw std::invalid_argument("case " + c.name + ": --group-m orders the ping-pong kernels' tiles; " +
+                                    kernel_text(*k) + " is not one");
+    }
+    return k;
 }
 
 std::span<const RefusalCase> refusal_cases() {

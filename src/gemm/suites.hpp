@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -74,6 +75,10 @@ std::vector<std::string> check_gemm_suite(const GemmSuite& s);
 
 // "128x256 splits 1": a plan's kernel as the CSVs name it.
 std::string kernel_text(const Choice& c);
+// The case's kernel: the one it names, or the dispatcher's for a GPU of `sms` SMs and that DRAM peak, with
+// the case's tile order (group_m) where the kernel is a ping-pong one; nullopt where its type has no such
+// kernel. Throws where the case names a kernel that is not a ping-pong one and asks for a tile order.
+std::optional<Choice> case_choice(const GemmCase& c, int sms, double dram_bytes_per_s = kH200DramBytesPerSecond);
 
 // The refusals the GPU test checks (rigel gemm verify --suite refusals): a
 // desc or a call that Plan must refuse before anything is launched, with the

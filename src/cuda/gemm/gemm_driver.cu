@@ -399,17 +399,8 @@ VerifyRow verify_one(const GemmCase& c, DeviceCase& dc, Runner& r, Executor& ex,
 // The case's plan: on the kernel it names, or the dispatcher's.
 Plan plan_for(const GemmCase& c) {
     if (c.kernel.empty() && c.group_m == 0) return Plan(c.desc);
-    std::optional<Choice> k = kernel_named(c.desc, c.kernel.empty() ? "auto" : c.kernel, cuda::sm90::sm_count(),
-                                           cuda::sm90::dram_bytes_per_second());
+    const std::optional<Choice> k = case_choice(c, cuda::sm90::sm_count(), cuda::sm90::dram_bytes_per_second());
     if (!k) throw std::invalid_argument("case " + c.name + ": no kernel " + c.kernel + " for its operand type");
-    // The order is the ping-pong kernels'; a kernel named for the case must be one, the dispatcher's
-    // other choices keep their own.
-    if (c.group_m > 0 && k->pingpong) {
-        k->group_m = c.group_m;
-    } else if (c.group_m > 0 && !c.kernel.empty()) {
-        throw std::invalid_argument("case " + c.name + ": --group-m orders the ping-pong kernels' tiles; " +
-                                    kernel_text(*k) + " is not one");
-    }
     return Plan(c.desc, *k);
 }
 
