@@ -27,6 +27,10 @@
 // results/h100/2026-12-06_cac3aa6_ladder.csv): 3072^3 1.005x [0.996, 1.015]
 // against k43's 0.952x [0.901, 0.972] in the same call (k41 had read 0.956x
 // there, 14ea7e5): on that card the wide tiles gain only with the TMA stores.
+// A second H100 call (399754e) read 1.003x [0.993, 1.015] against k43's
+// 0.951x at 3072^3, and where k44 runs k43's kernels 1.031x against 1.028x
+// at 4096^3 and 0.978x against 0.975x at 2048^3 (results/h100/2026-12-06_399754e_ladder.csv).
+// The H200 machine has not run it yet.
 // Every odd verify shape passed in bf16 and f16, among them 3001 x 3001 (the
 // wide tiles with N not a multiple of 4, so k42's register stores) and
 // 2900 x 3176 (wide tiles clipped at M and N by the copy engine)
