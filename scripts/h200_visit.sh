@@ -458,8 +458,9 @@ if has gemm_runs; then
 fi
 
 # The GEMM suites alone (no verify run first): GEMM_SUITES (default gpt2), each
-# on every kernel choice of GEMM_KERNELS (default: the dispatcher's, auto), in
-# each timing of GEMM_TIMINGS (default paired; blocks:S times in blocks of S s),
+# on every kernel choice of GEMM_KERNELS (default: the dispatcher's, auto) and
+# every tile order of GEMM_GROUP_M (default 0, the kernel's own; "0 1" adds a
+# run row by row, --group-m 1), in each timing of GEMM_TIMINGS (default paired; blocks:S times in blocks of S s),
 # GEMM_MIN_TIME seconds of paired samples per comparison (default 1),
 # GEMM_CASES the cases whose names contain one of its comma-separated texts: each suite gets the texts
 # that name a case of its own (`rigel gemm list`), and a suite none of them names is skipped (rigel
@@ -479,15 +480,19 @@ if has gemm_bench; then
       fi
     fi
     for kern in ${GEMM_KERNELS:-auto}; do
+      # GEMM_GROUP_M: tile orders, each a run of its own (0, the default: the kernel's own; N: --group-m N).
+      for group in ${GEMM_GROUP_M:-0}; do
+      order=(); [ "$group" != 0 ] && order=(--group-m "$group")
       # GEMM_TIMINGS: paired (the default) and/or blocks:S (--blocks S, with 4 pairs of blocks: --min-time 8 S).
       for timing in ${GEMM_TIMINGS:-paired}; do
-        fits 75 "gemm bench $s --kernel $kern ($timing)" || continue
-        log "gemm bench $s --kernel $kern ($timing)"
+        fits 75 "gemm bench $s --kernel $kern ${order[*]} ($timing)" || continue
+        log "gemm bench $s --kernel $kern ${order[*]} ($timing)"
         bench_cases=(); [ -n "$suite_texts" ] && bench_cases=(--cases "$suite_texts")
         set_timing_args "$timing"
-        timeout -s INT "$(capped 240)" $RIGEL gemm bench --suite "$s" --kernel "$kern" "${bench_cases[@]}" "${timing_args[@]}" --out "$OUT" \
+        timeout -s INT "$(capped 240)" $RIGEL gemm bench --suite "$s" --kernel "$kern" "${order[@]}" "${bench_cases[@]}" "${timing_args[@]}" --out "$OUT" \
           >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
-        summary+=("gemm bench (suite $s, kernel $kern, $timing): rc $?")
+        summary+=("gemm bench (suite $s, kernel $kern ${order[*]}, $timing): rc $?")
+      done
       done
     done
   done
