@@ -311,6 +311,13 @@ bool is_16bit(Type t) { return t == Type::bf16 || t == Type::f16; }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+// A DRAM bandwidth in the dispatcher's sentences: "4 TB/s" for 4e12 bytes a second.
+std::string tb_per_s(double bytes_per_s) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g TB/s", bytes_per_s / 1e12);
+    return text;
+}
+
 // The stored matrix of an operand: rows x cols, row-major.
 struct Stored {
     std::int64_t rows, cols;
@@ -681,7 +688,7 @@ Choice choose_kernel(const Desc& desc, int sms, double dram_bytes_per_s) {
                     std::to_string(wave_split_cost(tiles, k_tiles, sms, s)) + " against " +
                     std::to_string(wave_split_cost(tiles, k_tiles, sms, 1)) +
                     " unsplit, each unit added into the fp32 D by atomic reductions (allow_atomics; a GPU whose DRAM "
-                    "peak reaches 4 TB/s)";
+                    "peak reaches " + tb_per_s(kWaveSplitMinDramBytesPerSecond) + ")";
             return c;
         }
     }
@@ -766,7 +773,7 @@ void set_row_order(Choice& c, const Desc& d, double dram_bytes_per_s) {
     c.group_m = 1;
     c.why += "; the tiles in order row by row (" + std::to_string(cols) +
              " tile columns sharing each panel of A, K " + std::to_string(d.k) +
-             "; a GPU whose DRAM peak is below 4 TB/s)";
+             "; a GPU whose DRAM peak is below " + tb_per_s(kRowOrderMaxDramBytesPerSecond) + ")";
 }
 
 }  // namespace
