@@ -120,7 +120,10 @@ void check_kernel_option(const std::string& kernel) {
 std::string with_group_m(const std::string& text, std::string kernel, std::vector<GemmCase*> cases) {
     if (text.empty()) return kernel;
     const int g = static_cast<int>(parse_extent("--group-m", text));
-    for (GemmCase* c : cases) c->group_m = g;
+    for (GemmCase* c : cases) {
+        c->group_m = g;
+        (void)gemm::case_choice(*c, 132);  // a named kernel with no such order: refused here, before the device
+    }
     return kernel + "_g" + std::to_string(g);
 }
 

@@ -132,6 +132,8 @@ expect_error(gemm run --m 8 --n 8 --k 8 --type e4m3 --layout NN --out ${WORK}/ou
 expect_error(gemm bench --suite small --kernel 64x64 --out ${WORK}/out)
 expect_error(gemm run --m 8 --n 8 --k 8 --kernel 64x64 --out ${WORK}/out)
 expect_error(gemm run --m 8 --n 8 --k 16 --type e4m3 --kernel pingpong --out ${WORK}/out)
+# --group-m orders the ping-pong kernels only.
+expect_error(gemm run --m 8 --n 8 --k 8 --kernel 128x256 --group-m 2 --out ${WORK}/out)
 expect_error(gemm list --suite nonsense)
 expect_error(gemm list --suite small --sms 0)
 expect_error_empty_out(gemm verify)
