@@ -423,6 +423,16 @@ std::vector<GemmCase> verify_cases() {
         Desc dgelu = d;
         dgelu.epilogue = Epilogue::dgelu_bgrad;
         out.push_back(verify_case(dgelu, 1.0f, 0.0f, false, "_multitile_fixed_tma_c", "fixed_tma_c"));
+        // C's and aux's boxes are loaded as a consumer takes its tile, on a barrier whose phase follows
+        // the consumer's tile count: 31 x 29 tiles give each consumer 3 or 4 of them on 132 SMs (the
+        // phase back where it began), the last row of tiles 60 rows deep (its second half past M).
+        Desc many = d;
+        many.m = 3900;
+        many.n = 3700;
+        many.k = 136;
+        out.push_back(verify_case(many, 1.0f, 1.0f, false, "_many_tiles_fixed_tma_c", "fixed_tma_c"));
+        many.epilogue = Epilogue::dgelu_bgrad;
+        out.push_back(verify_case(many, 1.0f, 0.0f, false, "_many_tiles_fixed_tma_c", "fixed_tma_c"));
     }
     // Several tiles per CTA: 2100 x 2100 is 289 tiles of 128 x 128 (153 of
     // 128 x 256) for 132 persistent CTAs, and K = 1000 is 16 k-tiles, so the

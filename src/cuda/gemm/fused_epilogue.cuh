@@ -543,29 +543,40 @@ struct FixedEpilogue : FusedEpilogue {
         (K == Epilogue::none || K == Epilogue::bias || K == Epilogue::bias_gelu || K == Epilogue::bias_gelu_aux ||
          (LoadsC && K == Epilogue::dgelu_bgrad));
     static constexpr bool kLoadsAux = LoadsC && K == Epilogue::dgelu_bgrad;
+    // The kernel that loads C or aux (LoadsC) loads both halves' boxes when its consumer takes the
+    // tile (begin_tile), into a staging region of two halves, so that they arrive under the other
+    // consumer's main loop and its own. Loaded at each half's store instead (before 2026-12-06), each
+    // half waited out a round trip to memory inside the epilogue: the dGELU backward at
+    // 16384 x 3072 x 768 ran at 281-285 Tflop/s on an H100, 0.79-0.80x its own decomposed path (the
+    // GEMM, then the elementwise pass), where bias + GELU with aux, which loads nothing, ran at 537
+    // (2026-12-06_5fc230d_gpt2_gemm.csv). The second half of staging takes one ring stage.
+    static constexpr bool kPrefetchesLoads = LoadsC && kTmaCapable;
     static constexpr int kBoxBytes = sm90::kWgmmaM * sm90::kRowBytes;  // 64 rows x 64 bf16
     static constexpr int kFullBoxes = TileN / 64;                      // 64-column boxes, 128B swizzle
     static constexpr int kTailCols = TileN % 64;                       // the narrow last box's columns, if any
     static constexpr int kTailRowBytes = kTailCols * 2;                // its rows, unswizzled
     static constexpr int kBoxes = kFullBoxes + (kTailCols > 0 ? 1 : 0);
     static constexpr int kHalfBytes = kBoxes * kBoxBytes;              // a 64 x TileN half of the tile
-    static constexpr int kStagingBytes = K == Epilogue::bias_gelu_aux ? 2 * kHalfBytes : kHalfBytes;
-    static constexpr int kStages = K == Epilogue::bias_gelu_aux ? 5 : 6;  // ring stages of its kernel
+    static constexpr bool kTwoHalves = K == Epilogue::bias_gelu_aux || kPrefetchesLoads;
+    static constexpr int kStagingBytes = kTwoHalves ? 2 * kHalfBytes : kHalfBytes;
+    static constexpr int kStages = kTwoHalves ? 5 : 6;  // ring stages of its kernel
     static_assert(kStagingBytes >= FusedEpilogue::kStagingBytes, "the staged path shares the region");
     static_assert(kStagingBytes % sm90::kSwizzleAtom == 0, "staging boxes start on swizzle atoms");
     static_assert(TileN == 128 || TileN == 168 || TileN == 176 || TileN == 192 || TileN == 256,
                   "the ping-pong kernel's halves, or the wide kernel's");
     static_assert(kTailCols == 0 || (!LoadsC && K != Epilogue::bias_gelu_aux),
                   "a narrow last box for D alone: C's and aux's maps have 64-column boxes");
+    static_assert(!LoadsC || (TileN == 128 && kTmaCapable), "C and aux are loaded for the ping-pong kernel's halves");
 
     // The TMA path spreads its stores where the kernel says so (gemm/epilogue_spread.hpp): spread_ns > 0,
     // a sleep of about that many ns after each stmatrix.
     static constexpr int kSpreadNs = 150;
     template <int BN>
     static __device__ __forceinline__ void store(const Params& p, const float (&acc)[BN / 2], int m, int n, int row0,
-                                                 int col0, float* staging, int spread_ns = 0) {
+                                                 int col0, float* staging, int spread_ns = 0,
+                                                 std::uint32_t loads_parity = 0) {
         if constexpr (kTmaCapable) {
-            if (p.tma) return store_tma<BN>(p, acc, m, n, row0, col0, staging, spread_ns);
+            if (p.tma) return store_tma<BN>(p, acc, m, n, row0, col0, staging, spread_ns, loads_parity);
         }
         const int t = static_cast<int>(threadIdx.x) % sm90::kWarpgroup;
         store_chunks<BN>(
@@ -576,22 +587,46 @@ struct FixedEpilogue : FusedEpilogue {
             });
     }
 
-    // The consumers' barriers for C's boxes (p.tma_c), one each, set up by thread 0 before the kernel's
-    // first __syncthreads (pingpong_kernel calls init() where the policy has one). All 128 threads of
-    // the consumer arrive on it each half (the copying thread with the boxes' bytes), and each waits on
-    // the phase its own arrival returned: no phase to count across calls.
+    // The consumers' barriers for the boxes of C (p.tma_c) or aux (dgelu_bgrad), one each, set up by
+    // thread 0 before the kernel's first __syncthreads (pingpong_kernel calls init() where the policy
+    // has one). The consumer's copying thread arrives once a tile, with the boxes' bytes; its 128
+    // threads wait on the phase of the consumer's tile count (loads_parity, from the kernel).
     static __device__ __forceinline__ std::uint64_t* c_ready(int consumer) {
         __shared__ std::uint64_t bars[2];
         return &bars[consumer];
     }
     static __device__ __forceinline__ void init() {
-        if constexpr (LoadsC && kTmaCapable) {
+        if constexpr (kPrefetchesLoads) {
             if (threadIdx.x == 0) {
-                sm90::mbar_init(c_ready(0), sm90::kWarpgroup);
-                sm90::mbar_init(c_ready(1), sm90::kWarpgroup);
+                sm90::mbar_init(c_ready(0), 1);
+                sm90::mbar_init(c_ready(1), 1);
                 sm90::fence_mbarrier_init();
             }
         }
+    }
+    // Whether this call's stores read boxes loaded by begin_tile: C (beta != 0) or aux.
+    static __device__ __forceinline__ bool loads_boxes(const Params& p) {
+        return kPrefetchesLoads && p.tma && (kLoadsAux || p.tma_c);
+    }
+    // Called by the consumer's 128 threads as it takes the tile at (row0, col0), before its turn: its
+    // copying thread waits until the copies of the tile before have read the staging region, then
+    // loads both halves' boxes of C or aux into it (rows past M and columns past N come in as zeros;
+    // boxes wholly past them are not loaded).
+    static __device__ __forceinline__ void begin_tile(const Params& p, int m, int n, int row0, int col0,
+                                                      float* staging) {
+        if (!loads_boxes(p) || threadIdx.x % sm90::kWarpgroup != 0) return;
+        sm90::bulk_wait_read<0>();
+        unsigned char* const region = reinterpret_cast<unsigned char*>(staging);
+        std::uint64_t* const bar = c_ready(static_cast<int>(threadIdx.x) / sm90::kWarpgroup - 1);
+        const int halves = row0 + sm90::kWgmmaM < m ? 2 : 1;
+        int boxes = 0;
+        for (int b = 0; b < kBoxes; ++b) boxes += col0 + 64 * b < n ? 1 : 0;
+        sm90::mbar_arrive_expect_tx(bar, static_cast<std::uint32_t>(halves * boxes * kBoxBytes));
+        const CUtensorMap* const map = kLoadsAux ? &p.map_aux : &p.map_c;
+        for (int h = 0; h < halves; ++h)
+            for (int b = 0; b < boxes; ++b)
+                sm90::tma_load_2d(region + h * kHalfBytes + b * kBoxBytes, map, bar, col0 + 64 * b,
+                                  row0 + h * sm90::kWgmmaM);
     }
 
     // The TMA stores' (and C's) tensor maps, fetched at the kernel's start (pingpong_kernel).
@@ -633,7 +668,8 @@ private:
     // (pingpong_gemm.cuh, TailN: 104 columns, one 64-column box and a last one of 40 through p.map_d_tail).
     template <int BN>
     static __device__ __forceinline__ void store_tma(const Params& p, const float (&acc)[BN / 2], int m, int n,
-                                                     int row0, int col0, float* staging, int spread_ns) {
+                                                     int row0, int col0, float* staging, int spread_ns,
+                                                     std::uint32_t loads_parity) {
         static_assert(BN <= TileN, "a half no wider than the tile");
         static_assert(BN % 64 == 0 || BN == TileN || (!LoadsC && K != Epilogue::bias_gelu_aux),
                       "a narrow last box for D alone: C's and aux's maps have 64-column boxes");
@@ -679,28 +715,19 @@ private:
         // beside both halves' 128 accumulators) spilled.
         const bool issuer = t == 0;
         const int barrier = 1 + static_cast<int>(threadIdx.x) / sm90::kWarpgroup;
-        if (issuer) sm90::bulk_wait_read<0>();
-        sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
-        unsigned char* const box = reinterpret_cast<unsigned char*>(staging);
         // C (beta != 0, which gemm::tma_stores allows only with p.tma_c), or dgelu_bgrad's aux (its
-        // beta is 0 here): the half's boxes copied into the staging box D goes out of, each thread
-        // reading its pairs where it then writes D's.
+        // beta is 0 here): the half's boxes, loaded by begin_tile into the half's own part of the
+        // staging region, where D's then go out of, each thread reading its pairs where it then writes
+        // D's. The loading thread waited for the previous tile's copies to read the region; without
+        // loads, the previous half's copies are waited for here.
         const bool with_c = LoadsC && !kLoadsAux && p.tma_c;
-        if (LoadsC && (with_c || kLoadsAux)) {
-            std::uint64_t* const bar = c_ready(static_cast<int>(threadIdx.x) / sm90::kWarpgroup - 1);
-            std::uint64_t phase = 0;
-            if (issuer) {
-                int boxes = 0;
-                for (int b = 0; b < BN / 64; ++b) boxes += col0 + 64 * b < n ? 1 : 0;
-                phase = sm90::mbar_arrive_expect_tx_state(bar, static_cast<std::uint32_t>(boxes * kBoxBytes));
-                for (int b = 0; b < BN / 64; ++b)
-                    if (col0 + 64 * b < n)
-                        sm90::tma_load_2d(box + b * kBoxBytes, kLoadsAux ? &p.map_aux : &p.map_c, bar,
-                                          col0 + 64 * b, row0);
-            } else {
-                phase = sm90::mbar_arrive_state(bar);
-            }
-            sm90::mbar_wait_state(bar, phase);
+        unsigned char* const box =
+            reinterpret_cast<unsigned char*>(staging) + (LoadsC ? (row0 / sm90::kWgmmaM) % 2 * kHalfBytes : 0);
+        if (loads_boxes(p)) {
+            sm90::mbar_wait(c_ready(static_cast<int>(threadIdx.x) / sm90::kWarpgroup - 1), loads_parity);
+        } else {
+            if (issuer) sm90::bulk_wait_read<0>();
+            sm90::named_barrier_sync<sm90::kWarpgroup>(barrier);
         }
         // Two 8-column groups at a time through stmatrix (C or aux in through ldmatrix): four 8 x 8
         // matrices, (rows r, group j), (r + 8, j), (r, j + 1), (r + 8, j + 1), each a register of

@@ -205,6 +205,14 @@ enum class TimelineEvent : int { turn, data, issued, drained, stored, starved_cy
 template <class G, class Epi>
 inline constexpr int pingpong_smem_bytes = G::kSmemBytes + 2 * Epi::kStagingBytes;
 
+// An epilogue policy that loads boxes (C's or aux's) for a tile when its consumer takes it
+// (FixedEpilogue with LoadsC: Epi::begin_tile, and a phase a tile to wait on in its store).
+template <class Epi>
+inline constexpr bool prefetches_loads = [] {
+    if constexpr (requires { Epi::kPrefetchesLoads; }) return Epi::kPrefetchesLoads;
+    else return false;
+}();
+
 // The first N / 2 of a half's accumulators, as the array an m64nN wgmma and an N-wide store take (the
 // narrow tail's tiles use the leading part of the kBN-wide arrays).
 template <int N, int Size>
@@ -215,11 +223,19 @@ __device__ __forceinline__ auto leading(float (&acc)[Size]) -> float (&)[N / 2] 
 
 // A tile's two halves (or its one) handed to the epilogue policy as N-wide tiles: each half this
 // unit stores, with spread_ns between stores where the policy spreads them (Epi::kSpreadNs).
+// loads_parity: the phase of the boxes begin_tile loaded (prefetches_loads).
 template <class G, class Epi, int N, int Top, int Bottom>
 __device__ __forceinline__ void store_halves(const typename Epi::Params& epi, float (&top)[Top], float (&bottom)[Bottom],
                                              bool store_top, bool store_bottom, int m, int n, int row0, int col0,
-                                             float* staging, [[maybe_unused]] int spread_ns) {
-    if constexpr (!G::kSplitK && requires { Epi::kSpreadNs; }) {
+                                             float* staging, [[maybe_unused]] int spread_ns,
+                                             [[maybe_unused]] std::uint32_t loads_parity = 0) {
+    if constexpr (prefetches_loads<Epi>) {
+        static_assert(!G::kSplitK && G::kHalves == 2, "boxes loaded for a whole tile's two halves");
+        if (store_top) Epi::template store<N>(epi, leading<N>(top), m, n, row0, col0, staging, spread_ns, loads_parity);
+        if (store_bottom)
+            Epi::template store<N>(epi, leading<N>(bottom), m, n, row0 + kWgmmaM, col0, staging, spread_ns,
+                                   loads_parity);
+    } else if constexpr (!G::kSplitK && requires { Epi::kSpreadNs; }) {
         if (store_top) Epi::template store<N>(epi, leading<N>(top), m, n, row0, col0, staging, spread_ns);
         if constexpr (G::kHalves == 2)
             if (store_bottom)
@@ -402,6 +418,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         const bool arriving_lane = (threadIdx.x % 32) == 0;
         float* const staging = reinterpret_cast<float*>(smem + kStages * G::kStageBytes + consumer * Epi::kStagingBytes);
         static_assert(pingpong_smem_bytes<G, Epi> <= 227 * 1024, "the per-block shared-memory limit of sm_90");
+        static_assert(!prefetches_loads<Epi> || (G::kTailN == 0 && !G::kSplitK),
+                      "boxes loaded a whole tile ahead: for the kernel without a narrow tail or splits");
         constexpr std::uint32_t kLowerHalf = kWgmmaM * kRowBytes;  // rows 64-127 of the A tile: 8 KB in
 
         // The hand-off: consumer c waits on barrier kTurn + c before its main
@@ -444,6 +462,13 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             ring.advance(consumer * ceil_div(k, G::kBK));  // consumer 1 starts after consumer 0's first tile
         }
         for (int tile = first + consumer * stride; tile < num_units; tile += 2 * stride) {
+            // The epilogue's loads for this tile, issued before the turn so that they arrive under the
+            // other consumer's main loop and this one's (prefetches_loads).
+            if constexpr (prefetches_loads<Epi>) {
+                int pm = 0, pn = 0;
+                coords(tile, pm, pn);
+                Epi::begin_tile(epi, m, n, pm * G::kBM, first_col(tile, pn), staging);
+            }
             if (consumer == 1 || tile != first) named_barrier_sync<2 * kWarpgroup>(kTurn + consumer);
             mark(TimelineEvent::turn);
             int tm = 0, tn = 0;
@@ -571,8 +596,10 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     store_halves<G, Epi, G::kBN>(epi, top, bottom, store_top, store_bottom, m, n, row0, col0, staging,
                                                  spread_ns);
             } else {
+                // The phase of this consumer's boxes: its tiles come 2 stride apart from first + consumer stride.
+                const auto loads_parity = static_cast<std::uint32_t>((tile - first) / (2 * stride)) & 1u;
                 store_halves<G, Epi, G::kBN>(epi, top, bottom, store_top, store_bottom, m, n, row0, col0, staging,
-                                             spread_ns);
+                                             spread_ns, loads_parity);
             }
             mark(TimelineEvent::stored);
             mark(TimelineEvent::starved_cycles, starved_cycles);
