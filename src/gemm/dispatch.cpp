@@ -75,7 +75,10 @@
 //      staged path, fwd_mlp_down 0.96x against 0.93x; with beta 0 that
 //      compilation was slower (fwd_qkv 0.78x against 0.87x), so those calls
 //      keep the kernel without C's path (2026-12-02_86412c0_gpt2_fixed_tma_c_gemm.csv
-//      beside _gpt2_gemm.csv).
+//      beside _gpt2_gemm.csv). dgelu_bgrad runs on that kernel too, its aux
+//      loaded by TMA (beta 0) as each tile begins: GPT-2's bwd_mlp_down_dx
+//      363.5 Tflop/s on an H100 against 283.7 with aux read by the staged
+//      path, same call (results/h100/2026-12-06_0267288_gpt2_*subset_gemm.csv).
 //   5. Where rule 2 or 3 splits K for an fp32 D without epilogue and the desc
 //      allows atomics: the ping-pong kernel over units of (split, tile) in
 //      pingpong_splitk_units splits, each unit added into D by reductions in
@@ -710,10 +713,14 @@ Choice choose_kernel(const Desc& desc, int sms, double dram_bytes_per_s) {
                     "the rows multiples of 8)";
         }
         // Rule 4's residual products (beta != 0): C by TMA into the staging box, through the kernel that
-        // loads it (its own compilation; beta-0 calls keep the kernel without C's path).
+        // loads it (its own compilation; beta-0 calls keep the kernel without C's path). dGELU: aux by TMA
+        // on that kernel, each tile's boxes loaded as its consumer takes it.
         if (c.splits == 1 && c.tile_m == kTileM && (d.epilogue == Epilogue::none || d.epilogue == Epilogue::bias)) {
             c.tma_load_c = true;
             c.why += "; calls with beta != 0 on the kernel that loads C by TMA";
+        } else if (c.splits == 1 && c.tile_m == kTileM && d.epilogue == Epilogue::dgelu_bgrad) {
+            c.tma_load_c = true;
+            c.why += "; aux loaded by TMA a tile ahead where beta is 0 (the kernel that loads C)";
         }
         // Rule 8: the LM head's class of product on 128 x 192 tiles.
         if (c.splits == 1 && c.tile_m == kTileM && has_n192_kernel(d) && d.n % kN192TileN == 0 &&

@@ -868,10 +868,12 @@ TEST(GemmChoose, TmaStoresOnlyWhereTheyWereVerified) {
     Args aux_off = args;
     aux_off.aux = reinterpret_cast<void*>(std::uintptr_t{4100});
     EXPECT_FALSE(tma_stores(aux, c, aux.epilogue, aux_off));
-    // dGELU keeps the staged stores; the decomposed path's GEMM (epilogue none) takes TMA stores.
+    // dGELU takes them on the kernel that loads its aux (rule 4), with beta 0 only; the decomposed path's
+    // GEMM (epilogue none) takes them too.
     Desc dgelu = d;
     dgelu.epilogue = Epilogue::dgelu_bgrad;
-    EXPECT_FALSE(tma_stores(dgelu, choose(dgelu, kH200Sms), Epilogue::dgelu_bgrad, args));
+    EXPECT_TRUE(tma_stores(dgelu, choose(dgelu, kH200Sms), Epilogue::dgelu_bgrad, args));
+    EXPECT_FALSE(tma_stores(dgelu, without_c, Epilogue::dgelu_bgrad, args));
     EXPECT_TRUE(tma_stores(d, c, Epilogue::none, args));
     // Only the fixed-epilogue kernels, unsplit or split on the ping-pong kernel (rule 6: its last unit
     // of a tile stores D as the unsplit kernel does), and not when staged stores are asked for.
@@ -1000,7 +1002,7 @@ TEST(GemmChoose, TmaLoadsOfCForResidualsAndByName) {
     Desc plain = d;
     plain.epilogue = Epilogue::none;
     EXPECT_TRUE(choose(plain, kH200Sms).tma_load_c);
-    for (Epilogue e : {Epilogue::bias_gelu, Epilogue::bias_gelu_aux, Epilogue::dgelu_bgrad}) {
+    for (Epilogue e : {Epilogue::bias_gelu, Epilogue::bias_gelu_aux}) {
         Desc other = d;
         other.epilogue = e;
         EXPECT_FALSE(choose(other, kH200Sms).tma_load_c) << name(e);
@@ -1024,7 +1026,10 @@ TEST(GemmChoose, TmaLoadsOfCForResidualsAndByName) {
     dgelu.epilogue = Epilogue::dgelu_bgrad;
     const Args dgelu_args{.a = at, .b = at, .d = at, .aux = at, .bgrad = static_cast<float*>(at)};
     EXPECT_TRUE(tma_stores(dgelu, *c, dgelu.epilogue, dgelu_args));
-    EXPECT_FALSE(tma_stores(dgelu, choose(dgelu, kH200Sms), dgelu.epilogue, dgelu_args));
+    const Choice dgelu_chosen = choose(dgelu, kH200Sms);
+    EXPECT_TRUE(dgelu_chosen.tma_load_c);
+    EXPECT_TRUE(contains(dgelu_chosen.why, "aux loaded by TMA")) << dgelu_chosen.why;
+    EXPECT_TRUE(tma_stores(dgelu, dgelu_chosen, dgelu.epilogue, dgelu_args));
     Args dgelu_c = dgelu_args;
     dgelu_c.c = at;
     dgelu_c.beta = 1.0f;
