@@ -664,6 +664,35 @@ private:
         return *reinterpret_cast<const std::uint32_t*>(&v);
     }
 
+    // bgrad for a batch of 4 8-column groups from column c0: `sum` holds this thread's sums of its 8
+    // columns there (index 2 group + e: column c0 + 8 group + 2 (lane % 4) + e). The 8 lanes holding the
+    // same columns (lane % 4 alike) add theirs by halving exchanges: across lane bit 4 each keeps 4 of
+    // the 8 and adds its partner's, across bit 3 2 of those, across bit 2 one, so that lane l ends with
+    // the whole warp's sum of index l / 4: 7 shuffles for 8 columns where a full reduction of each took
+    // 24, and one atomic add a lane, 32 columns a warp. Rows past M and columns past N hold zeros (their
+    // A rows and B columns were loaded as zeros); columns past N are not added. Zeroes `sum`.
+    static __device__ __forceinline__ void bgrad_batch(const Params& p, float (&sum)[8], int c0, int n, int lane) {
+        const bool b4 = (lane & 16) != 0, b3 = (lane & 8) != 0, b2 = (lane & 4) != 0;
+        float w[4], u[2];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const float send = b4 ? sum[k] : sum[k + 4];
+            w[k] = (b4 ? sum[k + 4] : sum[k]) + __shfl_xor_sync(0xffffffffu, send, 16);  // index k + 4 b4
+        }
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const float send = b3 ? w[k] : w[k + 2];
+            u[k] = (b3 ? w[k + 2] : w[k]) + __shfl_xor_sync(0xffffffffu, send, 8);  // k + 2 b3 + 4 b4
+        }
+        const float send = b2 ? u[0] : u[1];
+        const float total = (b2 ? u[1] : u[0]) + __shfl_xor_sync(0xffffffffu, send, 4);  // lane / 4
+        const int index = lane / 4;
+        const int col = c0 + 8 * (index / 2) + 2 * (lane % 4) + index % 2;
+        if (col < n) atomicAdd(p.bgrad + col, total);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) sum[k] = 0.0f;
+    }
+
     // BN: the half's columns, the kernel's TileN, or whole 64-column boxes of it, or a narrow tail's tile
     // (pingpong_gemm.cuh, TailN: 104 columns, one 64-column box and a last one of 40 through p.map_d_tail).
     template <int BN>
@@ -749,22 +778,32 @@ private:
         [[maybe_unused]] const std::uint32_t tail_at =
             sm90::smem_u32(box) + static_cast<std::uint32_t>(kHalfFullBoxes * kBoxBytes +
                                                              lane_row * kHalfTailRowBytes + (lane / 16) * 16);
+        const auto pair_address = [&](int j) {
+            return kHalfTailCols > 0 && j >= kTailGroup0
+                       ? tail_at + static_cast<std::uint32_t>(16 * (j - kTailGroup0))
+                       : pair_at[(j % 8) / 2] + static_cast<std::uint32_t>((j / 8) * kBoxBytes);
+        };
+        // C's or aux's bf16 pairs, matrix by matrix: each pair of groups' read one pair ahead, before the
+        // pair before is stored (other addresses), so that its latency passes under that pair's math.
+        [[maybe_unused]] std::uint32_t in_next[4] = {};
+        if (with_c || kLoadsAux) tensor::ldmatrix_x4(in_next, pair_address(0));
+        // dgelu_bgrad: the columns' sums of D (before D's rounding) over this thread's two rows, for a
+        // batch of 4 groups (8 columns a thread: index 2 (group % 4) + e), added across the 8 lanes
+        // that hold the same columns by a transposing reduction once the batch is done (bgrad_batch).
+        static_assert(!kLoadsAux || kGroups % 4 == 0, "bgrad's batches of 4 groups");
+        [[maybe_unused]] float colsum[8] = {};
 #pragma unroll
         for (int j = 0; j < kGroups; j += 2) {
             const bool two = j + 1 < kGroups;  // else the tile's last group alone (stmatrix x2)
-            const std::uint32_t at =
-                kHalfTailCols > 0 && j >= kTailGroup0
-                    ? tail_at + static_cast<std::uint32_t>(16 * (j - kTailGroup0))
-                    : pair_at[(j % 8) / 2] + static_cast<std::uint32_t>((j / 8) * kBoxBytes);
-            [[maybe_unused]] std::uint32_t in[4] = {};  // C's or aux's bf16 pairs, matrix by matrix
-            if (with_c || kLoadsAux) tensor::ldmatrix_x4(in, at);
+            const std::uint32_t at = pair_address(j);
+            [[maybe_unused]] std::uint32_t in[4] = {in_next[0], in_next[1], in_next[2], in_next[3]};
+            if ((with_c || kLoadsAux) && j + 2 < kGroups) tensor::ldmatrix_x4(in_next, pair_address(j + 2));
             std::uint32_t out[4] = {};
             [[maybe_unused]] std::uint32_t pre_out[4];
 #pragma unroll
             for (int g = 0; g < 2; ++g) {
                 const int jg = j + g;
                 if (jg >= kGroups) break;
-                [[maybe_unused]] float sums[2] = {};  // dgelu_bgrad: the group's two columns' sums of D
                 float2 bv = make_float2(0.0f, 0.0f);
                 if constexpr (kHoistBias && kBiasBatch < kGroups)
                     if (jg > 0 && jg % kBiasBatch == 0) load_bias_batch(jg);
@@ -787,27 +826,14 @@ private:
                     const float v0 = finish(K, x0, bv.x, aux.x, pre0);
                     const float v1 = finish(K, x1, bv.y, aux.y, pre1);
                     if constexpr (kLoadsAux) {
-                        sums[0] += v0;
-                        sums[1] += v1;
+                        colsum[2 * (jg % 4)] += v0;
+                        colsum[2 * (jg % 4) + 1] += v1;
                     }
                     out[i] = pack(v0, v1);
                     if constexpr (K == Epilogue::bias_gelu_aux) pre_out[i] = pack(pre0, pre1);
                 }
-                // bgrad, group by group (a whole half's sums held at once spilled): the 8 lanes of a warp
-                // that hold the same columns (lane % 4) add theirs, then 4 atomic adds per column and warp.
-                // Rows past M and columns past N hold zeros (their A rows and B columns were loaded as
-                // zeros); columns past N are not added.
-                if constexpr (kLoadsAux) {
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        float v = sums[e];
-                        v += __shfl_xor_sync(0xffffffffu, v, 4);
-                        v += __shfl_xor_sync(0xffffffffu, v, 8);
-                        v += __shfl_xor_sync(0xffffffffu, v, 16);
-                        const int col = col0 + 8 * jg + 2 * q + e;
-                        if (lane < 4 && col < n) atomicAdd(p.bgrad + col, v);
-                    }
-                }
+                if constexpr (kLoadsAux)
+                    if (jg % 4 == 3) bgrad_batch(p, colsum, col0 + 8 * (jg - 3), n, lane);
             }
             if (two) {
                 sm90::stmatrix_x4(at, out);
