@@ -623,7 +623,11 @@ private:
             linear_dw("bwd_mlp_down_dw", grad(Param::fcprojw, l), dres_.get(), a.fch.get(), 4 * C, C);
             // dX then GELU' with the bias gradient in a pass of its own: on the H200 machine this split ran
             // faster than the fused dgelu_bgrad epilogue (the gemm suite's bwd_mlp_down_dx, fused / decomposed
-            // 0.93x at b622a6e), and its pass reads dX and the pre-activation once, in 16-byte rows.
+            // 0.93x at b622a6e), and its pass reads dX and the pre-activation once, in 16-byte rows. The
+            // fused epilogue has since gained (aux loaded a tile ahead, bgrad by a transposing reduction:
+            // 1.32x its decomposed path on an H100 at ba0fd31), but it writes bgrad afresh by atomic adds,
+            // where this pass adds into db across micro-batches and has a deterministic mode: moving the
+            // step onto it needs both, and a measured step.
             linear_dx("bwd_mlp_down_dx", dfch_.get(), dres_.get(), w16(Param::fcprojw, l), 4 * C, C);
             cuda::train::gelu_backward_bias(dfch_.get(), a.pre.get(), grad(Param::fcb, l), N_, 4 * C, stream_, ws());
             other("gelu_backward");
