@@ -284,6 +284,21 @@ TEST(GemmSuites, VerifyGivesPersistentCtasSeveralTilesOnEveryKernel) {
         for (const char* layout : {"NN", "NT", "TN", "TT"}) EXPECT_TRUE(seen.count({layout, kernel})) << layout << " " << kernel;
 }
 
+// The kernel that loads C or aux a tile ahead waits on a barrier whose phase follows each consumer's tile
+// count: in every layout, with C (bias, beta 1) and with aux (dGELU), a case whose every consumer takes at
+// least 3 tiles on 132 SMs (2 x 3 a CTA), so that the phase comes back to where it began.
+TEST(GemmSuites, VerifyGivesTheLoadingKernelsConsumersThreeTilesOrMore) {
+    std::set<std::pair<std::string, Epilogue>> seen;  // (layout, epilogue)
+    for (const GemmCase& c : suite("verify").cases) {
+        const Choice ch = kernel_of(c);
+        if (!ch.tma_load_c || ch.splits != 1 || (c.beta == 0.0f) != (c.desc.epilogue == Epilogue::dgelu_bgrad)) continue;
+        const std::int64_t tiles = (c.desc.m + ch.tile_m - 1) / ch.tile_m * ((c.desc.n + ch.tile_n - 1) / ch.tile_n);
+        if (tiles >= 2 * 3 * kH200Sms) seen.insert({layout_name(c.desc.a_op, c.desc.b_op), c.desc.epilogue});
+    }
+    for (Epilogue e : {Epilogue::bias, Epilogue::dgelu_bgrad})
+        for (const char* layout : {"NN", "NT", "TN", "TT"}) EXPECT_TRUE(seen.count({layout, e})) << layout << " " << name(e);
+}
+
 TEST(GemmSuites, Gpt2HoldsEveryProductOfOneTrainingStep) {
     const GemmSuite& g = suite("gpt2");
     EXPECT_EQ(g.cases.size(), 15u);
