@@ -545,7 +545,7 @@ struct FixedEpilogue : FusedEpilogue {
     static constexpr bool kLoadsAux = LoadsC && K == Epilogue::dgelu_bgrad;
     // The kernel that loads C or aux (LoadsC) loads both halves' boxes when its consumer takes the
     // tile (begin_tile), into a staging region of two halves, so that they arrive under the other
-    // consumer's main loop and its own. Loaded at each half's store instead (before 2026-12-06), each
+    // consumer's main loop and its own. Loaded at each half's store instead (before a27f51f), each
     // half waited out a round trip to memory inside the epilogue: the dGELU backward at
     // 16384 x 3072 x 768 ran at 281-285 Tflop/s on an H100, 0.79-0.80x its own decomposed path (the
     // GEMM, then the elementwise pass), where bias + GELU with aux, which loads nothing, ran at 537
