@@ -170,29 +170,6 @@ __device__ __forceinline__ std::uint32_t sm_id() {
     return id;
 }
 
-// The same three with the phase token arrive returns instead of a parity:
-// a thread that arrives once per phase waits on exactly the phase its own
-// arrival belongs to, with no count of phases kept across calls.
-__device__ __forceinline__ std::uint64_t mbar_arrive_expect_tx_state(std::uint64_t* bar, std::uint32_t bytes) {
-    std::uint64_t state = 0;
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;"
-                 : "=l"(state)
-                 : "r"(smem_u32(bar)), "r"(bytes)
-                 : "memory");
-    return state;
-}
-__device__ __forceinline__ std::uint64_t mbar_arrive_state(std::uint64_t* bar) {
-    std::uint64_t state = 0;
-    asm volatile("mbarrier.arrive.shared::cta.b64 %0, [%1];" : "=l"(state) : "r"(smem_u32(bar)) : "memory");
-    return state;
-}
-__device__ __forceinline__ void mbar_wait_state(std::uint64_t* bar, std::uint64_t state) {
-    std::uint32_t done = 0;
-    while (!done)
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(smem_u32(bar)), "l"(state) : "memory");
-}
-
 // -- TMA (PTX ISA "cp.async.bulk.tensor") ------------------------------------
 // One thread copies a box of the tensor map (box_rows x 128 bytes here) into
 // shared memory, swizzled, and the copy engine signals `bar` with the bytes it
