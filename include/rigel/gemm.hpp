@@ -40,7 +40,8 @@
 // Residual add: beta = 1 with C the residual (D may be C itself: in-place is allowed for C, never
 // for A or B). alpha and beta are per call; C is read only when beta != 0.
 // bgrad is accumulated with fp32 atomic adds (its order, and so its last bits, may vary from run to
-// run); Plan::run zeroes it first, on the stream.
+// run); Plan::run zeroes it first, on the stream, unless Args::bgrad_accumulate asks it to add the
+// column sums into what bgrad holds (a training step's bias gradient summed over micro-batches).
 //
 // Refusals. Plan's constructor refuses, with one sentence in std::invalid_argument, what the
 // kernels cannot take (rigel::gemm::check says why without throwing); Plan::run refuses null,
@@ -101,6 +102,9 @@ struct Args {
     void* aux = nullptr;         // bias_gelu_aux writes it; dgelu_bgrad reads it
     float* bgrad = nullptr;      // dgelu_bgrad writes it
     float alpha = 1.0f, beta = 0.0f;
+    // dgelu_bgrad only: add the column sums into bgrad as it stands (not zeroed first), as a step that
+    // sums its bias gradient over micro-batches needs; false: bgrad holds this call's sums alone.
+    bool bgrad_accumulate = false;
 };
 
 // Whether `d` has bf16 operands, a bf16 D and one of `epilogues`: the products a kernel compiled per

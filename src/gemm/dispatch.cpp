@@ -1087,6 +1087,8 @@ std::string check_args(const Desc& desc, const Args& args) {
     if ((e.aux_out || e.aux_in) && misaligned(args.aux, out_align)) return "aux must be aligned to its elements";
     if (e.bgrad && !args.bgrad) return std::string("epilogue ") + e.name + " needs bgrad";
     if (e.bgrad && misaligned(args.bgrad, 4)) return "bgrad must be aligned to 4 bytes";
+    if (args.bgrad_accumulate && !e.bgrad)
+        return std::string("bgrad_accumulate adds into bgrad, which epilogue ") + e.name + " does not write";
 
     const std::uint64_t a_bytes = span_bytes(stored_a(d), d.lda, d.a_type);
     const std::uint64_t b_bytes = span_bytes(stored_b(d), d.ldb, d.b_type);
@@ -1105,7 +1107,8 @@ std::string check_args(const Desc& desc, const Args& args) {
     if (e.bias && overlap(args.bias, bias_bytes, args.d, d_bytes)) return "bias overlaps D";
     if (e.bias && e.aux_out && overlap(args.bias, bias_bytes, args.aux, span_bytes({d.m, d.n}, d.ldaux, d.d_type)))
         return "bias overlaps aux";
-    // bgrad is zeroed before the product and summed into while tiles still read A, B, C and aux.
+    // bgrad is zeroed before the product (unless accumulated into) and summed into while tiles still read
+    // A, B, C and aux.
     if (e.bgrad) {
         const std::uint64_t bgrad_bytes = static_cast<std::uint64_t>(d.n) * 4;
         const bool reads_c = args.beta != 0.0f && args.c;

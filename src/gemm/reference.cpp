@@ -34,7 +34,8 @@
 //     kernels chain at most 16 additions per thread and shuffle tree before one
 //     atomic add per 16 or more rows (src/cuda/gemm/fused_epilogue.cuh,
 //     epilogue_kernel.cu). With sampled rows bgrad is held instead to the column
-//     sums of the D the device wrote, every row, + u_D |D| + eta_D per row.
+//     sums of the D the device wrote, every row, + u_D |D| + eta_D per row. Where the call added into
+//     bgrad (Args::bgrad_accumulate), what it held is one more term of that sum.
 #include "gemm/reference.hpp"
 
 #include <algorithm>
@@ -562,6 +563,11 @@ GemmVerdict verify_gemm(const Desc& desc, const HostInputs& in, const DeviceOutp
                 ref = d_col_sum[jj];
                 const double v_abs = (d_col_abs[jj] + static_cast<double>(d.m) * m.out.eta) / (1.0 - m.out.u);
                 allowed = m.out.u * v_abs + static_cast<double>(d.m) * m.out.eta + depth * kU32 * v_abs;
+            }
+            // Added into what bgrad held: one more term of the sum, in any of its atomic additions.
+            if (out.bgrad_before) {
+                ref += out.bgrad_before[j];
+                allowed += depth * kU32 * std::fabs(static_cast<double>(out.bgrad_before[j]));
             }
             const double got = out.bgrad[j];
             if (std::isnan(got)) continue;

@@ -67,6 +67,9 @@ struct DeviceOutputs {
     const void* d = nullptr;
     const void* aux = nullptr;
     const float* bgrad = nullptr;
+    // A call that added its column sums into bgrad (Args::bgrad_accumulate): what bgrad held before it,
+    // N floats; null: bgrad started at zero.
+    const float* bgrad_before = nullptr;
 };
 
 // Which of the plan's paths wrote the outputs: run_decomposed rounds the

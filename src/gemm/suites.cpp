@@ -193,6 +193,13 @@ GemmCase in_place(GemmCase c) {
     return c;
 }
 
+// The case whose dgelu_bgrad adds into a bgrad already holding values (Args::bgrad_accumulate).
+GemmCase bgrad_accumulated(GemmCase c) {
+    c.name += "_bgrad_accumulate";
+    c.bgrad_accumulate = true;
+    return c;
+}
+
 // Every combination the library takes, checked against float64 on shapes that
 // are multiples of no tile (M vs 128, N vs 128 and 256, K vs 64 and 128).
 std::vector<GemmCase> verify_cases() {
@@ -215,6 +222,13 @@ std::vector<GemmCase> verify_cases() {
                         out.push_back(verify_case(Desc{.m = s.m, .n = s.n, .k = s.k, .a_type = ab, .b_type = ab,
                                                        .a_op = a, .b_op = b, .d_type = t, .epilogue = e},
                                                   s.alpha, s.beta, s.pad, kernel.empty() ? "" : "_" + kernel, kernel));
+    // dgelu_bgrad adding into a bias gradient that holds earlier sums, under the dispatcher's choice for
+    // each output type (the fixed kernel for bf16, the generic epilogue for f32 and f16).
+    for (Type t : kOutTypes)
+        out.push_back(bgrad_accumulated(verify_case(Desc{.m = 300, .n = 520, .k = 136, .a_type = Type::bf16,
+                                                          .b_type = Type::bf16, .a_op = Op::n, .b_op = Op::n,
+                                                          .d_type = t, .epilogue = Epilogue::dgelu_bgrad},
+                                                     1.0f, 0.0f, true)));
     // The fp32 D by TMA stores ("pingpong_f32_tma", the dispatcher's rule 11), bf16 and f16: 520 columns
     // with padded rows (TMA stores, the last box cut at N), 289 (no multiple of 4: the staged stores, whose
     // padding must stay untouched), D's rows 290 floats apart (no 16-byte multiple: the staged stores), C
@@ -433,6 +447,9 @@ std::vector<GemmCase> verify_cases() {
         out.push_back(verify_case(many, 1.0f, 1.0f, false, "_many_tiles_fixed_tma_c", "fixed_tma_c"));
         many.epilogue = Epilogue::dgelu_bgrad;
         out.push_back(verify_case(many, 1.0f, 0.0f, false, "_many_tiles_fixed_tma_c", "fixed_tma_c"));
+        if (layout_name(a, b) == "NN")  // a training step's dX layout, its bias gradient summed over micro-batches
+            out.push_back(
+                bgrad_accumulated(verify_case(many, 1.0f, 0.0f, false, "_many_tiles_fixed_tma_c", "fixed_tma_c")));
     }
     // Several tiles per CTA: 2100 x 2100 is 289 tiles of 128 x 128 (153 of
     // 128 x 256) for 132 persistent CTAs, and K = 1000 is 16 k-tiles, so the
@@ -730,6 +747,8 @@ std::vector<std::string> check_gemm_suite(const GemmSuite& s) {
         if (c.in_place && c.beta == 0.0f) problem(what + "is in place but beta is 0, so C is never read");
         const Desc d = with_packed_leading_dimensions(c.desc);
         if (c.in_place && d.ldc != d.ldd) problem(what + "is in place but ldc differs from ldd");
+        if (c.bgrad_accumulate && !traits(d.epilogue).bgrad)
+            problem(what + "accumulates into bgrad, which its epilogue does not write");
     }
     for (Contender b : s.baselines) {
         if (b == Contender::rigel) problem("names rigel as a baseline of itself");
@@ -824,6 +843,9 @@ std::span<const RefusalCase> refusal_cases() {
          .breakage = Breakage::aux_missing, .expect = "epilogue bias_gelu_aux needs aux"},
         {.name = "bgrad_missing", .desc = with([](Desc& d) { d.epilogue = Epilogue::dgelu_bgrad; }),
          .breakage = Breakage::bgrad_missing, .expect = "epilogue dgelu_bgrad needs bgrad"},
+        {.name = "accumulate_without_bgrad", .desc = with([](Desc& d) { d.epilogue = Epilogue::bias_gelu_aux; }),
+         .breakage = Breakage::accumulate_without_bgrad,
+         .expect = "bgrad_accumulate adds into bgrad, which epilogue bias_gelu_aux does not write"},
     };
     return cases;
 }
@@ -869,6 +891,7 @@ RefusalLayout refusal_layout(const Desc& desc, float beta, Breakage breakage, st
         case Breakage::bias_missing: out.args.bias = nullptr; break;
         case Breakage::aux_missing: out.args.aux = nullptr; break;
         case Breakage::bgrad_missing: out.args.bgrad = nullptr; break;
+        case Breakage::accumulate_without_bgrad: out.args.bgrad_accumulate = true; break;
     }
     return out;
 }

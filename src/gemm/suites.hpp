@@ -32,6 +32,8 @@ struct GemmCase {
     Desc desc{};
     float alpha = 1.0f, beta = 0.0f;  // beta != 0: C is read (a separate buffer, or D itself when in_place)
     bool in_place = false;   // C is D (same pointer and ld)
+    bool bgrad_accumulate = false;  // dgelu_bgrad adds its sums into a bgrad that holds random values
+                                    // (Args::bgrad_accumulate), checked as added to them
     int count = 1;           // how often the product occurs per training step (gpt2, llama7b); 1 elsewhere
     std::string kernel{};    // a kernel_named() name run instead of the dispatcher's choice; empty: the dispatcher
     int group_m = 0;         // a ping-pong choice's tile order, groups of this many tile rows (Choice::group_m); 0: its own
@@ -95,6 +97,7 @@ enum class Breakage : std::uint8_t {
     aux_missing,    // bias_gelu_aux without aux
     bgrad_missing,  // dgelu_bgrad without bgrad
     c_overlaps_d,   // C starts inside D, not at it
+    accumulate_without_bgrad,  // Args::bgrad_accumulate with an epilogue that writes no bgrad
 };
 struct RefusalCase {
     std::string name;

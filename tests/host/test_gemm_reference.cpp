@@ -351,6 +351,37 @@ TEST(GemmReference, FailsAWrongBiasGradient) {
     }
 }
 
+// A call that adds into bgrad (Args::bgrad_accumulate) is held to what bgrad held plus the column sums:
+// the sums alone (bgrad zeroed first) fail, as do the earlier values added twice; every row checked and
+// sampled rows alike.
+TEST(GemmReference, HoldsAnAccumulatedBiasGradientToItsEarlierValuesPlusTheSums) {
+    const Desc d = odd_desc(Epilogue::dgelu_bgrad, Type::bf16, Op::n, Op::n, Type::bf16, 300, 45, 29);
+    const HostInputs in = random_inputs(d, 12, 1.0f, 0.0f);
+    const Written fresh = simulate(d, in);
+    std::vector<float> before(static_cast<std::size_t>(d.n));
+    for (std::size_t j = 0; j < before.size(); ++j) before[j] = 64.0f - 2.75f * static_cast<float>(j);
+    Written added = fresh;
+    for (std::size_t j = 0; j < before.size(); ++j) added.bgrad[j] += before[j];
+    Written twice = added;
+    for (std::size_t j = 0; j < before.size(); ++j) twice.bgrad[j] += before[j];
+    for (const VerifyOptions opt : {VerifyOptions{}, VerifyOptions{.full_limit = 45.0 * (29 + 64) * 30}}) {
+        DeviceOutputs out = added.outputs();
+        out.bgrad_before = before.data();
+        EXPECT_TRUE(verify_gemm(d, in, out, 1, 2, opt).pass) << verify_gemm(d, in, out, 1, 2, opt).reason;
+        out = fresh.outputs();
+        out.bgrad_before = before.data();
+        GemmVerdict v = verify_gemm(d, in, out, 1, 2, opt);
+        EXPECT_FALSE(v.pass);
+        EXPECT_EQ(v.worst.rfind("bgrad[", 0), 0u) << v.worst;
+        out = twice.outputs();
+        out.bgrad_before = before.data();
+        EXPECT_FALSE(verify_gemm(d, in, out, 1, 2, opt).pass);
+        // Without the earlier values named, the sums alone pass and the accumulated ones fail.
+        EXPECT_TRUE(verify_gemm(d, in, fresh.outputs(), 1, 2, opt).pass);
+        EXPECT_FALSE(verify_gemm(d, in, added.outputs(), 1, 2, opt).pass);
+    }
+}
+
 TEST(GemmReference, FailsTheWrongGeluFormInEveryOutputType) {
     // K = 64 puts pre-activations around -3, where the two forms differ by 10 %.
     for (Type out : kOutputs)

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/recipe.hpp"
 #include "cuda/check.cuh"
 #include "cuda/hopper/sm90.cuh"
 #include "cuda/vendor/cublaslt_gemm.hpp"
@@ -103,6 +104,13 @@ public:
         if (sizes_.bias) bias_ = buffer(sizes_.bias);
         if (sizes_.aux) aux_ = buffer(sizes_.aux);
         if (sizes_.bgrad) bgrad_ = buffer(sizes_.bgrad);
+        if (bgrad_ && c.bgrad_accumulate) {
+            // What a step's earlier micro-batches left in the bias gradient: values of the column sums'
+            // own scale, which a call that wrote bgrad afresh (or added them twice) would miss.
+            Rng rng(seed ^ 0x6267726164616363ull);
+            bgrad_before_.resize(static_cast<std::size_t>(desc_.n));
+            for (float& x : bgrad_before_) x = static_cast<float>(rng.uniform(-64.0, 64.0));
+        }
         ex.upload(a_->get(), in_.a.data(), in_.a.size());
         ex.upload(b_->get(), in_.b.data(), in_.b.size());
         if (c_) ex.upload(c_->get(), in_.c.data(), in_.c.size());
@@ -116,7 +124,8 @@ public:
                      .aux = aux_ ? aux_->get() : nullptr,
                      .bgrad = bgrad_ ? static_cast<float*>(bgrad_->get()) : nullptr,
                      .alpha = c.alpha,
-                     .beta = c.beta};
+                     .beta = c.beta,
+                     .bgrad_accumulate = c.bgrad_accumulate};
     }
 
     const Desc& desc() const { return desc_; }
@@ -131,7 +140,10 @@ public:
             RIGEL_CUDA_CHECK(cudaMemsetAsync(d_->get(), kPoisonByte, sizes_.d, s));
         if (aux_ && traits(desc_.epilogue).aux_out)
             RIGEL_CUDA_CHECK(cudaMemsetAsync(aux_->get(), kPoisonByte, sizes_.aux, s));
-        if (bgrad_) RIGEL_CUDA_CHECK(cudaMemsetAsync(bgrad_->get(), kPoisonByte, sizes_.bgrad, s));
+        if (bgrad_ && !bgrad_before_.empty())
+            ex_.upload(bgrad_->get(), bgrad_before_.data(), sizes_.bgrad);
+        else if (bgrad_)
+            RIGEL_CUDA_CHECK(cudaMemsetAsync(bgrad_->get(), kPoisonByte, sizes_.bgrad, s));
         ex_.synchronize();
     }
 
@@ -174,7 +186,8 @@ public:
                                 .aux = aux.empty() ? nullptr : aux.data(),
                                 .bgrad = !slot.empty()    ? slot.data()
                                          : bgrad.empty() ? nullptr
-                                                         : reinterpret_cast<const float*>(bgrad.data())};
+                                                         : reinterpret_cast<const float*>(bgrad.data()),
+                                .bgrad_before = bgrad_before_.empty() ? nullptr : bgrad_before_.data()};
         GemmVerdict v = verify_gemm(desc_, in_, out, seed, threads, VerifyOptions{.path = path});
         if (!own_bgrad.empty()) check_own_bgrad(v, sums, own, own_bgrad);
         return v;
@@ -308,6 +321,7 @@ private:
     BufferSizes sizes_;
     HostInputs in_;
     std::unique_ptr<DeviceBuffer> a_, b_, c_, d_, bias_, aux_, bgrad_;
+    std::vector<float> bgrad_before_;  // bgrad_accumulate: what bgrad holds before each checked launch
     Args args_;
 };
 
@@ -344,7 +358,7 @@ Runner runner(Contender who, Plan& plan, const DeviceCase& dc, Executor& ex) {
 }
 
 // Poison, the launch, the bytes back against float64. rigel's plans launch
-// twice (unless C is D, which a second launch would add into again), so that
+// twice (unless C is D, or bgrad is added into, which a second launch would add into again), so that
 // a kernel whose run leaves state for the next (the split fixed kernels'
 // workspace and counters) is checked on its second run. With `same_bits`, the
 // two launches' D must be the same bytes: every plan but an atomic split
@@ -359,7 +373,7 @@ VerifyRow verify_one(const GemmCase& c, DeviceCase& dc, Runner& r, Executor& ex,
                                              static_cast<std::size_t>(r.own.count) *
                                                  static_cast<std::size_t>(type_bytes(r.own.type)),
                                              stream_of(ex)));
-        const int launches = r.who == Contender::rigel && !c.in_place ? 2 : 1;
+        const int launches = r.who == Contender::rigel && !c.in_place && !c.bgrad_accumulate ? 2 : 1;
         std::vector<std::uint8_t> first;
         for (int i = 0; i < launches; ++i) {
             r.launch();

@@ -431,6 +431,12 @@ Plan* sub_plan_for(Plan::State& st, const Desc& d, const Choice& c, const Args& 
     return nullptr;
 }
 
+// Every path sums bgrad by atomic adds into what it holds: zeroed first unless the call adds into it.
+void zero_bgrad_unless_accumulating(const Desc& d, const Args& args, cudaStream_t s) {
+    if (d.epilogue == Epilogue::dgelu_bgrad && !args.bgrad_accumulate)
+        RIGEL_CUDA_CHECK(cudaMemsetAsync(args.bgrad, 0, static_cast<std::size_t>(d.n) * sizeof(float), s));
+}
+
 }  // namespace
 
 const Choice& Plan::choice_for(const Args& args) const {
@@ -442,8 +448,7 @@ void Plan::run(const Args& args, Stream stream) {
     if (Plan* sub = sub_plan_for(*state_, desc_, choice_, args)) return sub->run(args, stream);
     refuse_bad_args(desc_, args);
     const auto s = static_cast<cudaStream_t>(stream);
-    if (desc_.epilogue == Epilogue::dgelu_bgrad)
-        RIGEL_CUDA_CHECK(cudaMemsetAsync(args.bgrad, 0, static_cast<std::size_t>(desc_.n) * sizeof(float), s));
+    zero_bgrad_unless_accumulating(desc_, args, s);
     const KernelEntry& kernel = state_->c_kernel && args.beta != 0.0f ? *state_->c_kernel : *state_->kernel;
     launch_gemm(desc_, choice_, *state_, kernel, args, epilogue_params(desc_, args), s);
 }
@@ -458,8 +463,7 @@ void Plan::run_decomposed(const Args& args, Stream stream) {
                                                                                 : *state_->gemm_only_kernel;
     launch_gemm(desc_, choice_, *state_, kernel, args, gemm_only, s);
     if (desc_.epilogue == Epilogue::none) return;
-    if (desc_.epilogue == Epilogue::dgelu_bgrad)
-        RIGEL_CUDA_CHECK(cudaMemsetAsync(args.bgrad, 0, static_cast<std::size_t>(desc_.n) * sizeof(float), s));
+    zero_bgrad_unless_accumulating(desc_, args, s);
     EpilogueParams second = epilogue_params(desc_, args);
     second.alpha = 1.0f;
     second.beta = 0.0f;

@@ -702,6 +702,9 @@ void cublaslt_gemm(const gemm::Desc& desc, const gemm::Args& args, gemm::Stream 
     Plan& p = plan_for(desc, kind_of(config));
     if (!p.refusal.empty()) throw std::invalid_argument(p.refusal);
     if (std::string why = gemm::check_args(p.desc, args); !why.empty()) throw std::invalid_argument(why);
+    if (args.bgrad_accumulate)
+        throw std::invalid_argument("cuBLASLt's DGELU_BGRAD writes the bias gradient afresh: it cannot add into bgrad "
+                                    "(bgrad_accumulate)");
     const gemm::EpilogueTraits t = gemm::traits(p.desc.epilogue);
     const void* bgrad = p.own_bgrad ? p.own_bgrad : static_cast<const void*>(args.bgrad);
     const void* vector = t.bgrad ? bgrad : t.bias ? args.bias : nullptr;
