@@ -555,6 +555,10 @@ def other_machine_page(machine, main_fin, main_rows):
             table = gemm_report.suite_table(suite, srows)
             if table:
                 parts += [f"\n### {suite} with the kernel forced to `{f.side('kernel')}`\n\n", table + "\n"]
+    # GPT-2's step with GELU's backward fused into the MLP's dX product against its pass of its own.
+    if any(folder.glob("*_train_dgelu_*.csv")):
+        parts += ["\n## GPT-2's step: GELU's backward fused or in a pass of its own\n\n",
+                  train_report.dgelu_block(folder) + "\n"]
     # The probe sections FINDINGS.md renders for the main machine that read any machine's probe rows.
     for section in (operand_layout_report.section(fin.probes),):
         if section:
@@ -748,7 +752,8 @@ def main():
                        ("train-targets", train_report.targets_block(train_runs)),
                        ("train-profile", train_profile),
                        ("train-full", train_report.full_block(RESULTS / "h200")),
-                       ("train-det", train_report.det_block(RESULTS / "h200"))):
+                       ("train-det", train_report.det_block(RESULTS / "h200")),
+                       ("train-dgelu", train_report.dgelu_block(RESULTS / "h200"))):
         readme = replace_block(readme, name, body)
         training_md = replace_block(training_md, name, body)
     if training_md:

@@ -570,3 +570,45 @@ def det_block(folder):
              + ", ".join(files[r].name for r in DET_RUNS) + "."]
     return "\n".join(lines)
 
+
+
+DGELU_NAME = re.compile(r"_train_dgelu_(?P<form>fused|split)_(?P<round>\d+)_(?P<model>[a-z0-9]+)_(?P<backend>[a-z0-9]+)\.csv$")
+
+
+def dgelu_block(folder):
+    """The newest train_dgelu visit's runs (one commit): in each round, a run
+    with GELU's backward fused into the MLP's dX product (the cuda backend's
+    default) and one with it in a pass of its own (--split-dgelu), from the same
+    weights, back to back. Each round's ratio of the two runs' median tokens/s,
+    and the median of those ratios: rounds alternate the two forms (A B A B), so
+    a clock that drifts across the call moves both sides of a round alike."""
+    by_commit = {}
+    for rf, m in findings.matching_files(folder, DGELU_NAME, COLUMNS, "a training log"):
+        by_commit.setdefault(rf.side("git_commit"), {})[(m.group("form"), int(m.group("round")))] = rf
+    complete = []
+    for commit, files in by_commit.items():
+        rounds = sorted(r for f, r in files if f == "fused" and ("split", r) in files)
+        if rounds:
+            complete.append((max(findings.run_age(f) for f in files.values()), commit, files, rounds))
+    if not complete:
+        return ("Not measured yet: no committed run of `scripts/h200_visit.sh train_dgelu` "
+                "(`*_train_dgelu_<fused|split>_<round>_<model>_cuda.csv`).")
+    _, commit, files, rounds = max(complete, key=lambda x: x[0])
+    first = files[("fused", rounds[0])]
+    lines = [f"From `scripts/h200_visit.sh train_dgelu` at commit {commit[:7]} "
+             f"({findings.md_cell(first.env('gpu_name'))}): GPT-2 small at 16 x 1024 tokens a step, "
+             f"{len(file_steps(first))} steps a run, each round's two runs from the same weights, back to back.",
+             "",
+             "| round | fused into dX (tokens/s) | split (tokens/s) | fused / split |",
+             "|---|---|---|---|"]
+    ratios = []
+    for r in rounds:
+        fused = median_of_steps(file_steps(files[("fused", r)]))
+        split = median_of_steps(file_steps(files[("split", r)]))
+        ratios.append(fused / split)
+        lines.append(f"| {r} | {fused:,.0f} | {split:,.0f} | {speed_ratio_text(fused / split)} |")
+    lines += ["",
+              f"Median over the rounds of fused / split: {speed_ratio_text(statistics.median(ratios))} "
+              f"(each side the median tokens/s over steps 2..N of its run). Logs: "
+              + ", ".join(files[(f, r)].name for r in rounds for f in ("fused", "split")) + "."]
+    return "\n".join(lines)

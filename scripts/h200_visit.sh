@@ -8,7 +8,7 @@
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
 # [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention] [emulate_fp8]
 # [train_det] [ncu_train] [ncu_time] [ncu_rungs] [sass_edit] [env_variants] [gemm_runs] [rungs_paired]
-# [dist_node] [fleet] [ncu_rungs_sol]
+# [dist_node] [fleet] [ncu_rungs_sol] [train_dgelu]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -939,6 +939,48 @@ if has train_det; then
     done
     rm -rf "$OUT"/det_*
   fi
+fi
+
+# GELU's backward fused into the MLP's dX product (the cuda backend's default) against its pass of
+# its own (--split-dgelu): TRAIN_AB_ROUNDS rounds (default 3) of one run each, fused then split, from
+# the same weights (the same seed), TRAIN_AB_STEPS steps each (default 20), so that each round's ratio
+# compares runs back to back; logs named _train_dgelu_<fused|split>_<round>_gpt2_cuda.csv
+# (reproduce/train_report.py, dgelu_block). Then one --profile run of each into
+# train_dgelu_<fused|split>_profile.txt.
+if has train_dgelu; then
+  data=${DATA:-../data/shakespeare}
+  ab=(--model gpt2 --backend cuda --data "$data/train.bin" --batch 16 --seq 1024 --warmup 2 --lr 6e-4)
+  for round in $(seq 1 "${TRAIN_AB_ROUNDS:-3}"); do
+    for form in fused split; do
+      fits 40 "train dgelu $form $round" || continue
+      log "train dgelu: $form, round $round"
+      flag=(); [ "$form" = split ] && flag=(--split-dgelu)
+      mkdir -p "$OUT/ab"
+      timeout -s INT "$(capped 120)" $RIGEL train run "${ab[@]}" --steps "${TRAIN_AB_STEPS:-20}" "${flag[@]}" --out "$OUT/ab" \
+        >> "$OUT/train_dgelu.txt" 2>&1
+      summary+=("train dgelu $form round $round: rc $?")
+      for f in "$OUT"/ab/*_train_gpt2_cuda.*; do
+        [ -f "$f" ] || continue
+        sed -i "s/_train_gpt2_cuda\.csv/_train_dgelu_${form}_${round}_gpt2_cuda.csv/" "$f"
+        mv "$f" "$OUT/$(basename "${f/_train_gpt2_cuda/_train_dgelu_${form}_${round}_gpt2_cuda}")"
+      done
+      rm -rf "$OUT/ab"
+    done
+  done
+  # Each log's median tokens/s over steps 2..N, for the table printed last.
+  for f in "$OUT"/*_train_dgelu_*_gpt2_cuda.csv; do
+    [ -f "$f" ] || continue
+    med=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "step") s = i; if ($i == "tokens_per_s") t = i } next }
+                   $s >= 2 { print $t }' "$f" | sort -g | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "none" }')
+    summary+=("$(basename "$f" | sed 's/.*_train_dgelu_//; s/_gpt2_cuda.csv//'): median $med tok/s")
+  done
+  for form in fused split; do
+    fits 40 "train dgelu profile $form" || continue
+    flag=(); [ "$form" = split ] && flag=(--split-dgelu)
+    timeout -s INT "$(capped 120)" $RIGEL train run "${ab[@]}" --steps 8 "${flag[@]}" --profile \
+      > "$OUT/train_dgelu_${form}_profile.txt" 2>&1
+    summary+=("train dgelu profile $form: rc $?")
+  done
 fi
 
 # GPT-2 small on the corpus: rigel's cuda backend and PyTorch (eager, then

@@ -52,6 +52,7 @@ struct RunArgs {
     std::string lr = "6e-4", warmup = "0", weight_decay = "0.1", clip = "1.0", seed = "1";
     std::string checkpoint_every = "0", val_every = "0", val_batches = "4";
     bool resume = false, init_only = false, profile = false, shard_optimizer = false, deterministic = false;
+    bool split_dgelu = false;
 };
 
 // The models `--model` names: GPT-2 small, and a small one the host reference trains in seconds a step.
@@ -163,6 +164,8 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     if (a.deterministic && a.backend != "cuda")
         throw std::invalid_argument("--deterministic takes --backend cuda (the reference backend is exact and "
                                     "deterministic as it is; cuda-vendor's cuDNN attention is not)");
+    if (a.split_dgelu && a.backend == "reference")
+        throw std::invalid_argument("--split-dgelu takes --backend cuda (the reference backend has no fused products)");
     if (const std::string why = train::check(o); !why.empty()) throw std::invalid_argument(why);
 
     // Several ranks (`rigel launch`): data parallel over NCCL, rank 0 the one
@@ -193,8 +196,10 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
     o.should_stop = stop_requested;
     RunFiles files(speaks ? a.out : std::string(), log_header(), "train_log", "train_" + a.model + "_" + a.backend,
                    a.model, o.seed, *ex);
-    auto backend = on_device ? train::make_cuda_backend(o.model, o.batch, o.seq, a.backend == "cuda-vendor",
-                                                        a.deterministic)
+    auto backend = on_device ? train::make_cuda_backend(o.model, o.batch, o.seq,
+                                                        {.vendor = a.backend == "cuda-vendor",
+                                                         .deterministic = a.deterministic,
+                                                         .split_dgelu = a.split_dgelu})
                                        : train::make_reference_backend(o.model);
     std::vector<std::vector<std::string>> cells;
     std::int64_t last_step = 0, last_checkpoint = 0;
@@ -232,6 +237,7 @@ int run_train(const RunArgs& a, const CLI::App& cmd) {
         d.integer("batch", o.batch).integer("seq", o.seq).integer("accumulation", o.accumulation);
         d.integer("tokens_per_rank_step", static_cast<std::int64_t>(o.batch) * o.seq * o.accumulation);
         d.boolean("deterministic", a.deterministic);
+        d.boolean("split_dgelu", a.split_dgelu);
         // Complete only at the schedule's last step: a run stopped before it
         // (--stop-after, --max-seconds, a signal) is a piece that --resume continues.
         files.write(cells, d, l.step == o.steps);
@@ -376,6 +382,10 @@ std::vector<SubcommandHook> add_train_commands(CLI::App& app) {
     run->add_flag("--deterministic", ra.deterministic,
                   "--backend cuda with no atomic sums in the step (ordered partial sums; attention's backward on "
                   "mma.sync): a run repeats bit for bit, a little slower");
+    run->add_flag("--split-dgelu", ra.split_dgelu,
+                  "--backend cuda with GELU's backward and its bias gradient in a pass of their own after the MLP's "
+                  "dX product (as --deterministic and cuda-vendor run them), not fused into its epilogue: for "
+                  "comparison");
     run->add_flag("--profile", ra.profile, "time each phase of the step on the device from the second step on (a "
                                            "synchronization per step) and report them, slowest first");
     run->add_option("--out", ra.out, "folder for the log CSV and its JSON sidecar (none: print only)");

@@ -91,7 +91,7 @@ namespace rigel::train {
 std::vector<LayerCheck> check_layers(std::uint64_t) {
     throw std::logic_error("rigel::train::check_layers: rigel was built without CUDA");
 }
-std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config&, int, int, bool, bool) {
+std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config&, int, int, const CudaBackendOptions&) {
     throw std::runtime_error("the cuda backend needs rigel built with CUDA");
 }
 }  // namespace rigel::train

@@ -148,8 +148,17 @@ std::unique_ptr<TrainBackend> make_reference_backend(const Gpt2Config& c);
 // deterministic: no atomic sums anywhere in the step (train_kernels.cuh; the
 // attention backward on its deterministic mma.sync kernel), so that a step's
 // bits repeat run to run; refused with vendor.
-std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, int seq, bool vendor = false,
-                                                bool deterministic = false);
+// split_dgelu: GELU's backward with its bias gradient in a pass of its own
+// after the MLP's dX product, as the deterministic and vendor steps run it,
+// rather than fused into that product's epilogue (dgelu_bgrad adding into the
+// bias gradient): for comparison.
+struct CudaBackendOptions {
+    bool vendor = false;
+    bool deterministic = false;
+    bool split_dgelu = false;
+};
+std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, int seq,
+                                                const CudaBackendOptions& o = {});
 
 // One line of the training log.
 struct StepLog {

@@ -180,6 +180,7 @@ expect_error_saying("--lr 'nan' is not a finite number" train run --data ${token
 expect_error_saying("need a checkpoint file" train run --data ${tokens} --resume)
 expect_error_saying("--shard-optimizer shards" train run --data ${tokens} --shard-optimizer)
 expect_error_saying("--deterministic takes --backend cuda" train run --data ${tokens} --deterministic)
+expect_error_saying("--split-dgelu takes --backend cuda" train run --data ${tokens} --split-dgelu)
 expect_error_saying("--deterministic takes --backend cuda" train run --data ${tokens} --backend cuda-vendor
                     --deterministic)
 # Found before the first step, not after the last one: a validation file too

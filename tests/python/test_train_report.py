@@ -330,3 +330,32 @@ class DeterministicRuns(TempDirTest):
         self.put_all(det_rate=1000.0, default_rate=1000.0, b_shift=1e-3)
         block = train_report.det_block(self.dir)
         self.assertIn("| two deterministic runs from the same weights | **differ** |", block)
+
+
+class FusedOrSplitDgelu(TempDirTest):
+    """scripts/h200_visit.sh train_dgelu's logs: each round's fused and split
+    runs set against each other, the median of the rounds' ratios, and the
+    newest commit's rounds only; a round missing one side is left out."""
+
+    def put(self, form, rnd, commit, rate):
+        name = f"2026-12-06_{commit[:7]}_train_dgelu_{form}_{rnd}_gpt2_cuda.csv"
+        run = f"20261206T10000{rnd}Z-{form}"
+        self.write(name, to_csv(HEADER, rows(run, range(1, 11), rate=rate)))
+        self.write(name[:-4] + ".json", sidecar(run, commit))
+
+    def test_nothing_committed(self):
+        self.assertIn("Not measured yet", train_report.dgelu_block(self.dir))
+
+    def test_rounds_and_the_median_ratio(self):
+        commit = "abcdef1" + "0" * 33
+        for rnd, (fused, split) in enumerate([(1100.0, 1000.0), (1000.0, 1000.0), (1300.0, 1000.0)], start=1):
+            self.put("fused", rnd, commit, fused)
+            self.put("split", rnd, commit, split)
+        self.put("fused", 4, commit, 9000.0)  # no split run beside it: left out
+        block = train_report.dgelu_block(self.dir)
+        self.assertIn("at commit abcdef1", block)
+        self.assertIn("| 1 | 1,100 | 1,000 | 1.100x |", block)
+        self.assertIn("| 3 | 1,300 | 1,000 | 1.300x |", block)
+        self.assertNotIn("| 4 |", block)
+        self.assertIn("Median over the rounds of fused / split: 1.100x", block)
+        self.assertEqual(train_report.load(self.dir), {})  # not one of the comparison's runs

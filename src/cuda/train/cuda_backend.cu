@@ -144,10 +144,10 @@ private:
 
 class CudaBackend final : public TrainBackend {
 public:
-    CudaBackend(const Gpt2Config& c, int batch, int seq, bool vendor, bool deterministic)
-        : c_(c), B_(batch), T_(seq), N_(batch * seq), layout_(param_layout(c)), vendor_(vendor),
-          deterministic_(deterministic) {
-        if (vendor && deterministic)
+    CudaBackend(const Gpt2Config& c, int batch, int seq, const CudaBackendOptions& o)
+        : c_(c), B_(batch), T_(seq), N_(batch * seq), layout_(param_layout(c)), vendor_(o.vendor),
+          deterministic_(o.deterministic), fused_dgelu_(!o.vendor && !o.deterministic && !o.split_dgelu) {
+        if (o.vendor && o.deterministic)
             throw std::invalid_argument("--deterministic takes --backend cuda (cuDNN's attention backward may add in "
                                         "any order)");
         refuse_if_too_big();
@@ -199,7 +199,9 @@ public:
     std::string name() const override {
         if (!vendor_)
             return std::string("cuda (rigel's GEMM library, attention and training kernels") +
-                   (deterministic_ ? "; deterministic: no atomic sums, attention's backward on mma.sync)" : ")");
+                   (deterministic_ ? "; deterministic: no atomic sums, attention's backward on mma.sync)"
+                    : fused_dgelu_ ? "; GELU's backward fused into the MLP's dX product)"
+                                   : "; GELU's backward in a pass of its own)");
         std::string kept;
         for (const auto& [phase, why] : vendor_refused_) kept += (kept.empty() ? "" : "; ") + phase + ": " + why;
         return std::string("cuda-vendor, for comparison only: cuBLASLt for the matmuls (same epilogues), ") +
@@ -495,11 +497,12 @@ private:
         product(phase, N_, out, in, gemm::Op::n, gemm::Op::t, gemm::Type::bf16, e,
                 {.a = x, .b = w, .d = y, .c = residual, .bias = bias, .aux = aux, .beta = residual ? 1.0f : 0.0f});
     }
-    // dX (N x in) = dY W: NN. With dgelu_bgrad: dX = (dY W) gelu'(aux), bgrad its column sums.
+    // dX (N x in) = dY W: NN. With dgelu_bgrad: dX = (dY W) gelu'(aux), its column sums added into bgrad.
     void linear_dx(const char* phase, bf16* dx, const bf16* dy, const bf16* w, int in, int out,
                    gemm::Epilogue e = gemm::Epilogue::none, const bf16* aux = nullptr, float* bgrad = nullptr) {
         product(phase, N_, in, out, gemm::Op::n, gemm::Op::n, gemm::Type::bf16, e,
-                {.a = dy, .b = w, .d = dx, .aux = const_cast<bf16*>(aux), .bgrad = bgrad});
+                {.a = dy, .b = w, .d = dx, .aux = const_cast<bf16*>(aux), .bgrad = bgrad,
+                 .bgrad_accumulate = bgrad != nullptr});
     }
     // dW (out x in) += dY^T X: TN, fp32, accumulated.
     void linear_dw(const char* phase, float* dw, const bf16* dy, const bf16* x, int in, int out) {
@@ -621,16 +624,19 @@ private:
             Acts& a = acts_[static_cast<std::size_t>(l)];
             // x' = x2 + h Wfcproj^T + b: dres flows on to x2 unchanged.
             linear_dw("bwd_mlp_down_dw", grad(Param::fcprojw, l), dres_.get(), a.fch.get(), 4 * C, C);
-            // dX then GELU' with the bias gradient in a pass of its own: on the H200 machine this split ran
-            // faster than the fused dgelu_bgrad epilogue (the gemm suite's bwd_mlp_down_dx, fused / decomposed
-            // 0.93x at b622a6e), and its pass reads dX and the pre-activation once, in 16-byte rows. The
-            // fused epilogue has since gained (aux loaded a tile ahead, bgrad by a transposing reduction:
-            // 1.32x its decomposed path on an H100 at ba0fd31), but it writes bgrad afresh by atomic adds,
-            // where this pass adds into db across micro-batches and has a deterministic mode: moving the
-            // step onto it needs both, and a measured step.
-            linear_dx("bwd_mlp_down_dx", dfch_.get(), dres_.get(), w16(Param::fcprojw, l), 4 * C, C);
-            cuda::train::gelu_backward_bias(dfch_.get(), a.pre.get(), grad(Param::fcb, l), N_, 4 * C, stream_, ws());
-            other("gelu_backward");
+            // dX with GELU' applied and the bias gradient added into db, in the product's epilogue (its aux,
+            // the pre-activation, loaded a tile ahead); or, in the deterministic mode (no atomic adds), on
+            // cuda-vendor and with --split-dgelu, dX then a pass of its own that reads dX and the
+            // pre-activation once, in 16-byte rows.
+            if (fused_dgelu_) {
+                linear_dx("bwd_mlp_down_dx", dfch_.get(), dres_.get(), w16(Param::fcprojw, l), 4 * C, C,
+                          gemm::Epilogue::dgelu_bgrad, a.pre.get(), grad(Param::fcb, l));
+            } else {
+                linear_dx("bwd_mlp_down_dx", dfch_.get(), dres_.get(), w16(Param::fcprojw, l), 4 * C, C);
+                cuda::train::gelu_backward_bias(dfch_.get(), a.pre.get(), grad(Param::fcb, l), N_, 4 * C, stream_,
+                                                ws());
+                other("gelu_backward");
+            }
             linear_dw("bwd_mlp_up_dw", grad(Param::fcw, l), dfch_.get(), a.ln2.get(), C, 4 * C);
             linear_dx("bwd_mlp_up_dx", dln_.get(), dfch_.get(), w16(Param::fcw, l), C, 4 * C);
             cuda::train::layernorm_backward(dres_.get(), grad(Param::ln2w, l), grad(Param::ln2b, l), dln_.get(),
@@ -694,6 +700,10 @@ private:
     PhaseTimer prof_;
     bool vendor_ = false, vendor_attention_ = false;
     bool deterministic_ = false;
+    // GELU's backward and its bias gradient in the epilogue of the MLP's dX product (dgelu_bgrad, adding
+    // into the bias gradient by atomic adds): not in the deterministic mode, nor on cuda-vendor, whose
+    // cuBLASLt writes the bias gradient afresh where the step adds into it across micro-batches.
+    bool fused_dgelu_ = false;
     Device<float> ws_;                // deterministic: the ordered sums' partials
     Device<float> det_total_;         // deterministic: the step's gradients, summed micro-batch by micro-batch
     Device<float> det_gather_;        // deterministic, several ranks: a round's micro-batches' gradients
@@ -707,9 +717,9 @@ private:
 
 }  // namespace
 
-std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, int seq, bool vendor,
-                                                bool deterministic) {
-    return std::make_unique<CudaBackend>(c, batch, seq, vendor, deterministic);
+std::unique_ptr<TrainBackend> make_cuda_backend(const Gpt2Config& c, int batch, int seq,
+                                                const CudaBackendOptions& o) {
+    return std::make_unique<CudaBackend>(c, batch, seq, o);
 }
 
 }  // namespace rigel::train

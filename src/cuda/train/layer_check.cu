@@ -538,8 +538,8 @@ LayerCheck check_training_steps(Rng& rng, bool det) {
     start.m.assign(start.params.size(), 0.0f);
     start.v.assign(start.params.size(), 0.0f);
     auto reference = make_reference_backend(c);
-    auto device = make_cuda_backend(c, B, T, false, det);
-    std::unique_ptr<TrainBackend> twin = det ? make_cuda_backend(c, B, T, false, true) : nullptr;
+    auto device = make_cuda_backend(c, B, T, {.deterministic = det});
+    std::unique_ptr<TrainBackend> twin = det ? make_cuda_backend(c, B, T, {.deterministic = true}) : nullptr;
     reference->load(start);
     device->load(start);
     if (twin) twin->load(start);
