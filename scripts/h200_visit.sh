@@ -65,6 +65,17 @@ fits() {  # fits SECONDS NAME: room for a step of about SECONDS?
 # capped SECONDS: SECONDS, or what is left of the budget if less (at least 1),
 # for a step's own timeout, so that a step that fits() cannot outlast the call.
 capped() { local left; left=$(seconds_left); [ "$left" -lt "$1" ] && echo $(( left > 1 ? left : 1 )) || echo "$1"; }
+# train_log NAME DIR: the GPT-2 training log `rigel train run --out DIR` wrote (CSV and sidecar, which
+# names the CSV) into $OUT as <date>_<commit>_NAME_gpt2_cuda.*, and DIR removed.
+train_log() {
+  local f
+  for f in "$2"/*_train_gpt2_cuda.*; do
+    [ -f "$f" ] || continue
+    sed -i "s/_train_gpt2_cuda\.csv/_${1}_gpt2_cuda.csv/" "$f"
+    mv "$f" "$OUT/$(basename "${f/_train_gpt2_cuda/_${1}_gpt2_cuda}")"
+  done
+  rm -rf "$2"
+}
 
 log "device"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
@@ -832,15 +843,7 @@ fi
 # reads them by their sidecars: ranks, batch, seq, accumulation, deterministic). fleet: `rigel fleet`
 # (the probes and the Hopper sweep) on every GPU at once (reproduce/fleet_report.py).
 gpus=${DIST_GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
-dist_log() {  # dist_log WHAT DIR: the run's log into $OUT, renamed for WHAT
-  local f
-  for f in "$2"/*_train_gpt2_cuda.*; do
-    [ -f "$f" ] || continue
-    sed -i "s/_train_gpt2_cuda\.csv/_dist_${1}_gpt2_cuda.csv/" "$f"
-    mv "$f" "$OUT/$(basename "${f/_train_gpt2_cuda/_dist_${1}_gpt2_cuda}")"
-  done
-  rm -rf "$2"
-}
+dist_log() { train_log "dist_$1" "$2"; }  # dist_log WHAT DIR: the run's log into $OUT, renamed for WHAT
 data=${DATA:-../data/shakespeare}
 if has dist_node && [ "$gpus" -lt 1 ]; then summary+=("dist_node: skipped, no GPU listed (nvidia-smi -L)")
 elif has dist_node && [ ! -f "$data/train.bin" ]; then
@@ -930,13 +933,7 @@ if has train_det; then
     summary+=("deterministic: two runs' checkpoints $v")
     cmp -s "$OUT/det_a.ckpt" "$OUT/det_r.ckpt" && v=identical || v=DIFFERENT
     summary+=("deterministic: stopped-and-resumed checkpoint against the straight run's: $v")
-    for r in a b r r2 default; do
-      for f in "$OUT"/det_$r/*_train_gpt2_cuda.*; do
-        [ -f "$f" ] || continue
-        sed -i "s/_train_gpt2_cuda\.csv/_train_det_${r}_gpt2_cuda.csv/" "$f"
-        mv "$f" "$OUT/$(basename "${f/_train_gpt2_cuda/_train_det_${r}_gpt2_cuda}")"
-      done
-    done
+    for r in a b r r2 default; do train_log "train_det_$r" "$OUT/det_$r"; done
     rm -rf "$OUT"/det_*
   fi
 fi
@@ -959,12 +956,7 @@ if has train_dgelu; then
       timeout -s INT "$(capped 120)" $RIGEL train run "${ab[@]}" --steps "${TRAIN_AB_STEPS:-20}" "${flag[@]}" --out "$OUT/ab" \
         >> "$OUT/train_dgelu.txt" 2>&1
       summary+=("train dgelu $form round $round: rc $?")
-      for f in "$OUT"/ab/*_train_gpt2_cuda.*; do
-        [ -f "$f" ] || continue
-        sed -i "s/_train_gpt2_cuda\.csv/_train_dgelu_${form}_${round}_gpt2_cuda.csv/" "$f"
-        mv "$f" "$OUT/$(basename "${f/_train_gpt2_cuda/_train_dgelu_${form}_${round}_gpt2_cuda}")"
-      done
-      rm -rf "$OUT/ab"
+      train_log "train_dgelu_${form}_${round}" "$OUT/ab"
     done
   done
   # Each log's median tokens/s over steps 2..N, for the table printed last.
