@@ -179,6 +179,11 @@ inline constexpr int kRowOrderMaxTileCols = 8;
 inline constexpr std::int64_t kRowOrderMinK = 8192;
 // ... on GPUs whose DRAM peak is below this: measured on an H100 (3.35 TB/s), not yet on the H200 machine.
 inline constexpr double kRowOrderMaxDramBytesPerSecond = 4.0e12;
+// The dispatcher's rule 13 (docs/gemm.md): on those GPUs too, a ping-pong choice of a product with at least
+// this many tile rows and tile columns and K of at least kRowOrderMinK walks its tiles in groups of
+// kLargeProductGroupM tile rows instead of 8 (measured at 8192^3 and 16384^3 on an H100).
+inline constexpr int kLargeProductMinTiles = 64;
+inline constexpr int kLargeProductGroupM = 4;
 
 // How a plan computes: the kernel the dispatcher chose for the shape.
 struct Choice {

@@ -209,6 +209,19 @@
 //      (0.784x against 1.000x); so did fwd_lm_head (393 tile columns, K 768:
 //      0.497x against 0.962x). Only on GPUs whose DRAM peak is below
 //      kRowOrderMaxDramBytesPerSecond: the H200 machine has not measured it.
+//  13. On those GPUs too, a ping-pong choice (no cluster) of a product with
+//      at least kLargeProductMinTiles tile rows and as many tile columns, and
+//      K of at least kRowOrderMinK, walks its tiles in groups of
+//      kLargeProductGroupM tile rows instead of 8. On an H100 (6164623, each
+//      paired with cuBLASLt's GELU_BIAS, one call a group size): bias + GELU
+//      at 8192^3 read 0.867x-0.975x in groups of 8 (two calls), 1.037x in
+//      groups of 4, 0.979x of 2, 0.693x of 1, 0.870x of 16 and 0.793x of 32;
+//      at 16384^3 0.630x-0.713x in groups of 8, 0.767x of 4, 0.790x of 2,
+//      0.411x of 1, 0.478x of 16, 0.404x of 32. Nsight Compute had timed
+//      8192^3 with no epilogue at 1435 us in groups of 4 against 1640-1773 us
+//      in groups of 8 (its DRAM reads no lower). Groups of 4 and 2 are level
+//      within the pairs' spread at 16384^3; 4 won at 8192^3. At 16384^3 the
+//      H100 stays far below cuBLASLt whatever the order (docs/gemm.md).
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
@@ -783,11 +796,26 @@ void set_row_order(Choice& c, const Desc& d, double dram_bytes_per_s) {
              "; a GPU whose DRAM peak is below " + tb_per_s(kRowOrderMaxDramBytesPerSecond) + ")";
 }
 
+// Rule 13: smaller groups of tile rows for a large product with a long K.
+void set_large_product_groups(Choice& c, const Desc& d, double dram_bytes_per_s) {
+    if (!c.pingpong || c.cluster_m != 1 || c.group_m != 0 || dram_bytes_per_s >= kRowOrderMaxDramBytesPerSecond ||
+        d.k < kRowOrderMinK)
+        return;
+    const std::int64_t rows = ceil_div(d.m, c.tile_m), cols = ceil_div(d.n, c.tile_n);
+    if (rows < kLargeProductMinTiles || cols < kLargeProductMinTiles) return;
+    c.group_m = kLargeProductGroupM;
+    c.why += "; the tiles in groups of " + std::to_string(kLargeProductGroupM) + " tile rows (" +
+             std::to_string(rows) + " x " + std::to_string(cols) + " tiles, K " + std::to_string(d.k) +
+             "; a GPU whose DRAM peak is below " + tb_per_s(kRowOrderMaxDramBytesPerSecond) + ")";
+}
+
 }  // namespace
 
 Choice choose(const Desc& desc, int sms, double dram_bytes_per_s) {
     Choice c = choose_kernel(desc, sms, dram_bytes_per_s);
-    set_row_order(c, with_packed_leading_dimensions(desc), dram_bytes_per_s);  // a refused desc is no ping-pong choice
+    const Desc packed = with_packed_leading_dimensions(desc);  // a refused desc is no ping-pong choice
+    set_row_order(c, packed, dram_bytes_per_s);
+    set_large_product_groups(c, packed, dram_bytes_per_s);
     return c;
 }
 

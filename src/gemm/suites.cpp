@@ -615,6 +615,21 @@ std::vector<GemmCase> verify_cases() {
     }
     out.push_back(row_order(verify_case(Desc{.m = 2900, .n = 1000, .k = 8200, .b_op = Op::t}, 1.0f, 0.0f, true,
                                         "_tail", "fixed_tail")));
+    // Rule 13's groups of 4 tile rows (what an H100 dispatches for 8192^3 and up): on 1800 x 1700 x 1048 NT,
+    // 15 tile rows (three whole groups and one of 3) on the narrow tail, and on the tail split of 8192^3's
+    // kernel (ordered splits of the last tiles, gathered) on 1544 x 1400 x 6152 NT, 13 tile rows; bf16 D
+    // with and without bias + GELU.
+    const auto groups_of_4 = [](GemmCase c) {
+        c.group_m = kLargeProductGroupM;
+        c.name += "_group4";
+        return c;
+    };
+    for (Epilogue e : {Epilogue::none, Epilogue::bias_gelu}) {
+        out.push_back(groups_of_4(
+            verify_case(Desc{.m = 1800, .n = 1700, .k = 1048, .b_op = Op::t, .epilogue = e}, 1.0f, 0.0f, true)));
+        out.push_back(groups_of_4(verify_case(Desc{.m = 1544, .n = 1400, .k = 6152, .b_op = Op::t, .epilogue = e},
+                                              1.0f, 0.0f, false, "_split_tail_gather", "fixed_split_tail_gather")));
+    }
     // fp8 (layout NT only), each type x output type x epilogue; one shape with
     // packed leading dimensions (D's row of 257 elements unaligned).
     const VerifyShape fp8[] = {{300, 520, 272, 1.0f, 0.0f, true}, {129, 257, 528, 2.0f, -1.0f, false}};

@@ -1547,17 +1547,50 @@ TEST(GemmChoose, RowOrderWhereFewTileColumnsShareALongPanelOfA) {
         EXPECT_EQ(kernel_named(d, "auto", kH200Sms)->group_m, 0);
     }
     // Few tile rows (bwd_mlp_down_dw, 6 of 24 columns), many columns (fwd_lm_head, 393), a short K
-    // (fwd_attn_proj, K 768), a square and fp8 keep the groups of 8 tile rows.
+    // (fwd_attn_proj, K 768), a square (rule 13's, below) and fp8 are not walked row by row.
     const Desc mlp_down_dw{.m = 768, .n = 3072, .k = 16384, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true};
     const Desc fwd_lm_head{.m = 16384, .n = 50304, .k = 768, .b_op = Op::t};
     const Desc fwd_attn_proj{.m = 16384, .n = 768, .k = 768, .b_op = Op::t};
     const Desc square{.m = 8192, .n = 8192, .k = 8192, .b_op = Op::t};
     const Desc fp8{.m = 50304, .n = 768, .k = 16384, .a_type = Type::e4m3, .b_type = Type::e4m3, .b_op = Op::t};
-    for (const Desc& d : {mlp_down_dw, fwd_lm_head, fwd_attn_proj, square, fp8})
+    for (const Desc& d : {mlp_down_dw, fwd_lm_head, fwd_attn_proj, fp8})
         EXPECT_EQ(choose(d, kH200Sms, kH100Dram).group_m, 0) << d.m << "x" << d.n << "x" << d.k;
+    EXPECT_EQ(choose(square, kH200Sms, kH100Dram).group_m, kLargeProductGroupM);
     // Nine tile columns are more than kRowOrderMaxTileCols.
     EXPECT_EQ(choose(Desc{.m = 50304, .n = 9 * 128, .k = 16384, .a_op = Op::t}, kH200Sms, kH100Dram).group_m, 0);
     EXPECT_EQ(choose(Desc{.m = 50304, .n = 8 * 128, .k = 16384, .a_op = Op::t}, kH200Sms, kH100Dram).group_m, 1);
+}
+
+TEST(GemmChoose, SmallerGroupsOfTileRowsForALargeProductWithALongK) {
+    // Rule 13 on an H100's DRAM: 8192^3 and 16384^3 (bias + GELU or none, any layout) walk their tiles in
+    // groups of 4 tile rows, whatever kernel the other rules chose; the H200 machine keeps the groups of 8.
+    constexpr double kH100Dram = 3.35e12;
+    for (std::int64_t n : {8192, 16384})
+        for (Epilogue e : {Epilogue::none, Epilogue::bias_gelu})
+            for (Op a : {Op::n, Op::t}) {
+                const Desc d{.m = n, .n = n, .k = n, .a_op = a, .b_op = Op::t, .epilogue = e};
+                const Choice h100 = choose(d, kH200Sms, kH100Dram), h200 = choose(d, kH200Sms);
+                ASSERT_TRUE(h100.pingpong) << kernel_text(h100);
+                EXPECT_EQ(h100.group_m, kLargeProductGroupM) << n;
+                EXPECT_TRUE(contains(h100.why, "groups of 4 tile rows (")) << h100.why;
+                Choice same = h100;
+                same.group_m = 0;
+                EXPECT_EQ(kernel_text(same), kernel_text(h200));
+                EXPECT_EQ(h200.group_m, 0);
+                EXPECT_EQ(kernel_named(d, "auto", kH200Sms, kH100Dram)->group_m, kLargeProductGroupM);
+            }
+    // Fewer than kLargeProductMinTiles tile rows or columns, or a short K, keep the groups of 8: 4096^3, the
+    // 7B products, GPT-2's LM head (K 768) and MLP (16384 x 3072).
+    const Desc below[] = {{.m = 4096, .n = 4096, .k = 4096, .b_op = Op::t},
+                          {.m = 4096, .n = 11008, .k = 4096, .b_op = Op::t},
+                          {.m = 8064, .n = 8192, .k = 8192, .b_op = Op::t},
+                          {.m = 8192, .n = 8192, .k = 8191, .b_op = Op::t},
+                          {.m = 16384, .n = 50304, .k = 768, .b_op = Op::t},
+                          {.m = 16384, .n = 3072, .k = 768, .b_op = Op::t}};
+    for (const Desc& d : below)
+        EXPECT_EQ(choose(d, kH200Sms, kH100Dram).group_m, 0) << d.m << "x" << d.n << "x" << d.k;
+    // Rule 12's products keep their order row by row.
+    EXPECT_EQ(choose(Desc{.m = 50304, .n = 768, .k = 16384, .a_op = Op::t}, kH200Sms, kH100Dram).group_m, 1);
 }
 
 }  // namespace rigel::gemm
