@@ -2,7 +2,7 @@
 //   rigel gemm verify [--suite verify|refusals|NAME] [--cases TEXT,...]   every case (or those named) against float64
 //   rigel gemm bench --suite NAME|all [--cases TEXT,...]   rigel against its baselines in paired samples
 //   rigel gemm run --m M --n N --k K [...]             one case: verified, then timed
-//   rigel gemm list [--suite NAME] [--sms N] [--why]   the suites, or one suite's cases and their kernels
+//   rigel gemm list [--suite NAME] [--sms N] [--dram-tbps T] [--why]   the suites, or one suite's cases and their kernels
 //   rigel gemm blockscaled [--shapes MxNxK,...]        fp8 with block scales (k38's kernel) against float64
 // Every option is checked before the device is looked for, so a typo is an
 // error on any machine; without a device the commands say "skipped" (exit 77).
@@ -71,6 +71,7 @@ struct RunArgs {
 struct ListArgs {
     std::string suite;
     int sms = 132;  // the H200's SM count: whose dispatcher choices the list shows
+    double dram_tbps = gemm::kH200DramBytesPerSecond / 1e12;  // ... and its DRAM peak (rules 5a, 12 and 13 ask)
     bool why = false;
 };
 struct BlockScaledArgs {
@@ -724,12 +725,18 @@ int run_list(const ListArgs& a) {
         return 0;
     }
     if (a.sms < 1) throw std::invalid_argument("--sms must be at least 1, not " + std::to_string(a.sms));
+    if (!(a.dram_tbps > 0 && a.dram_tbps < 1000)) {
+        char given[32];
+        std::snprintf(given, sizeof given, "%g", a.dram_tbps);
+        throw std::invalid_argument(std::string("--dram-tbps must be a DRAM peak in TB/s above 0 and below 1000, not ") +
+                                    given);
+    }
     const GemmSuite& s = suite_named(a.suite, std::string(", ") + kRefusalSuite);
     // Each case with the kernel it runs on: the one it names, or the dispatcher's for a GPU of --sms SMs
-    // (host code: no device needed).
+    // and --dram-tbps of DRAM (host code: no device needed).
     for (const GemmCase& c : s.cases) {
         const gemm::Desc d = gemm::with_packed_leading_dimensions(c.desc);
-        const std::optional<gemm::Choice> k = gemm::case_choice(c, a.sms);
+        const std::optional<gemm::Choice> k = gemm::case_choice(c, a.sms, a.dram_tbps * 1e12);
         std::printf("%-58s %-44s lda %-5lld ldb %-5lld ldd %-5lld alpha %g beta %g%s x%d  %s\n", c.name.c_str(),
                     shape_text(d).c_str(), static_cast<long long>(d.lda), static_cast<long long>(d.ldb),
                     static_cast<long long>(d.ldd), static_cast<double>(c.alpha), static_cast<double>(c.beta),
@@ -807,6 +814,9 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
     auto* list = gemm_cmd->add_subcommand("list", "The suites, or the cases of one");
     list->add_option("--suite", la.suite, "a suite, or refusals");
     list->add_option("--sms", la.sms, "SMs of the GPU whose dispatcher choices to show (132: the H200)")
+        ->capture_default_str();
+    list->add_option("--dram-tbps", la.dram_tbps,
+                     "that GPU's DRAM peak in TB/s, which rules 5a, 12 and 13 ask (4.8: the H200; 3.35: an H100 SXM)")
         ->capture_default_str();
     list->add_flag("--why", la.why, "under each case, the dispatcher's sentence on its choice");
 

@@ -136,6 +136,8 @@ expect_error(gemm run --m 8 --n 8 --k 16 --type e4m3 --kernel pingpong --out ${W
 expect_error(gemm run --m 8 --n 8 --k 8 --kernel 128x256 --group-m 2 --out ${WORK}/out)
 expect_error(gemm list --suite nonsense)
 expect_error(gemm list --suite small --sms 0)
+expect_error_saying(--dram-tbps gemm list --suite small --dram-tbps 0)
+expect_error_saying(--dram-tbps gemm list --suite small --dram-tbps nan)
 expect_error_empty_out(gemm verify)
 # rigel attention: the same, before the device is looked for.
 expect_error(attention)
