@@ -783,11 +783,16 @@ Choice choose_kernel(const Desc& desc, int sms, double dram_bytes_per_s) {
     return c;
 }
 
+// Whether rules 12 and 13 may set the tile order: a ping-pong choice with no cluster and its own order, a K of
+// at least kRowOrderMinK, on a GPU whose DRAM peak is below kRowOrderMaxDramBytesPerSecond.
+bool tile_order_open(const Choice& c, const Desc& d, double dram_bytes_per_s) {
+    return c.pingpong && c.cluster_m == 1 && c.group_m == 0 && dram_bytes_per_s < kRowOrderMaxDramBytesPerSecond &&
+           d.k >= kRowOrderMinK;
+}
+
 // Rule 12: the tile order row by row where a few tile columns share each long panel of A.
 void set_row_order(Choice& c, const Desc& d, double dram_bytes_per_s) {
-    if (!c.pingpong || c.cluster_m != 1 || c.group_m != 0 || dram_bytes_per_s >= kRowOrderMaxDramBytesPerSecond ||
-        d.k < kRowOrderMinK)
-        return;
+    if (!tile_order_open(c, d, dram_bytes_per_s)) return;
     const std::int64_t rows = ceil_div(d.m, c.tile_m), cols = ceil_div(d.n, c.tile_n);
     if (cols > kRowOrderMaxTileCols || rows <= cols) return;
     c.group_m = 1;
@@ -798,9 +803,7 @@ void set_row_order(Choice& c, const Desc& d, double dram_bytes_per_s) {
 
 // Rule 13: smaller groups of tile rows for a large product with a long K.
 void set_large_product_groups(Choice& c, const Desc& d, double dram_bytes_per_s) {
-    if (!c.pingpong || c.cluster_m != 1 || c.group_m != 0 || dram_bytes_per_s >= kRowOrderMaxDramBytesPerSecond ||
-        d.k < kRowOrderMinK)
-        return;
+    if (!tile_order_open(c, d, dram_bytes_per_s)) return;
     const std::int64_t rows = ceil_div(d.m, c.tile_m), cols = ceil_div(d.n, c.tile_n);
     if (rows < kLargeProductMinTiles || cols < kLargeProductMinTiles) return;
     c.group_m = kLargeProductGroupM;
