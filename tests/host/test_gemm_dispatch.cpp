@@ -26,6 +26,7 @@ constexpr Epilogue kEpilogues[] = {Epilogue::none,          Epilogue::bias,     
                                    Epilogue::bias_gelu,     Epilogue::bias_gelu_erf, Epilogue::bias_gelu_aux,
                                    Epilogue::dgelu_bgrad};
 constexpr int kH200Sms = 132;
+constexpr double kH100Dram = 3.35e12;  // an H100 SXM's DRAM peak, bytes/s: below the 4 TB/s rules 5a, 12 and 13 ask
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -795,12 +796,12 @@ TEST(GemmChoose, WaveSplitEvensOutTheSmsUnits) {
     EXPECT_TRUE(choose(plain, kH200Sms).f32_tma);
     // Only on a GPU with the H200's DRAM: an H100's 3.35 TB/s keeps the whole tiles (there it lost), the
     // H200's 4.8 (the default) and anything from kWaveSplitMinDramBytesPerSecond split; "auto" by name the same.
-    const Choice h100 = choose(qkv, kH200Sms, 3.35e12);
+    const Choice h100 = choose(qkv, kH200Sms, kH100Dram);
     EXPECT_EQ(h100.splits, 1);
     EXPECT_TRUE(h100.f32_tma);
     EXPECT_EQ(choose(qkv, kH200Sms, kH200DramBytesPerSecond).splits, dispatched.splits);
     EXPECT_EQ(choose(qkv, kH200Sms, kWaveSplitMinDramBytesPerSecond).splits, dispatched.splits);
-    EXPECT_EQ(kernel_named(qkv, "auto", kH200Sms, 3.35e12)->splits, 1);
+    EXPECT_EQ(kernel_named(qkv, "auto", kH200Sms, kH100Dram)->splits, 1);
     EXPECT_EQ(kernel_named(qkv, "auto", kH200Sms)->splits, dispatched.splits);
     const auto c = kernel_named(qkv, "pingpong_wave_split", kH200Sms);
     ASSERT_TRUE(c);
@@ -1527,7 +1528,6 @@ TEST(GemmChoose, Rule10NarrowTailWhereItEvensTheLastWave) {
 TEST(GemmChoose, RowOrderWhereFewTileColumnsShareALongPanelOfA) {
     // Rule 12 on an H100's DRAM (3.35 TB/s): GPT-2's products with 6 tile columns and a long K walk their
     // tiles row by row, whatever kernel the other rules chose for them.
-    constexpr double kH100Dram = 3.35e12;
     const Desc lm_dw{.m = 50304, .n = 768, .k = 16384, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true};
     const Desc lm_dw_bf16{.m = 50304, .n = 768, .k = 16384, .a_op = Op::t};
     const Desc mlp_up_dw{.m = 3072, .n = 768, .k = 16384, .a_op = Op::t, .d_type = Type::f32, .allow_atomics = true};
@@ -1564,7 +1564,6 @@ TEST(GemmChoose, RowOrderWhereFewTileColumnsShareALongPanelOfA) {
 TEST(GemmChoose, SmallerGroupsOfTileRowsForALargeProductWithALongK) {
     // Rule 13 on an H100's DRAM: 8192^3 and 16384^3 (bias + GELU or none, any layout) walk their tiles in
     // groups of 4 tile rows, whatever kernel the other rules chose; the H200 machine keeps the groups of 8.
-    constexpr double kH100Dram = 3.35e12;
     for (std::int64_t n : {8192, 16384})
         for (Epilogue e : {Epilogue::none, Epilogue::bias_gelu})
             for (Op a : {Op::n, Op::t}) {
