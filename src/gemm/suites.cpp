@@ -598,11 +598,13 @@ std::vector<GemmCase> verify_cases() {
     // for an fp32 D in place under atomics (rule 5's splits, or 5a's) and for a bf16 D with and without
     // bias + GELU (rule 3a's tail split); and 2900 x 1000 x 8200 NT on the narrow tail ("fixed_tail"), whose
     // narrow tiles follow the wide ones in the order.
-    const auto row_order = [](GemmCase c) {
-        c.group_m = 1;
-        c.name += "_row_order";
+    // The case with its tiles in groups of `group_m` tile rows (GemmCase::group_m), named for the order.
+    const auto ordered = [](GemmCase c, int group_m, const char* tag) {
+        c.group_m = group_m;
+        c.name += tag;
         return c;
     };
+    const auto row_order = [&](GemmCase c) { return ordered(std::move(c), 1, "_row_order"); };
     const Desc row_tn{.m = 2900, .n = 700, .k = 8200, .a_op = Op::t, .b_op = Op::n};
     Desc row_f32 = row_tn;
     row_f32.d_type = Type::f32;
@@ -619,11 +621,7 @@ std::vector<GemmCase> verify_cases() {
     // 15 tile rows (three whole groups and one of 3) on the narrow tail, and on the tail split of 8192^3's
     // kernel (ordered splits of the last tiles, gathered) on 1544 x 1400 x 6152 NT, 13 tile rows; bf16 D
     // with and without bias + GELU.
-    const auto groups_of_4 = [](GemmCase c) {
-        c.group_m = kLargeProductGroupM;
-        c.name += "_group4";
-        return c;
-    };
+    const auto groups_of_4 = [&](GemmCase c) { return ordered(std::move(c), kLargeProductGroupM, "_group4"); };
     for (Epilogue e : {Epilogue::none, Epilogue::bias_gelu}) {
         out.push_back(groups_of_4(
             verify_case(Desc{.m = 1800, .n = 1700, .k = 1048, .b_op = Op::t, .epilogue = e}, 1.0f, 0.0f, true)));
