@@ -8,7 +8,7 @@
 # [gemm_compare] [attention] [attention_quick] [train] [train_compare] [emulate]
 # [ncu_gemm] [train_full] [gemm_bench] [emulate_vendor] [blockscaled] [dist_one] [ncu_attention] [emulate_fp8]
 # [train_det] [ncu_train] [ncu_time] [ncu_rungs] [sass_edit] [env_variants] [gemm_runs] [rungs_paired]
-# [dist_node] [fleet] [ncu_rungs_sol] [train_dgelu]
+# [dist_node] [fleet] [ncu_rungs_sol] [train_dgelu] [ncu_sustained]
 # (default: tests ladder probes sass). Reads nothing outside the checkout; needs
 # .deps/ (scripts/stage_deps.sh) for the headers that machine lacks.
 set -uo pipefail
@@ -638,6 +638,31 @@ if has ncu_gemm; then
           --min-time 0.01
       fi
     done
+  done
+fi
+
+# ncu_sustained: Nsight Compute on launches taken after seconds of back-to-back load, when the power
+# cap holds the clock down, for rigel's ping-pong kernel and for cuBLASLt's (nvjet) in turn: `rigel gemm
+# run` on NCU_SUSTAINED_SHAPE ("M N K", default 16384^3, NT, no epilogue; NCU_SUSTAINED_ARGS adds options,
+# e.g. "--kernel pingpong --group-m 4") pairs the two for 12 s, and the launches after the first
+# NCU_SUSTAINED_SKIP (default 250) of each are profiled: duration, SM and L2 clocks, L2 and DRAM traffic,
+# the tensor pipe's share. Launched alone, rigel's 16384^3 kernel on an H100 takes as many cycles as
+# cuBLASLt's; back to back at the cap it loses 30 % more than its clock (docs/gemm.md, rule 13): this step
+# reads what the cold launches of ncu_gemm cannot.
+if has ncu_sustained; then
+  read -r m n k <<< "${NCU_SUSTAINED_SHAPE:-16384 16384 16384}"
+  metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,lts__cycles_elapsed.avg.per_second
+  metrics+=,lts__t_bytes.sum,lts__t_sectors.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum
+  metrics+=,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed
+  for side in pingpong nvjet; do
+    fits 60 "ncu sustained $m x $n x $k ($side)" || continue
+    log "ncu sustained $m x $n x $k ($side)"
+    # shellcheck disable=SC2086  # NCU_SUSTAINED_ARGS is a list of options
+    timeout -s INT "$(capped 120)" ncu --clock-control none --metrics "$metrics" -k "regex:$side" \
+      --launch-skip "${NCU_SUSTAINED_SKIP:-250}" --launch-count 2 \
+      $RIGEL gemm run --m "$m" --n "$n" --k "$k" ${NCU_SUSTAINED_ARGS:-} --warmup 0 --min-time 12 \
+      > "$OUT/ncu_sustained_${m}x${n}x${k}_${side}.txt" 2>&1
+    summary+=("ncu sustained $m x $n x $k ($side): rc $?")
   done
 fi
 
