@@ -646,7 +646,7 @@ fi
 # run` on NCU_SUSTAINED_SHAPE ("M N K", default 16384^3, NT, no epilogue; NCU_SUSTAINED_ARGS adds options,
 # e.g. "--kernel pingpong --group-m 4") pairs the two for 12 s, and the launches after the first
 # NCU_SUSTAINED_SKIP (default 250) of each are profiled: duration, SM and L2 clocks, L2 and DRAM traffic,
-# the tensor pipe's share. Launched alone, rigel's 16384^3 kernel on an H100 takes as many cycles as
+# the tensor pipe's share, as Nsight Compute's CSV (scripts/ncu_time_table.py makes the table). Launched alone, rigel's 16384^3 kernel on an H100 takes as many cycles as
 # cuBLASLt's; back to back at the cap it loses 30 % more than its clock (docs/gemm.md, rule 13): this step
 # reads what the cold launches of ncu_gemm cannot.
 if has ncu_sustained; then
@@ -658,10 +658,10 @@ if has ncu_sustained; then
     fits 60 "ncu sustained $m x $n x $k ($side)" || continue
     log "ncu sustained $m x $n x $k ($side)"
     # shellcheck disable=SC2086  # NCU_SUSTAINED_ARGS is a list of options
-    timeout -s INT "$(capped 120)" ncu --clock-control none --metrics "$metrics" -k "regex:$side" \
+    timeout -s INT "$(capped 120)" ncu --clock-control none --csv --metrics "$metrics" -k "regex:$side" \
       --launch-skip "${NCU_SUSTAINED_SKIP:-250}" --launch-count 2 \
       $RIGEL gemm run --m "$m" --n "$n" --k "$k" ${NCU_SUSTAINED_ARGS:-} --warmup 0 --min-time 12 \
-      > "$OUT/ncu_sustained_${m}x${n}x${k}_${side}.txt" 2>&1
+      > "$OUT/ncu_sustained_${m}x${n}x${k}_${side}.csv" 2>&1
     summary+=("ncu sustained $m x $n x $k ($side): rc $?")
   done
 fi

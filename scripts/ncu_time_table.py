@@ -9,10 +9,11 @@ docs/gemm.md's tables use:
 
     python3 scripts/ncu_time_table.py results/h200/experiments/2026-12-04_db806f7_ncu_time_*.csv
 
-Columns appear for the metrics the files hold: duration (us), SM clock (MHz),
-the busiest SM's cycles (k), the tensor pipe's share (%), the sectors the SMs
-read from L2 (M), how busy L2 was and how often it hit (%), DRAM bytes read
-(MB), instructions (M). A file with no launch in it (ncu found no kernel, or
+Columns appear for the metrics the files hold: duration (us), SM and L2 clocks
+(MHz), the busiest SM's cycles (k), the tensor pipe's share (%), the sectors
+the SMs read from L2 (M), how busy L2 was and how often it hit (%), all of
+L2's traffic (GB), DRAM bytes read (MB) and how busy DRAM was (%),
+instructions (M). The ncu_sustained step's files are laid out the same way. A file with no launch in it (ncu found no kernel, or
 the visit ran out of time) is named on stderr and left out; no file with a
 launch at all exits 2.
 """
@@ -25,12 +26,15 @@ import sys
 COLUMNS = [
     ("gpu__time_duration.sum", "us", 1e-3, 1),
     ("sm__cycles_elapsed.avg.per_second", "MHz", 1e-6, 0),
+    ("lts__cycles_elapsed.avg.per_second", "L2 MHz", 1e-6, 0),
     ("sm__cycles_elapsed.max", "cycles (k)", 1e-3, 1),
     ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed", "tensor pipe %", 1.0, 1),
     ("lts__t_sectors_srcunit_tex_op_read.sum", "L2 sectors (M)", 1e-6, 1),
     ("lts__t_sectors.avg.pct_of_peak_sustained_elapsed", "L2 busy %", 1.0, 1),
     ("lts__t_sector_hit_rate.pct", "L2 hit %", 1.0, 1),
+    ("lts__t_bytes.sum", "L2 bytes (GB)", 1e-9, 1),
     ("dram__bytes_read.sum", "DRAM read (MB)", 1e-6, 0),
+    ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM busy %", 1.0, 1),
     ("sm__inst_executed.sum", "instructions (M)", 1e-6, 1),
 ]
 

@@ -68,6 +68,18 @@ class NcuTimeTableTest(TempDirTest):
         self.assertEqual(lines[3], f"| ncu_time_4096x11008x4096_auto.csv | {VENDOR} | 1 | 442.4 | 1593 | 79.7 |")
         self.assertEqual(len(lines), 4)
 
+    def test_sustained_files_add_l2_clock_traffic_and_dram_busy(self):
+        # An ncu_sustained file: rigel's kernel with L2's clock, all its traffic and how busy DRAM was.
+        sustained = {"gpu__time_duration.sum": "16,110,000", "sm__cycles_elapsed.avg.per_second": "1,350,000,000",
+                     "lts__cycles_elapsed.avg.per_second": "1,612,000,000", "lts__t_bytes.sum": "112,290,000,000",
+                     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "63.59"}
+        path = self.write("ncu_sustained_16384x16384x16384_pingpong.csv", ncu_csv([(RIGEL, sustained)]))
+        rc, out, err = self.run_tool([path])
+        self.assertEqual(rc, 0, err)
+        lines = out.strip().splitlines()
+        self.assertEqual(lines[0], "| file | kernel | launches | us | MHz | L2 MHz | L2 bytes (GB) | DRAM busy % |")
+        self.assertTrue(lines[2].endswith("| 1 | 16110.0 | 1350 | 1612 | 112.3 | 63.6 |"), lines[2])
+
     def test_empty_file_left_out_and_none_at_all_refused(self):
         empty = self.write("ncu_time_512x512x512_fixed.csv", "==ERROR== the visit ran out of time\n")
         full = self.write("ncu_time_4096x4096x4096_fixed.csv", ncu_csv([(RIGEL, metrics("180,700", "1.541e9", "1"))]))
