@@ -646,9 +646,9 @@ fi
 # run` on NCU_SUSTAINED_SHAPE ("M N K", default 16384^3, NT, no epilogue; NCU_SUSTAINED_ARGS adds options,
 # e.g. "--kernel pingpong --group-m 4") pairs the two for 12 s, and the launches after the first
 # NCU_SUSTAINED_SKIP (default 250) of each are profiled: duration, SM and L2 clocks, L2 and DRAM traffic,
-# the tensor pipe's share, as Nsight Compute's CSV (scripts/ncu_time_table.py makes the table). Launched alone, rigel's 16384^3 kernel on an H100 takes as many cycles as
-# cuBLASLt's; back to back at the cap it loses 30 % more than its clock (docs/gemm.md, rule 13): this step
-# reads what the cold launches of ncu_gemm cannot.
+# the tensor pipe's share, as Nsight Compute's CSV (scripts/ncu_time_table.py makes the table). Launched
+# alone, rigel's 16384^3 kernel on an H100 takes as many cycles as cuBLASLt's; back to back at the cap it
+# loses more than its clock (docs/gemm.md, rule 13): this step reads what ncu_gemm's cold launches cannot.
 if has ncu_sustained; then
   read -r m n k <<< "${NCU_SUSTAINED_SHAPE:-16384 16384 16384}"
   metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,lts__cycles_elapsed.avg.per_second

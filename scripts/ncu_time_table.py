@@ -13,9 +13,9 @@ Columns appear for the metrics the files hold: duration (us), SM and L2 clocks
 (MHz), the busiest SM's cycles (k), the tensor pipe's share (%), the sectors
 the SMs read from L2 (M), how busy L2 was and how often it hit (%), all of
 L2's traffic (GB), DRAM bytes read (MB) and how busy DRAM was (%),
-instructions (M). The ncu_sustained step's files are laid out the same way. A file with no launch in it (ncu found no kernel, or
-the visit ran out of time) is named on stderr and left out; no file with a
-launch at all exits 2.
+instructions (M). The ncu_sustained step's files are laid out the same way.
+A file with no launch in it (ncu found no kernel, or the visit ran out of
+time) is named on stderr and left out; no file with a launch at all exits 2.
 """
 import argparse
 import csv

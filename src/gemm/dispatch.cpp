@@ -783,33 +783,25 @@ Choice choose_kernel(const Desc& desc, int sms, double dram_bytes_per_s) {
     return c;
 }
 
-// Whether rules 12 and 13 may set the tile order: a ping-pong choice with no cluster and its own order, a K of
-// at least kRowOrderMinK, on a GPU whose DRAM peak is below kRowOrderMaxDramBytesPerSecond.
-bool tile_order_open(const Choice& c, const Desc& d, double dram_bytes_per_s) {
-    return c.pingpong && c.cluster_m == 1 && c.group_m == 0 && dram_bytes_per_s < kRowOrderMaxDramBytesPerSecond &&
-           d.k >= kRowOrderMinK;
-}
-
-// Rule 12: the tile order row by row where a few tile columns share each long panel of A.
-void set_row_order(Choice& c, const Desc& d, double dram_bytes_per_s) {
-    if (!tile_order_open(c, d, dram_bytes_per_s)) return;
+// Rules 12 and 13: the tile order of a ping-pong choice with no cluster and its own order, a K of at least
+// kRowOrderMinK, on a GPU whose DRAM peak is below kRowOrderMaxDramBytesPerSecond. Rule 12 walks the tiles row
+// by row where a few tile columns share each long panel of A; else rule 13 takes groups of kLargeProductGroupM
+// tile rows for a product with many tile rows and columns.
+void set_tile_order(Choice& c, const Desc& d, double dram_bytes_per_s) {
+    if (!c.pingpong || c.cluster_m != 1 || c.group_m != 0 || dram_bytes_per_s >= kRowOrderMaxDramBytesPerSecond ||
+        d.k < kRowOrderMinK)
+        return;
     const std::int64_t rows = ceil_div(d.m, c.tile_m), cols = ceil_div(d.n, c.tile_n);
-    if (cols > kRowOrderMaxTileCols || rows <= cols) return;
-    c.group_m = 1;
-    c.why += "; the tiles in order row by row (" + std::to_string(cols) +
-             " tile columns sharing each panel of A, K " + std::to_string(d.k) +
-             "; a GPU whose DRAM peak is below " + tb_per_s(kRowOrderMaxDramBytesPerSecond) + ")";
-}
-
-// Rule 13: smaller groups of tile rows for a large product with a long K.
-void set_large_product_groups(Choice& c, const Desc& d, double dram_bytes_per_s) {
-    if (!tile_order_open(c, d, dram_bytes_per_s)) return;
-    const std::int64_t rows = ceil_div(d.m, c.tile_m), cols = ceil_div(d.n, c.tile_n);
-    if (rows < kLargeProductMinTiles || cols < kLargeProductMinTiles) return;
-    c.group_m = kLargeProductGroupM;
-    c.why += "; the tiles in groups of " + std::to_string(kLargeProductGroupM) + " tile rows (" +
-             std::to_string(rows) + " x " + std::to_string(cols) + " tiles, K " + std::to_string(d.k) +
-             "; a GPU whose DRAM peak is below " + tb_per_s(kRowOrderMaxDramBytesPerSecond) + ")";
+    const std::string dram = "; a GPU whose DRAM peak is below " + tb_per_s(kRowOrderMaxDramBytesPerSecond) + ")";
+    if (cols <= kRowOrderMaxTileCols && rows > cols) {
+        c.group_m = 1;
+        c.why += "; the tiles in order row by row (" + std::to_string(cols) +
+                 " tile columns sharing each panel of A, K " + std::to_string(d.k) + dram;
+    } else if (rows >= kLargeProductMinTiles && cols >= kLargeProductMinTiles) {
+        c.group_m = kLargeProductGroupM;
+        c.why += "; the tiles in groups of " + std::to_string(kLargeProductGroupM) + " tile rows (" +
+                 std::to_string(rows) + " x " + std::to_string(cols) + " tiles, K " + std::to_string(d.k) + dram;
+    }
 }
 
 }  // namespace
@@ -817,8 +809,7 @@ void set_large_product_groups(Choice& c, const Desc& d, double dram_bytes_per_s)
 Choice choose(const Desc& desc, int sms, double dram_bytes_per_s) {
     Choice c = choose_kernel(desc, sms, dram_bytes_per_s);
     const Desc packed = with_packed_leading_dimensions(desc);  // a refused desc is no ping-pong choice
-    set_row_order(c, packed, dram_bytes_per_s);
-    set_large_product_groups(c, packed, dram_bytes_per_s);
+    set_tile_order(c, packed, dram_bytes_per_s);
     return c;
 }
 
