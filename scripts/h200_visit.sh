@@ -648,9 +648,9 @@ fi
 # NCU_SUSTAINED_SKIP (default 250) of each are profiled: duration, SM and L2 clocks, L2 and DRAM traffic,
 # the tensor pipe's share, as Nsight Compute's CSV (scripts/ncu_time_table.py makes the table). Launched
 # alone, rigel's 16384^3 kernel on an H100 takes as many cycles as cuBLASLt's; back to back at the cap it
-# loses more than its clock (docs/gemm.md, rule 13). A profiled launch is still replayed after a pause (its
-# memory saved, the caches flushed): on an H100 (6ff8cd3) it took cuBLASLt's cycles again, where the timed
-# launches around it did not, so the step reads the load's clock and traffic, not all of its cost.
+# loses more than its clock (docs/gemm.md, rule 13). A profiled launch still starts after a pause (ncu
+# serializes it and flushes the caches first): on an H100 (6ff8cd3) it took cuBLASLt's cycles again, where the
+# timed launches around it did not, so the step reads the load's clock and traffic, not all of its cost.
 if has ncu_sustained; then
   read -r m n k <<< "${NCU_SUSTAINED_SHAPE:-16384 16384 16384}"
   metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,lts__cycles_elapsed.avg.per_second

@@ -792,15 +792,16 @@ void set_tile_order(Choice& c, const Desc& d, double dram_bytes_per_s) {
         d.k < kRowOrderMinK)
         return;
     const std::int64_t rows = ceil_div(d.m, c.tile_m), cols = ceil_div(d.n, c.tile_n);
-    const std::string dram = "; a GPU whose DRAM peak is below " + tb_per_s(kRowOrderMaxDramBytesPerSecond) + ")";
+    const std::string dram_clause =
+        "; a GPU whose DRAM peak is below " + tb_per_s(kRowOrderMaxDramBytesPerSecond) + ")";
     if (cols <= kRowOrderMaxTileCols && rows > cols) {
         c.group_m = 1;
         c.why += "; the tiles in order row by row (" + std::to_string(cols) +
-                 " tile columns sharing each panel of A, K " + std::to_string(d.k) + dram;
+                 " tile columns sharing each panel of A, K " + std::to_string(d.k) + dram_clause;
     } else if (rows >= kLargeProductMinTiles && cols >= kLargeProductMinTiles) {
         c.group_m = kLargeProductGroupM;
         c.why += "; the tiles in groups of " + std::to_string(kLargeProductGroupM) + " tile rows (" +
-                 std::to_string(rows) + " x " + std::to_string(cols) + " tiles, K " + std::to_string(d.k) + dram;
+                 std::to_string(rows) + " x " + std::to_string(cols) + " tiles, K " + std::to_string(d.k) + dram_clause;
     }
 }
 
