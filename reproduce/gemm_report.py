@@ -181,11 +181,13 @@ def whole_run(f):
 def dispatcher_run(f):
     """Whether a bench file timed the dispatcher's choices on whole suites in
     paired samples: `rigel gemm bench --kernel NAME` forces one kernel for
-    comparison, and `--blocks SECONDS` times in blocks instead of pairs, each
-    saying so in its sidecar; the README's tables and targets come from the
-    dispatcher's paired runs."""
+    comparison, `--blocks SECONDS` times in blocks instead of pairs, and
+    `--pause SECONDS` idles the device before each sample, each saying so in
+    its sidecar; the README's tables and targets come from the dispatcher's
+    back-to-back paired runs."""
     blocked = findings.parse_number(f.side("block_s")) or 0
-    return f.side("kernel") in ("", "auto") and not blocked > 0 and whole_run(f)
+    paused = findings.parse_number(f.side("pause_s")) or 0
+    return f.side("kernel") in ("", "auto") and not blocked > 0 and not paused > 0 and whole_run(f)
 
 
 def rows_by_suite(f):

@@ -40,7 +40,8 @@ def timing_pairs(bench_files):
     cases with its case and baseline; in the blocked files' order (by run age), then the CSV's."""
     paired = {}
     for f in sorted(bench_files, key=findings.run_age):
-        if block_seconds(f) == 0 and f.side("complete") != "false":
+        paused = findings.parse_number(f.side("pause_s")) or 0  # `--pause`: not back to back, no twin
+        if block_seconds(f) == 0 and paused == 0 and f.side("complete") != "false":
             for r in gemm_report.bench_rows(f):
                 if r.measured:
                     paired[run_key(f) + (r.suite, r.case, r.baseline)] = r  # the newest of that key

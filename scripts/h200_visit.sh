@@ -439,19 +439,26 @@ if has env_variants; then
 fi
 
 # set_timing_args TIMING: the gemm options of one GEMM_TIMINGS entry into timing_args: paired
-# (--min-time GEMM_MIN_TIME, default 1), or blocks:S (--blocks S with 4 pairs of blocks: --min-time 8 S).
+# (--min-time GEMM_MIN_TIME, default 1), blocks:S (--blocks S with 4 pairs of blocks: --min-time 8 S), or
+# pause:S (paired, the device idle S seconds before each sample: --pause S --min-time GEMM_MIN_TIME).
 set_timing_args() {
   timing_args=(--min-time "${GEMM_MIN_TIME:-1}")
-  if [ "$1" != paired ]; then
-    local block=${1#blocks:}
-    timing_args=(--blocks "$block" --min-time "$(awk -v b="$block" 'BEGIN { print 8 * b }')")
-  fi
+  case "$1" in
+    paired) ;;
+    blocks:*)
+      local block=${1#blocks:}
+      timing_args=(--blocks "$block" --min-time "$(awk -v b="$block" 'BEGIN { print 8 * b }')") ;;
+    pause:*) timing_args+=(--pause "${1#pause:}") ;;
+    *) echo "h200_visit: GEMM_TIMINGS entry '$1' is not paired, blocks:S or pause:S" >&2; return 1 ;;
+  esac
 }
 
 # gemm_runs: single `rigel gemm run` cases (verified, then timed against cuBLASLt and cuBLAS), each in
-# every timing of GEMM_TIMINGS (paired, blocks:S). GEMM_RUNS: square size and D's type, space-separated
-# (default 4096:f32 4096:bf16), layout NT, no epilogue; a third field names the kernel (4096:f32:128x256),
-# the dispatcher's choice where there is none.
+# every timing of GEMM_TIMINGS (paired, blocks:S, pause:S). GEMM_RUNS: square size and D's type,
+# space-separated (default 4096:f32 4096:bf16), layout NT, no epilogue; a third field names the kernel
+# (4096:f32:128x256), the dispatcher's choice where there is none. Whether a loss under sustained load is
+# the power cap's clock or the kernel's cycles: GEMM_RUNS=16384:bf16 GEMM_TIMINGS="paired pause:0.02
+# pause:0.1" (with a 0.1 s pause every launch starts on an idle device).
 if has gemm_runs; then
   for spec in ${GEMM_RUNS:-4096:f32 4096:bf16}; do
     IFS=: read -r size out_type run_kernel <<< "$spec"
@@ -459,7 +466,7 @@ if has gemm_runs; then
     for timing in ${GEMM_TIMINGS:-paired}; do
       fits 60 "gemm run $spec ($timing)" || continue
       log "gemm run $spec ($timing)"
-      set_timing_args "$timing"
+      set_timing_args "$timing" || continue
       timeout -s INT "$(capped 120)" $RIGEL gemm run --m "$size" --n "$size" --k "$size" --layout NT --out-type "$out_type" \
         --kernel "$run_kernel" "${timing_args[@]}" --out "$OUT" >> "$OUT/gemm_runs.txt" 2>&1
       summary+=("gemm run $spec ($timing): rc $?")
@@ -499,7 +506,7 @@ if has gemm_bench; then
         fits 75 "gemm bench $s --kernel $kern ${order[*]} ($timing)" || continue
         log "gemm bench $s --kernel $kern ${order[*]} ($timing)"
         bench_cases=(); [ -n "$suite_texts" ] && bench_cases=(--cases "$suite_texts")
-        set_timing_args "$timing"
+        set_timing_args "$timing" || continue
         timeout -s INT "$(capped 240)" $RIGEL gemm bench --suite "$s" --kernel "$kern" "${order[@]}" "${bench_cases[@]}" "${timing_args[@]}" --out "$OUT" \
           >> "$OUT/gemm_bench.txt" 2>> "$OUT/gemm_bench.err"
         summary+=("gemm bench (suite $s, kernel $kern ${order[*]}, $timing): rc $?")

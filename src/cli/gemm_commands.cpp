@@ -55,7 +55,7 @@ struct VerifyArgs {
     CommonArgs common;
 };
 struct BenchArgs {
-    std::string suite, kernel = "auto", cases, blocks, group_m;
+    std::string suite, kernel = "auto", cases, blocks, pause, group_m;
     CommonArgs common;
 };
 
@@ -64,7 +64,7 @@ struct BenchArgs {
 std::string subset_tag(const std::string& cases) { return cases.empty() ? "" : "_subset"; }
 struct RunArgs {
     std::string m, n, k, layout = "NT", type = "bf16", out_type = "bf16", epilogue = "none", alpha = "1", beta = "0";
-    std::string kernel = "auto", blocks, group_m;
+    std::string kernel = "auto", blocks, pause, group_m;
     bool allow_atomics = false;
     CommonArgs common;
 };
@@ -301,11 +301,18 @@ void print_bench_table(const std::vector<TimedRow>& rows) {
     std::fflush(stdout);
 }
 
-// --blocks SECONDS: blocked timing (harness/paired.hpp) instead of single samples in turn.
-PairedConfig with_blocks(PairedConfig t, const CLI::App& cmd, const std::string& blocks) {
+// --blocks SECONDS: blocked timing (harness/paired.hpp) instead of single samples in turn; --pause SECONDS:
+// single samples in turn, each after the device idled that long. At most one of the two.
+PairedConfig with_pacing(PairedConfig t, const CLI::App& cmd, const std::string& blocks, const std::string& pause) {
+    if (cmd.count("--blocks") && cmd.count("--pause"))
+        throw std::invalid_argument("--blocks and --pause exclude each other: a block runs its samples back to back");
     if (cmd.count("--blocks")) {
         t.block_s = parse_seconds("--blocks", blocks);
         if (t.block_s <= 0) throw std::invalid_argument("--blocks must be more than 0 seconds");
+    }
+    if (cmd.count("--pause")) {
+        t.pause_s = parse_seconds("--pause", pause);
+        if (t.pause_s <= 0) throw std::invalid_argument("--pause must be more than 0 seconds");
     }
     return t;
 }
@@ -321,9 +328,10 @@ int run_bench_cases(const std::vector<std::pair<std::string, std::vector<GemmCas
     install_stop_handlers();
     // A forced kernel's files are named after it, and their sidecar says so:
     // the report takes only the dispatcher's runs.
-    // Blocked timing (--blocks) names its files ..._blocked_..., and its sidecar holds block_s.
+    // Blocked timing (--blocks) names its files ..._blocked_..., paused samples (--pause) ..._paused_...,
+    // and the sidecar holds block_s and pause_s.
     const std::string tag = (kernel == "auto" ? suite_name : suite_name + "_" + kernel) + subset_tag(cases_filter) +
-                            (timing.block_s > 0 ? "_blocked" : "");
+                            (timing.block_s > 0 ? "_blocked" : "") + (timing.pause_s > 0 ? "_paused" : "");
     RunFiles files(out, bench_header(), "gemm_bench", tag + "_gemm", tag, seed, *ex);
 
     std::vector<TimedRow> timed;
@@ -342,6 +350,7 @@ int run_bench_cases(const std::vector<std::pair<std::string, std::vector<GemmCas
             .integer("min_pairs", timing.min_pairs)
             .integer("max_pairs", timing.max_pairs)
             .num("block_s", timing.block_s)
+            .num("pause_s", timing.pause_s)
             .array_of_str("verification_failures", failures)
             .array_of_str("baselines_skipped", skipped)
             .array_of_str("baseline_notes", notes);
@@ -403,7 +412,7 @@ int run_bench(const BenchArgs& b, const CLI::App& cmd) {
         suites.push_back(&s);
     }
     check_kernel_option(b.kernel);
-    const PairedConfig timing = with_blocks(timing_of(cmd, a), cmd, b.blocks);
+    const PairedConfig timing = with_pacing(timing_of(cmd, a), cmd, b.blocks, b.pause);
     const std::uint64_t seed = parse_seed("--seed", a.seed);
     const int threads = parse_threads("--threads", a.threads);
     std::vector<std::pair<std::string, std::vector<GemmCase>>> work;
@@ -466,7 +475,7 @@ int run_one(const RunArgs& a, const CLI::App& cmd) {
     std::vector<Contender> baselines;
     for (Contender b : {Contender::cublaslt, Contender::rigel_decomposed, Contender::cublas})
         if (gemm::applies(b, c)) baselines.push_back(b);
-    const PairedConfig timing = with_blocks(timing_of(cmd, a.common), cmd, a.blocks);
+    const PairedConfig timing = with_pacing(timing_of(cmd, a.common), cmd, a.blocks, a.pause);
     const std::uint64_t seed = parse_seed("--seed", a.common.seed);
     const int threads = parse_threads("--threads", a.common.threads);
     return run_bench_cases({{"run", {c}}}, {baselines}, "run", timing, seed, threads, a.common.out, file_kernel);
@@ -789,6 +798,11 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
         "instead of one sample each in turn: each side then runs at the clock its own power draw sets under the cap "
         "(files named ..._blocked_..., left out of the report)";
     bench->add_option("--blocks", ba.blocks, blocks_help);
+    const std::string pause_help =
+        "before each timed sample, leave the device idle this many seconds, so that every launch starts cool "
+        "instead of at the clock that back-to-back launches hold under the power cap (files named ..._paused_..., "
+        "left out of the report; --min-time counts the samples, not the pauses)";
+    bench->add_option("--pause", ba.pause, pause_help);
     add_common_options(bench, ba.common, true);
 
     auto* run = gemm_cmd->add_subcommand("run", "One case: verified, then timed against its baselines");
@@ -809,6 +823,7 @@ std::vector<SubcommandHook> add_gemm_commands(CLI::App& app) {
                   "let the dispatcher add split-K partial tiles into an f32 D by atomics (gemm::Desc::allow_atomics: "
                   "the order of the additions varies from run to run)");
     run->add_option("--blocks", ra.blocks, blocks_help);
+    run->add_option("--pause", ra.pause, pause_help);
     add_common_options(run, ra.common, true);
 
     auto* list = gemm_cmd->add_subcommand("list", "The suites, or the cases of one");

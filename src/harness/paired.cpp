@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace rigel {
@@ -43,11 +45,16 @@ void check_paired_config(const PairedConfig& cfg) {
                                      .min_reps = 1,
                                      .max_reps = 1,
                                      .max_time_s = cfg.max_time_s});
-    if (!(cfg.block_s >= 0 && cfg.block_s <= kMaxMeasureSeconds)) {
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "block_s must lie in [0, %g] seconds", kMaxMeasureSeconds);
-        throw std::invalid_argument(buf);
+    for (const auto& [name, v] : {std::pair{"block_s", cfg.block_s}, std::pair{"pause_s", cfg.pause_s}}) {
+        if (!(v >= 0 && v <= kMaxMeasureSeconds)) {
+            char buf[96];
+            std::snprintf(buf, sizeof buf, "%s must lie in [0, %g] seconds", name, kMaxMeasureSeconds);
+            throw std::invalid_argument(buf);
+        }
     }
+    if (cfg.block_s > 0 && cfg.pause_s > 0)
+        throw std::invalid_argument("block_s and pause_s exclude each other: a pause is taken before single samples "
+                                    "in turn, a block runs its samples back to back");
     if (cfg.min_pairs < 1 || cfg.max_pairs < cfg.min_pairs)
         throw std::invalid_argument("pairs must satisfy 1 <= min_pairs <= max_pairs");
 }
@@ -81,13 +88,17 @@ PairedStats measure_paired(const std::function<double()>& a, const std::function
     while (static_cast<int>(ta.size()) < cfg.max_pairs) {
         // Even pairs A then B, odd pairs B then A.
         const bool a_first = ta.size() % 2 == 0;
+        const auto sample = [&](const std::function<double()>& f, const char* side) {
+            if (cfg.pause_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(cfg.pause_s));
+            return checked_sample(f, side);
+        };
         double x = 0, y = 0;
         if (a_first) {
-            x = checked_sample(a, "A");
-            y = checked_sample(b, "B");
+            x = sample(a, "A");
+            y = sample(b, "B");
         } else {
-            y = checked_sample(b, "B");
-            x = checked_sample(a, "A");
+            y = sample(b, "B");
+            x = sample(a, "A");
         }
         ta.push_back(x);
         tb.push_back(y);

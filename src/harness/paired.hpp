@@ -28,6 +28,13 @@ struct PairedConfig {
     // in a run of one kernel after another. min_pairs and max_pairs count samples
     // of paired timing only; blocked timing takes at least 2 pairs of blocks.
     double block_s = 0;
+    // Paired timing only (block_s 0): the host sleeps this many seconds before
+    // each timed sample, the device idle meanwhile (a sample returns once its
+    // launch has finished). Back to back under a power cap, the clock is set by
+    // the sides' sustained draw; after a long enough pause each launch starts
+    // cool, at the clock it gets alone, so the ratio compares the launches'
+    // cycles rather than their energy. 0 (the default): no pause.
+    double pause_s = 0;
 };
 
 struct PairedStats {
@@ -38,8 +45,9 @@ struct PairedStats {
 };
 
 // Throws std::invalid_argument, naming the field, unless warmup_s, min_time_s
-// and block_s lie in [0, kMaxMeasureSeconds], max_time_s is finite and
-// positive, and 1 <= min_pairs <= max_pairs.
+// block_s and pause_s lie in [0, kMaxMeasureSeconds], at most one of block_s
+// and pause_s is set, max_time_s is finite and positive, and
+// 1 <= min_pairs <= max_pairs.
 void check_paired_config(const PairedConfig& cfg);
 
 // `a` and `b` each run one repetition and return its duration in seconds (on

@@ -3,6 +3,7 @@
 // penalty for running second cancels, and nonsense settings are refused.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -111,6 +112,10 @@ TEST(Paired, RefusesNonsenseSettingsAndSamples) {
     EXPECT_THROW(measure_paired(one, one, PairedConfig{.min_pairs = 0}), std::invalid_argument);
     EXPECT_THROW(measure_paired(one, one, PairedConfig{.min_pairs = 10, .max_pairs = 5}), std::invalid_argument);
     EXPECT_NO_THROW(check_paired_config(PairedConfig{.warmup_s = kMaxMeasureSeconds, .min_time_s = 0}));
+    for (double bad : {-1.0, inf, nan, kMaxMeasureSeconds + 1})
+        EXPECT_THROW(measure_paired(one, one, PairedConfig{.pause_s = bad}), std::invalid_argument) << bad;
+    // A pause goes before single samples; blocks run theirs back to back.
+    EXPECT_THROW(check_paired_config(PairedConfig{.block_s = 0.1, .pause_s = 0.1}), std::invalid_argument);
 
     // A duration of zero, a negative one or NaN gives no ratio: refused.
     for (double bad : {0.0, -1e-3, nan, inf}) {
@@ -118,6 +123,29 @@ TEST(Paired, RefusesNonsenseSettingsAndSamples) {
         EXPECT_THROW(measure_paired(one, broken, kFast), std::runtime_error) << bad;
         EXPECT_THROW(measure_paired(broken, one, kFast), std::runtime_error) << bad;
     }
+}
+
+// A pause: the host sleeps before every timed sample (not the warm-up's), so
+// each launch starts on an idle device; the ratio is still taken per pair.
+TEST(Paired, PausesBeforeEveryTimedSample) {
+    using Clock = std::chrono::steady_clock;
+    std::vector<Clock::time_point> calls;
+    const auto side = [&](double t) {
+        return [&calls, t] {
+            calls.push_back(Clock::now());
+            return t;
+        };
+    };
+    PairedConfig cfg = kFast;
+    cfg.min_pairs = cfg.max_pairs = 4;
+    cfg.pause_s = 0.005;
+    const PairedStats s = measure_paired(side(kTrueA), side(kTrueB), cfg);
+    EXPECT_EQ(s.pairs, 4);
+    EXPECT_DOUBLE_EQ(s.ratio_median, kTrueB / kTrueA);
+    // One warm-up pair (warmup_s 0 still runs one), then 8 timed samples.
+    ASSERT_EQ(calls.size(), 10u);
+    for (std::size_t i = 2; i < calls.size(); ++i)
+        EXPECT_GE(std::chrono::duration<double>(calls[i] - calls[i - 1]).count(), cfg.pause_s) << i;
 }
 
 // Blocked timing: a device whose clock follows the power of what ran lately.

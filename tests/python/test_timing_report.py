@@ -21,11 +21,13 @@ def row(case, ratio, kernel, baseline="cublaslt", sides=("", "", "", ""), run_id
     return r + list(sides)
 
 
-def side(commit, suite, kernel="auto", cases="", block_s=None, run_id="20261204T100000Z-aaaaaa"):
+def side(commit, suite, kernel="auto", cases="", block_s=None, pause_s=None, run_id="20261204T100000Z-aaaaaa"):
     d = {"run_id": run_id, "what": "gemm_bench", "git_commit": commit, "git_dirty": False, "suite": suite,
          "kernel": kernel, "cases_filter": cases, "complete": True, "environment": {"gpu_name": "NVIDIA H200"}}
     if block_s is not None:
         d["block_s"] = block_s
+    if pause_s is not None:
+        d["pause_s"] = pause_s
     return json.dumps(d) + "\n"
 
 
@@ -80,3 +82,14 @@ class TimingReport(Fixture):
         # Nor is the blocked run one of the README's tables.
         self.assertEqual([gemm_report.dispatcher_run(f) for f in sorted(fin.gemm_bench, key=lambda f: f.name)],
                          [True, False])
+
+    def test_a_paused_run_is_neither_a_twin_nor_a_table(self):
+        # `--pause`: samples after an idle device, not back to back; the blocked run has no twin then.
+        c = "76392b9000000000000000000000000000000000"
+        fin = self.load(
+            self.files("llama7b_paused", c, [row("up", 1.00, "128x128")], suite="llama7b", pause_s=0.1) +
+            self.files("llama7b_blocked", c, [row("up", 0.97, "128x128", run_id="20261204T100500Z-bbbbbb")],
+                       suite="llama7b", block_s=1.0, run_id="20261204T100500Z-bbbbbb"))
+        self.assertEqual(timing_report.timing_pairs(fin.gemm_bench), [])
+        self.assertEqual([gemm_report.dispatcher_run(f) for f in sorted(fin.gemm_bench, key=lambda f: f.name)],
+                         [False, False])
