@@ -351,6 +351,24 @@ def decomposed_lines(rows, vendor_cases):
             + "; ".join(parts) + "."]
 
 
+def newest_rows(bench_files):
+    """[rows] of newest_per_suite, except that `rigel gemm run`'s single cases (suite "run", one case a
+    file) keep the newest row of every case, candidate and baseline, not only the newest file's: each row
+    names its own file, for the tables that cite a source per row."""
+    out = []
+    for suite, rows in newest_per_suite(bench_files).items():
+        if suite != "run":
+            out += rows
+            continue
+        newest = {}
+        for f in sorted(bench_files, key=findings.run_age):
+            if dispatcher_run(f):
+                for r in rows_by_suite(f).get("run", []):
+                    newest[(r.case, r.candidate, r.baseline)] = r
+        out += list(newest.values())
+    return out
+
+
 def library_block(bench_files):
     if not bench_files:
         return ("No committed GEMM bench CSV yet (`results/h200/*_gemm.csv`, written by `rigel gemm bench`): the "

@@ -585,17 +585,13 @@ def beside_main_machine(rows, fin, main_fin, main_rows):
         out.append(f"| {r['rung']} / {here[3].replace('vendor_', '')} | {shape_of(r)} | {r['dtype']} | "
                    f"{spread_text(*here[:3], 3)} | {spread_text(*there[:3], 3) if there else '-'} | "
                    f"{r['_machine']}/{r['_file']}{', ' + m['_machine'] + '/' + m['_file'] if m else ''} |")
-    main_bench = {}
-    for suite, srows in gemm_report.newest_per_suite(main_fin.gemm_bench).items():
-        for b in srows:
-            main_bench[(suite, b.case, b.candidate, b.baseline)] = b
-    for suite, srows in gemm_report.newest_per_suite(fin.gemm_bench).items():
-        for b in srows:
-            m = main_bench.get((suite, b.case, b.candidate, b.baseline))
-            out.append(f"| {suite} {b.case}: {b.candidate} / {b.baseline} | {b.m}x{b.n}x{b.k} {b.layout} | "
-                       f"{b.a_type} -> {b.d_type}, {b.epilogue} | {gemm_report.ratio_spread(b, 3)} | "
-                       f"{gemm_report.ratio_spread(m, 3) if m else '-'} | {b.file.machine}/{b.file.name}"
-                       f"{', ' + m.file.machine + '/' + m.file.name if m else ''} |")
+    main_bench = {(b.suite, b.case, b.candidate, b.baseline): b for b in gemm_report.newest_rows(main_fin.gemm_bench)}
+    for b in gemm_report.newest_rows(fin.gemm_bench):
+        m = main_bench.get((b.suite, b.case, b.candidate, b.baseline))
+        out.append(f"| {b.suite} {b.case}: {b.candidate} / {b.baseline} | {b.m}x{b.n}x{b.k} {b.layout} | "
+                   f"{b.a_type} -> {b.d_type}, {b.epilogue} | {gemm_report.ratio_spread(b, 3)} | "
+                   f"{gemm_report.ratio_spread(m, 3) if m else '-'} | {b.file.machine}/{b.file.name}"
+                   f"{', ' + m.file.machine + '/' + m.file.name if m else ''} |")
     return "\n".join(out) if len(out) > 2 else ""
 
 

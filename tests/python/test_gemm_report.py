@@ -224,6 +224,27 @@ class SuiteTables(Fixture):
                                                                      block_s=0))["gemm-library"]
         self.assertIn("0.58x", lib)
 
+    def test_a_paused_run_is_left_out_of_the_tables(self):
+        # `rigel gemm bench --pause 0.1`: samples after an idle device, not the back-to-back rate.
+        lib = self.blocks(bench=fixture_rows(), extra=self.side_run("gpt2_paused", "pau5ed0", 0.93, kernel="auto",
+                                                                     pause_s=0.1))["gemm-library"]
+        self.assertNotIn("0.93x", lib)
+        self.assertIn("1.20x", lib)
+
+    def test_single_runs_keep_the_newest_row_of_each_case(self):
+        # `rigel gemm run` writes suite "run", one case a file: newest_rows keeps every case, the newest of each.
+        def run_file(commit, run_id, case, n, ratio):
+            rows = [vs_lt("run", case, n, n, n, ratio, run_id=run_id)]
+            return [(f"2026-12-0{run_id[7]}_{commit}_run_gemm.csv", to_csv(gemm_report.BENCH_COLUMNS, rows)),
+                    (f"2026-12-0{run_id[7]}_{commit}_run_gemm.json", sidecar("gemm_bench", run_id, commit))]
+        fin = self.results(bench=fixture_rows(), extra=run_file("aaaaaaa", "20261202T100000Z-a", "c3072", 3072, 0.98) +
+                           run_file("bbbbbbb", "20261203T100000Z-b", "c4096", 4096, 1.01) +
+                           run_file("ccccccc", "20261204T100000Z-c", "c3072", 3072, 1.00))
+        runs = {r.case: r.ratio for r in gemm_report.newest_rows(fin.gemm_bench) if r.suite == "run"}
+        self.assertEqual(runs, {"c3072": 1.00, "c4096": 1.01})
+        # The README's table of the suite stays the newest file's.
+        self.assertEqual([r.case for r in gemm_report.newest_per_suite(fin.gemm_bench)["run"]], ["c3072"])
+
 class Targets(Fixture):
     def verdicts(self, passing):
         return {t.target: t for t in gemm_report.targets(self.results(bench=fixture_rows(passing)).gemm_bench)}
