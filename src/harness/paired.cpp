@@ -85,13 +85,14 @@ PairedStats measure_paired(const std::function<double()>& a, const std::function
     double total = 0;
     const auto start = Clock::now();
     const double cap_s = std::max(cfg.max_time_s, cfg.min_time_s);
+    // One timed sample, after the pause where one is asked for (the device idle: a sample returns once done).
+    const auto sample = [&cfg](const std::function<double()>& f, const char* side) {
+        if (cfg.pause_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(cfg.pause_s));
+        return checked_sample(f, side);
+    };
     while (static_cast<int>(ta.size()) < cfg.max_pairs) {
         // Even pairs A then B, odd pairs B then A.
         const bool a_first = ta.size() % 2 == 0;
-        const auto sample = [&](const std::function<double()>& f, const char* side) {
-            if (cfg.pause_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(cfg.pause_s));
-            return checked_sample(f, side);
-        };
         double x = 0, y = 0;
         if (a_first) {
             x = sample(a, "A");
