@@ -178,6 +178,16 @@ def whole_run(f):
     return not f.side("cases_filter") and f.side("complete") != "false"
 
 
+def block_seconds(f):
+    """The sidecar's block_s: `rigel gemm bench --blocks SECONDS`, 0 for paired timing."""
+    return findings.parse_number(f.side("block_s")) or 0
+
+
+def pause_seconds(f):
+    """The sidecar's pause_s: `rigel gemm bench --pause SECONDS`, 0 for samples back to back."""
+    return findings.parse_number(f.side("pause_s")) or 0
+
+
 def dispatcher_run(f):
     """Whether a bench file timed the dispatcher's choices on whole suites in
     paired samples: `rigel gemm bench --kernel NAME` forces one kernel for
@@ -185,9 +195,7 @@ def dispatcher_run(f):
     `--pause SECONDS` idles the device before each sample, each saying so in
     its sidecar; the README's tables and targets come from the dispatcher's
     back-to-back paired runs."""
-    blocked = findings.parse_number(f.side("block_s")) or 0
-    paused = findings.parse_number(f.side("pause_s")) or 0
-    return f.side("kernel") in ("", "auto") and not blocked > 0 and not paused > 0 and whole_run(f)
+    return f.side("kernel") in ("", "auto") and not block_seconds(f) > 0 and not pause_seconds(f) > 0 and whole_run(f)
 
 
 def rows_by_suite(f):

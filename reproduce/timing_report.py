@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import findings
 import gemm_report
+from gemm_report import block_seconds, pause_seconds
 
 
 @dataclass
@@ -26,10 +27,6 @@ class TimingPair:
         return self.blocked.ratio / self.paired.ratio
 
 
-def block_seconds(f):
-    return findings.parse_number(f.side("block_s")) or 0
-
-
 def run_key(f):
     """What a blocked run and its paired twins share (`rigel gemm run` writes suite "run" for any case)."""
     return (findings.short_commit(f), f.side("suite"), f.side("kernel") or "auto", f.side("cases_filter"))
@@ -40,8 +37,8 @@ def timing_pairs(bench_files):
     cases with its case and baseline; in the blocked files' order (by run age), then the CSV's."""
     paired = {}
     for f in sorted(bench_files, key=findings.run_age):
-        paused = findings.parse_number(f.side("pause_s")) or 0  # `--pause`: not back to back, no twin
-        if block_seconds(f) == 0 and paused == 0 and f.side("complete") != "false":
+        # A paused run (`--pause`) is not back to back either: no twin.
+        if block_seconds(f) == 0 and pause_seconds(f) == 0 and f.side("complete") != "false":
             for r in gemm_report.bench_rows(f):
                 if r.measured:
                     paired[run_key(f) + (r.suite, r.case, r.baseline)] = r  # the newest of that key
