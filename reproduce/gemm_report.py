@@ -188,6 +188,11 @@ def pause_seconds(f):
     return findings.parse_number(f.side("pause_s")) or 0
 
 
+def back_to_back(f):
+    """Whether a bench file's samples ran back to back: neither blocked (`--blocks`) nor paused (`--pause`)."""
+    return not block_seconds(f) > 0 and not pause_seconds(f) > 0
+
+
 def dispatcher_run(f):
     """Whether a bench file timed the dispatcher's choices on whole suites in
     paired samples: `rigel gemm bench --kernel NAME` forces one kernel for
@@ -195,7 +200,7 @@ def dispatcher_run(f):
     `--pause SECONDS` idles the device before each sample, each saying so in
     its sidecar; the README's tables and targets come from the dispatcher's
     back-to-back paired runs."""
-    return f.side("kernel") in ("", "auto") and not block_seconds(f) > 0 and not pause_seconds(f) > 0 and whole_run(f)
+    return f.side("kernel") in ("", "auto") and back_to_back(f) and whole_run(f)
 
 
 def rows_by_suite(f):

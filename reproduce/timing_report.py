@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import findings
 import gemm_report
-from gemm_report import block_seconds, pause_seconds
+from gemm_report import block_seconds
 
 
 @dataclass
@@ -37,8 +37,8 @@ def timing_pairs(bench_files):
     cases with its case and baseline; in the blocked files' order (by run age), then the CSV's."""
     paired = {}
     for f in sorted(bench_files, key=findings.run_age):
-        # A paused run (`--pause`) is not back to back either: no twin.
-        if block_seconds(f) == 0 and pause_seconds(f) == 0 and f.side("complete") != "false":
+        # Only back-to-back runs are twins: a paused one (`--pause`) has none.
+        if gemm_report.back_to_back(f) and f.side("complete") != "false":
             for r in gemm_report.bench_rows(f):
                 if r.measured:
                     paired[run_key(f) + (r.suite, r.case, r.baseline)] = r  # the newest of that key
