@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import findings
 import gemm_report
-from gemm_report import block_seconds
 
 
 @dataclass
@@ -44,7 +43,7 @@ def timing_pairs(bench_files):
                     paired[run_key(f) + (r.suite, r.case, r.baseline)] = r  # the newest of that key
     out = []
     for f in sorted(bench_files, key=findings.run_age):
-        seconds = block_seconds(f)
+        seconds = gemm_report.block_seconds(f)
         if seconds <= 0:
             continue
         for r in gemm_report.bench_rows(f):
