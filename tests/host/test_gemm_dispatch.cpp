@@ -1564,9 +1564,11 @@ TEST(GemmChoose, RowOrderWhereFewTileColumnsShareALongPanelOfA) {
 TEST(GemmChoose, SmallerGroupsOfTileRowsForALargeProductWithALongK) {
     // Rule 13 on an H100's DRAM: 8192^3 and 16384^3 (bias + GELU or none, any layout) walk their tiles in
     // groups of 4 tile rows, whatever kernel the other rules chose; the H200 machine keeps the groups of 8.
+    // (16384^3 NT takes rule 14's cooperative tiles instead, below.)
     for (std::int64_t n : {8192, 16384})
         for (Epilogue e : {Epilogue::none, Epilogue::bias_gelu})
             for (Op a : {Op::n, Op::t}) {
+                if (n == 16384 && a == Op::n) continue;
                 const Desc d{.m = n, .n = n, .k = n, .a_op = a, .b_op = Op::t, .epilogue = e};
                 const Choice h100 = choose(d, kH200Sms, kH100Dram), h200 = choose(d, kH200Sms);
                 ASSERT_TRUE(h100.pingpong) << kernel_text(h100);
@@ -1590,6 +1592,50 @@ TEST(GemmChoose, SmallerGroupsOfTileRowsForALargeProductWithALongK) {
         EXPECT_EQ(choose(d, kH200Sms, kH100Dram).group_m, 0) << d.m << "x" << d.n << "x" << d.k;
     // Rule 12's products keep their order row by row.
     EXPECT_EQ(choose(Desc{.m = 50304, .n = 768, .k = 16384, .a_op = Op::t}, kH200Sms, kH100Dram).group_m, 1);
+}
+
+TEST(GemmChoose, CooperativeWideTilesForTheLargestProductsOnAnH100) {
+    // Rule 14 on an H100's DRAM: a bf16 D with none, bias or bias + GELU, NT, M, N and K at least 16384: the
+    // cooperative 128 x 256 kernel compiled for the epilogue, as "fixed_wide" names it; the H200 machine keeps
+    // the ping-pong tiles.
+    for (Epilogue e : kWideEpilogues)
+        for (const Desc& d : {Desc{.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .epilogue = e},
+                             Desc{.m = 20000, .n = 16400, .k = 16384, .b_op = Op::t, .epilogue = e}}) {
+            const Choice h100 = choose(d, kH200Sms, kH100Dram);
+            EXPECT_FALSE(h100.pingpong) << kernel_text(h100);
+            EXPECT_TRUE(h100.fixed_epilogue);
+            EXPECT_EQ(h100.tile_n, 256);
+            EXPECT_EQ(h100.tile_m, 128);
+            EXPECT_EQ(h100.splits, 1);
+            EXPECT_EQ(h100.group_m, 0);
+            EXPECT_FALSE(h100.tma_load_c);
+            EXPECT_EQ(h100.ctas, kH200Sms);
+            EXPECT_TRUE(contains(h100.why, "cooperative 128 x 256 kernel")) << h100.why;
+            EXPECT_EQ(kernel_text(h100), kernel_text(*kernel_named(d, "fixed_wide", kH200Sms, kH100Dram)));
+            EXPECT_EQ(kernel_text(*kernel_named(d, "auto", kH200Sms, kH100Dram)), kernel_text(h100));
+            EXPECT_TRUE(choose(d, kH200Sms).pingpong);
+            EXPECT_TRUE(choose(d, kH200Sms, kRowOrderMaxDramBytesPerSecond).pingpong);
+        }
+    // Not below 16384 in any extent, not in other layouts, not for epilogues the wide kernel lacks, an fp32 D
+    // or f16 operands.
+    const Desc keep[] = {{.m = 8192, .n = 8192, .k = 8192, .b_op = Op::t},
+                         {.m = 16384, .n = 16384, .k = 16383, .b_op = Op::t},
+                         {.m = 16384, .n = 16256, .k = 16384, .b_op = Op::t},
+                         {.m = 16256, .n = 16384, .k = 16384, .b_op = Op::t},
+                         {.m = 16384, .n = 50304, .k = 768, .b_op = Op::t},
+                         {.m = 16384, .n = 16384, .k = 16384},
+                         {.m = 16384, .n = 16384, .k = 16384, .a_op = Op::t, .b_op = Op::t},
+                         {.m = 16384, .n = 16384, .k = 16384, .a_op = Op::t},
+                         {.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .epilogue = Epilogue::bias_gelu_aux},
+                         {.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .epilogue = Epilogue::bias_relu},
+                         {.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .d_type = Type::f32},
+                         {.m = 16384, .n = 16384, .k = 16384, .a_type = Type::f16, .b_type = Type::f16, .b_op = Op::t,
+                          .d_type = Type::f16}};
+    for (const Desc& d : keep) {
+        const Choice h100 = choose(d, kH200Sms, kH100Dram);
+        EXPECT_FALSE(h100.tile_n == 256 && h100.fixed_epilogue && !h100.pingpong)
+            << d.m << "x" << d.n << "x" << d.k << ": " << kernel_text(h100);
+    }
 }
 
 }  // namespace rigel::gemm
