@@ -464,12 +464,16 @@ int run_one(const RunArgs& a, const CLI::App& cmd) {
     if (!gemm::kernel_named(d, a.kernel, 1))
         throw std::invalid_argument("--kernel " + a.kernel + ": no such kernel for " + gemm::name(d.a_type) +
                                     " operands, a " + gemm::name(d.d_type) + " D and epilogue " + a.epilogue);
+    const float alpha = parse_scalar("--alpha", a.alpha), beta = parse_scalar("--beta", a.beta);
+    // alpha and beta name the case where they are not 1 and 0, so that a residual's run (beta 1) is told
+    // apart from the plain product's in its rows.
     GemmCase c{.name = std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + "_" +
                              a.layout + "_" + a.type + "_" + a.out_type + "_" + a.epilogue +
+                             (alpha != 1.0f ? "_alpha" + a.alpha : "") + (beta != 0.0f ? "_beta" + a.beta : "") +
                              (a.allow_atomics ? "_atomics" : ""),
                      .desc = d,
-                     .alpha = parse_scalar("--alpha", a.alpha),
-                     .beta = parse_scalar("--beta", a.beta)};
+                     .alpha = alpha,
+                     .beta = beta};
     if (a.kernel != "auto") c.kernel = a.kernel;
     const std::string file_kernel = with_group_m(a.group_m, a.kernel, {&c});
     std::vector<Contender> baselines;
