@@ -1562,24 +1562,27 @@ TEST(GemmChoose, RowOrderWhereFewTileColumnsShareALongPanelOfA) {
 }
 
 TEST(GemmChoose, SmallerGroupsOfTileRowsForALargeProductWithALongK) {
-    // Rule 13 on an H100's DRAM: 8192^3 and 16384^3 (bias + GELU or none, any layout) walk their tiles in
-    // groups of 4 tile rows, whatever kernel the other rules chose; the H200 machine keeps the groups of 8.
-    // (16384^3 NT takes rule 14's cooperative tiles instead, below.)
-    for (std::int64_t n : {8192, 16384})
-        for (Epilogue e : {Epilogue::none, Epilogue::bias_gelu})
-            for (Op a : {Op::n, Op::t}) {
-                if (n == 16384 && a == Op::n) continue;
-                const Desc d{.m = n, .n = n, .k = n, .a_op = a, .b_op = Op::t, .epilogue = e};
-                const Choice h100 = choose(d, kH200Sms, kH100Dram), h200 = choose(d, kH200Sms);
-                ASSERT_TRUE(h100.pingpong) << kernel_text(h100);
-                EXPECT_EQ(h100.group_m, kLargeProductGroupM) << n;
-                EXPECT_TRUE(contains(h100.why, "groups of 4 tile rows (")) << h100.why;
-                Choice same = h100;
-                same.group_m = 0;
-                EXPECT_EQ(kernel_text(same), kernel_text(h200));
-                EXPECT_EQ(h200.group_m, 0);
-                EXPECT_EQ(kernel_named(d, "auto", kH200Sms, kH100Dram)->group_m, kLargeProductGroupM);
-            }
+    // Rule 13 on an H100's DRAM: 8192^3 (bias + GELU or none, any layout), 12288^3, and 16384^3 with an
+    // epilogue rule 14's cooperative kernel lacks walk their tiles in groups of 4 tile rows, whatever kernel
+    // the other rules chose; the H200 machine keeps the groups of 8. (16384^3 with none, bias or bias + GELU
+    // takes rule 14's cooperative tiles instead, below.)
+    std::vector<Desc> large;
+    for (Epilogue e : {Epilogue::none, Epilogue::bias_gelu})
+        for (Op a : {Op::n, Op::t})
+            large.push_back(Desc{.m = 8192, .n = 8192, .k = 8192, .a_op = a, .b_op = Op::t, .epilogue = e});
+    large.push_back(Desc{.m = 12288, .n = 12288, .k = 12288, .b_op = Op::t});
+    large.push_back(Desc{.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .epilogue = Epilogue::bias_gelu_aux});
+    for (const Desc& d : large) {
+        const Choice h100 = choose(d, kH200Sms, kH100Dram), h200 = choose(d, kH200Sms);
+        ASSERT_TRUE(h100.pingpong) << kernel_text(h100);
+        EXPECT_EQ(h100.group_m, kLargeProductGroupM) << d.m;
+        EXPECT_TRUE(contains(h100.why, "groups of 4 tile rows (")) << h100.why;
+        Choice same = h100;
+        same.group_m = 0;
+        EXPECT_EQ(kernel_text(same), kernel_text(h200));
+        EXPECT_EQ(h200.group_m, 0);
+        EXPECT_EQ(kernel_named(d, "auto", kH200Sms, kH100Dram)->group_m, kLargeProductGroupM);
+    }
     // Fewer than kLargeProductMinTiles tile rows or columns, or a short K, keep the groups of 8: 4096^3, the
     // 7B products, GPT-2's LM head (K 768) and MLP (16384 x 3072).
     const Desc below[] = {{.m = 4096, .n = 4096, .k = 4096, .b_op = Op::t},
@@ -1595,12 +1598,14 @@ TEST(GemmChoose, SmallerGroupsOfTileRowsForALargeProductWithALongK) {
 }
 
 TEST(GemmChoose, CooperativeWideTilesForTheLargestProductsOnAnH100) {
-    // Rule 14 on an H100's DRAM: a bf16 D with none, bias or bias + GELU, NT, M, N and K at least 16384: the
-    // cooperative 128 x 256 kernel compiled for the epilogue, as "fixed_wide" names it; the H200 machine keeps
-    // the ping-pong tiles.
+    // Rule 14 on an H100's DRAM: a bf16 D with none, bias or bias + GELU, any layout, M, N and K at least
+    // 16384: the cooperative 128 x 256 kernel compiled for the epilogue, as "fixed_wide" names it; the H200
+    // machine keeps the ping-pong tiles.
     for (Epilogue e : kWideEpilogues)
-        for (const Desc& d : {Desc{.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .epilogue = e},
-                             Desc{.m = 20000, .n = 16400, .k = 16384, .b_op = Op::t, .epilogue = e}}) {
+        for (const auto& [a, b] : {std::pair{Op::n, Op::t}, std::pair{Op::n, Op::n}, std::pair{Op::t, Op::n},
+                                   std::pair{Op::t, Op::t}})
+        for (const Desc& d : {Desc{.m = 16384, .n = 16384, .k = 16384, .a_op = a, .b_op = b, .epilogue = e},
+                             Desc{.m = 20000, .n = 16400, .k = 16384, .a_op = a, .b_op = b, .epilogue = e}}) {
             const Choice h100 = choose(d, kH200Sms, kH100Dram);
             EXPECT_FALSE(h100.pingpong) << kernel_text(h100);
             EXPECT_TRUE(h100.fixed_epilogue);
@@ -1616,16 +1621,13 @@ TEST(GemmChoose, CooperativeWideTilesForTheLargestProductsOnAnH100) {
             EXPECT_TRUE(choose(d, kH200Sms).pingpong);
             EXPECT_TRUE(choose(d, kH200Sms, kRowOrderMaxDramBytesPerSecond).pingpong);
         }
-    // Not below 16384 in any extent, not in other layouts, not for epilogues the wide kernel lacks, an fp32 D
-    // or f16 operands.
+    // Not below 16384 in any extent, not for epilogues the wide kernel lacks, an fp32 D or f16 operands.
     const Desc keep[] = {{.m = 8192, .n = 8192, .k = 8192, .b_op = Op::t},
                          {.m = 16384, .n = 16384, .k = 16383, .b_op = Op::t},
                          {.m = 16384, .n = 16256, .k = 16384, .b_op = Op::t},
                          {.m = 16256, .n = 16384, .k = 16384, .b_op = Op::t},
                          {.m = 16384, .n = 50304, .k = 768, .b_op = Op::t},
-                         {.m = 16384, .n = 16384, .k = 16384},
-                         {.m = 16384, .n = 16384, .k = 16384, .a_op = Op::t, .b_op = Op::t},
-                         {.m = 16384, .n = 16384, .k = 16384, .a_op = Op::t},
+                         {.m = 16383, .n = 16384, .k = 16384, .a_op = Op::t},
                          {.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .epilogue = Epilogue::bias_gelu_aux},
                          {.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .epilogue = Epilogue::bias_relu},
                          {.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .d_type = Type::f32},
