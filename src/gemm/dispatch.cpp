@@ -239,11 +239,13 @@
 //      it (results/h100/2026-12-07_a0bcad5_*, _12408f6_*; docs/gemm.md).
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
-// TMA stores ("fixed_wide"): at 8278d2d it tied the ping-pong kernel on the
-// 4096^3 layouts and the 7B products (0.93x-1.00x against 0.95x-1.00x
-// cuBLASLt) and lost on bias + GELU at 4096^3 (0.86x against 0.88x).
-// These are the rules measured on the H200 machine; `rigel gemm bench --suite
-// small` and the dispatcher's bench rows show where they stand.
+// TMA stores ("fixed_wide", rule 14's kernel): at 8278d2d on the H200 machine
+// it tied the ping-pong kernel on the 4096^3 layouts and the 7B products
+// (0.93x-1.00x against 0.95x-1.00x cuBLASLt) and lost on bias + GELU at
+// 4096^3 (0.86x against 0.88x).
+// These are the rules measured on the H200 machine, and on an H100 for those
+// that ask for a DRAM peak below 4 TB/s (12, 13, 14); `rigel gemm bench
+// --suite small` and the dispatcher's bench rows show where they stand.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -826,7 +828,8 @@ void set_tile_order(Choice& c, const Desc& d, double dram_bytes_per_s) {
 // Calls with beta != 0 run on rule 4's kernel (Plan's residual plan).
 void set_wide_at_cap(Choice& c, const Desc& d, int sms, double dram_bytes_per_s) {
     if (dram_bytes_per_s >= kRowOrderMaxDramBytesPerSecond || !c.pingpong || !c.fixed_epilogue || c.splits != 1 ||
-        c.cluster_m != 1 || c.tile_m != kTileM || !has_wide_kernel(d) || std::min({d.m, d.n, d.k}) < kWideAtCapMinExtent)
+        c.cluster_m != 1 || c.tile_m != kTileM || !has_wide_kernel(d) ||
+        std::min({d.m, d.n, d.k}) < kWideAtCapMinExtent)
         return;
     const std::int64_t tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, kWideTileN);
     c.pingpong = false;
