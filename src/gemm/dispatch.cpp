@@ -231,12 +231,13 @@
 //      0.999x against the ping-pong tiles' 0.736x (groups of 4), bias + GELU
 //      0.977x against 0.816x; the ladder's k32 (the same tile, fp32 C) 1.012x
 //      cuBLAS where k43 (ping-pong) read 0.605x; NN, TN and TT 0.986x, 1.001x
-//      and 0.991x against 0.744x, 0.687x and 0.698x (12408f6). Its 8192^3
-//      rows were as fast or faster on the ping-pong tiles (1.002x against
-//      0.968x; bias + GELU 1.038x against 0.939x), and so were GPT-2's fwd_qkv
-//      and fwd_lm_head (K 768: 0.979x and 0.960x against 0.782x and 0.823x),
-//      so the rule asks for all three extents. The H200 machine has not run
-//      it (results/h100/2026-12-07_a0bcad5_*, _12408f6_*; docs/gemm.md).
+//      and 0.991x against 0.744x, 0.687x and 0.698x, and 12288^3 NT 0.987x
+//      against 0.859x (12408f6). Its 8192^3 rows were as fast or faster on
+//      the ping-pong tiles (1.002x against 0.968x; bias + GELU 1.038x against
+//      0.939x), and so were GPT-2's fwd_qkv and fwd_lm_head (K 768: 0.979x
+//      and 0.960x against 0.782x and 0.823x), so the rule asks for all three
+//      extents. The H200 machine has not run it (results/h100/2026-12-07_a0bcad5_*,
+//      _12408f6_*; docs/gemm.md).
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
 // TMA stores ("fixed_wide", rule 14's kernel): at 8278d2d on the H200 machine
