@@ -223,20 +223,22 @@
 //      within the pairs' spread at 16384^3; 4 won at 8192^3. At 16384^3 the
 //      H100 stays far below cuBLASLt whatever the order (docs/gemm.md).
 //  14. On those GPUs too, where rule 4's kernel takes a bf16 D with one of
-//      gemm::kWideEpilogues unsplit, any layout, and M, N and K are each at
-//      least kWideAtCapMinExtent: the cooperative 128 x 256 kernel compiled
-//      for the epilogue ("fixed_wide"), its tiles leaving by TMA stores; calls
+//      gemm::kWideEpilogues, unsplit or under rule 3a's tail split, any layout,
+//      and M, N and K are each at least kWideAtCapMinExtent: the cooperative
+//      128 x 256 kernel compiled for the epilogue ("fixed_wide"), unsplit, its
+//      tiles leaving by TMA stores; calls
 //      with beta != 0 on rule 4's kernel (Plan's residual plan). On an H100
 //      (a0bcad5, each paired with cuBLASLt): 16384^3 NT with no epilogue
 //      0.999x against the ping-pong tiles' 0.736x (groups of 4), bias + GELU
 //      0.977x against 0.816x; the ladder's k32 (the same tile, fp32 C) 1.012x
 //      cuBLAS where k43 (ping-pong) read 0.605x; NN, TN and TT 0.986x, 1.001x
-//      and 0.991x against 0.744x, 0.687x and 0.698x, and 12288^3 NT 0.987x
-//      against 0.859x (12408f6). Its 8192^3 rows were as fast or faster on
-//      the ping-pong tiles (1.002x against 0.968x; bias + GELU 1.038x against
-//      0.939x), and so were GPT-2's fwd_qkv and fwd_lm_head (K 768: 0.979x
-//      and 0.960x against 0.782x and 0.823x), so the rule asks for all three
-//      extents. The H200 machine has not run it (results/h100/2026-12-07_a0bcad5_*,
+//      and 0.991x against 0.744x, 0.687x and 0.698x; NT at 12288^3, 10240^3
+//      and 9216^3 0.987x, 0.956x and 0.971x against 0.859x, 0.762x and
+//      0.854x (12408f6). At 8192^3 the two tied (0.968x and 0.999x against
+//      1.002x twice) and with bias + GELU the ping-pong tiles won (1.038x
+//      against 0.939x), and so they did on GPT-2's fwd_qkv and fwd_lm_head
+//      (K 768: 0.979x and 0.960x against 0.782x and 0.823x), so the rule asks
+//      for all three extents. Bias + GELU has run only at 8192^3 and 16384^3. The H200 machine has not run it (results/h100/2026-12-07_a0bcad5_*,
 //      _12408f6_*; docs/gemm.md).
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
@@ -823,16 +825,22 @@ void set_tile_order(Choice& c, const Desc& d, double dram_bytes_per_s) {
     }
 }
 
-// Rule 14: on a GPU whose DRAM peak is below kRowOrderMaxDramBytesPerSecond, an unsplit ping-pong choice
-// compiled for a bf16 D and one of kWideEpilogues, any layout, M, N and K each at least kWideAtCapMinExtent:
-// the cooperative 128 x 256 kernel compiled for the epilogue ("fixed_wide") instead.
-// Calls with beta != 0 run on rule 4's kernel (Plan's residual plan).
+// Rule 14: on a GPU whose DRAM peak is below kRowOrderMaxDramBytesPerSecond, a ping-pong choice compiled for
+// a bf16 D and one of kWideEpilogues, unsplit or with rule 3a's tail split, any layout, M, N and K each at
+// least kWideAtCapMinExtent: the cooperative 128 x 256 kernel compiled for the epilogue ("fixed_wide"),
+// unsplit, instead. Calls with beta != 0 run on rule 4's kernel (Plan's residual plan).
 void set_wide_at_cap(Choice& c, const Desc& d, int sms, double dram_bytes_per_s) {
-    if (dram_bytes_per_s >= kRowOrderMaxDramBytesPerSecond || !c.pingpong || !c.fixed_epilogue || c.splits != 1 ||
-        c.cluster_m != 1 || c.tile_m != kTileM || !has_wide_kernel(d) ||
+    const bool tail_split = c.splits > 1 && c.split_tiles > 0;
+    if (dram_bytes_per_s >= kRowOrderMaxDramBytesPerSecond || !c.pingpong || !c.fixed_epilogue ||
+        (c.splits != 1 && !tail_split) || c.cluster_m != 1 || c.tile_m != kTileM || !has_wide_kernel(d) ||
         std::min({d.m, d.n, d.k}) < kWideAtCapMinExtent)
         return;
     const std::int64_t tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, kWideTileN);
+    c.splits = 1;
+    c.split_tiles = 0;
+    c.ordered_split = false;
+    c.tail_gather = false;
+    c.stream_tail = false;
     c.pingpong = false;
     c.tile_n = kWideTileN;
     c.tail_n = 0;

@@ -1562,15 +1562,15 @@ TEST(GemmChoose, RowOrderWhereFewTileColumnsShareALongPanelOfA) {
 }
 
 TEST(GemmChoose, SmallerGroupsOfTileRowsForALargeProductWithALongK) {
-    // Rule 13 on an H100's DRAM: 8192^3 (bias + GELU or none, any layout), 10240^3, and 16384^3 with an
+    // Rule 13 on an H100's DRAM: 8192^3 (bias + GELU or none, any layout), 9088^3, and 16384^3 with an
     // epilogue rule 14's cooperative kernel lacks walk their tiles in groups of 4 tile rows, whatever kernel
-    // the other rules chose; the H200 machine keeps the groups of 8. (From 12288^3, none, bias or bias + GELU
+    // the other rules chose; the H200 machine keeps the groups of 8. (From 9216^3, none, bias or bias + GELU
     // take rule 14's cooperative tiles instead, below.)
     std::vector<Desc> large;
     for (Epilogue e : {Epilogue::none, Epilogue::bias_gelu})
         for (Op a : {Op::n, Op::t})
             large.push_back(Desc{.m = 8192, .n = 8192, .k = 8192, .a_op = a, .b_op = Op::t, .epilogue = e});
-    large.push_back(Desc{.m = 10240, .n = 10240, .k = 10240, .b_op = Op::t});
+    large.push_back(Desc{.m = 9088, .n = 9088, .k = 9088, .b_op = Op::t});
     large.push_back(Desc{.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .epilogue = Epilogue::bias_gelu_aux});
     for (const Desc& d : large) {
         const Choice h100 = choose(d, kH200Sms, kH100Dram), h200 = choose(d, kH200Sms);
@@ -1599,13 +1599,13 @@ TEST(GemmChoose, SmallerGroupsOfTileRowsForALargeProductWithALongK) {
 
 TEST(GemmChoose, CooperativeWideTilesForTheLargestProductsOnAnH100) {
     // Rule 14 on an H100's DRAM: a bf16 D with none, bias or bias + GELU, any layout, M, N and K at least
-    // 12288: the cooperative 128 x 256 kernel compiled for the epilogue, as "fixed_wide" names it; the H200
+    // 9216: the cooperative 128 x 256 kernel compiled for the epilogue, as "fixed_wide" names it; the H200
     // machine keeps the ping-pong tiles.
     for (Epilogue e : kWideEpilogues)
         for (const auto& [a, b] : {std::pair{Op::n, Op::t}, std::pair{Op::n, Op::n}, std::pair{Op::t, Op::n},
                                    std::pair{Op::t, Op::t}})
         for (const Desc& d : {Desc{.m = 16384, .n = 16384, .k = 16384, .a_op = a, .b_op = b, .epilogue = e},
-                             Desc{.m = 12288, .n = 12288, .k = 12288, .a_op = a, .b_op = b, .epilogue = e},
+                             Desc{.m = 9216, .n = 9216, .k = 9216, .a_op = a, .b_op = b, .epilogue = e},
                              Desc{.m = 20000, .n = 16400, .k = 12300, .a_op = a, .b_op = b, .epilogue = e}}) {
             const Choice h100 = choose(d, kH200Sms, kH100Dram);
             EXPECT_FALSE(h100.pingpong) << kernel_text(h100);
@@ -1622,13 +1622,13 @@ TEST(GemmChoose, CooperativeWideTilesForTheLargestProductsOnAnH100) {
             EXPECT_TRUE(choose(d, kH200Sms).pingpong);
             EXPECT_TRUE(choose(d, kH200Sms, kRowOrderMaxDramBytesPerSecond).pingpong);
         }
-    // Not below 12288 in any extent, not for epilogues the wide kernel lacks, an fp32 D or f16 operands.
+    // Not below 9216 in any extent, not for epilogues the wide kernel lacks, an fp32 D or f16 operands.
     const Desc keep[] = {{.m = 8192, .n = 8192, .k = 8192, .b_op = Op::t},
-                         {.m = 16384, .n = 16384, .k = 12287, .b_op = Op::t},
-                         {.m = 16384, .n = 12160, .k = 16384, .b_op = Op::t},
-                         {.m = 12160, .n = 16384, .k = 16384, .b_op = Op::t},
+                         {.m = 16384, .n = 16384, .k = 9215, .b_op = Op::t},
+                         {.m = 16384, .n = 9088, .k = 16384, .b_op = Op::t},
+                         {.m = 9088, .n = 16384, .k = 16384, .b_op = Op::t},
                          {.m = 16384, .n = 50304, .k = 768, .b_op = Op::t},
-                         {.m = 12287, .n = 16384, .k = 16384, .a_op = Op::t},
+                         {.m = 9215, .n = 16384, .k = 16384, .a_op = Op::t},
                          {.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .epilogue = Epilogue::bias_gelu_aux},
                          {.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .epilogue = Epilogue::bias_relu},
                          {.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .d_type = Type::f32},
