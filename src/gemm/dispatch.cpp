@@ -222,11 +222,11 @@
 //      in groups of 8 (its DRAM reads no lower). Groups of 4 and 2 are level
 //      within the pairs' spread at 16384^3; 4 won at 8192^3. At 16384^3 the
 //      H100 stays far below cuBLASLt whatever the order (docs/gemm.md).
-//  14. On those GPUs too, where rule 4's kernel takes a bf16 D with one of
-//      gemm::kWideEpilogues, unsplit or under rule 3a's tail split, any layout,
-//      and M, N and K are each at least kWideAtCapMinExtent: the cooperative
-//      128 x 256 kernel compiled for the epilogue ("fixed_wide"), unsplit, its
-//      tiles leaving by TMA stores; calls
+//  14. Before rules 9 and 3a, on those GPUs too, a bf16 D with one of
+//      gemm::kWideEpilogues (bf16 operands), any layout, M, N and K each at
+//      least kWideAtCapMinExtent: the cooperative 128 x 256 kernel compiled
+//      for the epilogue ("fixed_wide"), unsplit, its tiles leaving by TMA
+//      stores, where rules 3a and 4 took the ping-pong tiles; calls
 //      with beta != 0 on rule 4's kernel (Plan's residual plan). On an H100
 //      (a0bcad5, each paired with cuBLASLt): 16384^3 NT with no epilogue
 //      0.999x against the ping-pong tiles' 0.736x (groups of 4), bias + GELU
@@ -599,7 +599,28 @@ static std::int64_t few_tile_splits(const Desc& d, std::int64_t tiles, std::int6
 
 namespace {
 
-// Rules 1 to 11: the kernel, its tiles and its splits.
+// Rule 14: on a GPU whose DRAM peak is below kRowOrderMaxDramBytesPerSecond, a bf16 D with one of
+// kWideEpilogues, any layout, M, N and K each at least kWideAtCapMinExtent: the cooperative 128 x 256 kernel
+// compiled for the epilogue ("fixed_wide"), unsplit, ahead of rules 9, 3a and 4's ping-pong tiles. Calls with
+// beta != 0 run on rule 4's kernel (Plan's residual plan). True where it took the product.
+bool set_wide_at_cap(Choice& c, const Desc& d, int sms, double dram_bytes_per_s) {
+    if (dram_bytes_per_s >= kRowOrderMaxDramBytesPerSecond || c.splits != 1 || !has_wide_kernel(d) ||
+        std::min({d.m, d.n, d.k}) < kWideAtCapMinExtent)
+        return false;
+    const std::int64_t tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, kWideTileN);
+    c.pingpong = false;
+    c.fixed_epilogue = true;
+    c.tile_n = kWideTileN;
+    c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, sms));
+    c.why = std::to_string(tiles) + " tiles of 128 x 256, M, N and K at least " +
+            std::to_string(kWideAtCapMinExtent) + ", on a GPU whose DRAM peak is below " +
+            tb_per_s(kRowOrderMaxDramBytesPerSecond) +
+            ": the cooperative 128 x 256 kernel compiled for this epilogue and a bf16 D, its tiles leaving by TMA "
+            "stores (N and the rows multiples of 8; calls with beta != 0 on rule 4's kernel that loads C by TMA)";
+    return true;
+}
+
+// Rules 1 to 11 and 14: the kernel, its tiles and its splits.
 Choice choose_kernel(const Desc& desc, int sms, double dram_bytes_per_s) {
     const Desc d = with_packed_leading_dimensions(desc);
     sms = std::max(sms, 1);
@@ -652,6 +673,8 @@ Choice choose_kernel(const Desc& desc, int sms, double dram_bytes_per_s) {
         return c;
     }
     const auto waves = [&](std::int64_t units) { return static_cast<double>(ceil_div(units, sms)); };
+    // Rule 14: on a GPU of an H100's DRAM, the largest products on the cooperative 128 x 256 kernel.
+    if (set_wide_at_cap(c, d, sms, dram_bytes_per_s)) return c;
     // Rule 9: 128 x 176 or 128 x 192 tiles where they fill their waves better than 128 x 128 ones do.
     if (set_wide_n(c, d, tiles, k_tiles, sms)) return c;
     // Rule 3a: a part-empty last wave and a long K, with a bf16 D and a fixed epilogue: the tail split,
@@ -825,41 +848,11 @@ void set_tile_order(Choice& c, const Desc& d, double dram_bytes_per_s) {
     }
 }
 
-// Rule 14: on a GPU whose DRAM peak is below kRowOrderMaxDramBytesPerSecond, a ping-pong choice compiled for
-// a bf16 D and one of kWideEpilogues, unsplit or with rule 3a's tail split, any layout, M, N and K each at
-// least kWideAtCapMinExtent: the cooperative 128 x 256 kernel compiled for the epilogue ("fixed_wide"),
-// unsplit, instead. Calls with beta != 0 run on rule 4's kernel (Plan's residual plan).
-void set_wide_at_cap(Choice& c, const Desc& d, int sms, double dram_bytes_per_s) {
-    const bool tail_split = c.splits > 1 && c.split_tiles > 0;
-    if (dram_bytes_per_s >= kRowOrderMaxDramBytesPerSecond || !c.pingpong || !c.fixed_epilogue ||
-        (c.splits != 1 && !tail_split) || c.cluster_m != 1 || c.tile_m != kTileM || !has_wide_kernel(d) ||
-        std::min({d.m, d.n, d.k}) < kWideAtCapMinExtent)
-        return;
-    const std::int64_t tiles = ceil_div(d.m, kTileM) * ceil_div(d.n, kWideTileN);
-    c.splits = 1;
-    c.split_tiles = 0;
-    c.ordered_split = false;
-    c.tail_gather = false;
-    c.stream_tail = false;
-    c.pingpong = false;
-    c.tile_n = kWideTileN;
-    c.tail_n = 0;
-    c.tma_load_c = false;
-    c.group_m = 0;
-    c.ctas = static_cast<int>(std::min<std::int64_t>(tiles, std::max(sms, 1)));
-    c.why = std::to_string(tiles) + " tiles of 128 x 256, M, N and K at least " +
-            std::to_string(kWideAtCapMinExtent) + ", on a GPU whose DRAM peak is below " +
-            tb_per_s(kRowOrderMaxDramBytesPerSecond) +
-            ": the cooperative 128 x 256 kernel compiled for this epilogue and a bf16 D, its tiles leaving by TMA "
-            "stores (N and the rows multiples of 8; calls with beta != 0 on rule 4's kernel that loads C by TMA)";
-}
-
 }  // namespace
 
 Choice choose(const Desc& desc, int sms, double dram_bytes_per_s) {
     Choice c = choose_kernel(desc, sms, dram_bytes_per_s);
     const Desc packed = with_packed_leading_dimensions(desc);  // a refused desc is no ping-pong choice
-    set_wide_at_cap(c, packed, std::max(sms, 1), dram_bytes_per_s);
     set_tile_order(c, packed, dram_bytes_per_s);
     return c;
 }
