@@ -226,8 +226,8 @@
 //      gemm::kWideEpilogues (bf16 operands), any layout, M, N and K each at
 //      least kWideAtCapMinExtent: the cooperative 128 x 256 kernel compiled
 //      for the epilogue ("fixed_wide"), unsplit, its tiles leaving by TMA
-//      stores, where rules 3a and 4 took the ping-pong tiles; calls
-//      with beta != 0 on rule 4's kernel (Plan's residual plan). On an H100
+//      stores, where rules 3a and 4 took the ping-pong tiles; calls with
+//      beta != 0 on rule 4's kernel (Plan's residual plan). On an H100
 //      (a0bcad5, each paired with cuBLASLt): 16384^3 NT with no epilogue
 //      0.999x against the ping-pong tiles' 0.736x (groups of 4), bias + GELU
 //      0.977x against 0.816x; the ladder's k32 (the same tile, fp32 C) 1.012x
@@ -238,7 +238,8 @@
 //      1.002x twice) and with bias + GELU the ping-pong tiles won (1.038x
 //      against 0.939x), and so they did on GPT-2's fwd_qkv and fwd_lm_head
 //      (K 768: 0.979x and 0.960x against 0.782x and 0.823x), so the rule asks
-//      for all three extents. Bias + GELU has run only at 8192^3 and 16384^3. The H200 machine has not run it (results/h100/2026-12-07_a0bcad5_*,
+//      for all three extents. Bias + GELU has run only at 8192^3 and
+//      16384^3. The H200 machine has not run it (results/h100/2026-12-07_a0bcad5_*,
 //      _12408f6_*; docs/gemm.md).
 // The cooperative 128 x 256 kernel (k32's tile) stays in the table, for
 // kernel_named and for comparison, and so does its fixed-epilogue form with
