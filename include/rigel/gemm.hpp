@@ -186,10 +186,8 @@ inline constexpr int kLargeProductMinTiles = 64;
 inline constexpr int kLargeProductGroupM = 4;
 // The dispatcher's rule 14 (docs/gemm.md): on those GPUs too, a product with a bf16 D and one of
 // kWideEpilogues, any layout, and M, N and K each at least this runs unsplit on the cooperative 128 x 256
-// kernel ("fixed_wide") instead of the ping-pong one: on an H100 at 16384^3 it kept cuBLASLt's rate (0.99x
-// to 1.00x in every layout, 0.977x with bias + GELU) where the ping-pong tiles fell to 0.69x-0.82x, and NT
-// at 12288^3, 10240^3 and 9216^3 0.987x, 0.956x and 0.971x against 0.859x, 0.762x and 0.854x; at 8192^3 the
-// two tied (0.968x-0.999x against 1.002x) and with bias + GELU the ping-pong tiles won (1.038x against 0.939x).
+// kernel ("fixed_wide") instead of the ping-pong one: on an H100 it kept cuBLASLt's rate from 9216^3 up, where
+// the ping-pong tiles fell under the power cap, and tied them at 8192^3 (the figures: rule 14 in dispatch.cpp).
 inline constexpr std::int64_t kWideAtCapMinExtent = 9216;
 
 // How a plan computes: the kernel the dispatcher chose for the shape.

@@ -228,7 +228,7 @@
 //      for the epilogue ("fixed_wide"), unsplit, its tiles leaving by TMA
 //      stores, where rules 3a and 4 took the ping-pong tiles; calls with
 //      beta != 0 on rule 4's kernel (Plan's residual plan). On an H100
-//      (a0bcad5, each paired with cuBLASLt): 16384^3 NT with no epilogue
+//      (a0bcad5, each paired with cuBLASLt, not with each other): 16384^3 NT with no epilogue
 //      0.999x against the ping-pong tiles' 0.736x (groups of 4), bias + GELU
 //      0.977x against 0.816x; the ladder's k32 (the same tile, fp32 C) 1.012x
 //      cuBLAS where k43 (ping-pong) read 0.605x; NN, TN and TT 0.986x, 1.001x

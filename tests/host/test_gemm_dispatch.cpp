@@ -1603,24 +1603,25 @@ TEST(GemmChoose, CooperativeWideTilesForTheLargestProductsOnAnH100) {
     // machine keeps the ping-pong tiles.
     for (Epilogue e : kWideEpilogues)
         for (const auto& [a, b] : {std::pair{Op::n, Op::t}, std::pair{Op::n, Op::n}, std::pair{Op::t, Op::n},
-                                   std::pair{Op::t, Op::t}})
-        for (const Desc& d : {Desc{.m = 16384, .n = 16384, .k = 16384, .a_op = a, .b_op = b, .epilogue = e},
-                             Desc{.m = 9216, .n = 9216, .k = 9216, .a_op = a, .b_op = b, .epilogue = e},
-                             Desc{.m = 20000, .n = 16400, .k = 12300, .a_op = a, .b_op = b, .epilogue = e}}) {
-            const Choice h100 = choose(d, kH200Sms, kH100Dram);
-            EXPECT_FALSE(h100.pingpong) << kernel_text(h100);
-            EXPECT_TRUE(h100.fixed_epilogue);
-            EXPECT_EQ(h100.tile_n, 256);
-            EXPECT_EQ(h100.tile_m, 128);
-            EXPECT_EQ(h100.splits, 1);
-            EXPECT_EQ(h100.group_m, 0);
-            EXPECT_FALSE(h100.tma_load_c);
-            EXPECT_EQ(h100.ctas, kH200Sms);
-            EXPECT_TRUE(contains(h100.why, "cooperative 128 x 256 kernel")) << h100.why;
-            EXPECT_EQ(kernel_text(h100), kernel_text(*kernel_named(d, "fixed_wide", kH200Sms, kH100Dram)));
-            EXPECT_EQ(kernel_text(*kernel_named(d, "auto", kH200Sms, kH100Dram)), kernel_text(h100));
-            EXPECT_TRUE(choose(d, kH200Sms).pingpong);
-            EXPECT_TRUE(choose(d, kH200Sms, kRowOrderMaxDramBytesPerSecond).pingpong);
+                                   std::pair{Op::t, Op::t}}) {
+            for (const Desc& d : {Desc{.m = 16384, .n = 16384, .k = 16384, .a_op = a, .b_op = b, .epilogue = e},
+                                  Desc{.m = 9216, .n = 9216, .k = 9216, .a_op = a, .b_op = b, .epilogue = e},
+                                  Desc{.m = 20000, .n = 16400, .k = 12300, .a_op = a, .b_op = b, .epilogue = e}}) {
+                const Choice h100 = choose(d, kH200Sms, kH100Dram);
+                EXPECT_FALSE(h100.pingpong) << kernel_text(h100);
+                EXPECT_TRUE(h100.fixed_epilogue);
+                EXPECT_EQ(h100.tile_n, 256);
+                EXPECT_EQ(h100.tile_m, 128);
+                EXPECT_EQ(h100.splits, 1);
+                EXPECT_EQ(h100.group_m, 0);
+                EXPECT_FALSE(h100.tma_load_c);
+                EXPECT_EQ(h100.ctas, kH200Sms);
+                EXPECT_TRUE(contains(h100.why, "cooperative 128 x 256 kernel")) << h100.why;
+                EXPECT_EQ(kernel_text(h100), kernel_text(*kernel_named(d, "fixed_wide", kH200Sms, kH100Dram)));
+                EXPECT_EQ(kernel_text(*kernel_named(d, "auto", kH200Sms, kH100Dram)), kernel_text(h100));
+                EXPECT_TRUE(choose(d, kH200Sms).pingpong);
+                EXPECT_TRUE(choose(d, kH200Sms, kRowOrderMaxDramBytesPerSecond).pingpong);
+            }
         }
     // Not below 9216 in any extent, not for epilogues the wide kernel lacks, an fp32 D or f16 operands.
     const Desc keep[] = {{.m = 8192, .n = 8192, .k = 8192, .b_op = Op::t},

@@ -29,6 +29,9 @@ namespace {
 // and 8 take the 176 and 192 ones): compiled for
 // gemm::kN192Epilogues alone, with no path for C by TMA.
 bool wide_n_tiles(const Choice& c) { return c.pingpong && (c.tile_n == 192 || c.tile_n == 176 || c.tile_n == 168); }
+// The cooperative 128 x 256 kernel compiled for a fixed epilogue ("fixed_wide", rule 14): no path for C by TMA
+// either.
+bool wide_cooperative(const Choice& c) { return c.fixed_epilogue && !c.pingpong && c.tile_n == 256; }
 
 DType dtype_of(Type t) {
     switch (t) {
@@ -126,21 +129,16 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count(), cuda::sm90
                     "stores cannot take";
         state_->staged = std::make_unique<Plan>(d, plain);
     }
-    // Rule 14's cooperative 128 x 256 tiles have no path for C by TMA either.
-    const bool wide_cooperative = choice_.fixed_epilogue && !choice_.pingpong && choice_.tile_n == 256;
-    if (wide_n_tiles(choice_) || choice_.tail_n > 0 || wide_cooperative) {
+    if (wide_n_tiles(choice_) || choice_.tail_n > 0 || wide_cooperative(choice_)) {
         Choice with_c = choice_;
         with_c.tile_n = 128;
         with_c.tail_n = 0;
         with_c.pingpong = true;
         with_c.tma_load_c = has_tma_c_kernel(d);
-        if (wide_cooperative)
-            with_c.ctas = static_cast<int>(std::min<std::int64_t>(ceil_div(desc_.m, 128) * ceil_div(desc_.n, 128),
-                                                                  std::max(cuda::sm90::sm_count(), 1)));
         with_c.why = "rule 4's kernel for the calls with beta != 0 of a product on 128 x " +
                      std::to_string(choice_.tile_n) + " tiles" +
                      (choice_.tail_n > 0 ? " with a narrow tail" : "") +
-                     (wide_cooperative ? " shared by both consumers" : "");
+                     (wide_cooperative(choice_) ? " shared by both consumers" : "");
         state_->residual = std::make_unique<Plan>(d, with_c);
     }
 }
