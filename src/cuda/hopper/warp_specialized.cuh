@@ -234,6 +234,14 @@ __host__ __device__ constexpr bool scales_on_own_barrier() {
     else return false;
 }
 
+// EXPERIMENT (a diagnosis, right only with unit scales): the block-scaled promotion as k34's FADD,
+// the scales still loaded and read (G::kFaddPromotion).
+template <class G>
+__host__ __device__ constexpr bool fadd_promotion() {
+    if constexpr (requires { G::kFaddPromotion; }) return G::kFaddPromotion;
+    else return false;
+}
+
 template <class G>
 __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::uint64_t* full, std::uint64_t* empty,
                                           unsigned char* smem, const CUtensorMap* map_a, const CUtensorMap* map_b,
@@ -415,8 +423,14 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 const float b = __uint_as_float(__float_as_uint(sc.b) | tie(part[0]));
                 const float s0 = sc.a0 * b, s1 = sc.a1 * b;
                 // Accumulator i holds row r + 8 ((i % 4) / 2) (store_accumulators' layout).
+                if constexpr (fadd_promotion<G>()) {
+                    acc[0] += (s0 - s0) + (s1 - s1);  // keeps the scales' reads (0 for finite scales)
 #pragma unroll
-                for (int i = 0; i < G::kAcc; ++i) acc[i] = fmaf(part[i], (i % 4) < 2 ? s0 : s1, acc[i]);
+                    for (int i = 0; i < G::kAcc; ++i) acc[i] += part[i];
+                } else {
+#pragma unroll
+                    for (int i = 0; i < G::kAcc; ++i) acc[i] = fmaf(part[i], (i % 4) < 2 ? s0 : s1, acc[i]);
+                }
             } else {
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] += part[i];
