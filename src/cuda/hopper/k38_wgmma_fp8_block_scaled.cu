@@ -83,7 +83,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -100,28 +99,6 @@ namespace {
 
 template <DType T>
 using K38 = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped, sm90::Accumulation::block_scaled>;
-
-// EXPERIMENT: RIGEL_K38_SCALES=own_barrier lands each stage's scales on a barrier of their own, so
-// that a k-tile's wgmma waits for its operands only and the scales are waited for at their read.
-template <DType T>
-struct K38OwnBarrier : K38<T> {
-    static constexpr bool kScaleBarrier = true;
-};
-// RIGEL_K38_SCALES=fadd (a diagnosis, right only with unit scales): the promotion as k34's FADD, the
-// scales still loaded and read.
-template <DType T>
-struct K38Fadd : K38<T> {
-    static constexpr bool kFaddPromotion = true;
-};
-std::string scales_variant() {
-    static const std::string v = [] {
-        const char* e = std::getenv("RIGEL_K38_SCALES");
-        return std::string(e != nullptr ? e : "");
-    }();
-    return v;
-}
-bool scales_on_own_barrier() { return scales_variant() == "own_barrier"; }
-bool fadd() { return scales_variant() == "fadd"; }
 
 // StoreF32 with the block scales' tensor maps beside it: the kernel's by-value
 // parameters carry them to the producer (warp_specialized.cuh, block_scaled).
@@ -168,13 +145,8 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
 
 void dispatch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
     switch (p.type) {
-        case DType::e4m3:
-            if (scales_on_own_barrier()) return launch<K38OwnBarrier<DType::e4m3>>(p, scale_a, scale_b, rung);
-            if (fadd()) return launch<K38Fadd<DType::e4m3>>(p, scale_a, scale_b, rung);
-            return launch<K38<DType::e4m3>>(p, scale_a, scale_b, rung);
-        case DType::e5m2:
-            if (scales_on_own_barrier()) return launch<K38OwnBarrier<DType::e5m2>>(p, scale_a, scale_b, rung);
-            return launch<K38<DType::e5m2>>(p, scale_a, scale_b, rung);
+        case DType::e4m3: return launch<K38<DType::e4m3>>(p, scale_a, scale_b, rung);
+        case DType::e5m2: return launch<K38<DType::e5m2>>(p, scale_a, scale_b, rung);
         default:
             throw std::invalid_argument(std::string(rung) + " takes e4m3 and e5m2, not " + std::string(name(p.type)));
     }

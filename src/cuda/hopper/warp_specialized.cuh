@@ -226,30 +226,13 @@ constexpr bool loads_block_scales() {
     else return false;
 }
 
-// EXPERIMENT: true for a block-scaled kernel whose scales land on a barrier of their own
-// (G::kScaleBarrier), so that a k-tile's wgmma waits for its operands only.
-template <class G>
-__host__ __device__ constexpr bool scales_on_own_barrier() {
-    if constexpr (requires { G::kScaleBarrier; }) return G::kScaleBarrier;
-    else return false;
-}
-
-// EXPERIMENT (a diagnosis, right only with unit scales): the block-scaled promotion as k34's FADD,
-// the scales still loaded and read (G::kFaddPromotion).
-template <class G>
-__host__ __device__ constexpr bool fadd_promotion() {
-    if constexpr (requires { G::kFaddPromotion; }) return G::kFaddPromotion;
-    else return false;
-}
-
 template <class G>
 __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::uint64_t* full, std::uint64_t* empty,
                                           unsigned char* smem, const CUtensorMap* map_a, const CUtensorMap* map_b,
                                           int tm, int tn, int b_row, int kt_begin, int k_end,
                                           const CUtensorMap* map_scale_a = nullptr,
                                           const CUtensorMap* map_scale_b = nullptr,
-                                          std::uint32_t stage_bytes = G::kStageBytes,
-                                          std::uint64_t* scale_full = nullptr) {
+                                          std::uint32_t stage_bytes = G::kStageBytes) {
     // k_end in elements of K, not k-tiles: the ping-pong kernel passes its
     // parameter k itself, which the loop test reads from the constant bank
     // (a k-tile count computed from it would be spilled across the epilogue
@@ -266,15 +249,9 @@ __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::
             // The k-tile's scales (block_scaled.hpp's layouts: k-block-major), in the same
             // transaction: A's for the tile's rows and the 4 B blocks around the tile's.
             unsigned char* const scales = smem + G::kStages * G::kStageBytes + stage * G::kScaleStageBytes;
-            std::uint64_t* const scale_bar = scales_on_own_barrier<G>() ? &scale_full[stage] : &full[stage];
-            if constexpr (scales_on_own_barrier<G>()) {
-                mbar_arrive_expect_tx(scale_bar, G::kScaleABytes + G::kScaleBBytes);
-                mbar_arrive_expect_tx(&full[stage], G::kStageBytes);
-            } else {
-                mbar_arrive_expect_tx(&full[stage], G::kStageBytes + G::kScaleABytes + G::kScaleBBytes);
-            }
-            tma_load_2d(scales, map_scale_a, scale_bar, tm * G::kBM, kt);
-            tma_load_2d(scales + G::kScaleABytes, map_scale_b, scale_bar, tn & ~3, kt);
+            mbar_arrive_expect_tx(&full[stage], G::kStageBytes + G::kScaleABytes + G::kScaleBBytes);
+            tma_load_2d(scales, map_scale_a, &full[stage], tm * G::kBM, kt);
+            tma_load_2d(scales + G::kScaleABytes, map_scale_b, &full[stage], tn & ~3, kt);
         } else {
             mbar_arrive_expect_tx(&full[stage], stage_bytes);
         }
@@ -294,7 +271,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     extern __shared__ unsigned char smem_raw[];
     __shared__ std::uint64_t full[kStages];
     __shared__ std::uint64_t empty[kStages];
-    __shared__ std::uint64_t scale_full[scales_on_own_barrier<G>() ? kStages : 1];  // EXPERIMENT
     unsigned char* const smem = align_to_atom(smem_raw);
     auto a_tile = [&](int s) { return smem + s * G::kStageBytes; };
     auto b_tile = [&](int s) { return smem + s * G::kStageBytes + G::kABytes; };
@@ -305,12 +281,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
 
     init_ring(full, empty, G::kConsumerWarps);  // every consumer warp releases each stage
-    if constexpr (scales_on_own_barrier<G>()) {
-        if (threadIdx.x == 0) {
-            for (int s = 0; s < kStages; ++s) mbar_init(&scale_full[s], 1);
-            fence_mbarrier_init();
-        }
-    }
     if constexpr (requires { Epi::init(); }) Epi::init();  // the epilogue's own barriers, where it has any
     __syncthreads();  // the last CTA-wide barrier: from here on only mbarriers
     if constexpr (G::kSchedule == Schedule::split_k) {
@@ -331,7 +301,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
                 if constexpr (G::kAccumulation == Accumulation::block_scaled)
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, tn * G::kBN, kt_begin, kt_end * G::kBK,
-                                 &epi.map_scale_a, &epi.map_scale_b, G::kStageBytes, scale_full);
+                                 &epi.map_scale_a, &epi.map_scale_b);
                 else
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, tn * G::kBN, kt_begin, kt_end * G::kBK);
             }
@@ -380,10 +350,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 return 0;
         };
         // The reads wait for `after` (tie).
-        const auto scales_of = [&](int stage, std::uint32_t phase, int tile_n, Scales& sc, float after) {
+        const auto scales_of = [&](int stage, int tile_n, Scales& sc, float after) {
             if constexpr (G::kAccumulation == Accumulation::block_scaled) {
-                if constexpr (scales_on_own_barrier<G>()) mbar_wait(&scale_full[stage], phase);
-                else (void)phase;
                 const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
                 const float* const sa = reinterpret_cast<const float*>(
                     smem + kStages * G::kStageBytes + stage * G::kScaleStageBytes + tie(after));
@@ -397,9 +365,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         auto ring = PipelineState<kStages>::consumer_start();
         // Promoted modes: k-tile kt's product into a fresh partial sum (4
         // wgmma k-steps, one commit group); returns the stage it reads.
-        const auto issue_partial = [&](float (&part)[G::kAcc], std::uint32_t& phase) {
+        const auto issue_partial = [&](float (&part)[G::kAcc]) {
             const int stage = ring.stage();
-            phase = ring.phase();
             mbar_wait(&full[stage], ring.phase());
             const std::uint64_t da = operand_desc<G::kMajorA, G::kBK>(a_tile(stage) + a_offset);
             const std::uint64_t db = operand_desc<G::kMajorB, G::kBK>(b_tile(stage));
@@ -423,14 +390,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 const float b = __uint_as_float(__float_as_uint(sc.b) | tie(part[0]));
                 const float s0 = sc.a0 * b, s1 = sc.a1 * b;
                 // Accumulator i holds row r + 8 ((i % 4) / 2) (store_accumulators' layout).
-                if constexpr (fadd_promotion<G>()) {
-                    acc[0] += (s0 - s0) + (s1 - s1);  // keeps the scales' reads (0 for finite scales)
 #pragma unroll
-                    for (int i = 0; i < G::kAcc; ++i) acc[i] += part[i];
-                } else {
-#pragma unroll
-                    for (int i = 0; i < G::kAcc; ++i) acc[i] = fmaf(part[i], (i % 4) < 2 ? s0 : s1, acc[i]);
-                }
+                for (int i = 0; i < G::kAcc; ++i) acc[i] = fmaf(part[i], (i % 4) < 2 ? s0 : s1, acc[i]);
             } else {
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] += part[i];
@@ -479,29 +440,27 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 // sums are added in k order, as before: the same bits.
                 int kt = kt_begin;
                 Scales sc0, sc1;
-                std::uint32_t phase0 = 0, phase1 = 0;
-                int stage0 = issue_partial(part0, phase0), stage1 = 0;
-                scales_of(stage0, phase0, tn, sc0, 0.0f);
+                int stage0 = issue_partial(part0), stage1 = 0;
+                scales_of(stage0, tn, sc0, 0.0f);
                 // One turn: k-tile kt is in `cur`; issue kt + 1 into `next` (unless kt is the
                 // last), then promote kt. True when the tile's k-tiles are done.
                 const auto turn = [&](float(&cur)[G::kAcc], int& cur_stage, Scales& cur_sc, float(&next)[G::kAcc],
-                                      int& next_stage, std::uint32_t& next_phase, Scales& next_sc) {
+                                      int& next_stage, Scales& next_sc) {
                     if (kt + 1 == kt_end) {
                         wgmma_wait<0>();
                         promote(cur, cur_stage, cur_sc);
                         return true;
                     }
-                    next_stage = issue_partial(next, next_phase);
+                    next_stage = issue_partial(next);
                     wgmma_wait<1>();
                     promote(cur, cur_stage, cur_sc);
                     // k-tile kt + 1's scales, for its promotion in the next turn: read
                     // after this one (its stage is held until then).
-                    scales_of(next_stage, next_phase, tn, next_sc, cur[0]);
+                    scales_of(next_stage, tn, next_sc, cur[0]);
                     ++kt;
                     return false;
                 };
-                while (!turn(part0, stage0, sc0, part1, stage1, phase1, sc1) &&
-                       !turn(part1, stage1, sc1, part0, stage0, phase0, sc0)) {
+                while (!turn(part0, stage0, sc0, part1, stage1, sc1) && !turn(part1, stage1, sc1, part0, stage0, sc0)) {
                 }
             }
 
