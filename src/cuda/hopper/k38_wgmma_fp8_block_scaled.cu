@@ -79,7 +79,18 @@
 // k38's two consumers share each tile and wait on the same full barrier, so
 // they reach their promotions together and the tensor pipe idles through
 // both; the second partial sum, in flight during the promotion, is what keeps
-// it fed. Where k38's remaining 11 % goes is still not measured apart.
+// it fed. Two more builds on an H100 (5b9fa28, taken out in d86407c; ladder
+// calls in the order built, own barrier, FADD, twice, each rung paired with
+// cuBLASLt's default fp8, unit scales): the scales landing on a barrier of
+// their own, so that a k-tile's wgmma waited for its operands only and the
+// consumers waited for the scales where they read them, ran 4 % slower
+// (0.813x and 0.767x cuBLASLt at 4096^3 and 8192^3, against 0.849x and
+// 0.803x as built): one more wait in the turn cost more than the scales'
+// arrival did. k34's FADD in place of the FFMA, the scales still loaded and
+// read (a diagnosis, which fails the real-scale check as it must), ran
+// 0.875x and 0.808x: the FFMA is 3 % at 4096^3 and under 1 % at 8192^3, and
+// the rest of the gap to k34 (0.952x and 0.87x-0.90x in the same calls)
+// comes with the scales' loads and reads in each turn.
 #include <cuda_runtime.h>
 
 #include <cstdint>
