@@ -81,7 +81,8 @@
 // both; the second partial sum, in flight during the promotion, is what keeps
 // it fed. Two more builds on an H100 (5b9fa28, taken out in d86407c; ladder
 // calls in the order built, own barrier, FADD, twice, each rung paired with
-// cuBLASLt's default fp8, unit scales): the scales landing on a barrier of
+// cuBLASLt's default fp8, unit scales, so the builds meet through that
+// baseline, not in pairs of their own): the scales landing on a barrier of
 // their own, so that a k-tile's wgmma waited for its operands only and the
 // consumers waited for the scales where they read them, ran 4 % slower
 // (0.813x and 0.767x cuBLASLt at 4096^3 and 8192^3, against 0.849x and
