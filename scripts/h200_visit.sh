@@ -457,19 +457,21 @@ set_timing_args() {
 # every timing of GEMM_TIMINGS (paired, blocks:S, pause:S). GEMM_RUNS: square size and D's type,
 # space-separated (default 4096:f32 4096:bf16); a third field names the kernel (4096:f32:128x256), the
 # dispatcher's choice where it is empty or auto; a fourth the layout (NT where there is none), a fifth the
-# epilogue (none): 16384:bf16:fixed_wide:TT, 9216:bf16::NT:bias_gelu. Whether a loss under sustained load is
-# the power cap's clock or the kernel's cycles: GEMM_RUNS=16384:bf16 GEMM_TIMINGS="paired pause:0.02
-# pause:0.1" (with a 0.1 s pause every launch starts on an idle device).
+# epilogue (none), a sixth beta (0; not 0: C is read), a seventh the ping-pong kernels' tile order (--group-m;
+# none where empty): 16384:bf16:fixed_wide:TT, 9216:bf16::NT:bias_gelu, 16384:bf16:fixed_tma_c:NT:bias_gelu:1:4.
+# Whether a loss under sustained load is the power cap's clock or the kernel's cycles: GEMM_RUNS=16384:bf16
+# GEMM_TIMINGS="paired pause:0.02 pause:0.1" (with a 0.1 s pause every launch starts on an idle device).
 if has gemm_runs; then
   for spec in ${GEMM_RUNS:-4096:f32 4096:bf16}; do
-    IFS=: read -r size out_type run_kernel run_layout run_epilogue <<< "$spec"
+    IFS=: read -r size out_type run_kernel run_layout run_epilogue run_beta run_group <<< "$spec"
     run_kernel=${run_kernel:-auto}
+    run_order=(); [ -n "$run_group" ] && run_order=(--group-m "$run_group")
     for timing in ${GEMM_TIMINGS:-paired}; do
       fits 60 "gemm run $spec ($timing)" || continue
       log "gemm run $spec ($timing)"
       set_timing_args "$timing" || continue
       timeout -s INT "$(capped 120)" $RIGEL gemm run --m "$size" --n "$size" --k "$size" --layout "${run_layout:-NT}" \
-        --out-type "$out_type" --epilogue "${run_epilogue:-none}" \
+        --out-type "$out_type" --epilogue "${run_epilogue:-none}" --beta "${run_beta:-0}" "${run_order[@]}" \
         --kernel "$run_kernel" "${timing_args[@]}" --out "$OUT" >> "$OUT/gemm_runs.txt" 2>&1
       summary+=("gemm run $spec ($timing): rc $?")
     done
