@@ -288,6 +288,19 @@ inline constexpr double kH200DramBytesPerSecond = 4.8e12;
 // `dram_bytes_per_s` (see dispatch.cpp for the rules; rule 5a reads the bandwidth). Pure host code; `d`
 // must pass check().
 Choice choose(const Desc& d, int sms, double dram_bytes_per_s = kH200DramBytesPerSecond);
+// The ping-pong kernel's 168-, 176- and 192-column tiles ("fixed_n168", "fixed_n176", "fixed_n192"; rules 9
+// and 8 take the 176 and 192 ones): compiled for kN192Epilogues alone, with no path for C by TMA.
+constexpr bool wide_n_tiles(const Choice& c) {
+    return c.pingpong && (c.tile_n == 192 || c.tile_n == 176 || c.tile_n == 168);
+}
+// The cooperative 128 x 256 kernel compiled for a fixed epilogue ("fixed_wide", rule 14): no path for C by
+// TMA either.
+constexpr bool wide_cooperative(const Choice& c) { return c.fixed_epilogue && !c.pingpong && c.tile_n == 256; }
+// The plan's residual choice: where `c`'s kernel has no path for C by TMA (wide_n_tiles, a narrow tail,
+// wide_cooperative), the choice that runs a plan's calls with beta != 0: rule 4's 128 x 128 ping-pong kernel,
+// loading C by TMA where has_tma_c_kernel(d), `c`'s tile order kept where it has one, else the one rules 12 and
+// 13 give those tiles on a GPU of `dram_bytes_per_s`. nullopt where `c`'s kernel takes every call.
+std::optional<Choice> residual_choice(const Desc& d, const Choice& c, double dram_bytes_per_s = kH200DramBytesPerSecond);
 // A kernel asked for by name instead of the dispatcher's: "128x256" and "128x128" (cooperative),
 // "pingpong" (128 x 128, ping-pong, any epilogue and output type), "pingpong_cluster" (the same in
 // 2 x 1 clusters sharing B by TMA multicast), "fixed" (the ping-pong kernel compiled for d's epilogue

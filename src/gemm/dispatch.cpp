@@ -227,7 +227,11 @@
 //      least kWideAtCapMinExtent: the cooperative 128 x 256 kernel compiled
 //      for the epilogue ("fixed_wide"), unsplit, its tiles leaving by TMA
 //      stores, where rules 3a and 4 took the ping-pong tiles; calls with
-//      beta != 0 on rule 4's kernel (Plan's residual plan). On an H100
+//      beta != 0 on rule 4's kernel (Plan's residual plan, residual_choice),
+//      its tiles in rule 13's groups of 4 (at 16384^3 NT, beta 1, on an H100:
+//      0.86x-0.88x cuBLASLt against 0.78x-0.80x in the kernel's groups of 8
+//      with no epilogue, 0.94x-1.05x against 0.77x-0.78x with bias + GELU;
+//      336a465's binary, three calls each). On an H100
 //      (a0bcad5, each paired with cuBLASLt, not with each other): 16384^3 NT with no epilogue
 //      0.999x against the ping-pong tiles' 0.736x (groups of 4), bias + GELU
 //      0.977x against 0.816x; the ladder's k32 (the same tile, fp32 C) 1.012x
@@ -856,6 +860,22 @@ Choice choose(const Desc& desc, int sms, double dram_bytes_per_s) {
     const Desc packed = with_packed_leading_dimensions(desc);  // a refused desc is no ping-pong choice
     set_tile_order(c, packed, dram_bytes_per_s);
     return c;
+}
+
+std::optional<Choice> residual_choice(const Desc& d, const Choice& c, double dram_bytes_per_s) {
+    if (!wide_n_tiles(c) && c.tail_n == 0 && !wide_cooperative(c)) return std::nullopt;
+    Choice with_c = c;
+    with_c.tile_n = kNarrowTileN;
+    with_c.tail_n = 0;
+    with_c.pingpong = true;
+    with_c.tma_load_c = has_tma_c_kernel(d);
+    with_c.why = "rule 4's kernel for the calls with beta != 0 of a product on 128 x " + std::to_string(c.tile_n) +
+                 " tiles" + (c.tail_n > 0 ? " with a narrow tail" : "") +
+                 (wide_cooperative(c) ? " shared by both consumers" : "");
+    // Rule 14's cooperative tiles have no order of their own: the 128 x 128 tiles take rules 12 and 13's
+    // (on an H100, 16384^3 in groups of 4 tile rows, not the kernel's 8).
+    set_tile_order(with_c, with_packed_leading_dimensions(d), dram_bytes_per_s);
+    return with_c;
 }
 
 namespace {

@@ -1642,4 +1642,41 @@ TEST(GemmChoose, CooperativeWideTilesForTheLargestProductsOnAnH100) {
     }
 }
 
+TEST(GemmChoose, ResidualPlanTakesTheTileOrderOfItsOwnTiles) {
+    // Rule 14's calls with beta != 0 run on rule 4's 128 x 128 ping-pong kernel, C loaded by TMA; on an
+    // H100's DRAM its tiles walk in rule 13's groups of 4 tile rows (16384^3: 128 tile rows and columns), as
+    // the dispatcher orders the same tiles where it picks that kernel itself (an fp32 D).
+    const int own_order = choose(Desc{.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .d_type = Type::f32},
+                                 kH200Sms, kH100Dram)
+                              .group_m;
+    EXPECT_EQ(own_order, kLargeProductGroupM);
+    for (Epilogue e : kWideEpilogues) {
+        const Desc square{.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .epilogue = e};
+        const Choice wide = choose(square, kH200Sms, kH100Dram);
+        ASSERT_TRUE(wide_cooperative(wide)) << kernel_text(wide);
+        const std::optional<Choice> with_c = residual_choice(square, wide, kH100Dram);
+        ASSERT_TRUE(with_c.has_value());
+        EXPECT_TRUE(with_c->pingpong);
+        EXPECT_EQ(with_c->tile_n, 128);
+        EXPECT_EQ(with_c->tail_n, 0);
+        EXPECT_TRUE(with_c->fixed_epilogue);
+        EXPECT_EQ(with_c->tma_load_c, has_tma_c_kernel(square));
+        EXPECT_EQ(with_c->group_m, own_order) << with_c->why;
+        EXPECT_TRUE(contains(with_c->why, "shared by both consumers")) << with_c->why;
+        // On the H200's DRAM no order is asked for: the kernel's own (0).
+        EXPECT_EQ(residual_choice(square, wide, kH200DramBytesPerSecond)->group_m, 0);
+    }
+    // Rule 8's 128 x 192 tiles keep the order they have (on the H200 machine: none) for their residual.
+    const Desc rule8{.m = 6000, .n = 8640, .k = 136, .b_op = Op::t};
+    const Choice n192 = choose(rule8, kH200Sms);
+    ASSERT_TRUE(wide_n_tiles(n192)) << kernel_text(n192);
+    const std::optional<Choice> n192_c = residual_choice(rule8, n192);
+    ASSERT_TRUE(n192_c.has_value());
+    EXPECT_EQ(n192_c->group_m, n192.group_m);
+    EXPECT_EQ(n192_c->tile_n, 128);
+    // A choice whose kernel loads C itself has no residual plan.
+    const Desc small{.m = 4096, .n = 4096, .k = 4096, .b_op = Op::t, .epilogue = Epilogue::bias};
+    EXPECT_FALSE(residual_choice(small, choose(small, kH200Sms)).has_value());
+}
+
 }  // namespace rigel::gemm

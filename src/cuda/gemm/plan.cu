@@ -25,14 +25,6 @@ using cuda::gemm_kernels::Launch;
 
 namespace {
 
-// The ping-pong kernel's 168-, 176- and 192-column tiles ("fixed_n168", "fixed_n176", "fixed_n192"; rules 9
-// and 8 take the 176 and 192 ones): compiled for
-// gemm::kN192Epilogues alone, with no path for C by TMA.
-bool wide_n_tiles(const Choice& c) { return c.pingpong && (c.tile_n == 192 || c.tile_n == 176 || c.tile_n == 168); }
-// The cooperative 128 x 256 kernel compiled for a fixed epilogue ("fixed_wide", rule 14): no path for C by TMA
-// either.
-bool wide_cooperative(const Choice& c) { return c.fixed_epilogue && !c.pingpong && c.tile_n == 256; }
-
 DType dtype_of(Type t) {
     switch (t) {
         case Type::bf16: return DType::bf16;
@@ -103,8 +95,9 @@ struct Plan::State {
     // The dispatcher's ping-pong split-K (allow_atomics): the plan without atomics, for the calls
     // whose beta and C it cannot add into D (adds_into_d); its workspace is taken on its first run.
     std::unique_ptr<Plan> without_atomics;
-    // The wide-N tiles (128 x 192 and 128 x 176: rules 8 and 9; 128 x 168 by name), whose kernels have no
-    // path for C by TMA: the plan on rule 4's 128 x 128 kernel that loads C, for the calls with beta != 0.
+    // The wide-N tiles (128 x 192 and 128 x 176: rules 8 and 9; 128 x 168 by name), the narrow tail and rule
+    // 14's cooperative 128 x 256 tiles, whose kernels have no path for C by TMA: the plan on rule 4's 128 x 128
+    // kernel that loads C (gemm::residual_choice), for the calls with beta != 0.
     std::unique_ptr<Plan> residual;
     // The dispatcher's fp32 D on TMA stores (rule 11): the plan on the kernel the rule replaced (the
     // ping-pong kernel, its D staged), for the calls whose D the TMA stores cannot take (tma_stores).
@@ -129,18 +122,8 @@ Plan::Plan(const Desc& d) : Plan(d, choose(d, cuda::sm90::sm_count(), cuda::sm90
                     "stores cannot take";
         state_->staged = std::make_unique<Plan>(d, plain);
     }
-    if (wide_n_tiles(choice_) || choice_.tail_n > 0 || wide_cooperative(choice_)) {
-        Choice with_c = choice_;
-        with_c.tile_n = 128;
-        with_c.tail_n = 0;
-        with_c.pingpong = true;
-        with_c.tma_load_c = has_tma_c_kernel(d);
-        with_c.why = "rule 4's kernel for the calls with beta != 0 of a product on 128 x " +
-                     std::to_string(choice_.tile_n) + " tiles" +
-                     (choice_.tail_n > 0 ? " with a narrow tail" : "") +
-                     (wide_cooperative(choice_) ? " shared by both consumers" : "");
-        state_->residual = std::make_unique<Plan>(d, with_c);
-    }
+    if (const std::optional<Choice> with_c = residual_choice(d, choice_, cuda::sm90::dram_bytes_per_second()))
+        state_->residual = std::make_unique<Plan>(d, *with_c);
 }
 
 Plan::Plan(const Desc& d, const Choice& forced) : desc_(with_packed_leading_dimensions(d)), choice_(forced) {
