@@ -95,6 +95,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -111,6 +112,20 @@ namespace {
 
 template <DType T>
 using K38 = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped, sm90::Accumulation::block_scaled>;
+
+// EXPERIMENT: RIGEL_K38_SCALES=early_products takes each k-tile's scale products when its scales are
+// read, a turn ahead of their promotion (warp_specialized.cuh, early_scale_products).
+template <DType T>
+struct K38EarlyProducts : K38<T> {
+    static constexpr bool kEarlyScaleProducts = true;
+};
+bool early_products() {
+    static const bool on = [] {
+        const char* v = std::getenv("RIGEL_K38_SCALES");
+        return v != nullptr && std::string(v) == "early_products";
+    }();
+    return on;
+}
 
 // StoreF32 with the block scales' tensor maps beside it: the kernel's by-value
 // parameters carry them to the producer (warp_specialized.cuh, block_scaled).
@@ -157,8 +172,12 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
 
 void dispatch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
     switch (p.type) {
-        case DType::e4m3: return launch<K38<DType::e4m3>>(p, scale_a, scale_b, rung);
-        case DType::e5m2: return launch<K38<DType::e5m2>>(p, scale_a, scale_b, rung);
+        case DType::e4m3:
+            if (early_products()) return launch<K38EarlyProducts<DType::e4m3>>(p, scale_a, scale_b, rung);
+            return launch<K38<DType::e4m3>>(p, scale_a, scale_b, rung);
+        case DType::e5m2:
+            if (early_products()) return launch<K38EarlyProducts<DType::e5m2>>(p, scale_a, scale_b, rung);
+            return launch<K38<DType::e5m2>>(p, scale_a, scale_b, rung);
         default:
             throw std::invalid_argument(std::string(rung) + " takes e4m3 and e5m2, not " + std::string(name(p.type)));
     }
