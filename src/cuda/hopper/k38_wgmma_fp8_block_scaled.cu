@@ -119,12 +119,17 @@ template <DType T>
 struct K38EarlyProducts : K38<T> {
     static constexpr bool kEarlyScaleProducts = true;
 };
-bool early_products() {
-    static const bool on = [] {
-        const char* v = std::getenv("RIGEL_K38_SCALES");
-        return v != nullptr && std::string(v) == "early_products";
+// RIGEL_K38_SCALES=untied_products: the products with no tie to the partial sum.
+template <DType T>
+struct K38UntiedProducts : K38<T> {
+    static constexpr bool kUntiedScaleProducts = true;
+};
+std::string scales_variant() {
+    static const std::string v = [] {
+        const char* e = std::getenv("RIGEL_K38_SCALES");
+        return std::string(e != nullptr ? e : "");
     }();
-    return on;
+    return v;
 }
 
 // StoreF32 with the block scales' tensor maps beside it: the kernel's by-value
@@ -170,14 +175,17 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
+template <DType T>
+void launch_variant(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
+    if (scales_variant() == "early_products") return launch<K38EarlyProducts<T>>(p, scale_a, scale_b, rung);
+    if (scales_variant() == "untied_products") return launch<K38UntiedProducts<T>>(p, scale_a, scale_b, rung);
+    return launch<K38<T>>(p, scale_a, scale_b, rung);
+}
+
 void dispatch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
     switch (p.type) {
-        case DType::e4m3:
-            if (early_products()) return launch<K38EarlyProducts<DType::e4m3>>(p, scale_a, scale_b, rung);
-            return launch<K38<DType::e4m3>>(p, scale_a, scale_b, rung);
-        case DType::e5m2:
-            if (early_products()) return launch<K38EarlyProducts<DType::e5m2>>(p, scale_a, scale_b, rung);
-            return launch<K38<DType::e5m2>>(p, scale_a, scale_b, rung);
+        case DType::e4m3: return launch_variant<DType::e4m3>(p, scale_a, scale_b, rung);
+        case DType::e5m2: return launch_variant<DType::e5m2>(p, scale_a, scale_b, rung);
         default:
             throw std::invalid_argument(std::string(rung) + " takes e4m3 and e5m2, not " + std::string(name(p.type)));
     }

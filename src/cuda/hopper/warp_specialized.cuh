@@ -235,6 +235,14 @@ __host__ __device__ constexpr bool early_scale_products() {
     else return false;
 }
 
+// EXPERIMENT: the scale products with no tie to the partial sum, placed where ptxas puts them
+// (G::kUntiedScaleProducts).
+template <class G>
+__host__ __device__ constexpr bool untied_scale_products() {
+    if constexpr (requires { G::kUntiedScaleProducts; }) return G::kUntiedScaleProducts;
+    else return false;
+}
+
 template <class G>
 __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::uint64_t* full, std::uint64_t* empty,
                                           unsigned char* smem, const CUtensorMap* map_a, const CUtensorMap* map_b,
@@ -401,7 +409,9 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             if (arriving_lane) mbar_arrive(&empty[stage]);
             if constexpr (G::kAccumulation == Accumulation::block_scaled) {
                 // The products wait for the partial sum (tie).
-                const float b = early_scale_products<G>() ? 0.0f : __uint_as_float(__float_as_uint(sc.b) | tie(part[0]));
+                const float b = early_scale_products<G>()    ? 0.0f
+                                : untied_scale_products<G>() ? sc.b
+                                                             : __uint_as_float(__float_as_uint(sc.b) | tie(part[0]));
                 const float s0 = early_scale_products<G>() ? sc.s0 : sc.a0 * b;
                 const float s1 = early_scale_products<G>() ? sc.s1 : sc.a1 * b;
                 // Accumulator i holds row r + 8 ((i % 4) / 2) (store_accumulators' layout).
