@@ -95,7 +95,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -112,25 +111,6 @@ namespace {
 
 template <DType T>
 using K38 = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped, sm90::Accumulation::block_scaled>;
-
-// EXPERIMENT: RIGEL_K38_SCALES=early_products takes each k-tile's scale products when its scales are
-// read, a turn ahead of their promotion (warp_specialized.cuh, early_scale_products).
-template <DType T>
-struct K38EarlyProducts : K38<T> {
-    static constexpr bool kEarlyScaleProducts = true;
-};
-// RIGEL_K38_SCALES=untied_products: the products with no tie to the partial sum.
-template <DType T>
-struct K38UntiedProducts : K38<T> {
-    static constexpr bool kUntiedScaleProducts = true;
-};
-std::string scales_variant() {
-    static const std::string v = [] {
-        const char* e = std::getenv("RIGEL_K38_SCALES");
-        return std::string(e != nullptr ? e : "");
-    }();
-    return v;
-}
 
 // StoreF32 with the block scales' tensor maps beside it: the kernel's by-value
 // parameters carry them to the producer (warp_specialized.cuh, block_scaled).
@@ -175,17 +155,10 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
     RIGEL_CUDA_CHECK_LAUNCH();
 }
 
-template <DType T>
-void launch_variant(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
-    if (scales_variant() == "early_products") return launch<K38EarlyProducts<T>>(p, scale_a, scale_b, rung);
-    if (scales_variant() == "untied_products") return launch<K38UntiedProducts<T>>(p, scale_a, scale_b, rung);
-    return launch<K38<T>>(p, scale_a, scale_b, rung);
-}
-
 void dispatch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
     switch (p.type) {
-        case DType::e4m3: return launch_variant<DType::e4m3>(p, scale_a, scale_b, rung);
-        case DType::e5m2: return launch_variant<DType::e5m2>(p, scale_a, scale_b, rung);
+        case DType::e4m3: return launch<K38<DType::e4m3>>(p, scale_a, scale_b, rung);
+        case DType::e5m2: return launch<K38<DType::e5m2>>(p, scale_a, scale_b, rung);
         default:
             throw std::invalid_argument(std::string(rung) + " takes e4m3 and e5m2, not " + std::string(name(p.type)));
     }

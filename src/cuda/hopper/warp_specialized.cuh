@@ -226,23 +226,6 @@ constexpr bool loads_block_scales() {
     else return false;
 }
 
-// EXPERIMENT: the block scales' products s_A(row) s_B taken when the scales are read, a turn ahead of
-// their promotion, so that the FFMAs follow the partial sum's wait with nothing between
-// (G::kEarlyScaleProducts).
-template <class G>
-__host__ __device__ constexpr bool early_scale_products() {
-    if constexpr (requires { G::kEarlyScaleProducts; }) return G::kEarlyScaleProducts;
-    else return false;
-}
-
-// EXPERIMENT: the scale products with no tie to the partial sum, placed where ptxas puts them
-// (G::kUntiedScaleProducts).
-template <class G>
-__host__ __device__ constexpr bool untied_scale_products() {
-    if constexpr (requires { G::kUntiedScaleProducts; }) return G::kUntiedScaleProducts;
-    else return false;
-}
-
 template <class G>
 __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::uint64_t* full, std::uint64_t* empty,
                                           unsigned char* smem, const CUtensorMap* map_a, const CUtensorMap* map_b,
@@ -353,7 +336,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         // longer than the k-tiles between, and the promotion waited for them).
         struct Scales {
             float a0 = 0.0f, a1 = 0.0f, b = 0.0f;
-            float s0 = 0.0f, s1 = 0.0f;  // early_scale_products: a0 b, a1 b
         };
         // tie(v): 0, computed from v's bits and a zero the compiler cannot
         // prove is one (k_blocks > 0, so k_blocks >> 31 is 0). Added to an
@@ -377,10 +359,6 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 sc.a0 = sa[r];
                 sc.a1 = sa[r + 8];
                 sc.b = sa[G::kBM + (tile_n & 3)];
-                if constexpr (early_scale_products<G>()) {
-                    sc.s0 = sc.a0 * sc.b;
-                    sc.s1 = sc.a1 * sc.b;
-                }
             }
         };
 
@@ -409,11 +387,8 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             if (arriving_lane) mbar_arrive(&empty[stage]);
             if constexpr (G::kAccumulation == Accumulation::block_scaled) {
                 // The products wait for the partial sum (tie).
-                const float b = early_scale_products<G>()    ? 0.0f
-                                : untied_scale_products<G>() ? sc.b
-                                                             : __uint_as_float(__float_as_uint(sc.b) | tie(part[0]));
-                const float s0 = early_scale_products<G>() ? sc.s0 : sc.a0 * b;
-                const float s1 = early_scale_products<G>() ? sc.s1 : sc.a1 * b;
+                const float b = __uint_as_float(__float_as_uint(sc.b) | tie(part[0]));
+                const float s0 = sc.a0 * b, s1 = sc.a1 * b;
                 // Accumulator i holds row r + 8 ((i % 4) / 2) (store_accumulators' layout).
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] = fmaf(part[i], (i % 4) < 2 ? s0 : s1, acc[i]);
