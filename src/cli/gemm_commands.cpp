@@ -751,8 +751,8 @@ int run_list(const ListArgs& a) {
         const gemm::Desc d = gemm::with_packed_leading_dimensions(c.desc);
         std::optional<gemm::Choice> k = gemm::case_choice(c, a.sms, a.dram_tbps * 1e12);
         // The dispatcher's plan runs a call with beta != 0 on its residual plan where its kernel has no path
-        // for C (Plan::choice_for); a case naming its kernel or tile order runs on that alone.
-        if (k && c.beta != 0.0f && c.kernel.empty() && c.group_m == 0)
+        // for C (Plan::choice_for).
+        if (k && c.beta != 0.0f && gemm::on_dispatcher_plan(c))
             if (std::optional<gemm::Choice> r = gemm::residual_choice(c.desc, *k, a.dram_tbps * 1e12)) k = r;
         std::printf("%-58s %-44s lda %-5lld ldb %-5lld ldd %-5lld alpha %g beta %g%s x%d  %s\n", c.name.c_str(),
                     shape_text(d).c_str(), static_cast<long long>(d.lda), static_cast<long long>(d.ldb),

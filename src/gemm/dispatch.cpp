@@ -231,7 +231,8 @@
 //      its tiles in rule 13's groups of 4 (at 16384^3 NT, beta 1, on an H100:
 //      0.86x-0.88x cuBLASLt against 0.78x-0.80x in the kernel's groups of 8
 //      with no epilogue, 0.94x-1.05x against 0.77x-0.78x with bias + GELU;
-//      336a465's binary, three calls each). On an H100
+//      336a465's binary, three calls each, each paired with cuBLASLt, not
+//      with each other). On an H100
 //      (a0bcad5, each paired with cuBLASLt, not with each other): 16384^3 NT with no epilogue
 //      0.999x against the ping-pong tiles' 0.736x (groups of 4), bias + GELU
 //      0.977x against 0.816x; the ladder's k32 (the same tile, fp32 C) 1.012x

@@ -38,6 +38,9 @@ struct GemmCase {
     std::string kernel{};    // a kernel_named() name run instead of the dispatcher's choice; empty: the dispatcher
     int group_m = 0;         // a ping-pong choice's tile order, groups of this many tile rows (Choice::group_m); 0: its own
 };
+// True where a case runs on the dispatcher's own plan (Plan(desc), with its sub-plans: the residual plan for
+// beta != 0, ...): it names neither a kernel nor a tile order, which give a plan on that choice alone.
+inline bool on_dispatcher_plan(const GemmCase& c) { return c.kernel.empty() && c.group_m == 0; }
 
 struct GemmSuite {
     std::string_view name;

@@ -1643,9 +1643,10 @@ TEST(GemmChoose, CooperativeWideTilesForTheLargestProductsOnAnH100) {
 }
 
 TEST(GemmChoose, ResidualPlanTakesTheTileOrderOfItsOwnTiles) {
-    // Rule 14's calls with beta != 0 run on rule 4's 128 x 128 ping-pong kernel, C loaded by TMA; on an
-    // H100's DRAM its tiles walk in rule 13's groups of 4 tile rows (16384^3: 128 tile rows and columns), as
-    // the dispatcher orders the same tiles where it picks that kernel itself (an fp32 D).
+    // Rule 14's calls with beta != 0 run on rule 4's 128 x 128 ping-pong kernel, C loaded by TMA where that
+    // kernel has the path (has_tma_c_kernel: not for bias + GELU); on an H100's DRAM its tiles walk in rule
+    // 13's groups of 4 tile rows (16384^3: 128 tile rows and columns), as the dispatcher orders the same tiles
+    // where it picks that kernel itself (an fp32 D).
     const int own_order = choose(Desc{.m = 16384, .n = 16384, .k = 16384, .b_op = Op::t, .d_type = Type::f32},
                                  kH200Sms, kH100Dram)
                               .group_m;

@@ -412,7 +412,7 @@ VerifyRow verify_one(const GemmCase& c, DeviceCase& dc, Runner& r, Executor& ex,
 
 // The case's plan: on the kernel it names, or the dispatcher's.
 Plan plan_for(const GemmCase& c) {
-    if (c.kernel.empty() && c.group_m == 0) return Plan(c.desc);
+    if (on_dispatcher_plan(c)) return Plan(c.desc);
     const std::optional<Choice> k = case_choice(c, cuda::sm90::sm_count(), cuda::sm90::dram_bytes_per_second());
     if (!k) throw std::invalid_argument("case " + c.name + ": no kernel " + c.kernel + " for its operand type");
     return Plan(c.desc, *k);
