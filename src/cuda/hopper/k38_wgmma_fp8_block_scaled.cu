@@ -91,7 +91,13 @@
 // read (a diagnosis, which fails the real-scale check as it must), ran
 // 0.875x and 0.808x: the FFMA is 3 % at 4096^3 and under 1 % at 8192^3, and
 // the rest of the gap to k34 (0.952x and 0.87x-0.90x in the same calls)
-// comes with the scales' loads and reads in each turn.
+// comes with the scales' loads and reads in each turn. Nor is it the 11
+// instructions that stand between the wgmma wait and the first FFMA (the
+// two scale products and their tie to the partial sum): builds that took
+// the products a turn early, or untied (8a688d2, 6cb7745, taken out in
+// e2dce8f), put the FFMA right after the wait and ran level with this one
+// on an H100 (0.839x-0.851x cuBLASLt at 4096^3 against 0.843x-0.844x,
+// 0.789x at 8192^3 against 0.794x-0.795x; docs/gemm.md).
 #include <cuda_runtime.h>
 
 #include <cstdint>
