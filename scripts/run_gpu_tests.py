@@ -8,7 +8,11 @@ configured in) into gpu_tests.json. Each test's command names binaries and
 folders under that build folder; here they are mapped onto BUILD, the folder
 the visit unpacked the binaries into. A test whose binary was not staged is
 reported as not run, never as passed. Every test keeps its own timeout and skip
-code; the log ends with ctest's summary line, which the visit script reads.
+code; each verdict is logged as its test ends (a long test does not hold back
+the verdicts of those that ended after it started), and the log ends with
+ctest's summary line, which the visit script reads. Stopped by SIGTERM or
+SIGINT (the visit's time limit), it still writes the verdicts it has, names
+the tests it leaves unfinished, and exits 124.
 
 Usage: run_gpu_tests.py TESTS_JSON --build BUILD [-j N] [--regex RE] [--log FILE]
 """
@@ -17,6 +21,7 @@ import concurrent.futures
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -71,21 +76,42 @@ def main():
         return 2
     log = sys.stdout if args.log == "-" else open(args.log, "w")
     results = []
-    with concurrent.futures.ThreadPoolExecutor(max_workers=args.j) as pool:
-        for name, verdict, output, seconds in pool.map(lambda t: run_one(t, source_build, build), tests):
+    stopped = []
+
+    def stop(signum, _frame):
+        stopped.append(signal.Signals(signum).name)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.j)
+    futures = {pool.submit(run_one, t, source_build, build): t["name"] for t in tests}
+    try:
+        for future in concurrent.futures.as_completed(futures):
+            name, verdict, output, seconds = future.result()
             results.append((name, verdict))
             print(f"==== {name}: {verdict} ({seconds:.1f} s)", file=log)
             if verdict != "passed":
                 print(output.rstrip()[-6000:], file=log)
             log.flush()
+    except KeyboardInterrupt:
+        pass
+    unfinished = [futures[f] for f in futures if not f.done()]
     passed = sum(v == "passed" for _, v in results)
     failed = [n for n, v in results if v not in ("passed", "skipped", "not run")]
     not_run = [n for n, v in results if v == "not run"]
-    percent = 100 * passed // len(results)
-    print(f"\n{percent}% tests passed, {len(failed)} tests failed out of {len(results)}"
-          + (f" ({len(not_run)} not run, their binaries not staged: {' '.join(not_run)})" if not_run else ""), file=log)
+    percent = 100 * passed // len(tests)
+    print(f"\n{percent}% tests passed, {len(failed)} tests failed out of {len(tests)}"
+          + (f" ({len(not_run)} not run, their binaries not staged: {' '.join(not_run)})" if not_run else "")
+          + (f" (stopped by {stopped[0]}; unfinished: {' '.join(unfinished)})" if stopped else ""), file=log)
     for name in failed:
         print(f"  {name}: {dict(results)[name]}", file=log)
+    log.flush()
+    if stopped:
+        # The tests still running are the caller's to end (the visit kills what it started); the
+        # pool's threads would wait for them.
+        os._exit(124)
+    pool.shutdown()
     return 1 if failed else 0
 
 
