@@ -36,7 +36,7 @@ class RunGpuTests(TempDirTest):
             return f.read()
 
     def test_a_verdict_is_logged_when_its_test_ends(self):
-        p = self.start([shell_test("slow", "sleep 1.5"), shell_test("fast", "exit 0"),
+        p = self.start([shell_test("slow", "sleep 3"), shell_test("fast", "exit 0"),
                         shell_test("broken", "echo boom; exit 3"), shell_test("skipping", "exit 77")])
         self.assertEqual(p.wait(timeout=60), 1)
         log = self.read_log()
