@@ -96,6 +96,9 @@ def main():
             log.flush()
     except KeyboardInterrupt:
         pass
+    # From here on a stop would cut the summary short: it is written whole.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     unfinished = [futures[f] for f in futures if not f.done()]
     passed = sum(v == "passed" for _, v in results)
     failed = [n for n, v in results if v not in ("passed", "skipped", "not run")]
