@@ -26,10 +26,20 @@ class RunGpuTests(TempDirTest):
     def start(self, tests):
         self.write("gpu_tests.json", json.dumps({"build_dir": "/nowhere/build", "tests": tests}))
         self.log = os.path.join(self.dir, "tests.log")
-        return subprocess.Popen([sys.executable, "-B", SCRIPT, os.path.join(self.dir, "gpu_tests.json"),
-                                 "--build", self.dir, "-j", "2", "--log", self.log],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+        p = subprocess.Popen([sys.executable, "-B", SCRIPT, os.path.join(self.dir, "gpu_tests.json"),
+                              "--build", self.dir, "-j", "2", "--log", self.log],
+                             stdout=subprocess.DEVNULL, start_new_session=True)
+        # What a stopped run leaves running is its caller's to end (the visit's pkill): here, its process
+        # group's, whether the test passed or not.
+        self.addCleanup(self.end_group, p.pid)
+        return p
+
+    @staticmethod
+    def end_group(pgid):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     def read_log(self):
         with open(self.log) as f:
@@ -63,10 +73,6 @@ class RunGpuTests(TempDirTest):
         self.assertIn("==== fast: passed", log)
         self.assertIn("33% tests passed, 0 tests failed out of 3 (stopped by SIGTERM; unfinished: hangs queued)",
                       log)
-        try:  # the tests it left running are its caller's to end (the visit's pkill): here, its group's
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 if __name__ == "__main__":
