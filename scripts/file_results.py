@@ -10,11 +10,16 @@ with other bytes is refused with one line, before anything is copied. Logs
 (.txt, .log, .err) go to results/<card>/experiments/ with --logs, each named for the
 visit's run (the CSVs' date_commit): tests.log becomes <date>_<commit>_tests_log.txt.
 
+A visit's subfolders hold variants of one call (env_variants writes env_<n>_<round>/):
+their CSVs, sidecars and logs go to results/<card>/experiments/, each name prefixed
+with the run and the subfolder, <date>_<commit>_env_0_1_ladder.csv, and the sidecar's
+"csv" field renamed to match, so no two variants collide and none lands among the
+card's main results.
+
 Usage: file_results.py VISIT_DIR [--logs] [--dry-run] [--root CHECKOUT]
 Then: python3 reproduce/reproduce.py --update-manifest && make reproduce
 """
 import argparse
-import filecmp
 import json
 import re
 import shutil
@@ -31,36 +36,69 @@ def card_folder(gpu_name):
     return m.group(1).lower() if m else None
 
 
+def card_of(csv):
+    """The card folder a CSV's sidecar names; raises ValueError where it cannot be told."""
+    side = csv.with_suffix(".json")
+    if not side.exists():
+        raise ValueError(f"{csv.name} has no sidecar {side.name}: its card cannot be told")
+    try:
+        gpu = json.loads(side.read_text()).get("environment", {}).get("gpu_name", "")
+    except (json.JSONDecodeError, AttributeError) as e:
+        raise ValueError(f"{side.name} is not a sidecar: {e}")
+    card = card_folder(gpu)
+    if card is None:
+        raise ValueError(f"{side.name} names no card (environment.gpu_name '{gpu}')")
+    return card
+
+
+def variant_name(name, stem, sub):
+    """<stem>_<rest> in subfolder <sub> -> <stem>_<sub>_<rest>; a name without the stem gets it too."""
+    m = STEM.match(name)
+    return f"{stem}_{sub}_{name[m.end():] if m else name}"
+
+
+def log_name(f, stem):
+    base = f.name[:-len(".txt")] if f.name.endswith(".txt") else f.name.replace(".", "_")
+    return f"{stem}_{base}.txt"
+
+
 def plan(visit, logs):
-    """[(source, destination)] for every file to copy; raises ValueError naming the first problem."""
+    """[(source, destination, bytes or None)] for every file to write, None meaning a plain copy;
+    raises ValueError naming the first problem."""
     moves = []
     cards = set()
     for csv in sorted(visit.glob("*.csv")):
-        side = csv.with_suffix(".json")
-        if not side.exists():
-            raise ValueError(f"{csv.name} has no sidecar {side.name}: its card cannot be told")
-        try:
-            gpu = json.loads(side.read_text()).get("environment", {}).get("gpu_name", "")
-        except (json.JSONDecodeError, AttributeError) as e:
-            raise ValueError(f"{side.name} is not a sidecar: {e}")
-        card = card_folder(gpu)
-        if card is None:
-            raise ValueError(f"{side.name} names no card (environment.gpu_name '{gpu}')")
-        cards.add(card)
-        for f in (csv, side):
-            moves.append((f, ROOT / "results" / card / f.name))
-    if logs:
-        stems = {STEM.match(src.name).group(1) for src, _ in moves if STEM.match(src.name)}
+        cards.add(card := card_of(csv))
+        for f in (csv, csv.with_suffix(".json")):
+            moves.append((f, ROOT / "results" / card / f.name, None))
+    subs = sorted(d for d in visit.iterdir() if d.is_dir() and any(d.glob("*.csv")))
+    for sub in subs:
+        for csv in sorted(sub.glob("*.csv")):
+            cards.add(card := card_of(csv))
+    stems = {STEM.match(src.name).group(1) for src, _, _ in moves if STEM.match(src.name)}
+    stems |= {STEM.match(c.name).group(1) for sub in subs for c in sub.glob("*.csv") if STEM.match(c.name)}
+    if subs or logs:
         if len(cards) != 1 or len(stems) != 1:
-            raise ValueError(f"--logs: the visit's results name {len(cards)} cards and {len(stems)} runs "
-                             "(date_commit), so its logs have no one home")
-        card, stem = cards.pop(), stems.pop()
-        for f in sorted(f for ext in ("txt", "log", "err") for f in visit.glob(f"*.{ext}")):
-            base = f.name[:-len(".txt")] if f.name.endswith(".txt") else f.name.replace(".", "_")
-            name = f.name if STEM.match(f.name) else f"{stem}_{base}.txt"
-            moves.append((f, ROOT / "results" / card / "experiments" / name))
-    for src, dst in moves:
-        if dst.exists() and not filecmp.cmp(src, dst, shallow=False):
+            raise ValueError(f"the visit's results name {len(cards)} cards and {len(stems)} runs "
+                             "(date_commit), so its subfolders and logs have no one home")
+        card, stem = next(iter(cards)), next(iter(stems))
+        home = ROOT / "results" / card / "experiments"
+        for sub in subs:
+            for csv in sorted(sub.glob("*.csv")):
+                new_csv = variant_name(csv.name, stem, sub.name)
+                side = csv.with_suffix(".json")
+                text, n = re.subn(r'("csv":\s*)"[^"]*"', lambda m: f'{m.group(1)}"{new_csv}"',
+                                  side.read_text(), count=1)
+                moves.append((csv, home / new_csv, None))
+                moves.append((side, home / (new_csv[:-len(".csv")] + ".json"), text.encode() if n else None))
+            if logs:
+                for f in sorted(f for ext in ("txt", "log", "err") for f in sub.glob(f"*.{ext}")):
+                    moves.append((f, home / log_name(f, f"{stem}_{sub.name}"), None))
+        if logs:
+            for f in sorted(f for ext in ("txt", "log", "err") for f in visit.glob(f"*.{ext}")):
+                moves.append((f, home / (f.name if STEM.match(f.name) else log_name(f, stem)), None))
+    for src, dst, data in moves:
+        if dst.exists() and dst.read_bytes() != (src.read_bytes() if data is None else data):
             raise ValueError(f"{dst.relative_to(ROOT)} is already filed with other bytes")
     return moves
 
@@ -86,11 +124,14 @@ def main():
     if not moves:
         print(f"file_results: no result CSV in {args.visit}", file=sys.stderr)
         return 2
-    for src, dst in moves:
-        print(f"{src.name} -> {dst.relative_to(ROOT)}")
+    for src, dst, data in moves:
+        print(f"{src.relative_to(args.visit)} -> {dst.relative_to(ROOT)}")
         if not args.dry_run:
             dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dst)
+            if data is None:
+                shutil.copyfile(src, dst)
+            else:
+                dst.write_bytes(data)
     return 0
 
 

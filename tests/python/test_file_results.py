@@ -54,6 +54,36 @@ class FileResults(TempDirTest):
         self.assertEqual(self.run_script().returncode, 0)
         self.assertIn(os.path.join("h200", "2026-12-05_abc1234_gpt2_gemm.csv"), self.results())
 
+    def test_subfolder_variants_go_to_experiments_renamed_with_their_sidecars_csv_field(self):
+        self.write("2026-12-05_abc1234_ladder.csv", "run_id\nx\n", self.visit)
+        self.write("2026-12-05_abc1234_ladder.json", sidecar("NVIDIA H100 80GB HBM3"), self.visit)
+        for sub in ("env_0_1", "env_1_1"):
+            self.write(os.path.join(sub, "2026-12-05_abc1234_ladder.csv"), f"run_id\n{sub}\n", self.visit)
+            side = {"run_id": "r", "csv": "2026-12-05_abc1234_ladder.csv",
+                    "environment": {"gpu_name": "NVIDIA H100 80GB HBM3"}}
+            self.write(os.path.join(sub, "2026-12-05_abc1234_ladder.json"), json.dumps(side, indent=2), self.visit)
+        self.write(os.path.join("env_0_1", "ladder.txt"), "table\n", self.visit)
+        r = self.run_script("--logs")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        exp = os.path.join("h100", "experiments")
+        self.assertEqual(sorted(self.results()), sorted([
+            os.path.join("h100", "2026-12-05_abc1234_ladder.csv"),
+            os.path.join("h100", "2026-12-05_abc1234_ladder.json"),
+            os.path.join(exp, "2026-12-05_abc1234_env_0_1_ladder.csv"),
+            os.path.join(exp, "2026-12-05_abc1234_env_0_1_ladder.json"),
+            os.path.join(exp, "2026-12-05_abc1234_env_1_1_ladder.csv"),
+            os.path.join(exp, "2026-12-05_abc1234_env_1_1_ladder.json"),
+            os.path.join(exp, "2026-12-05_abc1234_env_0_1_ladder.txt")]))
+        with open(os.path.join(self.root, "results", exp, "2026-12-05_abc1234_env_1_1_ladder.json")) as f:
+            side = json.load(f)
+        self.assertEqual(side["csv"], "2026-12-05_abc1234_env_1_1_ladder.csv")
+        self.assertEqual(side["run_id"], "r")
+        with open(os.path.join(self.root, "results", exp, "2026-12-05_abc1234_env_1_1_ladder.csv")) as f:
+            self.assertEqual(f.read(), "run_id\nenv_1_1\n")
+        before = self.results()
+        self.assertEqual(self.run_script("--logs").returncode, 0)
+        self.assertEqual(self.results(), before)
+
     def test_problems_are_refused_with_one_line_and_nothing_copied(self):
         cases = {
             "no sidecar": ({"2026-12-05_abc1234_ladder.csv": "run_id\n"}, "has no sidecar"),
