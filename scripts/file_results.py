@@ -9,6 +9,8 @@ A CSV without a sidecar, a sidecar without a card, or a file already filed
 with other bytes is refused with one line, before anything is copied. Logs
 (.txt, .log, .err) go to results/<card>/experiments/ with --logs, each named for the
 visit's run (the CSVs' date_commit): tests.log becomes <date>_<commit>_tests_log.txt.
+A visit that wrote no CSV (GPU tests alone) files its logs the same way, its card
+read from nvidia_smi.txt and its run from the RUN file scripts/h200_visit.sh writes.
 
 A visit's subfolders hold variants of one call (env_variants writes env_<n>_<round>/):
 their CSVs, sidecars and logs go to results/<card>/experiments/, each name prefixed
@@ -62,6 +64,19 @@ def log_name(f, stem):
     return f"{stem}_{base}.txt"
 
 
+def card_and_run_without_csv(visit):
+    """({card}, {date_commit}) of a visit with no CSV, from its nvidia_smi.txt and RUN; raises ValueError."""
+    smi, run = visit / "nvidia_smi.txt", visit / "RUN"
+    if not smi.exists() or not run.exists():
+        raise ValueError(f"no result CSV in {visit}, and no nvidia_smi.txt and RUN to file its logs by")
+    lines = smi.read_text().splitlines()
+    card = card_folder(lines[1].split(",")[0] if len(lines) > 1 else "")
+    stem = run.read_text().strip()
+    if card is None or not STEM.match(stem + "_"):
+        raise ValueError(f"{smi.name} names no card or {run.name} no run (<date>_<commit>): '{stem}'")
+    return {card}, {stem}
+
+
 def plan(visit, logs):
     """[(source, destination, bytes or None)] for every file to write, None meaning a plain copy;
     raises ValueError naming the first problem."""
@@ -77,6 +92,8 @@ def plan(visit, logs):
             cards.add(card := card_of(csv))
     stems = {STEM.match(src.name).group(1) for src, _, _ in moves if STEM.match(src.name)}
     stems |= {STEM.match(c.name).group(1) for sub in subs for c in sub.glob("*.csv") if STEM.match(c.name)}
+    if logs and not cards and not stems:
+        cards, stems = card_and_run_without_csv(visit)
     if subs or logs:
         if len(cards) != 1 or len(stems) != 1:
             raise ValueError(f"the visit's results name {len(cards)} cards and {len(stems)} runs "

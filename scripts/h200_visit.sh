@@ -80,6 +80,10 @@ train_log() {
 log "device"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
   --format=csv 2>&1 | tee "$OUT/nvidia_smi.txt"
+# The run as rigel names its files (<UTC date>_<commit>), for scripts/file_results.py to file the logs
+# of a visit that wrote no CSV (tests alone), whose card it reads from nvidia_smi.txt.
+visit_commit=$(cat COMMIT 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)
+echo "$(date -u +%F)_${visit_commit:0:7}" > "$OUT/RUN"
 
 log "configure and build"
 start=$(date +%s)

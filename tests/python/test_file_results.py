@@ -84,6 +84,24 @@ class FileResults(TempDirTest):
         self.assertEqual(self.run_script("--logs").returncode, 0)
         self.assertEqual(self.results(), before)
 
+    def test_a_visit_without_csv_files_its_logs_by_its_nvidia_smi_and_run(self):
+        self.write("nvidia_smi.txt", "name, driver_version\nNVIDIA H100 80GB HBM3, 580.159.04\n", self.visit)
+        self.write("tests.log", "==== gpu_train_check: passed (6.9 s)\n", self.visit)
+        self.write("RUN", "2026-12-07_fbb3b5d\n", self.visit)
+        r = self.run_script("--logs")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        exp = os.path.join("h100", "experiments")
+        self.assertEqual(sorted(self.results()), sorted([
+            os.path.join(exp, "2026-12-07_fbb3b5d_tests_log.txt"),
+            os.path.join(exp, "2026-12-07_fbb3b5d_nvidia_smi.txt")]))
+        # Without the RUN file (a visit before it was written) there is nothing to name the logs by.
+        os.remove(os.path.join(self.visit, "RUN"))
+        os.remove(os.path.join(self.root, "results", exp, "2026-12-07_fbb3b5d_tests_log.txt"))
+        r = self.run_script("--logs")
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn("no nvidia_smi.txt and RUN", r.stderr)
+
     def test_problems_are_refused_with_one_line_and_nothing_copied(self):
         cases = {
             "no sidecar": ({"2026-12-05_abc1234_ladder.csv": "run_id\n"}, "has no sidecar"),
