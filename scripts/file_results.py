@@ -104,6 +104,7 @@ def plan(visit, logs):
             for csv in sorted(sub.glob("*.csv")):
                 new_csv = variant_name(csv.name, stem, sub.name)
                 side = csv.with_suffix(".json")
+                # The one field edited in place: a json round trip would rewrite rigel's number formatting too.
                 text, n = re.subn(r'("csv":\s*)"[^"]*"', lambda m: f'{m.group(1)}"{new_csv}"',
                                   side.read_text(), count=1)
                 moves.append((csv, home / new_csv, None))
