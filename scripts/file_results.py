@@ -22,6 +22,7 @@ Usage: file_results.py VISIT_DIR [--logs] [--dry-run] [--root CHECKOUT]
 Then: python3 reproduce/reproduce.py --update-manifest && make reproduce
 """
 import argparse
+import csv
 import json
 import re
 import shutil
@@ -38,11 +39,11 @@ def card_folder(gpu_name):
     return m.group(1).lower() if m else None
 
 
-def card_of(csv):
+def card_of(table):
     """The card folder a CSV's sidecar names; raises ValueError where it cannot be told."""
-    side = csv.with_suffix(".json")
+    side = table.with_suffix(".json")
     if not side.exists():
-        raise ValueError(f"{csv.name} has no sidecar {side.name}: its card cannot be told")
+        raise ValueError(f"{table.name} has no sidecar {side.name}: its card cannot be told")
     try:
         gpu = json.loads(side.read_text()).get("environment", {}).get("gpu_name", "")
     except (json.JSONDecodeError, AttributeError) as e:
@@ -69,8 +70,8 @@ def card_and_run_without_csv(visit):
     smi, run = visit / "nvidia_smi.txt", visit / "RUN"
     if not smi.exists() or not run.exists():
         raise ValueError(f"no result CSV in {visit}, and no nvidia_smi.txt and RUN to file its logs by")
-    lines = smi.read_text().splitlines()
-    card = card_folder(lines[1].split(",")[0] if len(lines) > 1 else "")
+    rows = list(csv.DictReader(smi.read_text().splitlines(), skipinitialspace=True))
+    card = card_folder(rows[0].get("name", "") if rows else "")
     stem = run.read_text().strip()
     if card is None or not STEM.match(stem + "_"):
         raise ValueError(f"{smi.name} names no card or {run.name} no run (<date>_<commit>): '{stem}'")
@@ -80,18 +81,14 @@ def card_and_run_without_csv(visit):
 def plan(visit, logs):
     """[(source, destination, bytes or None)] for every file to write, None meaning a plain copy;
     raises ValueError naming the first problem."""
-    moves = []
-    cards = set()
-    for csv in sorted(visit.glob("*.csv")):
-        cards.add(card := card_of(csv))
-        for f in (csv, csv.with_suffix(".json")):
-            moves.append((f, ROOT / "results" / card / f.name, None))
     subs = sorted(d for d in visit.iterdir() if d.is_dir() and any(d.glob("*.csv")))
-    for sub in subs:
-        for csv in sorted(sub.glob("*.csv")):
-            cards.add(card := card_of(csv))
-    stems = {STEM.match(src.name).group(1) for src, _, _ in moves if STEM.match(src.name)}
-    stems |= {STEM.match(c.name).group(1) for sub in subs for c in sub.glob("*.csv") if STEM.match(c.name)}
+    tables = {t: card_of(t) for folder in [visit, *subs] for t in sorted(folder.glob("*.csv"))}
+    cards = set(tables.values())
+    stems = {m.group(1) for t in tables if (m := STEM.match(t.name))}
+    moves = []
+    for table in sorted(visit.glob("*.csv")):
+        for f in (table, table.with_suffix(".json")):
+            moves.append((f, ROOT / "results" / tables[table] / f.name, None))
     if logs and not cards and not stems:
         cards, stems = card_and_run_without_csv(visit)
     if subs or logs:
@@ -101,13 +98,13 @@ def plan(visit, logs):
         card, stem = next(iter(cards)), next(iter(stems))
         home = ROOT / "results" / card / "experiments"
         for sub in subs:
-            for csv in sorted(sub.glob("*.csv")):
-                new_csv = variant_name(csv.name, stem, sub.name)
-                side = csv.with_suffix(".json")
+            for table in sorted(sub.glob("*.csv")):
+                new_csv = variant_name(table.name, stem, sub.name)
+                side = table.with_suffix(".json")
                 # The one field edited in place: a json round trip would rewrite rigel's number formatting too.
                 text, n = re.subn(r'("csv":\s*)"[^"]*"', lambda m: f'{m.group(1)}"{new_csv}"',
                                   side.read_text(), count=1)
-                moves.append((csv, home / new_csv, None))
+                moves.append((table, home / new_csv, None))
                 moves.append((side, home / (new_csv[:-len(".csv")] + ".json"), text.encode() if n else None))
             if logs:
                 for f in sorted(f for ext in ("txt", "log", "err") for f in sub.glob(f"*.{ext}")):
