@@ -101,6 +101,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -117,6 +118,19 @@ namespace {
 
 template <DType T>
 using K38 = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped, sm90::Accumulation::block_scaled>;
+
+// EXPERIMENT: RIGEL_K38_SCALES=chunk loads the scales of 16 k-tiles of a tile in one TMA pair
+// (A's 16 x 128, B's 16 x 4) into one of two buffers, in place of a pair of boxes every stage.
+template <DType T>
+using K38Chunk = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped,
+                                       sm90::Accumulation::block_scaled, sm90::Major::k, sm90::Major::k, 16>;
+bool scales_in_chunks() {
+    static const bool chunk = [] {
+        const char* e = std::getenv("RIGEL_K38_SCALES");
+        return e != nullptr && std::string(e) == "chunk";
+    }();
+    return chunk;
+}
 
 // StoreF32 with the block scales' tensor maps beside it: the kernel's by-value
 // parameters carry them to the producer (warp_specialized.cuh, block_scaled).
@@ -151,10 +165,11 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
     }();
     const sm90::RungLaunch l = sm90::prepare_rung_launch<G>(p, maps_a, maps_b, sms, rung);
     const int k_blocks = sm90::ceil_div(l.k, G::kBK);
+    const int box_k = std::max(1, sm90::scale_chunk<G>());  // k-blocks a scale box spans
     const StoreF32Scaled::Params params{
         static_cast<float*>(p.c), k_blocks,
-        maps_scale_a.get(scale_a, DType::f32, k_blocks, l.m, scale_ld(l.m), 1, G::kBM, kNoPromotion),
-        maps_scale_b.get(scale_b, DType::f32, k_blocks, l.tiles_n, scale_ld(l.tiles_n), 1, 4, kNoPromotion)};
+        maps_scale_a.get(scale_a, DType::f32, k_blocks, l.m, scale_ld(l.m), box_k, G::kBM, kNoPromotion),
+        maps_scale_b.get(scale_b, DType::f32, k_blocks, l.tiles_n, scale_ld(l.tiles_n), box_k, 4, kNoPromotion)};
     sm90::warp_specialized_kernel<G, StoreF32Scaled>
         <<<l.grid, G::kThreads, sm90::kernel_smem_bytes<G, StoreF32Scaled>, sm90::stream_of(p)>>>(
             *l.map_a, *l.map_b, params, l.m, l.n, l.k, l.tiles_m, l.tiles_n);
@@ -163,8 +178,12 @@ void launch(const GemmProblem& p, const float* scale_a, const float* scale_b, co
 
 void dispatch(const GemmProblem& p, const float* scale_a, const float* scale_b, const char* rung) {
     switch (p.type) {
-        case DType::e4m3: return launch<K38<DType::e4m3>>(p, scale_a, scale_b, rung);
-        case DType::e5m2: return launch<K38<DType::e5m2>>(p, scale_a, scale_b, rung);
+        case DType::e4m3:
+            if (scales_in_chunks()) return launch<K38Chunk<DType::e4m3>>(p, scale_a, scale_b, rung);
+            return launch<K38<DType::e4m3>>(p, scale_a, scale_b, rung);
+        case DType::e5m2:
+            if (scales_in_chunks()) return launch<K38Chunk<DType::e5m2>>(p, scale_a, scale_b, rung);
+            return launch<K38<DType::e5m2>>(p, scale_a, scale_b, rung);
         default:
             throw std::invalid_argument(std::string(rung) + " takes e4m3 and e5m2, not " + std::string(name(p.type)));
     }

@@ -76,7 +76,8 @@ namespace rigel::cuda::sm90 {
 enum class Accumulation : std::uint8_t { tensor_core, promoted, block_scaled };
 enum class Major : std::uint8_t { k, mn };
 
-template <DType T, int BN, int Stages, Schedule S, Accumulation A, Major MA = Major::k, Major MB = Major::k>
+template <DType T, int BN, int Stages, Schedule S, Accumulation A, Major MA = Major::k, Major MB = Major::k,
+          int ScaleChunk = 0>
 struct WarpSpecialized {
     static constexpr DType kType = T;
     static constexpr int kBN = BN;
@@ -99,8 +100,17 @@ struct WarpSpecialized {
     // stage so that every box starts on 128 bytes.
     static constexpr int kScaleABytes = kBM * 4;
     static constexpr int kScaleBBytes = 16;
-    static constexpr int kScaleStageBytes = A == Accumulation::block_scaled ? kScaleABytes + 128 : 0;
-    static constexpr int kSmemBytes = Stages * (kStageBytes + kScaleStageBytes) + kSwizzleAtom;  // + alignment slack
+    static constexpr int kScaleStageBytes = A == Accumulation::block_scaled && ScaleChunk == 0 ? kScaleABytes + 128 : 0;
+    // EXPERIMENT (ScaleChunk > 0): the scales of ScaleChunk k-tiles of a tile in one TMA pair, into
+    // one of two buffers after the ring (A's [ScaleChunk][128], then B's [ScaleChunk][4]), on the
+    // full barrier of the chunk's first k-tile; the consumers free a buffer once they have read
+    // its last k-tile's scales.
+    static constexpr int kScaleChunk = ScaleChunk;
+    static constexpr int kScaleChunkABytes = ScaleChunk * kBM * 4;
+    static constexpr int kScaleChunkBBytes = ScaleChunk * 16;
+    static constexpr int kScaleChunkBytes = 2 * (kScaleChunkABytes + kScaleChunkBBytes);
+    static constexpr int kSmemBytes =
+        Stages * (kStageBytes + kScaleStageBytes) + kScaleChunkBytes + kSwizzleAtom;  // + alignment slack
     static constexpr int kThreads = 3 * kWarpgroup;
     static constexpr int kConsumerWarps = 2 * kWarpgroup / 32;  // arrivals that free a stage
     static constexpr int kAcc = BN / 2;                         // fp32 accumulators per thread
@@ -121,7 +131,16 @@ struct WarpSpecialized {
     static_assert((MA == Major::k && MB == Major::k) || elem_bytes(T) == 2,
                   "only f16/bf16 wgmma reads M- or N-major operands");
     static_assert(kWarpgroup * kProducerRegs + 2 * kWarpgroup * kConsumerRegs <= 65536, "register file");
+    static_assert(ScaleChunk == 0 || (A == Accumulation::block_scaled && ScaleChunk <= 256),
+                  "scale chunks: block_scaled only, at most a TMA box's 256 rows");
 };
+
+// EXPERIMENT: the k-tiles of scales a block-scaled kernel loads in one TMA pair (0: each stage its own).
+template <class G>
+__host__ __device__ constexpr int scale_chunk() {
+    if constexpr (requires { G::kScaleChunk; }) return G::kScaleChunk;
+    else return 0;
+}
 
 // tile_coords (the output tile of a linear tile index): sm90_types.cuh.
 
@@ -232,7 +251,8 @@ __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::
                                           int tm, int tn, int b_row, int kt_begin, int k_end,
                                           const CUtensorMap* map_scale_a = nullptr,
                                           const CUtensorMap* map_scale_b = nullptr,
-                                          std::uint32_t stage_bytes = G::kStageBytes) {
+                                          std::uint32_t stage_bytes = G::kStageBytes,
+                                          std::uint64_t* chunk_empty = nullptr, PipelineState<2>* chunks = nullptr) {
     // k_end in elements of K, not k-tiles: the ping-pong kernel passes its
     // parameter k itself, which the loop test reads from the constant bank
     // (a k-tile count computed from it would be spilled across the epilogue
@@ -245,7 +265,21 @@ __device__ __forceinline__ void load_tile(PipelineState<G::kStages>& ring, std::
         const int stage = ring.stage();
         unsigned char* const a_tile = smem + stage * G::kStageBytes;
         mbar_wait(&empty[stage], ring.phase());
-        if constexpr (loads_block_scales<G>()) {
+        if constexpr (loads_block_scales<G>() && scale_chunk<G>() > 0) {
+            // EXPERIMENT: a chunk's scales with its first k-tile, once its buffer is free.
+            if ((kt - kt_begin) % G::kScaleChunk == 0) {
+                const int buf = chunks->stage();
+                mbar_wait(&chunk_empty[buf], chunks->phase());
+                unsigned char* const area = smem + G::kStages * G::kStageBytes;
+                mbar_arrive_expect_tx(&full[stage], G::kStageBytes + G::kScaleChunkABytes + G::kScaleChunkBBytes);
+                tma_load_2d(area + buf * G::kScaleChunkABytes, map_scale_a, &full[stage], tm * G::kBM, kt);
+                tma_load_2d(area + 2 * G::kScaleChunkABytes + buf * G::kScaleChunkBBytes, map_scale_b, &full[stage],
+                            tn & ~3, kt);
+                chunks->advance();
+            } else {
+                mbar_arrive_expect_tx(&full[stage], G::kStageBytes);
+            }
+        } else if constexpr (loads_block_scales<G>()) {
             // The k-tile's scales (block_scaled.hpp's layouts: k-block-major), in the same
             // transaction: A's for the tile's rows and the 4 B blocks around the tile's.
             unsigned char* const scales = smem + G::kStages * G::kStageBytes + stage * G::kScaleStageBytes;
@@ -271,6 +305,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     extern __shared__ unsigned char smem_raw[];
     __shared__ std::uint64_t full[kStages];
     __shared__ std::uint64_t empty[kStages];
+    __shared__ std::uint64_t chunk_empty[2];  // EXPERIMENT: scale_chunk<G>() > 0 only
     unsigned char* const smem = align_to_atom(smem_raw);
     auto a_tile = [&](int s) { return smem + s * G::kStageBytes; };
     auto b_tile = [&](int s) { return smem + s * G::kStageBytes + G::kABytes; };
@@ -281,6 +316,12 @@ __global__ void __launch_bounds__(G::kThreads, 1)
     const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
 
     init_ring(full, empty, G::kConsumerWarps);  // every consumer warp releases each stage
+    if constexpr (scale_chunk<G>() > 0) {
+        if (threadIdx.x == 0) {
+            for (auto& b : chunk_empty) mbar_init(&b, G::kConsumerWarps);
+            fence_mbarrier_init();
+        }
+    }
     if constexpr (requires { Epi::init(); }) Epi::init();  // the epilogue's own barriers, where it has any
     __syncthreads();  // the last CTA-wide barrier: from here on only mbarriers
     if constexpr (G::kSchedule == Schedule::split_k) {
@@ -296,12 +337,13 @@ __global__ void __launch_bounds__(G::kThreads, 1)
             prefetch_tensor_map(&map_a);
             prefetch_tensor_map(&map_b);
             auto ring = PipelineState<kStages>::producer_start();
+            auto chunks = PipelineState<2>::producer_start();
             for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
                 int tm = 0, tn = 0;
                 tile_coords<G::kSchedule>(tile, tiles_m, tiles_n, G::kGroupM, tm, tn);
                 if constexpr (G::kAccumulation == Accumulation::block_scaled)
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, tn * G::kBN, kt_begin, kt_end * G::kBK,
-                                 &epi.map_scale_a, &epi.map_scale_b);
+                                 &epi.map_scale_a, &epi.map_scale_b, G::kStageBytes, chunk_empty, &chunks);
                 else
                     load_tile<G>(ring, full, empty, smem, &map_a, &map_b, tm, tn, tn * G::kBN, kt_begin, kt_end * G::kBK);
             }
@@ -311,7 +353,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         const int consumer = warpgroup - 1;
         const bool arriving_lane = (threadIdx.x % 32) == 0;
         float* const staging = reinterpret_cast<float*>(smem + kStages * (G::kStageBytes + G::kScaleStageBytes) +
-                                                        consumer * Epi::kStagingBytes);
+                                                        G::kScaleChunkBytes + consumer * Epi::kStagingBytes);
         static_assert(kernel_smem_bytes<G, Epi> <= 227 * 1024, "the per-block shared-memory limit of sm_90");
         // Rows 64c..64c+63 of the A tile start 8 KB in: 64 rows x 128 B
         // (K-major), or the second box of 64 K-rows x 128 B (MN-major, BK = 64).
@@ -336,7 +378,11 @@ __global__ void __launch_bounds__(G::kThreads, 1)
         // longer than the k-tiles between, and the promotion waited for them).
         struct Scales {
             float a0 = 0.0f, a1 = 0.0f, b = 0.0f;
+            int release = -1;  // EXPERIMENT (chunks): the buffer this k-tile's promotion frees, or -1
         };
+        // EXPERIMENT (chunks): the parity of the chunks before this tile's (a tile has
+        // ceil(k-tiles / kScaleChunk) of them; buffers alternate).
+        int chunk_parity = 0;
         // tie(v): 0, computed from v's bits and a zero the compiler cannot
         // prove is one (k_blocks > 0, so k_blocks >> 31 is 0). Added to an
         // address or OR-ed into an operand, it makes an instruction wait for v
@@ -350,8 +396,25 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 return 0;
         };
         // The reads wait for `after` (tie).
-        const auto scales_of = [&](int stage, int tile_n, Scales& sc, float after) {
-            if constexpr (G::kAccumulation == Accumulation::block_scaled) {
+        const auto scales_of = [&](int stage, int kt_of, int tile_n, Scales& sc, float after) {
+            if constexpr (scale_chunk<G>() > 0) {
+                constexpr int C = G::kScaleChunk;
+                const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
+                const int local = kt_of - kt_begin;
+                const int buf = (chunk_parity + local / C) & 1;
+                const unsigned char* const area = smem + kStages * G::kStageBytes + tie(after);
+                const float* const sa =
+                    reinterpret_cast<const float*>(area + buf * G::kScaleChunkABytes + (local % C) * G::kScaleABytes);
+                const float* const sb = reinterpret_cast<const float*>(area + 2 * G::kScaleChunkABytes +
+                                                                       buf * G::kScaleChunkBBytes + (local % C) * 16);
+                const int r = consumer * kWgmmaM + 16 * (t / 32) + (t % 32) / 4;
+                sc.a0 = sa[r];
+                sc.a1 = sa[r + 8];
+                sc.b = sb[tile_n & 3];
+                sc.release = (local % C == C - 1 || kt_of + 1 == kt_end) ? buf : -1;
+                (void)stage;
+            } else if constexpr (G::kAccumulation == Accumulation::block_scaled) {
+                (void)kt_of;
                 const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
                 const float* const sa = reinterpret_cast<const float*>(
                     smem + kStages * G::kStageBytes + stage * G::kScaleStageBytes + tie(after));
@@ -392,6 +455,9 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 // Accumulator i holds row r + 8 ((i % 4) / 2) (store_accumulators' layout).
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] = fmaf(part[i], (i % 4) < 2 ? s0 : s1, acc[i]);
+                if constexpr (scale_chunk<G>() > 0) {
+                    if (arriving_lane && sc.release >= 0) mbar_arrive(&chunk_empty[sc.release]);
+                }
             } else {
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] += part[i];
@@ -441,7 +507,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                 int kt = kt_begin;
                 Scales sc0, sc1;
                 int stage0 = issue_partial(part0), stage1 = 0;
-                scales_of(stage0, tn, sc0, 0.0f);
+                scales_of(stage0, kt_begin, tn, sc0, 0.0f);
                 // One turn: k-tile kt is in `cur`; issue kt + 1 into `next` (unless kt is the
                 // last), then promote kt. True when the tile's k-tiles are done.
                 const auto turn = [&](float(&cur)[G::kAcc], int& cur_stage, Scales& cur_sc, float(&next)[G::kAcc],
@@ -456,7 +522,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
                     promote(cur, cur_stage, cur_sc);
                     // k-tile kt + 1's scales, for its promotion in the next turn: read
                     // after this one (its stage is held until then).
-                    scales_of(next_stage, tn, next_sc, cur[0]);
+                    scales_of(next_stage, kt + 1, tn, next_sc, cur[0]);
                     ++kt;
                     return false;
                 };
@@ -476,6 +542,7 @@ __global__ void __launch_bounds__(G::kThreads, 1)
 #pragma unroll
                 for (int i = 0; i < G::kAcc; ++i) acc[i] = 0.0f;
             }
+            if constexpr (scale_chunk<G>() > 0) chunk_parity ^= ceil_div(kt_end - kt_begin, G::kScaleChunk) & 1;
         }
         // An epilogue whose copies may still be reading shared memory waits for them before the CTA ends.
         if constexpr (requires { Epi::drain(epi); }) Epi::drain(epi);
