@@ -124,10 +124,15 @@ using K38 = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped,
 template <DType T>
 using K38Chunk = sm90::WarpSpecialized<T, 128, 6, sm90::Schedule::persistent_grouped,
                                        sm90::Accumulation::block_scaled, sm90::Major::k, sm90::Major::k, 16>;
+// Any other value is refused, so that a misspelt setting cannot time the default build under the
+// experiment's name.
 bool scales_in_chunks() {
     static const bool chunk = [] {
         const char* e = std::getenv("RIGEL_K38_SCALES");
-        return e != nullptr && std::string(e) == "chunk";
+        const std::string v = e != nullptr ? e : "";
+        if (!v.empty() && v != "chunk")
+            throw std::invalid_argument("RIGEL_K38_SCALES is '" + v + "': it takes chunk, or is unset");
+        return v == "chunk";
     }();
     return chunk;
 }
